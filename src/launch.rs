@@ -1,0 +1,63 @@
+//! Where a shell step runs: on the host, or inside a container image. A launcher only turns a
+//! `ShellJob` into an argv (and knows how to stop what it started); running the process,
+//! timeouts and logs belong to `exec`. So the container path is the host path with a
+//! different command line, and both are tested by the same code.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One shell step of a probe (a build or a test).
+#[derive(Debug, Clone)]
+pub struct ShellJob {
+    /// Run through `sh -c`.
+    pub script: String,
+    /// The probed source checkout; mounted read-only in containers.
+    pub src: PathBuf,
+    /// Persistent, writable build directory (the step's working directory when `cwd_is_work`).
+    pub work: PathBuf,
+    /// Run in `work` instead of `src` (builds run in the build dir, `--script` in the checkout).
+    pub cwd_is_work: bool,
+    pub env: Vec<(String, String)>,
+    pub timeout: Option<Duration>,
+    /// Unique per run: container name, so a timeout can stop the container, not just the client.
+    pub name: String,
+}
+
+/// A fully resolved process to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cmd {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+pub trait Launcher: Send + Sync {
+    /// Stable identity (e.g. `host`, `podman:setrows-rocm:6.4.1@sha256:...`) for the store key.
+    fn identity(&self) -> String;
+    /// The command that runs `job`.
+    fn command(&self, job: &ShellJob) -> Cmd;
+    /// Called after a timeout or interruption killed the client process: stop what it started.
+    fn cleanup(&self, _job: &ShellJob) {}
+    /// Provenance facts for reports (image digest, compiler versions, GPU), best effort.
+    fn provenance(&self) -> std::collections::BTreeMap<String, String> {
+        Default::default()
+    }
+}
+
+/// Runs steps directly on this machine.
+#[derive(Debug, Clone, Default)]
+pub struct HostLauncher;
+
+impl Launcher for HostLauncher {
+    fn identity(&self) -> String {
+        "host".into()
+    }
+
+    fn command(&self, job: &ShellJob) -> Cmd {
+        Cmd {
+            argv: vec!["sh".into(), "-c".into(), job.script.clone()],
+            cwd: if job.cwd_is_work { job.work.clone() } else { job.src.clone() },
+            env: job.env.clone(),
+        }
+    }
+}
