@@ -2,6 +2,10 @@
 //! `ShellJob` into an argv (and knows how to stop what it started); running the process,
 //! timeouts and logs belong to `exec`. So the container path is the host path with a
 //! different command line, and both are tested by the same code.
+//!
+//! Scripts never hard-code paths: they refer to the checkout as `$SRC` and to the persistent
+//! build directory as `$WORK`. Each launcher sets both (the host to the real paths, a container
+//! to its mount points), so one script runs unchanged in either place.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -56,8 +60,24 @@ impl Launcher for HostLauncher {
     fn command(&self, job: &ShellJob) -> Cmd {
         Cmd {
             argv: vec!["sh".into(), "-c".into(), job.script.clone()],
-            cwd: if job.cwd_is_work { job.work.clone() } else { job.src.clone() },
-            env: job.env.clone(),
+            cwd: if job.cwd_is_work {
+                job.work.clone()
+            } else {
+                job.src.clone()
+            },
+            env: with_dirs(
+                &job.env,
+                &job.src.to_string_lossy(),
+                &job.work.to_string_lossy(),
+            ),
         }
     }
+}
+
+/// `env` plus `SRC` and `WORK` as seen by the step (launchers pass their own view of the paths).
+pub fn with_dirs(env: &[(String, String)], src: &str, work: &str) -> Vec<(String, String)> {
+    let mut out = env.to_vec();
+    out.push(("SRC".into(), src.into()));
+    out.push(("WORK".into(), work.into()));
+    out
 }
