@@ -6,6 +6,7 @@ pub mod bisect;
 pub mod cli;
 pub mod demo;
 pub mod error;
+pub mod evidence;
 pub mod exec;
 pub mod launch;
 pub mod matrix_cmd;
