@@ -189,7 +189,7 @@ impl Recipe {
     pub fn cmake_args(&self, facts: &TreeFacts) -> Vec<String> {
         let mut a = vec![format!("-DCMAKE_BUILD_TYPE={}", self.build_type)];
         let onoff = |b: bool| if b { "ON" } else { "OFF" };
-        let mut launcher = |a: &mut Vec<String>, lang: &str| {
+        let launcher = |a: &mut Vec<String>, lang: &str| {
             if self.ccache {
                 a.push(format!("-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache"));
             }

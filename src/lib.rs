@@ -3,6 +3,7 @@
 //! Functional core (`search`, `outcome`, matrix expansion, report rendering) and imperative
 //! shell (git, processes and containers, the result store, GitHub, progress). See DESIGN.md.
 pub mod bisect;
+pub mod build;
 pub mod cli;
 pub mod demo;
 pub mod error;
