@@ -9,6 +9,7 @@ pub mod demo;
 pub mod error;
 pub mod evidence;
 pub mod exec;
+pub mod flaky;
 pub mod launch;
 pub mod matrix_cmd;
 pub mod outcome;
