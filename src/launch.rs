@@ -46,6 +46,12 @@ pub trait Launcher: Send + Sync {
     fn provenance(&self) -> std::collections::BTreeMap<String, String> {
         Default::default()
     }
+    /// After a step finished: `Some(reason)` when the launcher's own machinery failed (container
+    /// engine error, full disk) rather than the step, so the prober reports `InfraError`, never
+    /// a verdict. The host has no machinery of its own between us and the step.
+    fn infra_failure(&self, _exit_code: Option<i32>, _output: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Runs steps directly on this machine.

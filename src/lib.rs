@@ -4,6 +4,7 @@
 //! shell (git, processes and containers, the result store, GitHub, progress). See DESIGN.md.
 pub mod bisect;
 pub mod build;
+pub mod container;
 pub mod cli;
 pub mod demo;
 pub mod error;
