@@ -1,5 +1,23 @@
-//! `setrows-bisect [bisect]`: the driver. (Owned by the core work; being written.)
+//! `setrows-bisect [bisect]`: the command-line edge of a commit bisection. It validates the
+//! flags, turns them into a `driver::Plan`, a prober and a policy, runs `driver::bisect_commits`
+//! and prints the report. All errors leave here as `CliError` (exit 2 for input, 3 for
+//! machinery); the verdict itself decides 0 (found) or 1 (inconclusive).
+
+use crate::driver::{bisect_commits, Conclusion, DriverError, Plan};
+use crate::error::CliError;
+use crate::evidence::{Deterministic, Fixed, Policy};
+use crate::git::{self, GitError, RangeSpec};
+use crate::launch::HostLauncher;
+use crate::outcome::{Predicate, Regress};
+use crate::probe::Prober;
+use crate::progress::Progress;
+use crate::report;
+use crate::script::ScriptProber;
+use crate::search::EndpointCheck;
+use crate::store::{self, Store};
 use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct BisectArgs {
@@ -9,8 +27,246 @@ pub struct BisectArgs {
     /// A revision with the new behaviour.
     #[arg(long, required = true)]
     pub bad: Option<String>,
+    /// The git repository to bisect (never modified: probes run in private checkouts).
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Test command, run with `sh -c` in the checkout ($SRC; the build dir is $WORK), with git
+    /// bisect run's exit codes: 0 good, 125 skip, 1-127 bad, signal/>=128 crash.
+    #[arg(long, value_name = "CMD")]
+    pub script: Option<String>,
+    /// Build command, run with `sh -c` in the persistent build dir ($WORK) before the test;
+    /// a failing build is a skip, never a verdict.
+    #[arg(long, value_name = "CMD")]
+    pub build: Option<String>,
+    /// What counts as the new behaviour: error (any failure), success (find the fix), crash
+    /// (signals, aborts and GPU faults only).
+    #[arg(long, value_enum, default_value_t = Regress::Error)]
+    pub regress: Regress,
+    /// Only failures whose output matches REGEX count as the bug; other failures count as the
+    /// old behaviour.
+    #[arg(long = "match", value_name = "REGEX")]
+    pub match_: Option<String>,
+    /// Kill the test after SECS seconds and call it a hang.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Follow only the first-parent chain from bad back to good (the default).
+    #[arg(long, overrides_with = "no_first_parent")]
+    pub first_parent: bool,
+    /// Bisect the full ancestry path (descendants of good that are ancestors of bad), like git.
+    #[arg(long)]
+    pub no_first_parent: bool,
+    /// Subtree whose content decides whether two commits are the same test (commits that do not
+    /// touch it share one probe). Auto: `ggml` for a llama.cpp layout, else the whole tree;
+    /// `--path .` forces the whole tree.
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<String>,
+    /// Probe K commits in parallel (K checkouts and build dirs; the search multisects).
+    #[arg(long, short = 'j', default_value_t = 1, value_name = "K")]
+    pub jobs: usize,
+    /// Run every probed commit N times; one new-behaviour run decides new.
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// Test the endpoints only when the answer depends on them (fewer probes; a wrong endpoint
+    /// is found late).
+    #[arg(long)]
+    pub lazy_endpoints: bool,
+    /// Write the machine-readable result here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write the markdown report here.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Checkouts, build dirs, logs and the result store [default: $XDG_CACHE_HOME/setrows-bisect].
+    #[arg(long, value_name = "DIR", env = "SETROWS_BISECT_WORK_DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Argument passed to the bundled reproducer (repeatable; used when --script is absent).
+    #[arg(long = "repro-arg", value_name = "ARG")]
+    pub repro_args: Vec<String>,
+    /// Backend the bundled reproducer targets (used when --script is absent).
+    #[arg(long, value_parser = ["cpu", "cuda", "hip"])]
+    pub backend: Option<String>,
 }
 
-pub fn run(_args: BisectArgs) -> anyhow::Result<i32> {
-    Err(crate::error::CliError::infra("bisect: not built yet"))
+/// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
+pub fn git_error(e: GitError) -> anyhow::Error {
+    if e.is_usage() {
+        CliError::usage(e.to_string())
+    } else {
+        CliError::infra(e.to_string())
+    }
+}
+
+fn driver_error(e: DriverError) -> anyhow::Error {
+    match e {
+        DriverError::Git(g) => git_error(g),
+        other => CliError::infra(other.to_string()),
+    }
+}
+
+/// Everything resolved from the flags, before any probe runs.
+pub struct Prepared {
+    pub plan: Plan,
+    pub store: Store,
+    pub prober: Box<dyn Prober>,
+    pub policy: Box<dyn Policy>,
+    /// Shell snippet reproducing one probe (`{sha}` placeholder), when the prober can say.
+    pub reproduce: Option<String>,
+}
+
+/// Validates the flags and builds the plan (no probe runs here).
+pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
+    let good = args
+        .good
+        .as_deref()
+        .ok_or_else(|| CliError::usage("--good REV is required"))?;
+    let bad = args
+        .bad
+        .as_deref()
+        .ok_or_else(|| CliError::usage("--bad REV is required"))?;
+    if args.jobs == 0 {
+        return Err(CliError::usage("--jobs must be at least 1"));
+    }
+    if args.repeat == Some(0) {
+        return Err(CliError::usage("--repeat must be at least 1"));
+    }
+    let timeout = match args.timeout {
+        Some(t) if !(t > 0.0 && t.is_finite()) => {
+            return Err(CliError::usage(format!(
+                "--timeout {t}: must be a positive number of seconds"
+            )))
+        }
+        Some(t) => Some(Duration::from_secs_f64(t)),
+        None => None,
+    };
+    let signature =
+        match &args.match_ {
+            Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+                CliError::usage(format!("--match {re:?} is not a valid regex: {e}"))
+            })?),
+            None => None,
+        };
+    let script = args.script.clone().ok_or_else(|| {
+        CliError::usage("--script is required until the bundled reproducer is available")
+    })?;
+    let repo = git::open(&args.repo).map_err(git_error)?;
+    let good_id = git::resolve(&repo, good, "--good").map_err(git_error)?;
+    let bad_id = git::resolve(&repo, bad, "--bad").map_err(git_error)?;
+    let path = match args.path.as_deref() {
+        Some("." | "" | "/") => None,
+        Some(p) => {
+            let p = p.trim_matches('/').to_string();
+            let tree = repo
+                .find_commit(bad_id)
+                .and_then(|c| c.tree())
+                .map_err(|e| CliError::infra(format!("reading bad commit {bad_id}: {e}")))?;
+            if tree.get_path(std::path::Path::new(&p)).is_err() {
+                return Err(CliError::usage(format!(
+                    "--path {p}: no such path in bad commit {bad_id}"
+                )));
+            }
+            Some(p)
+        }
+        None => git::looks_like_llama_cpp(&repo, bad_id)
+            .map_err(git_error)?
+            .then(|| {
+                eprintln!("setrows-bisect: llama.cpp layout detected: commits that do not change ggml/ share one probe (--path . to test the whole tree)");
+                "ggml".to_string()
+            }),
+    };
+    let spec = RangeSpec {
+        first_parent: !args.no_first_parent,
+        path,
+    };
+    let range = git::plan_range(&repo, good_id, bad_id, &spec).map_err(git_error)?;
+    let work_dir = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(store::default_work_dir);
+    let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
+    let prober = ScriptProber::new(
+        args.build.clone(),
+        script,
+        timeout,
+        Box::new(HostLauncher),
+        &work_dir,
+    );
+    let canon_repo = std::fs::canonicalize(&args.repo).unwrap_or(args.repo.clone());
+    let reproduce = Some(prober.reproduce_hint(&canon_repo, "{sha}"));
+    let policy: Box<dyn Policy> = match args.repeat {
+        Some(n) if n > 1 => Box::new(Fixed(n)),
+        _ => Box::new(Deterministic),
+    };
+    let predicate = Predicate::new(args.regress, signature);
+    let plan = Plan {
+        repo_path: canon_repo,
+        range,
+        predicate,
+        endpoints: if args.lazy_endpoints {
+            EndpointCheck::Lazy
+        } else {
+            EndpointCheck::First
+        },
+        jobs: args.jobs,
+        work_dir,
+    };
+    Ok(Prepared {
+        plan,
+        store,
+        prober: Box::new(prober),
+        policy,
+        reproduce,
+    })
+}
+
+pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
+    crate::exec::install_interrupt_handler();
+    let p = prepare(&args)?;
+    let id = store::bisect_id(&[
+        &p.plan.repo_path.to_string_lossy(),
+        &p.plan.range.good,
+        &p.plan.range.bad,
+        &p.prober.identity(),
+        &p.plan.predicate.describe(),
+        &format!("{:?}", p.plan.range.spec),
+    ]);
+    let journal = p
+        .store
+        .open_journal(&id)
+        .map_err(|e| CliError::infra(e.to_string()))?;
+    let r = &p.plan.range;
+    eprintln!(
+        "setrows-bisect: {} commits, {} candidates; work dir {}; journal {}",
+        r.commits,
+        r.candidates.len(),
+        p.plan.work_dir.display(),
+        journal.display()
+    );
+    let progress = Progress::for_stderr(p.plan.jobs);
+    let outcome = bisect_commits(
+        &p.plan,
+        p.prober.as_ref(),
+        p.policy.as_ref(),
+        &p.store,
+        &progress,
+    )
+    .map_err(driver_error)?;
+    let md = report::markdown(r, &p.plan.predicate, &outcome, p.reproduce.as_deref());
+    println!("{md}");
+    if let Some(path) = &args.report {
+        std::fs::write(path, &md)
+            .map_err(|e| CliError::usage(format!("--report {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.json {
+        let v = report::json(r, &p.plan.predicate, &outcome);
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+        std::fs::write(path, text + "\n")
+            .map_err(|e| CliError::usage(format!("--json {}: {e}", path.display())))?;
+    }
+    if let Conclusion::BadEndpoint { which, got } = &outcome.conclusion {
+        eprintln!(
+            "setrows-bisect: {}",
+            report::endpoint_message(r, *which, *got, &outcome)
+        );
+    }
+    Ok(report::exit_code(&outcome.conclusion))
 }

@@ -1,0 +1,424 @@
+//! The bisection driver: the loop between the pure search, the result store and a prober.
+//!
+//! Library API (used by the CLI, the demo, and callers such as config bisection):
+//!
+//! ```text
+//! let plan = Plan::new(repo_path, range, predicate, EndpointCheck::First, jobs, work_dir);
+//! let outcome = bisect_commits(&plan, &prober, &policy, &store, &progress)?;
+//! // outcome.answer: Found / Ambiguous / BadEndpoint, outcome.probes: every run, in order
+//! ```
+//!
+//! - `prober: &dyn Prober` runs one checked-out revision (script, bundled reproducer, host or
+//!   container); its `identity()` keys the store.
+//! - `policy: &dyn Policy` says when a candidate's runs are enough evidence (1 run, `--repeat
+//!   N`, or a flakiness-aware policy); every run is stored.
+//! - Results are consulted lazily: when the search asks for a candidate, stored runs are used
+//!   first and only missing runs are executed. A resumed run therefore replays the exact same
+//!   sequence of decisions as the run that was killed, and arrives at the same answer.
+//! - `InfraError` is retried `INFRA_RETRIES` times, never stored, never a verdict; after that
+//!   the driver returns `DriverError::Infra` (exit 3).
+
+use crate::evidence::{Decision, Evidence, Policy};
+use crate::git::{self, Candidate, Checkout, CommitInfo, Range};
+use crate::outcome::{Outcome, Predicate, Verdict};
+use crate::probe::{ProbeReport, ProbeRequest, Prober};
+use crate::progress::Progress;
+use crate::search::{Answer, Endpoint, EndpointCheck, Search, Step};
+use crate::store::{Store, StoreError, StoreKey, StoredRun};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Attempts per probe when our own machinery fails, before giving up with exit 3.
+pub const INFRA_RETRIES: u32 = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error(transparent)]
+    Git(#[from] git::GitError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("infrastructure failure probing {sha} ({attempts} attempts): {message}; log: {log}")]
+    Infra {
+        sha: String,
+        attempts: u32,
+        message: String,
+        log: String,
+    },
+    #[error("another setrows-bisect is using {0}; wait for it or pass a different --work-dir")]
+    Busy(PathBuf),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Everything the driver needs to know about one bisection besides the prober and policy.
+pub struct Plan {
+    pub repo_path: PathBuf,
+    pub range: Range,
+    pub predicate: Predicate,
+    pub endpoints: EndpointCheck,
+    /// Parallel probes (one checkout + build dir per slot).
+    pub jobs: usize,
+    /// Where checkouts and build dirs live (`<work>/checkouts/<repo-hash>/<slot>/{src,build}`).
+    pub work_dir: PathBuf,
+}
+
+/// One run of one candidate, as the report shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    pub candidate: usize,
+    pub sha: String,
+    pub title: String,
+    pub outcome: Outcome,
+    pub verdict: Verdict,
+    pub duration_s: f64,
+    pub log: PathBuf,
+    pub signature: Option<String>,
+    /// Answered by the store (an earlier or interrupted run), not executed now.
+    pub cached: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Conclusion {
+    Found {
+        index: usize,
+    },
+    /// The first new candidate is one of these (skips hide the boundary).
+    Ambiguous {
+        indices: Vec<usize>,
+    },
+    /// An endpoint does not behave as claimed.
+    BadEndpoint {
+        which: Endpoint,
+        got: Verdict,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BisectOutcome {
+    pub conclusion: Conclusion,
+    pub probes: Vec<ProbeRecord>,
+    /// Probe rounds the search asked for (each round is up to `jobs` candidates).
+    pub steps: usize,
+    /// Runs actually executed now (the rest came from the store).
+    pub executed: usize,
+    pub policy: String,
+    pub predicate: String,
+    pub elapsed_s: f64,
+    /// Metadata of every probed candidate's representative and of the endpoints.
+    pub commits: Vec<CommitInfo>,
+}
+
+impl BisectOutcome {
+    pub fn info(&self, sha: &str) -> Option<&CommitInfo> {
+        self.commits.iter().find(|c| c.sha == sha)
+    }
+}
+
+impl Plan {
+    fn slot_dir(&self, slot: usize) -> PathBuf {
+        let canon = std::fs::canonicalize(&self.repo_path).unwrap_or(self.repo_path.clone());
+        let repo_key = crate::store::bisect_id(&[&canon.to_string_lossy()]);
+        self.work_dir
+            .join("checkouts")
+            .join(repo_key)
+            .join(slot.to_string())
+    }
+}
+
+/// Holds an exclusive lock on a slot directory for as long as it lives.
+struct SlotLock(#[allow(dead_code)] std::fs::File);
+
+fn lock_slot(dir: &Path) -> Result<SlotLock, DriverError> {
+    let ioe = |source| DriverError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(ioe)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("lock"))
+        .map_err(ioe)?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor we own; released when the file is closed.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(DriverError::Busy(dir.to_path_buf()));
+    }
+    Ok(SlotLock(f))
+}
+
+struct Shared<'a> {
+    plan: &'a Plan,
+    prober: &'a dyn Prober,
+    policy: &'a dyn Policy,
+    store: &'a Store,
+    progress: &'a Progress,
+    identity: String,
+    titles: Vec<String>,
+    records: Mutex<Vec<ProbeRecord>>,
+}
+
+/// Runs one bisection to its conclusion. See the module doc for the contract.
+pub fn bisect_commits(
+    plan: &Plan,
+    prober: &dyn Prober,
+    policy: &dyn Policy,
+    store: &Store,
+    progress: &Progress,
+) -> Result<BisectOutcome, DriverError> {
+    let started = std::time::Instant::now();
+    let repo = git::open(&plan.repo_path)?;
+    let cands = &plan.range.candidates;
+    let titles: Vec<String> = cands
+        .iter()
+        .map(|c| {
+            git::Oid::from_str(&c.sha)
+                .ok()
+                .and_then(|id| repo.find_commit(id).ok())
+                .and_then(|c| c.summary().map(str::to_string))
+                .unwrap_or_default()
+        })
+        .collect();
+    let jobs = plan.jobs.max(1);
+    let locks = (0..jobs)
+        .map(|s| lock_slot(&plan.slot_dir(s)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let shared = Shared {
+        plan,
+        prober,
+        policy,
+        store,
+        progress,
+        identity: prober.identity(),
+        titles,
+        records: Mutex::new(Vec::new()),
+    };
+    store.journal(&serde_json::json!({
+        "event": "start", "at": now(), "good": plan.range.good, "bad": plan.range.bad,
+        "candidates": cands.len(), "predicate": plan.predicate.describe(), "policy": policy.describe(),
+    }))?;
+    let mut search = Search::new(cands.iter().map(|c| c.depth).collect(), plan.endpoints);
+    let range_label = format!(
+        "{}..{}",
+        &plan.range.good[..10.min(plan.range.good.len())],
+        &plan.range.bad[..10.min(plan.range.bad.len())]
+    );
+    let mut steps = 0usize;
+    let conclusion = loop {
+        let done = shared.records.lock().map(|r| r.len()).unwrap_or(0);
+        progress.steps(search.steps_left(), done, &range_label);
+        match search.next(jobs) {
+            Step::Probe(batch) => {
+                steps += 1;
+                let verdicts: Vec<Result<Verdict, DriverError>> = if batch.len() == 1 {
+                    vec![decide(&shared, batch[0], 0)]
+                } else {
+                    std::thread::scope(|s| {
+                        let handles: Vec<_> = batch
+                            .iter()
+                            .enumerate()
+                            .map(|(slot, &i)| {
+                                let sh = &shared;
+                                s.spawn(move || decide(sh, i, slot))
+                            })
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| {
+                                h.join().unwrap_or_else(|_| {
+                                    Err(DriverError::Io {
+                                        path: plan.work_dir.clone(),
+                                        source: std::io::Error::other("probe thread panicked"),
+                                    })
+                                })
+                            })
+                            .collect()
+                    })
+                };
+                for (&i, v) in batch.iter().zip(verdicts) {
+                    search.record(i, v?);
+                }
+            }
+            Step::Done(Answer::Found(i)) => break Conclusion::Found { index: i },
+            Step::Done(Answer::Ambiguous(ix)) => break Conclusion::Ambiguous { indices: ix },
+            Step::BadEndpoint { which, got } => break Conclusion::BadEndpoint { which, got },
+        }
+    };
+    drop(locks);
+    progress.finish();
+    let probes = shared.records.into_inner().unwrap_or_default();
+    let executed = probes.iter().filter(|p| !p.cached).count();
+    let mut shas: Vec<String> = vec![plan.range.good.clone(), plan.range.bad.clone()];
+    shas.extend(probes.iter().map(|p| p.sha.clone()));
+    match &conclusion {
+        Conclusion::Found { index } => shas.push(cands[*index].sha.clone()),
+        Conclusion::Ambiguous { indices } => shas.extend(
+            indices
+                .iter()
+                .flat_map(|&i| cands[i].members.iter().cloned()),
+        ),
+        Conclusion::BadEndpoint { .. } => {}
+    }
+    let mut commits = Vec::new();
+    for sha in shas {
+        if commits.iter().any(|c: &CommitInfo| c.sha == sha) {
+            continue;
+        }
+        if let Ok(id) = git::Oid::from_str(&sha) {
+            commits.push(git::commit_info(&repo, id)?);
+        }
+    }
+    store.journal(&serde_json::json!({"event": "done", "at": now(), "conclusion": conclusion}))?;
+    Ok(BisectOutcome {
+        conclusion,
+        probes,
+        steps,
+        executed,
+        policy: policy.describe(),
+        predicate: plan.predicate.describe(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        commits,
+    })
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339()
+}
+
+/// Gathers evidence for candidate `i` (stored runs first, then new runs on `slot`) until the
+/// policy decides.
+fn decide(sh: &Shared<'_>, i: usize, slot: usize) -> Result<Verdict, DriverError> {
+    let cand: &Candidate = &sh.plan.range.candidates[i];
+    let key = StoreKey::new(&cand.tree, &sh.identity);
+    let stored = sh.store.load(&key)?;
+    let mut ev = Evidence::default();
+    let mut run_index = 0usize;
+    let mut stored_iter = stored.into_iter();
+    loop {
+        if let Decision::Decided(v) = sh.policy.decide(&ev) {
+            return Ok(v);
+        }
+        let (report, cached) = match stored_iter.next() {
+            Some(run) => (run.report, true),
+            None => (execute(sh, cand, &key, run_index, slot)?, false),
+        };
+        let verdict = sh.plan.predicate.judge(report.outcome, &report.output_tail);
+        ev.add(verdict);
+        let rec = ProbeRecord {
+            candidate: i,
+            sha: cand.sha.clone(),
+            title: sh.titles[i].clone(),
+            outcome: report.outcome,
+            verdict,
+            duration_s: report.duration_s,
+            log: report.log_path.clone(),
+            signature: report.signature.clone(),
+            cached,
+        };
+        sh.progress.line(&format!(
+            "{} {} {}{}  ({:.1}s){}",
+            &cand.sha[..10],
+            report.outcome,
+            verdict_word(verdict),
+            if cached { " [stored]" } else { "" },
+            report.duration_s,
+            report
+                .signature
+                .as_deref()
+                .map(|s| format!("  {s}"))
+                .unwrap_or_default()
+        ));
+        sh.store.journal(&serde_json::json!({
+            "event": "probe", "at": now(), "sha": cand.sha, "tree": cand.tree, "run": run_index,
+            "outcome": report.outcome, "verdict": verdict, "cached": cached,
+        }))?;
+        if let Ok(mut r) = sh.records.lock() {
+            r.push(rec);
+        }
+        run_index += 1;
+    }
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Old => "-> old",
+        Verdict::New => "-> new",
+        Verdict::Skip => "-> skip",
+    }
+}
+
+/// Checks out and probes `cand` on `slot`, retrying infrastructure failures, and stores the
+/// result before returning it.
+fn execute(
+    sh: &Shared<'_>,
+    cand: &Candidate,
+    key: &StoreKey,
+    run_index: usize,
+    slot: usize,
+) -> Result<ProbeReport, DriverError> {
+    let dir = sh.plan.slot_dir(slot);
+    let src = dir.join("src");
+    let build = dir.join("build");
+    let log = sh.store.log_path(key, run_index);
+    let title = sh
+        .plan
+        .range
+        .candidates
+        .iter()
+        .position(|c| c.sha == cand.sha)
+        .map(|i| sh.titles[i].as_str())
+        .unwrap_or("");
+    let short = &cand.sha[..10];
+    let mut last = String::new();
+    for attempt in 1..=INFRA_RETRIES {
+        sh.progress.phase(slot, short, title, "checkout");
+        let repo = git::open(&sh.plan.repo_path)?;
+        Checkout::new(src.clone(), dir.join("checkout.state")).checkout(&repo, &cand.sha)?;
+        let _ = std::fs::remove_file(&log);
+        let run_name = format!("setrows-{}-{}-{}", short, run_index, std::process::id());
+        let req = ProbeRequest {
+            commit: &cand.sha,
+            checkout: &src,
+            build_dir: &build,
+            log_path: &log,
+            run_name: &run_name,
+        };
+        let report = sh
+            .prober
+            .probe(&req, &|p| sh.progress.phase(slot, short, title, p.as_str()));
+        if report.outcome != Outcome::InfraError {
+            sh.store.save(
+                key,
+                run_index,
+                &StoredRun {
+                    tree: cand.tree.clone(),
+                    identity: sh.identity.clone(),
+                    commit: cand.sha.clone(),
+                    recorded_at: now(),
+                    report: report.clone(),
+                },
+            )?;
+            return Ok(report);
+        }
+        last = report.signature.unwrap_or_default();
+        sh.progress.line(&format!(
+            "{short}: infrastructure error (attempt {attempt}/{INFRA_RETRIES}): {last}"
+        ));
+        sh.store.journal(&serde_json::json!({
+            "event": "infra_error", "at": now(), "sha": cand.sha, "attempt": attempt, "message": last,
+        }))?;
+    }
+    Err(DriverError::Infra {
+        sha: cand.sha.clone(),
+        attempts: INFRA_RETRIES,
+        message: last,
+        log: log.display().to_string(),
+    })
+}
