@@ -298,6 +298,7 @@ impl Recipe {
 
 /// Runtime launch settings: part of a configuration, passed as environment to the reproducer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Launch {
     pub hip_launch_blocking: Option<bool>,
     pub amd_serialize_kernel: Option<u8>,

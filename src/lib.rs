@@ -16,6 +16,7 @@ pub mod git;
 pub mod github;
 pub mod junit;
 pub mod launch;
+pub mod matrix;
 pub mod matrix_cmd;
 pub mod outcome;
 pub mod probe;
