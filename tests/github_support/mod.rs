@@ -1,0 +1,190 @@
+//! A small stateful stand-in for the GitHub issue-comments API on a loopback wiremock server:
+//! comments live in memory, listing paginates with real `Link` headers, create and edit change
+//! them. Tests drive the real octocrab client against it and inspect what was sent.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+pub const TOKEN: &str = "ghp_TEST0SECRET0TOKEN0do0not0print0me";
+pub const BOT: &str = "setrows-bot";
+
+#[derive(Clone, Debug)]
+pub struct Comment {
+    pub id: u64,
+    pub login: String,
+    pub body: String,
+}
+
+#[derive(Default)]
+pub struct State {
+    pub comments: Vec<Comment>,
+    pub next_id: u64,
+}
+
+#[derive(Clone)]
+pub struct FakeGithub {
+    pub state: Arc<Mutex<State>>,
+    /// Comments per page regardless of `per_page` (GitHub caps it too), to force pagination.
+    pub page_size: usize,
+    pub base: String,
+}
+
+impl FakeGithub {
+    pub fn comments(&self) -> Vec<Comment> {
+        self.state.lock().unwrap().comments.clone()
+    }
+
+    pub fn add(&self, login: &str, body: &str) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = 1000 + s.next_id;
+        s.comments.push(Comment {
+            id,
+            login: login.into(),
+            body: body.into(),
+        });
+        id
+    }
+
+    fn json(c: &Comment, base: &str) -> Value {
+        json!({"id": c.id, "body": c.body, "user": {"login": c.login, "type": "User"},
+               "html_url": format!("{base}/o/r/issues/1#issuecomment-{}", c.id)})
+    }
+}
+
+fn query(req: &Request, name: &str) -> Option<String> {
+    req.url
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.to_string())
+}
+
+impl Respond for FakeGithub {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let auth = req
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        if auth != Some(&format!("Bearer {TOKEN}")) {
+            return ResponseTemplate::new(401).set_body_json(json!({"message": "Bad credentials"}));
+        }
+        let path = req.url.path().to_string();
+        let method = req.method.as_str().to_string();
+        let mut s = self.state.lock().unwrap();
+        match (method.as_str(), path.as_str()) {
+            ("GET", "/user") => ResponseTemplate::new(200).set_body_json(json!({"login": BOT})),
+            ("GET", "/repos/o/r/issues/1/comments")
+            | ("GET", "/repositories/77/issues/1/comments") => {
+                let page: usize = query(req, "page").and_then(|p| p.parse().ok()).unwrap_or(1);
+                let pages = s.comments.len().div_ceil(self.page_size).max(1);
+                let items: Vec<Value> = s
+                    .comments
+                    .iter()
+                    .skip((page - 1) * self.page_size)
+                    .take(self.page_size)
+                    .map(|c| Self::json(c, &self.base))
+                    .collect();
+                let mut t = ResponseTemplate::new(200).set_body_json(Value::Array(items));
+                if page < pages {
+                    // Like GitHub: absolute links, by repository id.
+                    let link = format!(
+                        "<{b}/repositories/77/issues/1/comments?per_page=100&page={n}>; rel=\"next\", <{b}/repositories/77/issues/1/comments?per_page=100&page={pages}>; rel=\"last\"",
+                        b = self.base,
+                        n = page + 1
+                    );
+                    t = t.insert_header("link", link.as_str());
+                }
+                t
+            }
+            ("POST", "/repos/o/r/issues/1/comments") => {
+                let v: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+                let Some(body) = v["body"].as_str() else {
+                    return ResponseTemplate::new(422)
+                        .set_body_json(json!({"message": "Validation Failed"}));
+                };
+                if body.chars().count() > 65_536 {
+                    return ResponseTemplate::new(422).set_body_json(json!({
+                        "message": "Validation Failed",
+                        "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
+                                    "message": "body is too long (maximum is 65536 characters)"}]}));
+                }
+                s.next_id += 1;
+                let c = Comment {
+                    id: 1000 + s.next_id,
+                    login: BOT.into(),
+                    body: body.into(),
+                };
+                s.comments.push(c.clone());
+                ResponseTemplate::new(201).set_body_json(Self::json(&c, &self.base))
+            }
+            ("PATCH", p) if p.starts_with("/repos/o/r/issues/comments/") => {
+                let id: u64 = p
+                    .rsplit('/')
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0);
+                let v: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+                let body = v["body"].as_str().unwrap_or("").to_string();
+                if body.chars().count() > 65_536 {
+                    return ResponseTemplate::new(422)
+                        .set_body_json(json!({"message": "Validation Failed"}));
+                }
+                match s.comments.iter_mut().find(|c| c.id == id) {
+                    Some(c) if c.login == BOT => {
+                        c.body = body;
+                        let c = c.clone();
+                        ResponseTemplate::new(200).set_body_json(Self::json(&c, &self.base))
+                    }
+                    Some(_) => ResponseTemplate::new(403)
+                        .set_body_json(json!({"message": "Must have admin rights to Repository."})),
+                    None => {
+                        ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found"}))
+                    }
+                }
+            }
+            _ => ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found"})),
+        }
+    }
+}
+
+/// Starts the server with the fake mounted at the lowest priority, so a test can put
+/// scripted failures (`with_priority(1)`) in front of it.
+pub async fn start(page_size: usize) -> (MockServer, FakeGithub) {
+    let server = MockServer::start().await;
+    let fake = FakeGithub {
+        state: Arc::new(Mutex::new(State::default())),
+        page_size,
+        base: server.uri(),
+    };
+    Mock::given(any())
+        .respond_with(fake.clone())
+        .with_priority(10)
+        .mount(&server)
+        .await;
+    (server, fake)
+}
+
+/// All requests the server saw, as (method, path?query).
+pub async fn requests(server: &MockServer) -> Vec<(String, String)> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            let q = r.url.query().map(|q| format!("?{q}")).unwrap_or_default();
+            (r.method.to_string(), format!("{}{q}", r.url.path()))
+        })
+        .collect()
+}
+
+pub async fn count(server: &MockServer, method: &str, path: &str) -> usize {
+    requests(server)
+        .await
+        .iter()
+        .filter(|(m, p)| m == method && p.split('?').next() == Some(path))
+        .count()
+}
