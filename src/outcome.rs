@@ -173,7 +173,12 @@ mod tests {
     fn error_mode() {
         let p = Predicate::new(Regress::Error, None);
         assert_eq!(p.judge(Outcome::Pass, ""), Verdict::Old);
-        for o in [Outcome::WrongResult, Outcome::GpuFault, Outcome::Crash, Outcome::Hang] {
+        for o in [
+            Outcome::WrongResult,
+            Outcome::GpuFault,
+            Outcome::Crash,
+            Outcome::Hang,
+        ] {
             assert_eq!(p.judge(o, ""), Verdict::New, "{o}");
         }
         assert_eq!(p.judge(Outcome::BuildFailed, ""), Verdict::Skip);
@@ -202,7 +207,10 @@ mod tests {
     fn signature_must_match() {
         let re = regex::Regex::new("Memory access fault").unwrap();
         let p = Predicate::new(Regress::Error, Some(re));
-        assert_eq!(p.judge(Outcome::Crash, "Memory access fault by GPU node-1"), Verdict::New);
+        assert_eq!(
+            p.judge(Outcome::Crash, "Memory access fault by GPU node-1"),
+            Verdict::New
+        );
         assert_eq!(p.judge(Outcome::Crash, "segfault elsewhere"), Verdict::Old);
         let p = Predicate::new(Regress::Success, Some(regex::Regex::new("sig").unwrap()));
         assert_eq!(p.judge(Outcome::WrongResult, "sig"), Verdict::Old);

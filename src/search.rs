@@ -48,7 +48,10 @@ pub enum Step {
     Probe(Vec<usize>),
     Done(Answer),
     /// An endpoint does not behave as claimed; `got` is what it showed.
-    BadEndpoint { which: Endpoint, got: Verdict },
+    BadEndpoint {
+        which: Endpoint,
+        got: Verdict,
+    },
 }
 
 /// State of one bisection. Cheap to rebuild from stored results: the driver replays the store
@@ -66,7 +69,11 @@ impl Search {
     pub fn new(keys: Vec<u64>, endpoints: EndpointCheck) -> Self {
         assert!(keys.len() >= 2, "a search needs both endpoints");
         let n = keys.len();
-        Search { keys, verdicts: vec![None; n], endpoints }
+        Search {
+            keys,
+            verdicts: vec![None; n],
+            endpoints,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -112,10 +119,16 @@ impl Search {
         let n = self.len();
         let (good, bad) = (self.verdicts[0], self.verdicts[n - 1]);
         if let Some(got @ (Verdict::Old | Verdict::Skip)) = bad {
-            return Step::BadEndpoint { which: Endpoint::Bad, got };
+            return Step::BadEndpoint {
+                which: Endpoint::Bad,
+                got,
+            };
         }
         if let Some(got @ (Verdict::New | Verdict::Skip)) = good {
-            return Step::BadEndpoint { which: Endpoint::Good, got };
+            return Step::BadEndpoint {
+                which: Endpoint::Good,
+                got,
+            };
         }
         if self.endpoints == EndpointCheck::First {
             let mut ends = Vec::new();
@@ -131,7 +144,9 @@ impl Search {
             }
         }
         let (lo, hi) = self.bounds();
-        let open: Vec<usize> = (lo + 1..hi).filter(|&i| self.verdicts[i].is_none()).collect();
+        let open: Vec<usize> = (lo + 1..hi)
+            .filter(|&i| self.verdicts[i].is_none())
+            .collect();
         if open.is_empty() {
             // The answer now depends on the endpoints it touches: test them before claiming it.
             let mut ends = Vec::new();
@@ -368,18 +383,36 @@ mod tests {
     fn wrong_endpoints_are_reported() {
         let mut s = Search::new(vec![0, 1, 2, 3], EndpointCheck::First);
         s.record(3, Verdict::Old);
-        assert_eq!(s.next(1), Step::BadEndpoint { which: Endpoint::Bad, got: Verdict::Old });
+        assert_eq!(
+            s.next(1),
+            Step::BadEndpoint {
+                which: Endpoint::Bad,
+                got: Verdict::Old
+            }
+        );
         let mut s = Search::new(vec![0, 1, 2, 3], EndpointCheck::First);
         s.record(3, Verdict::New);
         s.record(0, Verdict::New);
-        assert_eq!(s.next(1), Step::BadEndpoint { which: Endpoint::Good, got: Verdict::New });
+        assert_eq!(
+            s.next(1),
+            Step::BadEndpoint {
+                which: Endpoint::Good,
+                got: Verdict::New
+            }
+        );
     }
 
     #[test]
     fn lazy_endpoint_checked_when_culprit_is_next_to_it() {
         // Everything new: the answer would be candidate 1, which depends on the good endpoint.
         let (step, probes) = run((0..9).collect(), EndpointCheck::Lazy, 1, |_| Verdict::New);
-        assert_eq!(step, Step::BadEndpoint { which: Endpoint::Good, got: Verdict::New });
+        assert_eq!(
+            step,
+            Step::BadEndpoint {
+                which: Endpoint::Good,
+                got: Verdict::New
+            }
+        );
         assert!(probes.contains(&0));
     }
 
@@ -390,8 +423,13 @@ mod tests {
         let keys_b: Vec<u64> = (1020..1300).collect();
         let a = Search::new(keys_a.clone(), EndpointCheck::Lazy);
         let b = Search::new(keys_b.clone(), EndpointCheck::Lazy);
-        let (Step::Probe(pa), Step::Probe(pb)) = (a.next(1), b.next(1)) else { panic!() };
-        assert_eq!(keys_a[pa[0]], keys_b[pb[0]], "first probes should be the same commit");
+        let (Step::Probe(pa), Step::Probe(pb)) = (a.next(1), b.next(1)) else {
+            panic!()
+        };
+        assert_eq!(
+            keys_a[pa[0]], keys_b[pb[0]],
+            "first probes should be the same commit"
+        );
         assert_eq!(keys_a[pa[0]] % 128, 0);
     }
 
