@@ -76,10 +76,20 @@ types_part() {
   done
 }
 
+inject_part() {
+  local b=/tmp/build-$(basename "$src")
+  for inj in corrupt skip-write stale-read; do
+    say "replay $(basename "$src") reuse inject=$inj (must be caught: exit 1)"
+    timeout 60 $b/setrows-replay --backend CUDA0 --mode reuse --steps 2000 --inject $inj 2>&1 | grep -v "^setrows-replay: device" \
+      | tee -a "$out/summary.txt" | tail -1 >/dev/null
+    say "rc=${PIPESTATUS[0]}"
+  done
+}
+
 nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
 case $part in
   kernel) kernel_part ;;
   replay) replay_part ;;
-  replay+types) replay_part; types_part ;;
+  replay+types) replay_part; types_part; inject_part ;;
   all) kernel_part; replay_part ;;
 esac
