@@ -1,0 +1,418 @@
+//! Running configurations: one *cell* is one configuration probed at one revision, in the
+//! configuration's image (or on the host with `--engine none`).
+//!
+//! The cell reuses the commit bisection's pieces unchanged: a `git::Checkout` of the revision,
+//! a `Prober` (the `--build/--script` prober, or the bundled replay), and a `Launcher` that puts
+//! the steps in the container. What the matrix adds is the mapping from a configuration to those
+//! pieces (recipe -> CMake arguments, launch settings -> environment, image -> launcher, one
+//! persistent build and ccache directory per (image, recipe)), infrastructure retries, and the
+//! results table. Infrastructure errors stay what they are in the table: never a pass or fail.
+
+use crate::build::{Backend, TreeFacts};
+use crate::container::{ContainerLauncher, Engine, GpuAccess};
+use crate::exec::shell_words;
+use crate::launch::{Cmd, HostLauncher, Launcher, ShellJob};
+use crate::matrix::{Config, RawProbe};
+use crate::outcome::Outcome;
+use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A revision checked out for the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Rev {
+    /// As the user wrote it.
+    pub rev: String,
+    pub sha: String,
+    #[serde(skip)]
+    pub checkout: PathBuf,
+    #[serde(skip)]
+    pub facts: TreeFacts,
+}
+
+/// One configuration at one revision.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cell {
+    pub config: String,
+    pub rev: String,
+    pub sha: String,
+    pub outcome: Outcome,
+    pub signature: Option<String>,
+    pub duration_s: f64,
+    pub build_s: f64,
+    pub test_s: f64,
+    pub attempts: u32,
+    pub log: PathBuf,
+    pub provenance: BTreeMap<String, String>,
+}
+
+/// Shares one launcher (and its cached provenance) between the probers of many cells.
+struct Shared(Arc<dyn Launcher>);
+
+impl Launcher for Shared {
+    fn identity(&self) -> String {
+        self.0.identity()
+    }
+    fn command(&self, job: &ShellJob) -> Cmd {
+        self.0.command(job)
+    }
+    fn cleanup(&self, job: &ShellJob) {
+        self.0.cleanup(job)
+    }
+    fn provenance(&self) -> BTreeMap<String, String> {
+        self.0.provenance()
+    }
+    fn infra_failure(&self, exit_code: Option<i32>, output: &str) -> Option<String> {
+        self.0.infra_failure(exit_code, output)
+    }
+}
+
+pub struct Runner {
+    pub repo: PathBuf,
+    pub work_dir: PathBuf,
+    /// `None`: run on the host.
+    pub engine: Option<Engine>,
+    pub probe: RawProbe,
+    pub timeout: Option<Duration>,
+    /// Further attempts after an infrastructure error.
+    pub retries: u32,
+    pub log_dir: PathBuf,
+    launchers: Mutex<HashMap<String, Arc<dyn Launcher>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn short_hash(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    hex::encode(&h.finalize()[..6])
+}
+
+impl Runner {
+    pub fn new(
+        repo: PathBuf,
+        work_dir: PathBuf,
+        engine: Option<Engine>,
+        probe: RawProbe,
+        retries: u32,
+        log_dir: PathBuf,
+    ) -> Runner {
+        let timeout = probe.timeout_s.map(Duration::from_secs);
+        Runner {
+            repo,
+            work_dir,
+            engine,
+            probe,
+            timeout,
+            retries,
+            log_dir,
+            launchers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Resolves and checks out `rev` (one private directory per commit, never the user's tree).
+    pub fn checkout(&self, rev: &str) -> Result<Rev, RunError> {
+        let repo = crate::git::open(&self.repo)?;
+        let id = crate::git::resolve(&repo, rev, "--rev")?;
+        let sha = id.to_string();
+        let base = self.work_dir.join("matrix/src").join(&sha[..12]);
+        let co = crate::git::Checkout::new(base.join("tree"), base.join("state"));
+        std::fs::create_dir_all(&base).map_err(|source| RunError::Io {
+            path: base.clone(),
+            source,
+        })?;
+        co.checkout(&repo, &sha)?;
+        // A tree that is not ggml (a script probe's own project) keeps today's spelling.
+        let facts = TreeFacts::detect(&co.dir).unwrap_or_default();
+        Ok(Rev {
+            rev: rev.into(),
+            sha,
+            checkout: co.dir,
+            facts,
+        })
+    }
+
+    /// Key of the persistent build and ccache directories: (image, recipe).
+    fn build_key(&self, config: &Config) -> String {
+        let mut recipe = config.recipe.clone();
+        recipe.ccache = self.engine.is_some() || crate::script::which("ccache").is_some();
+        short_hash(&[
+            config.image.as_deref().unwrap_or("host"),
+            &recipe.identity(),
+        ])
+    }
+
+    fn launcher(&self, config: &Config) -> Result<Arc<dyn Launcher>, String> {
+        let Some(engine) = &self.engine else {
+            return Ok(Arc::new(HostLauncher));
+        };
+        let image = config.image.as_deref().ok_or_else(|| {
+            format!(
+                "configuration {} has no image (set `image`, or an [images] entry for {})",
+                config.id,
+                config.backend.as_str()
+            )
+        })?;
+        let gpu = GpuAccess::from(config.backend);
+        let key = format!("{image}\n{gpu:?}\n{}", self.build_key(config));
+        let mut cache = self
+            .launchers
+            .lock()
+            .map_err(|_| "launcher cache poisoned")?;
+        if let Some(l) = cache.get(&key) {
+            return Ok(l.clone());
+        }
+        let ccache = self
+            .work_dir
+            .join("matrix/ccache")
+            .join(self.build_key(config));
+        let l: Arc<dyn Launcher> = Arc::new(
+            ContainerLauncher::new(engine.clone(), image, gpu, &ccache)
+                .map_err(|e| e.to_string())?,
+        );
+        cache.insert(key, l.clone());
+        Ok(l)
+    }
+
+    /// The environment a configuration gives both steps.
+    pub fn env(&self, config: &Config, rev: &Rev) -> Vec<(String, String)> {
+        let mut recipe = config.recipe.clone();
+        recipe.ccache = self.engine.is_some() || crate::script::which("ccache").is_some();
+        let mut env = config.launch.env();
+        env.push((
+            "SETROWS_CMAKE_ARGS".into(),
+            shell_words(&recipe.cmake_args(&rev.facts)),
+        ));
+        env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&config.repro_args)));
+        env.push(("SETROWS_CONFIG_ID".into(), config.id.clone()));
+        env.push(("SETROWS_BACKEND".into(), config.backend.as_str().into()));
+        env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
+        if self.engine.is_none() && recipe.ccache {
+            let dir = self
+                .work_dir
+                .join("matrix/ccache")
+                .join(self.build_key(config));
+            env.push(("CCACHE_DIR".into(), dir.to_string_lossy().into_owned()));
+        }
+        env
+    }
+
+    fn prober(
+        &self,
+        config: &Config,
+        rev: &Rev,
+        launcher: Arc<dyn Launcher>,
+    ) -> Result<Box<dyn Prober>, String> {
+        match self.probe.kind.as_deref().unwrap_or("replay") {
+            "script" => Ok(Box::new(crate::script::ScriptProber {
+                build: self.probe.build.clone(),
+                script: self.probe.script.clone().unwrap_or_default(),
+                timeout: self.timeout,
+                launcher: Box::new(Shared(launcher)),
+                env: self.env(config, rev),
+            })),
+            other => Err(format!(
+                "probe kind `{other}` cannot run in this build: the bundled replay prober is not wired into \
+                 `matrix` yet; use [probe] kind = \"script\""
+            )),
+        }
+    }
+
+    /// Runs one cell, retrying infrastructure errors. Never fails: what went wrong is the cell.
+    pub fn run_cell(&self, config: &Config, rev: &Rev, phase: &dyn Fn(Phase)) -> Cell {
+        let build_dir = self
+            .work_dir
+            .join("matrix/build")
+            .join(self.build_key(config));
+        let log = self
+            .log_dir
+            .join(format!("{}-{}.log", config.id, &rev.sha[..10]));
+        let mut attempts = 0;
+        let report = loop {
+            attempts += 1;
+            let report = self.attempt(config, rev, &build_dir, &log, attempts, phase);
+            if report.outcome != Outcome::InfraError || attempts > self.retries {
+                break report;
+            }
+            std::thread::sleep(Duration::from_millis(500 << attempts.min(6)));
+        };
+        let mut provenance = report.provenance.clone();
+        if self.engine.is_none() {
+            if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+                provenance.insert("kernel".into(), k.trim().into());
+            }
+            provenance.insert("engine".into(), "none (host)".into());
+        }
+        Cell {
+            config: config.id.clone(),
+            rev: rev.rev.clone(),
+            sha: rev.sha.clone(),
+            outcome: report.outcome,
+            signature: report.signature.clone(),
+            duration_s: report.duration_s,
+            build_s: report.build_s,
+            test_s: report.test_s,
+            attempts,
+            log,
+            provenance,
+        }
+    }
+
+    fn attempt(
+        &self,
+        config: &Config,
+        rev: &Rev,
+        build_dir: &Path,
+        log: &Path,
+        attempt: u32,
+        phase: &dyn Fn(Phase),
+    ) -> ProbeReport {
+        let launcher = match self.launcher(config) {
+            Ok(l) => l,
+            Err(e) => return ProbeReport::infra(e, log),
+        };
+        let prober = match self.prober(config, rev, launcher.clone()) {
+            Ok(p) => p,
+            Err(e) => return ProbeReport::infra(e, log),
+        };
+        let run_name = format!(
+            "setrows-{}-{}-{}-{attempt}",
+            std::process::id(),
+            config.id,
+            &rev.sha[..8]
+        );
+        let req = ProbeRequest {
+            commit: &rev.sha,
+            checkout: &rev.checkout,
+            build_dir,
+            log_path: log,
+            run_name: &run_name,
+        };
+        let mut report = prober.probe(&req, phase);
+        if report.outcome != Outcome::InfraError && report.outcome != Outcome::Pass {
+            if let Some(why) = launcher.infra_failure(report.exit_code, &report.output_tail) {
+                report.outcome = Outcome::InfraError;
+                report.signature = Some(why);
+            }
+        }
+        report
+    }
+}
+
+/// Everything a matrix run produced (the `matrix-results.json` file).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MatrixResults {
+    pub matrix: String,
+    pub engine: String,
+    pub revisions: Vec<Rev>,
+    pub configs: Vec<ConfigRow>,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigRow {
+    pub id: String,
+    pub label: String,
+    pub backend: Backend,
+    pub image: Option<String>,
+}
+
+/// Text from logs cannot break the table.
+fn cell_text(s: &str) -> String {
+    s.replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
+        .chars()
+        .take(120)
+        .collect()
+}
+
+impl MatrixResults {
+    pub fn cell(&self, config: &str, sha: &str) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.config == config && c.sha == sha)
+    }
+
+    pub fn infra_errors(&self) -> usize {
+        self.cells
+            .iter()
+            .filter(|c| c.outcome == Outcome::InfraError)
+            .count()
+    }
+
+    /// One row per configuration, one column per revision, then provenance per image.
+    pub fn markdown(&self) -> String {
+        let mut s = format!(
+            "## Matrix results: `{}`\n\n| id | configuration |",
+            self.matrix
+        );
+        for r in &self.revisions {
+            s.push_str(&format!(" `{}` ({}) |", cell_text(&r.rev), &r.sha[..10]));
+        }
+        s.push_str("\n|---|---|");
+        s.push_str(&"---|".repeat(self.revisions.len()));
+        s.push('\n');
+        for c in &self.configs {
+            s.push_str(&format!("| `{}` | {} |", c.id, cell_text(&c.label)));
+            for r in &self.revisions {
+                match self.cell(&c.id, &r.sha) {
+                    None => s.push_str(" not run |"),
+                    Some(cell) => {
+                        let sig = cell
+                            .signature
+                            .as_deref()
+                            .map(|t| format!(": {}", cell_text(t)))
+                            .unwrap_or_default();
+                        s.push_str(&format!(
+                            " **{}**{sig} ({:.1}s) |",
+                            cell.outcome, cell.duration_s
+                        ));
+                    }
+                }
+            }
+            s.push('\n');
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        let mut prov = String::new();
+        for cell in &self.cells {
+            let key = cell
+                .provenance
+                .get("image")
+                .cloned()
+                .unwrap_or_else(|| "host".into());
+            if cell.provenance.is_empty() || !seen.insert(key.clone()) {
+                continue;
+            }
+            let facts: Vec<String> = cell
+                .provenance
+                .iter()
+                .map(|(k, v)| format!("{k}: `{}`", cell_text(v)))
+                .collect();
+            prov.push_str(&format!(
+                "- **{}**: {}\n",
+                cell_text(&key),
+                facts.join(", ")
+            ));
+        }
+        if !prov.is_empty() {
+            s.push_str(&format!("\n### Provenance ({})\n\n{prov}", self.engine));
+        }
+        s
+    }
+}
