@@ -121,12 +121,20 @@ fn cases(r: &ResultFile) -> Vec<Case> {
     }
 }
 
-/// One `<testsuite>` per result file.
+/// One `<testsuite>` per comment key (matrix files from fan-out jobs merge into one suite).
 pub fn render(results: &[ResultFile]) -> String {
+    let mut groups: Vec<(String, Vec<Case>)> = Vec::new();
+    for r in results {
+        let key = r.key();
+        let cs = cases(r);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.extend(cs),
+            None => groups.push((key, cs)),
+        }
+    }
     let mut suites = String::new();
     let (mut total, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
-    for r in results {
-        let cs = cases(r);
+    for (key, cs) in groups {
         let count = |f: &dyn Fn(Option<Outcome>) -> bool| {
             cs.iter()
                 .filter(|c| f(serde_json::from_value(Value::String(c.outcome.clone())).ok()))
@@ -138,7 +146,7 @@ pub fn render(results: &[ResultFile]) -> String {
         let time: f64 = cs.iter().map(|c| c.time).sum();
         suites.push_str(&format!(
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" errors=\"{e}\" skipped=\"{s}\" time=\"{time:.3}\">\n",
-            xml_escape(&r.key()),
+            xml_escape(&key),
             cs.len()
         ));
         for c in &cs {

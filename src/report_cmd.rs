@@ -5,7 +5,7 @@
 //! and `matrix --post-to` use, so every path to GitHub renders the same way.
 
 use crate::error::CliError;
-use crate::github::{self, client::block_on, GithubOptions, IssueRef, PostAction, PostOutcome};
+use crate::github::{self, GithubOptions, IssueRef, Post, PostAction, PostOutcome, Token};
 use crate::summary::{self, ResultFile};
 use clap::Args;
 use std::io::Write;
@@ -82,19 +82,25 @@ pub fn post_values(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| CliError::infra(e.to_string()))?;
     let run_url = github::run_url_from_env();
-    let publisher = github.publisher(issue).map_err(|e| e.into_cli())?;
-    let mut out = Vec::new();
-    for r in render_values(&results, None, run_url.as_deref()) {
-        let res = github::post_or_update_blocking(
-            &publisher,
-            &r.key,
-            &r.doc,
-            Some(&r.state),
-            run_url.as_deref(),
-        );
-        out.push(res.map_err(|e| e.into_cli())?);
-    }
-    Ok(out)
+    let rendered = render_values(&results, None, run_url.as_deref());
+    post_rendered(github, issue, &rendered, run_url.as_deref())
+}
+
+fn post_rendered(
+    github: &GithubOptions,
+    issue: &IssueRef,
+    rendered: &[Rendered],
+    run_url: Option<&str>,
+) -> anyhow::Result<Vec<PostOutcome>> {
+    let posts: Vec<Post<'_>> = rendered
+        .iter()
+        .map(|r| Post {
+            key: &r.key,
+            doc: &r.doc,
+            state: Some(&r.state),
+        })
+        .collect();
+    github::post_all_blocking(github, issue, &posts, run_url).map_err(|e| e.into_cli())
 }
 
 fn parse_issue(args: &ReportArgs, why: &str) -> anyhow::Result<IssueRef> {
@@ -127,10 +133,8 @@ fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<ResultFile>> {
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     if let Some(key) = &args.load_state {
         let issue = parse_issue(&args, "with --load-state")?;
-        let publisher = args.github.publisher(&issue).map_err(|e| e.into_cli())?;
-        let state = block_on(publisher.load_state(key))
-            .map_err(|e| CliError::infra(format!("cannot start an async runtime: {e}")))?
-            .map_err(|e| e.into_cli())?;
+        let state =
+            github::load_state_blocking(&args.github, &issue, key).map_err(|e| e.into_cli())?;
         let text = serde_json::to_string_pretty(&state.unwrap_or(serde_json::Value::Null))?;
         println!("{text}");
         return Ok(crate::error::exit::FOUND);
@@ -146,10 +150,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
-    let publisher = match &issue {
-        Some(i) => Some(args.github.publisher(i).map_err(|e| e.into_cli())?),
-        None => None,
-    };
+    if issue.is_some() {
+        Token::resolve(args.github.token_file.as_ref()).map_err(|e| e.into_cli())?;
+    }
     if let Some(k) = &args.key {
         github::body::validate_key(k).map_err(|e| e.into_cli())?;
     }
@@ -179,7 +182,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
 
-    let Some(publisher) = publisher else {
+    let Some(issue) = issue else {
         let mut out = std::io::stdout().lock();
         for r in &rendered {
             let body = github::body::assemble(&r.key, &r.doc, Some(&r.state), run_url.as_deref())
@@ -188,25 +191,17 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         }
         return Ok(crate::error::exit::FOUND);
     };
-    for r in &rendered {
-        let res = github::post_or_update_blocking(
-            &publisher,
-            &r.key,
-            &r.doc,
-            Some(&r.state),
-            run_url.as_deref(),
-        )
-        .map_err(|e| e.into_cli())?;
+    let outcomes = post_rendered(&args.github, &issue, &rendered, run_url.as_deref())?;
+    for (r, res) in rendered.iter().zip(outcomes) {
         let verb = match res.action {
             PostAction::Created => "created",
             PostAction::Updated => "updated",
             PostAction::Unchanged => "unchanged",
         };
         println!(
-            "{verb} comment {} ({}) on {}{}",
+            "{verb} comment {} ({}) on {issue}{}",
             res.comment_id,
             r.key,
-            publisher.issue(),
             res.html_url.map(|u| format!(": {u}")).unwrap_or_default()
         );
     }

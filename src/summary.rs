@@ -63,7 +63,7 @@ pub struct MatrixResult {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ResultKind {
-    Bisect(BisectResult),
+    Bisect(Box<BisectResult>),
     Matrix(MatrixResult),
 }
 
@@ -201,7 +201,7 @@ pub fn parse(v: Value, origin: &str) -> Result<ResultFile, ParseError> {
             .as_u64()
             .or(num_at(&v, &["candidate_count"]).map(|n| n as u64))
             .or((!candidates.is_empty()).then_some(candidates.len() as u64));
-        ResultKind::Bisect(BisectResult {
+        ResultKind::Bisect(Box::new(BisectResult {
             id: text_at(&v, &["id", "bisect_id"]),
             first_bad: v.get("first_bad").and_then(as_text),
             first_bad_subject: v
@@ -219,7 +219,7 @@ pub fn parse(v: Value, origin: &str) -> Result<ResultFile, ParseError> {
             confidence: text_at(&v, &["confidence"]),
             command: text_at(&v, &["command", "reproduce"]),
             provenance: map_at(&v, "provenance"),
-        })
+        }))
     } else {
         return Err(ParseError(format!(
             "{origin}: neither a bisect result (first_bad / probes) nor a matrix result (cells)"

@@ -44,13 +44,16 @@ pub fn has_marker(body: &str, key: &str) -> bool {
 }
 
 /// JSON that is safe inside an HTML comment: `<` and `>` can only occur inside JSON strings,
-/// where `\u003c` / `\u003e` mean the same, so `-->` can never appear. Compact JSON has no raw
-/// newlines, so the block stays one line.
+/// where `\u003c` / `\u003e` mean the same, so `-->` can never appear. `@` and `#` are escaped
+/// the same way so that not even the raw body holds a mention or reference. Compact JSON has no
+/// raw newlines, so the block stays one line.
 pub fn state_block(state: &serde_json::Value) -> String {
     let json = serde_json::to_string(state)
         .unwrap_or_else(|_| "null".to_string())
         .replace('<', "\\u003c")
-        .replace('>', "\\u003e");
+        .replace('>', "\\u003e")
+        .replace('@', "\\u0040")
+        .replace('#', "\\u0023");
     format!("{STATE_PREFIX}{json}{COMMENT_END}")
 }
 
@@ -263,13 +266,14 @@ mod tests {
 
     #[test]
     fn marker_and_state_round_trip() {
-        let state = json!({"probes": [{"sha": "abc", "log": "x --> y <!-- z"}], "n": -1});
+        let state = json!({"probes": [{"sha": "abc", "log": "x --> y <!-- z @bob #1"}], "n": -1});
         let body = assemble("bisect:1a2b", &Document::markdown("hi"), Some(&state), None).unwrap();
         assert!(body.starts_with("<!-- setrows-bisect:bisect:1a2b -->\n"));
         assert!(has_marker(&body, "bisect:1a2b"));
         assert!(!has_marker(&body, "matrix"));
         let last = body.lines().last().unwrap();
         assert_eq!(last.matches("-->").count(), 1, "{last}");
+        assert!(!last.contains('@') && !last.contains('#'), "{last}");
         assert_eq!(parse_state(&body).unwrap(), Some(state));
     }
 

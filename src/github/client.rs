@@ -125,6 +125,9 @@ enum Failure {
 }
 
 impl Publisher {
+    /// Must be called inside a tokio runtime, and the publisher used only on that runtime:
+    /// octocrab spawns its request buffer there. Synchronous code uses the `*_blocking`
+    /// functions, which take care of that.
     pub fn new(issue: IssueRef, token: &Token, api_url: &str) -> Result<Publisher, GithubError> {
         let bad = || GithubError::InvalidApiUrl(api_url.to_string());
         let base: Uri = api_url.trim_end_matches('/').parse().map_err(|_| bad())?;
@@ -563,21 +566,68 @@ pub async fn post_or_update(
         .await
 }
 
-/// [`post_or_update`] for synchronous callers. Runs its own runtime on a scoped thread, so it
-/// also works when called from inside another tokio runtime.
+/// One comment to create or edit, for the blocking entry points.
+#[derive(Debug, Clone, Copy)]
+pub struct Post<'a> {
+    pub key: &'a str,
+    pub doc: &'a Document,
+    pub state: Option<&'a serde_json::Value>,
+}
+
+fn runtime_error(e: std::io::Error) -> GithubError {
+    GithubError::Transport {
+        what: "start an async runtime".into(),
+        message: e.to_string(),
+    }
+}
+
+/// [`post_or_update`] for synchronous callers (`bisect --post-to`, `matrix --post-to`,
+/// `report --post`): one runtime for the whole exchange, the publisher built inside it
+/// (octocrab's client must live on the runtime that uses it).
+pub fn post_all_blocking(
+    opts: &GithubOptions,
+    issue: &IssueRef,
+    posts: &[Post<'_>],
+    artifact_url: Option<&str>,
+) -> Result<Vec<PostOutcome>, GithubError> {
+    block_on(async {
+        let publisher = opts.publisher(issue)?;
+        let mut out = Vec::with_capacity(posts.len());
+        for p in posts {
+            out.push(
+                publisher
+                    .post_or_update(p.key, p.doc, p.state, artifact_url)
+                    .await?,
+            );
+        }
+        Ok(out)
+    })
+    .unwrap_or_else(|e| Err(runtime_error(e)))
+}
+
+/// One comment; see [`post_all_blocking`].
 pub fn post_or_update_blocking(
-    publisher: &Publisher,
-    key: &str,
-    doc: &Document,
-    state: Option<&serde_json::Value>,
+    opts: &GithubOptions,
+    issue: &IssueRef,
+    post: Post<'_>,
     artifact_url: Option<&str>,
 ) -> Result<PostOutcome, GithubError> {
-    block_on(publisher.post_or_update(key, doc, state, artifact_url)).unwrap_or_else(|e| {
-        Err(GithubError::Transport {
-            what: "start an async runtime".into(),
-            message: e.to_string(),
+    post_all_blocking(opts, issue, &[post], artifact_url)?
+        .pop()
+        .ok_or_else(|| GithubError::BadResponse {
+            what: format!("post to {issue}"),
+            detail: "no result".into(),
         })
-    })
+}
+
+/// [`Publisher::load_state`] for synchronous callers (`--resume-from-issue`).
+pub fn load_state_blocking(
+    opts: &GithubOptions,
+    issue: &IssueRef,
+    key: &str,
+) -> Result<Option<serde_json::Value>, GithubError> {
+    block_on(async { opts.publisher(issue)?.load_state(key).await })
+        .unwrap_or_else(|e| Err(runtime_error(e)))
 }
 
 /// Runs a future to completion from synchronous code, on a fresh current-thread runtime.

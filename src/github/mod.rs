@@ -15,7 +15,8 @@ pub mod escape;
 
 pub use body::{Document, Section, MAX_BODY};
 pub use client::{
-    post_or_update, post_or_update_blocking, GithubOptions, PostAction, PostOutcome, Publisher,
+    load_state_blocking, post_all_blocking, post_or_update, post_or_update_blocking, GithubOptions,
+    Post, PostAction, PostOutcome, Publisher,
 };
 
 use std::fmt;

@@ -1,0 +1,265 @@
+//! `setrows-bisect report` end to end: the real binary, real files, a loopback fake GitHub.
+
+mod github_support;
+
+use assert_cmd::Command;
+use github_support::{count, start, TOKEN};
+use serde_json::json;
+use std::path::Path;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+fn write(dir: &Path, name: &str, v: serde_json::Value) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    p.display().to_string()
+}
+
+fn results(dir: &Path) -> Vec<String> {
+    let cell = |rocm: &str, outcome: &str| {
+        json!({"config_id": format!("rocm-{rocm}/wave32"), "revision": "53859c2aaaaaaaaa", "outcome": outcome,
+               "signature": if outcome == "pass" { json!(null) } else { json!("Memory access fault by GPU node-1 @oncall") },
+               "duration_s": 41.5, "provenance": {"gpu": "gfx1151", "image": format!("rocm:{rocm}")},
+               "output_tail": "```\n<script>alert(1)</script>\nMemory access fault by GPU node-1\n"})
+    };
+    vec![
+        write(
+            dir,
+            "m1.json",
+            json!({"kind": "matrix", "cells": [cell("6.4.1", "gpu_fault")]}),
+        ),
+        write(
+            dir,
+            "m2.json",
+            json!({"kind": "matrix", "cells": [cell("7.0.2", "pass")]}),
+        ),
+        write(
+            dir,
+            "b.json",
+            json!({"id": "rocm-6.4.1", "first_bad": "0123456789abcdef0123456789abcdef01234567",
+            "candidates": 12, "steps": 4, "range": {"good": "1111111", "bad": "2222222"}, "regress": "crash",
+            "probes": [{"sha": "0123456789abcdef0123456789abcdef01234567", "outcome": "gpu_fault", "duration_s": 3.0, "log_path": "/tmp/x.log"}]}),
+        ),
+    ]
+}
+
+fn bin() -> Command {
+    let mut c = Command::cargo_bin("setrows-bisect").unwrap();
+    for k in [
+        "GITHUB_TOKEN",
+        "GITHUB_ACTIONS",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_SERVER_URL",
+        "GITHUB_REPOSITORY",
+        "GITHUB_RUN_ID",
+        "GITHUB_API_URL",
+    ] {
+        c.env_remove(k);
+    }
+    c
+}
+
+/// Runs the binary off the async runtime (the fake server lives on it).
+async fn run(mut c: Command) -> (i32, String, String) {
+    let out = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    );
+    assert!(
+        !so.contains(TOKEN) && !se.contains(TOKEN),
+        "token leaked:\n{so}\n{se}"
+    );
+    (out.status.code().unwrap_or(-1), so, se)
+}
+
+#[tokio::test]
+async fn report_posts_then_edits_and_writes_summary_and_junit() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    let summary = dir.path().join("step-summary.md");
+    let junit = dir.path().join("junit.xml");
+    let report = |extra: &[&str]| {
+        let mut c = bin();
+        c.args([
+            "report",
+            "--issue",
+            "o/r#1",
+            "--post",
+            "--api-url",
+            &server.uri(),
+            "--junit",
+        ])
+        .arg(&junit)
+        .arg("--results")
+        .args(&files)
+        .args(extra)
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .env("GITHUB_REPOSITORY", "o/r")
+        .env("GITHUB_RUN_ID", "4242");
+        c
+    };
+    let (code, out, err) = run(report(&[])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out.matches("created comment").count(), 2, "{out}");
+    assert!(
+        out.contains("(matrix)") && out.contains("(bisect:rocm-6.4.1)"),
+        "{out}"
+    );
+    let comments = fake.comments();
+    assert_eq!(comments.len(), 2);
+    let matrix = comments
+        .iter()
+        .find(|c| c.body.starts_with("<!-- setrows-bisect:matrix -->"))
+        .unwrap();
+    assert!(matrix.body.contains("**2 cell(s):**"), "{}", matrix.body);
+    assert!(matrix
+        .body
+        .contains("[this workflow run](https://github.com/o/r/actions/runs/4242)"));
+    assert!(
+        !matrix.body.contains("@oncall"),
+        "mention must be defused: {}",
+        matrix.body
+    );
+    assert!(matrix.body.contains("<!-- setrows-bisect-state:v1 "));
+    let bisect = comments
+        .iter()
+        .find(|c| c.body.contains("setrows-bisect:bisect:rocm-6.4.1"))
+        .unwrap();
+    assert!(
+        bisect.body.contains("**First bad commit: `0123456789ab`**"),
+        "{}",
+        bisect.body
+    );
+
+    let step = std::fs::read_to_string(&summary).unwrap();
+    assert!(step.contains("configuration matrix") && step.contains("First bad commit"));
+    assert!(
+        !step.contains("setrows-bisect-state"),
+        "the step summary carries no hidden state"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"matrix\" tests=\"2\" failures=\"1\""),
+        "{xml}"
+    );
+
+    // Second run: same results, same comments, nothing sent but the lookups.
+    let (code, out, _) = run(report(&[])).await;
+    assert_eq!(code, 0);
+    assert_eq!(out.matches("unchanged comment").count(), 2, "{out}");
+    assert_eq!(fake.comments().len(), 2);
+    assert_eq!(
+        count(&server, "POST", "/repos/o/r/issues/1/comments").await,
+        2
+    );
+
+    // The state block reads back for a stateless job.
+    let mut c = bin();
+    c.args([
+        "report",
+        "--issue",
+        "o/r#1",
+        "--api-url",
+        &server.uri(),
+        "--load-state",
+        "bisect:rocm-6.4.1",
+    ])
+    .env("GITHUB_TOKEN", TOKEN);
+    let (code, out, err) = run(c).await;
+    assert_eq!(code, 0, "{err}");
+    let state: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(state["results"][0]["probes"][0]["outcome"], "gpu_fault");
+}
+
+#[tokio::test]
+async fn dry_run_prints_the_body_and_needs_no_token_or_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    let mut c = bin();
+    c.args(["report", "--issue", "o/r#1", "--results"])
+        .args(&files);
+    let (code, out, err) = run(c).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("<!-- setrows-bisect:matrix -->"), "{out}");
+    assert!(out.contains("<!-- setrows-bisect:bisect:rocm-6.4.1 -->"));
+    assert!(
+        out.contains("````text\n```\n<script>"),
+        "log fenced past its backticks:\n{out}"
+    );
+}
+
+#[tokio::test]
+async fn fork_token_and_missing_token_fail_with_usage_errors() {
+    let (server, _fake) = start(100).await;
+    Mock::given(method("POST"))
+        .and(path("/repos/o/r/issues/1/comments"))
+        .respond_with(
+            ResponseTemplate::new(403)
+                .set_body_json(json!({"message": "Resource not accessible by integration"})),
+        )
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let mut c = bin();
+    c.args([
+        "report",
+        "--issue",
+        "o/r#1",
+        "--post",
+        "--api-url",
+        &server.uri(),
+        "--token-file",
+    ])
+    .arg(&token_file)
+    .arg("--results")
+    .arg(&files[0]);
+    let (code, out, err) = run(c).await;
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("Resource not accessible by integration") && err.contains("fork"),
+        "{err}"
+    );
+
+    let mut c = bin();
+    c.args([
+        "report",
+        "--issue",
+        "o/r#1",
+        "--post",
+        "--api-url",
+        &server.uri(),
+        "--results",
+    ])
+    .arg(&files[0]);
+    let (code, _, err) = run(c).await;
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("GITHUB_TOKEN") && err.contains("--token-file"),
+        "{err}"
+    );
+
+    let mut c = bin();
+    c.args(["report", "--issue", "not-an-issue", "--post", "--results"])
+        .arg(&files[0])
+        .env("GITHUB_TOKEN", TOKEN);
+    let (code, _, err) = run(c).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("OWNER/REPO#NUMBER"), "{err}");
+
+    let bad = write(dir.path(), "bad.json", json!({"unrelated": true}));
+    let mut c = bin();
+    c.args(["report", "--results", &bad]);
+    let (code, _, err) = run(c).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.json"), "{err}");
+}
