@@ -26,5 +26,6 @@ pub mod report;
 pub mod report_cmd;
 pub mod script;
 pub mod search;
+pub mod sim;
 pub mod store;
 pub mod summary;

@@ -1,0 +1,220 @@
+//! Simulated flaky histories: a planted first bad candidate and a reproduction rate, driven
+//! through the real `flaky::session::Session` (and so the real `Search`). The statistical tests
+//! and the `flaky_sim` example use it; nothing here runs a process.
+//!
+//! Seeded and self-contained (SplitMix64), so a figure in BENCHMARKS.md is reproducible
+//! bit for bit from its command line.
+
+use crate::flaky::session::{Action, Conclusion, Mode, Session};
+use crate::outcome::Verdict;
+use crate::search::EndpointCheck;
+
+/// SplitMix64: tiny, fast, good enough for Monte Carlo, and stable across versions (a crate's
+/// generator may change its stream between releases and silently move the figures).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in [lo, hi).
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next_u64() % (hi - lo) as u64) as usize
+    }
+}
+
+/// One simulated history: candidates 0..n, the first bad one at `culprit`.
+#[derive(Debug, Clone, Copy)]
+pub struct History {
+    pub n: usize,
+    pub culprit: usize,
+    /// Chance that one run of a bad candidate shows the fault.
+    pub rate: f64,
+}
+
+impl History {
+    /// A uniformly placed culprit (never the good endpoint).
+    pub fn random(n: usize, rate: f64, rng: &mut Rng) -> Self {
+        History {
+            n,
+            culprit: rng.range(1, n),
+            rate,
+        }
+    }
+
+    pub fn run(&self, i: usize, rng: &mut Rng) -> Verdict {
+        if i >= self.culprit && rng.next_f64() < self.rate {
+            Verdict::New
+        } else {
+            Verdict::Old
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trial {
+    pub conclusion: Conclusion,
+    pub runs: u64,
+    pub waves: u32,
+    /// The stated culprit is the planted one.
+    pub right: bool,
+    /// A culprit was stated and it is not the planted one (inconclusive is neither).
+    pub wrong: bool,
+}
+
+/// Drive one session over `h`; the stream of runs comes from `seed`.
+pub fn trial(
+    h: &History,
+    mode: Mode,
+    endpoints: EndpointCheck,
+    slots: usize,
+    max_runs: Option<u64>,
+    seed: u64,
+) -> Trial {
+    let mut rng = Rng::new(seed);
+    let mut s = Session::new((0..h.n as u64).collect(), endpoints, mode, max_runs);
+    while let Action::Run(ix) = s.next(slots) {
+        for i in ix {
+            let v = h.run(i, &mut rng);
+            s.record(i, v);
+        }
+    }
+    let conclusion = s.conclusion().cloned().unwrap_or(Conclusion::Inconclusive {
+        candidates: Vec::new(),
+        mass: 0.0,
+        rate: None,
+    });
+    let (right, wrong) = match &conclusion {
+        Conclusion::Found { culprit, .. } => (*culprit == h.culprit, *culprit != h.culprit),
+        // A bad endpoint claim about a history whose endpoints are right is a wrong answer.
+        Conclusion::BadEndpoint { .. } => (false, true),
+        Conclusion::Ambiguous { candidates, .. } => {
+            let hit = candidates.contains(&h.culprit);
+            (false, !hit)
+        }
+        Conclusion::Inconclusive { .. } => (false, false),
+    };
+    Trial {
+        conclusion,
+        runs: s.runs(),
+        waves: s.waves(),
+        right,
+        wrong,
+    }
+}
+
+/// Aggregate over many trials.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Summary {
+    pub trials: u32,
+    pub right: u32,
+    pub wrong: u32,
+    pub inconclusive: u32,
+    pub mean_runs: f64,
+    pub mean_waves: f64,
+    /// Mean stated confidence over the answers given (found culprits).
+    pub mean_confidence: f64,
+}
+
+impl Summary {
+    pub fn success_rate(&self) -> f64 {
+        f64::from(self.right) / f64::from(self.trials.max(1))
+    }
+    pub fn error_rate(&self) -> f64 {
+        f64::from(self.wrong) / f64::from(self.trials.max(1))
+    }
+}
+
+/// `trials` histories of `n` candidates with rate `rate`; trial t uses history seed
+/// `seed + t` and run seed derived from it, so two modes given the same `seed` see the same
+/// planted culprits.
+pub fn batch(
+    n: usize,
+    rate: f64,
+    mode: Mode,
+    endpoints: EndpointCheck,
+    slots: usize,
+    max_runs: Option<u64>,
+    trials: u32,
+    seed: u64,
+) -> Summary {
+    let mut sum = Summary {
+        trials,
+        ..Default::default()
+    };
+    let (mut runs, mut waves, mut conf, mut answered) = (0u64, 0u64, 0.0f64, 0u32);
+    for t in 0..trials {
+        let mut hist_rng = Rng::new(seed.wrapping_add(u64::from(t)));
+        let h = History::random(n, rate, &mut hist_rng);
+        let r = trial(&h, mode, endpoints, slots, max_runs, hist_rng.next_u64());
+        runs += r.runs;
+        waves += u64::from(r.waves);
+        sum.right += u32::from(r.right);
+        sum.wrong += u32::from(r.wrong);
+        match r.conclusion {
+            Conclusion::Inconclusive { .. } => sum.inconclusive += 1,
+            Conclusion::Found {
+                confidence: Some(c),
+                ..
+            } => {
+                conf += c;
+                answered += 1;
+            }
+            _ => {}
+        }
+    }
+    let t = f64::from(trials.max(1));
+    sum.mean_runs = runs as f64 / t;
+    sum.mean_waves = waves as f64 / t;
+    sum.mean_confidence = conf / f64::from(answered.max(1));
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_is_uniform_enough() {
+        let mut r = Rng::new(7);
+        let n = 100_000;
+        let below: usize = (0..n).filter(|_| r.next_f64() < 0.3).count();
+        let frac = below as f64 / n as f64;
+        assert!((frac - 0.3).abs() < 0.01, "{frac}");
+    }
+
+    #[test]
+    fn history_runs_have_the_planted_rate() {
+        let mut r = Rng::new(1);
+        let h = History {
+            n: 10,
+            culprit: 4,
+            rate: 0.5,
+        };
+        assert!((0..1000).all(|_| h.run(3, &mut r) == Verdict::Old));
+        let fails = (0..10_000)
+            .filter(|_| h.run(4, &mut r) == Verdict::New)
+            .count();
+        assert!((4700..5300).contains(&fails), "{fails}");
+    }
+
+    #[test]
+    fn same_seed_same_figures() {
+        let m = Mode::Repeat(1);
+        let a = batch(100, 0.5, m, EndpointCheck::First, 1, None, 50, 9);
+        let b = batch(100, 0.5, m, EndpointCheck::First, 1, None, 50, 9);
+        assert_eq!(a, b);
+    }
+}
