@@ -138,13 +138,18 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
         Some(t) => Some(Duration::from_secs_f64(t)),
         None => None,
     };
-    let signature =
-        match &args.match_ {
-            Some(re) => Some(regex::Regex::new(re).map_err(|e| {
-                CliError::usage(format!("--match {re:?} is not a valid regex: {e}"))
-            })?),
-            None => None,
-        };
+    let signature = match &args.match_ {
+        Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+            let why = e.to_string();
+            let why = why
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            CliError::usage(format!("--match {re:?} is not a valid regex: {why}"))
+        })?),
+        None => None,
+    };
     let script = args.script.clone().ok_or_else(|| {
         CliError::usage("--script is required until the bundled reproducer is available")
     })?;

@@ -54,14 +54,14 @@ impl Rng {
     pub fn new(seed: u64) -> Self {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.next_u64() % n.max(1)
     }
 }
 
@@ -93,7 +93,7 @@ impl HistorySpec {
     }
 
     fn is_bad(&self, i: usize) -> bool {
-        i >= self.bug_at && self.fix_at.is_none_or(|f| i < f)
+        i >= self.bug_at && !self.fix_at.is_some_and(|f| i >= f)
     }
 
     fn lib_prefix(&self) -> &'static str {

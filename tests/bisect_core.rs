@@ -1,0 +1,165 @@
+//! End-to-end bisections of real generated C repositories built with CMake.
+mod common;
+use common::*;
+
+#[test]
+fn regression_is_found() {
+    if !have_cmake() {
+        return;
+    }
+    let f = Fixture::new(&spec(60, 37));
+    let out = f.bisect(0, 59).assert().code(0);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let r = f.result();
+    assert_eq!(r["first_bad"], f.sha(37));
+    assert!(stdout.contains("first bad commit"), "{stdout}");
+    assert!(stdout.contains("ringbuf: speed up index wrap"), "{stdout}");
+    assert!(stdout.contains(f.sha(37)), "{stdout}");
+    let probes = r["probes"].as_array().unwrap();
+    // Endpoints first, then at most ceil(log2(59)) = 6 interior probes.
+    assert_eq!(probes[0]["sha"], f.sha(59));
+    assert_eq!(probes[1]["sha"], f.sha(0));
+    assert!(probes.len() <= 8, "{} probes", probes.len());
+    assert_eq!(probes[0]["outcome"], "wrong_result");
+    assert_eq!(probes[1]["outcome"], "pass");
+}
+
+#[test]
+fn fix_is_found_with_regress_success() {
+    if !have_cmake() {
+        return;
+    }
+    let mut s = spec(60, 10);
+    s.fix_at = Some(41);
+    let f = Fixture::new(&s);
+    let out = f
+        .bisect(20, 59)
+        .args(["--regress", "success"])
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert_eq!(f.result()["first_bad"], f.sha(41));
+    assert!(stdout.contains("first fixed commit"), "{stdout}");
+}
+
+#[test]
+fn skips_next_to_the_culprit_give_the_honest_set() {
+    if !have_cmake() {
+        return;
+    }
+    let mut s = spec(50, 30);
+    s.broken = Some((27, 30));
+    let f = Fixture::new(&s);
+    let out = f.bisect(0, 49).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let r = f.result();
+    assert!(r["first_bad"].is_null());
+    let want: Vec<&str> = (27..=30).map(|i| f.sha(i)).collect();
+    let got: Vec<&str> = r["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(got, want);
+    assert!(stdout.contains("one of these 4"), "{stdout}");
+}
+
+#[test]
+fn broken_build_range_is_skipped_not_judged() {
+    if !have_cmake() {
+        return;
+    }
+    let mut s = spec(64, 45);
+    s.broken = Some((5, 40));
+    let f = Fixture::new(&s);
+    f.bisect(0, 63).assert().code(0);
+    let r = f.result();
+    assert_eq!(r["first_bad"], f.sha(45));
+    let probes = r["probes"].as_array().unwrap();
+    assert!(
+        probes
+            .iter()
+            .any(|p| p["outcome"] == "build_failed" && p["verdict"] == "skip"),
+        "{probes:?}"
+    );
+}
+
+#[test]
+fn match_requires_the_failure_signature() {
+    if !have_cmake() {
+        return;
+    }
+    let mut s = spec(60, 40);
+    s.unrelated_at = Some(20);
+    let f = Fixture::new(&s);
+    f.bisect(0, 59).assert().code(0);
+    assert_eq!(
+        f.result()["first_bad"],
+        f.sha(20),
+        "without --match any failure counts"
+    );
+    f.bisect(0, 59)
+        .args(["--match", "mismatch at step"])
+        .assert()
+        .code(0);
+    let r = f.result();
+    assert_eq!(r["first_bad"], f.sha(40));
+    // The unrelated failure's probes were reused from the store, judged differently.
+    assert!(r["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["cached"] == true));
+}
+
+#[test]
+fn llama_cpp_layout_collapses_commits_outside_ggml() {
+    if !have_cmake() {
+        return;
+    }
+    let mut s = spec(90, 61);
+    s.layout = Layout::LlamaCpp;
+    let f = Fixture::new(&s);
+    let out = f.bisect(0, 89).assert().code(0);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(stderr.contains("llama.cpp layout detected"), "{stderr}");
+    let r = f.result();
+    assert_eq!(r["first_bad"], f.sha(61));
+    assert_eq!(r["range"]["path"], "ggml");
+    assert_eq!(r["range"]["commits"], 90);
+    let classes = r["range"]["candidates"].as_u64().unwrap();
+    assert!(classes < 60, "{classes} candidates for 90 commits");
+    // Commits after the culprit that leave ggml/ alone are members of its class.
+    let members = r["candidate_classes"][0]["members"].as_array().unwrap();
+    assert_eq!(members[0], f.sha(61));
+    for (k, m) in members.iter().enumerate() {
+        assert_eq!(m, f.sha(61 + k));
+    }
+    // --path . tests the whole tree: every commit is its own candidate.
+    f.bisect(0, 89).args(["--path", "."]).assert().code(0);
+    assert_eq!(f.result()["range"]["candidates"], 90);
+}
+
+#[test]
+fn wrong_endpoint_stops_with_a_clear_message() {
+    if !have_cmake() {
+        return;
+    }
+    let f = Fixture::new(&spec(30, 20));
+    let out = f.bisect(0, 10).assert().code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(stderr.contains("--bad"), "{stderr}");
+    assert!(stderr.contains("old behaviour"), "{stderr}");
+    assert!(f.result()["first_bad"].is_null());
+}
+
+#[test]
+fn parallel_jobs_find_the_same_commit() {
+    if !have_cmake() {
+        return;
+    }
+    let f = Fixture::new(&spec(80, 53));
+    f.bisect(0, 79).args(["--jobs", "3"]).assert().code(0);
+    assert_eq!(f.result()["first_bad"], f.sha(53));
+}

@@ -1,0 +1,94 @@
+//! Every bad input gets one clear line and exit 2, never a panic.
+mod common;
+use assert_cmd::Command;
+use common::*;
+
+fn expect_usage_error(mut cmd: Command, needle: &str) {
+    let out = cmd.assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected: {stderr}");
+    assert!(lines[0].starts_with("setrows-bisect: error: "), "{stderr}");
+    assert!(lines[0].contains(needle), "{needle:?} not in {stderr}");
+}
+
+#[test]
+fn bad_inputs_are_one_line_usage_errors() {
+    let f = Fixture::new(&spec(12, 6));
+    let (g, b) = (f.sha(0).to_string(), f.sha(11).to_string());
+    let (repo, work) = (f.repo(), f.work());
+    let raw = |repo: &std::path::Path, good: &str, bad: &str, work: &std::path::Path| {
+        Command::from_std(f.bisect_raw(repo, good, bad, work))
+    };
+
+    expect_usage_error(raw(&repo, "no-such-rev", &b, &work), "no-such-rev");
+    expect_usage_error(raw(&repo, &g, "HEAD~100", &work), "HEAD~100");
+    expect_usage_error(raw(&repo, &b, &b, &work), "same commit");
+
+    // Not ancestor/descendant: both commits are named.
+    let out = raw(&repo, &b, &g, &work).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(stderr.contains(&b) && stderr.contains(&g), "{stderr}");
+    assert!(stderr.contains("not an ancestor"), "{stderr}");
+
+    // A subtree that no commit in the range changes: nothing to bisect.
+    let mut c = f.bisect(0, 11);
+    c.args(["--path", "include"]);
+    expect_usage_error(c, "empty range");
+
+    let mut c = f.bisect(0, 11);
+    c.args(["--path", "no/such/dir"]);
+    expect_usage_error(c, "no/such/dir");
+
+    let mut c = f.bisect(0, 11);
+    c.args(["--match", "(unclosed"]);
+    expect_usage_error(c, "--match");
+
+    let empty = tempfile::tempdir().unwrap();
+    expect_usage_error(raw(empty.path(), &g, &b, &work), "not a git repository");
+    expect_usage_error(
+        raw(&empty.path().join("missing"), &g, &b, &work),
+        "does not exist",
+    );
+
+    // A work dir below a regular file cannot be created, even by root.
+    let file = empty.path().join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    expect_usage_error(raw(&repo, &g, &b, &file.join("work")), "not writable");
+
+    let mut c = f.bisect(0, 11);
+    c.args(["--jobs", "0"]);
+    expect_usage_error(c, "--jobs");
+
+    let mut c = f.bisect(0, 11);
+    c.arg("--timeout=0");
+    expect_usage_error(c, "--timeout");
+}
+
+#[test]
+fn work_dir_is_the_only_place_written() {
+    if !have_cmake() {
+        return;
+    }
+    let f = Fixture::new(&spec(16, 9));
+    let before = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--ignored"])
+        .current_dir(f.repo())
+        .output()
+        .unwrap();
+    f.bisect(0, 15).assert().code(0);
+    let after = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--ignored"])
+        .current_dir(f.repo())
+        .output()
+        .unwrap();
+    assert_eq!(before.stdout, after.stdout);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(f.repo())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&head.stdout).trim(), f.sha(15));
+    assert!(!f.repo().join(".git/worktrees").exists());
+}

@@ -1,0 +1,114 @@
+//! Shared helpers for the bisect integration tests: real repositories from the demo's generator
+//! (real C code, real CMake builds), the real binary, and a check that the tools exist.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+pub use setrows_bisect::demo::history::{generate, History, HistorySpec, Layout};
+use std::path::{Path, PathBuf};
+
+/// True when cmake is available. Missing cmake fails the test under CI and skips it (loudly)
+/// elsewhere.
+pub fn have_cmake() -> bool {
+    if setrows_bisect::script::which("cmake").is_some() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("cmake is required by the bisect integration tests (scripts/setup.d/00-base.sh installs it)");
+    }
+    eprintln!("SKIPPED: cmake is not installed");
+    false
+}
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub history: History,
+}
+
+impl Fixture {
+    pub fn new(spec: &HistorySpec) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let history = generate(&dir.path().join("repo"), spec).expect("generate history");
+        Fixture { dir, history }
+    }
+    pub fn repo(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+    pub fn sha(&self, i: usize) -> &str {
+        &self.history.shas[i]
+    }
+    pub fn json_path(&self) -> PathBuf {
+        self.dir.path().join("result.json")
+    }
+    /// `setrows-bisect` with repo, endpoints, the demo's build and test, work dir and --json set.
+    pub fn bisect(&self, good: usize, bad: usize) -> Command {
+        Command::from_std(self.bisect_std(good, bad))
+    }
+    /// The same as a plain `std::process::Command` (for spawning and killing).
+    pub fn bisect_std(&self, good: usize, bad: usize) -> std::process::Command {
+        self.bisect_script(good, bad, setrows_bisect::demo::TEST_COMMAND)
+    }
+    /// With a different `--script`.
+    pub fn bisect_script(&self, good: usize, bad: usize, script: &str) -> std::process::Command {
+        let mut c = self.bisect_raw(&self.repo(), self.sha(good), self.sha(bad), &self.work());
+        let args: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_owned()).collect();
+        let mut fresh = std::process::Command::new(c.get_program());
+        let mut it = args.into_iter();
+        while let Some(a) = it.next() {
+            if a == "--script" {
+                it.next();
+                fresh.arg("--script").arg(script);
+            } else {
+                fresh.arg(a);
+            }
+        }
+        c = fresh;
+        c.env_remove("SETROWS_BISECT_WORK_DIR");
+        c
+    }
+    /// With any repo path, revision strings and work dir (for bad inputs).
+    pub fn bisect_raw(
+        &self,
+        repo: &Path,
+        good: &str,
+        bad: &str,
+        work: &Path,
+    ) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"));
+        c.arg("--repo")
+            .arg(repo)
+            .args(["--good", good, "--bad", bad])
+            .arg("--build")
+            .arg(setrows_bisect::demo::build_command())
+            .arg("--script")
+            .arg(setrows_bisect::demo::TEST_COMMAND)
+            .arg("--work-dir")
+            .arg(work)
+            .arg("--json")
+            .arg(self.json_path())
+            .env_remove("SETROWS_BISECT_WORK_DIR");
+        c
+    }
+    pub fn result(&self) -> serde_json::Value {
+        read_json(&self.json_path())
+    }
+}
+
+pub fn read_json(p: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(p).expect("json result written");
+    serde_json::from_str(&text).expect("valid json")
+}
+
+pub fn spec(commits: usize, bug_at: usize) -> HistorySpec {
+    HistorySpec {
+        commits,
+        seed: 11,
+        bug_at,
+        fix_at: None,
+        broken: None,
+        unrelated_at: None,
+        layout: Layout::Flat,
+    }
+}
