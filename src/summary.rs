@@ -18,6 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct Probe {
     pub sha: String,
     pub outcome: String,
+    /// old / new / skip, when the file records how the predicate judged it.
+    pub verdict: Option<String>,
     pub duration_s: Option<f64>,
     pub log_path: Option<String>,
     pub signature: Option<String>,
@@ -29,6 +31,10 @@ pub struct BisectResult {
     pub id: Option<String>,
     pub first_bad: Option<String>,
     pub first_bad_subject: Option<String>,
+    /// "first bad commit" / "first fixed commit".
+    pub term: Option<String>,
+    /// found / ambiguous / bad_endpoint (`conclusion.kind` in `bisect --json`).
+    pub conclusion: Option<String>,
     pub candidates: Vec<String>,
     pub candidate_count: Option<u64>,
     pub probes: Vec<Probe>,
@@ -37,6 +43,9 @@ pub struct BisectResult {
     pub bad: Option<String>,
     pub regress: Option<String>,
     pub config: Option<String>,
+    pub predicate: Option<String>,
+    pub policy: Option<String>,
+    pub elapsed_s: Option<f64>,
     pub confidence: Option<String>,
     pub command: Option<String>,
     pub provenance: BTreeMap<String, String>,
@@ -45,6 +54,8 @@ pub struct BisectResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
     pub config: String,
+    /// Human-readable configuration (from the file's `configs` table), when known.
+    pub label: Option<String>,
     pub revision: String,
     pub outcome: String,
     pub signature: Option<String>,
@@ -131,6 +142,7 @@ fn probe(v: &Value) -> Probe {
     Probe {
         sha: text_at(&v, &["sha", "commit", "revision", "rev"]).unwrap_or_else(|| "?".into()),
         outcome: text_at(&v, &["outcome", "result"]).unwrap_or_else(|| "unknown".into()),
+        verdict: text_at(&v, &["verdict"]),
         duration_s: num_at(&v, &["duration_s", "duration", "duration_secs", "secs"]),
         log_path: text_at(&v, &["log_path", "log"]),
         signature: text_at(&v, &["signature"]),
@@ -143,6 +155,7 @@ fn cell(v: &Value) -> Cell {
     let p = probe(&v);
     Cell {
         config: text_at(&v, &["config_id", "config", "id", "name"]).unwrap_or_else(|| "?".into()),
+        label: text_at(&v, &["label"]),
         revision: p.sha,
         outcome: p.outcome,
         signature: p.signature,
@@ -170,7 +183,21 @@ pub fn parse(v: Value, origin: &str) -> Result<ResultFile, ParseError> {
     let is_bisect = declared == "bisect"
         || (declared.is_empty() && (v.get("probes").is_some() || v.get("first_bad").is_some()));
     let kind = if is_matrix {
-        let cells = list(&v, &["cells", "results"]).iter().map(cell).collect();
+        // `matrix --json` keeps labels in a `configs` table keyed by id.
+        let labels: BTreeMap<String, String> = list(&v, &["configs"])
+            .iter()
+            .filter_map(|c| Some((text_at(c, &["id"])?, text_at(c, &["label"])?)))
+            .collect();
+        let cells = list(&v, &["cells", "results"])
+            .iter()
+            .map(|c| {
+                let mut c = cell(c);
+                if c.label.is_none() {
+                    c.label = labels.get(&c.config).cloned();
+                }
+                c
+            })
+            .collect();
         ResultKind::Matrix(MatrixResult {
             cells,
             command: text_at(&v, &["command", "reproduce"]),
@@ -197,25 +224,53 @@ pub fn parse(v: Value, origin: &str) -> Result<ResultFile, ParseError> {
             .as_array()
             .map(|a| a.iter().filter_map(as_text).collect())
             .unwrap_or_default();
+        // `bisect --json`: `candidates` are the remaining suspects, `range.candidates` the
+        // number of distinct trees the range had.
         let candidate_count = candidates_v
             .as_u64()
             .or(num_at(&v, &["candidate_count"]).map(|n| n as u64))
+            .or(range.get("candidates").and_then(Value::as_u64))
             .or((!candidates.is_empty()).then_some(candidates.len() as u64));
+        let first_bad = v.get("first_bad").and_then(as_text);
+        // Title of the culprit from the `commits` metadata table, if the file has one.
+        let title_from_table = first_bad.as_ref().and_then(|fb| {
+            list(&v, &["commits"])
+                .iter()
+                .find(|c| text_at(c, &["sha"]).as_deref() == Some(fb.as_str()))
+                .and_then(|c| text_at(c, &["title", "subject"]))
+        });
+        let predicate = text_at(&v, &["predicate"]);
+        let regress = text_at(&v, &["regress"]).or_else(|| {
+            let p = predicate.as_deref()?;
+            let r = p
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("regress="))?;
+            Some(r.to_string())
+        });
         ResultKind::Bisect(Box::new(BisectResult {
             id: text_at(&v, &["id", "bisect_id"]),
-            first_bad: v.get("first_bad").and_then(as_text),
             first_bad_subject: v
                 .get("first_bad")
-                .and_then(|f| text_at(f, &["subject", "summary"]))
-                .or_else(|| text_at(&v, &["first_bad_subject", "subject"])),
+                .and_then(|f| text_at(f, &["subject", "summary", "title"]))
+                .or_else(|| text_at(&v, &["first_bad_subject", "subject"]))
+                .or(title_from_table),
+            first_bad,
+            term: text_at(&v, &["term"]),
+            conclusion: v.get("conclusion").and_then(|c| match c {
+                Value::Object(_) => text_at(c, &["kind"]),
+                other => as_text(other),
+            }),
             candidates,
             candidate_count,
             probes: list(&v, &["probes"]).iter().map(probe).collect(),
             steps: num_at(&v, &["steps"]).map(|n| n as u64),
             good: good.or_else(|| text_at(&v, &["good"])),
             bad: bad.or_else(|| text_at(&v, &["bad"])),
-            regress: text_at(&v, &["regress", "predicate"]),
+            regress,
             config: text_at(&v, &["config_id", "config"]),
+            predicate,
+            policy: text_at(&v, &["policy"]),
+            elapsed_s: num_at(&v, &["elapsed_s"]),
             confidence: text_at(&v, &["confidence"]),
             command: text_at(&v, &["command", "reproduce"]),
             provenance: map_at(&v, "provenance"),
@@ -340,9 +395,13 @@ fn render_matrix(
     let mut sorted: Vec<&Cell> = cells.iter().collect();
     sorted.sort_by(|a, b| (&a.config, &a.revision).cmp(&(&b.config, &b.revision)));
     for c in &sorted {
+        let name = match &c.label {
+            Some(l) => format!("{} ({})", inline_short(l, 100), escape::sha(&c.config, 12)),
+            None => inline_short(&c.config, 80),
+        };
         md.push_str(&format!(
             "| {} | {} | {} {} | {} | {} |\n",
-            inline_short(&c.config, 80),
+            name,
             escape::sha(&c.revision, 10),
             icon(&c.outcome),
             inline(&c.outcome),
@@ -387,11 +446,17 @@ fn render_bisect(b: &BisectResult, doc: &mut Document) {
     if !facts.is_empty() {
         md.push_str(&format!("{}\n\n", facts.join(" · ")));
     }
-    let term = if b.regress.as_deref() == Some("success") {
-        "First fixed commit"
-    } else {
-        "First bad commit"
+    let term = match (&b.term, b.regress.as_deref()) {
+        (Some(t), _) => {
+            let mut cs = t.chars();
+            cs.next()
+                .map(|f| f.to_uppercase().chain(cs).collect::<String>())
+                .unwrap_or_default()
+        }
+        (None, Some("success")) => "First fixed commit".into(),
+        (None, _) => "First bad commit".into(),
     };
+    let term = inline(&term);
     match &b.first_bad {
         Some(sha) => {
             md.push_str(&format!("**{term}: {}**", escape::sha(sha, 12)));
@@ -399,6 +464,12 @@ fn render_bisect(b: &BisectResult, doc: &mut Document) {
                 md.push_str(&format!(" — {}", inline_short(s, 120)));
             }
             md.push_str("\n\n");
+        }
+        None if b.conclusion.as_deref() == Some("bad_endpoint") => {
+            md.push_str(
+                "**Stopped:** an endpoint does not behave as claimed (see its probe below); \
+                 check --good/--bad and the predicate.\n\n",
+            );
         }
         None => {
             md.push_str("**Inconclusive:** no single commit could be identified");
@@ -428,16 +499,25 @@ fn render_bisect(b: &BisectResult, doc: &mut Document) {
     if let Some(n) = b.candidate_count {
         stats.push(format!("{n} candidate commit(s)"));
     }
+    if let Some(p) = &b.policy {
+        stats.push(format!("policy {}", inline_short(p, 60)));
+    }
+    if b.elapsed_s.is_some() {
+        stats.push(format!("{} elapsed", secs(b.elapsed_s)));
+    }
     md.push_str(&format!("{}\n\n", stats.join(" · ")));
     if !b.probes.is_empty() {
-        md.push_str("| # | commit | outcome | signature | time |\n|---|---|---|---|---|\n");
+        md.push_str(
+            "| # | commit | outcome | verdict | signature | time |\n|---|---|---|---|---|---|\n",
+        );
         for (i, p) in b.probes.iter().enumerate() {
             md.push_str(&format!(
-                "| {} | {} | {} {} | {} | {} |\n",
+                "| {} | {} | {} {} | {} | {} | {} |\n",
                 i + 1,
                 escape::sha(&p.sha, 10),
                 icon(&p.outcome),
                 inline(&p.outcome),
+                p.verdict.as_deref().map(inline).unwrap_or_default(),
                 p.signature
                     .as_deref()
                     .map(|s| inline_short(s, 100))
@@ -460,6 +540,10 @@ fn render_bisect(b: &BisectResult, doc: &mut Document) {
         let mut c = format!("setrows-bisect --good {g} --bad {bad}");
         if let Some(r) = &b.regress {
             c.push_str(&format!(" --regress {r}"));
+        }
+        let matcher = b.predicate.as_deref().and_then(|p| p.split_once(" match="));
+        if let Some((_, re)) = matcher {
+            c.push_str(&format!(" --match '{}'", re.replace('\'', r"'\''")));
         }
         Some(c)
     });

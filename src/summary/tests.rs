@@ -134,3 +134,68 @@ fn inconclusive_and_unknown_shapes() {
     assert!(err.to_string().contains("weird.json"));
     assert!(parse(json!([1]), "arr.json").is_err());
 }
+
+/// The shape `bisect --json` writes (src/report.rs `json`).
+#[test]
+fn bisect_json_as_written_by_the_driver() {
+    let v = json!({
+        "first_bad": "d00dfeed00000000000000000000000000000001",
+        "term": "first bad commit",
+        "conclusion": {"kind": "found", "index": 3},
+        "exit_code": 0,
+        "candidates": ["d00dfeed00000000000000000000000000000001"],
+        "candidate_classes": [{"sha": "d00dfeed00000000000000000000000000000001", "tree": "t", "members": []}],
+        "range": {"good": "aaaa000000", "bad": "bbbb000000", "first_parent": true, "path": null, "commits": 40, "candidates": 31},
+        "steps": 5, "executed": 5,
+        "probes": [{"sha": "d00dfeed00000000000000000000000000000001", "outcome": "gpu_fault", "verdict": "new",
+                    "duration_s": 9.5, "log": "/w/logs/1.log", "signature": "HSA_STATUS_ERROR", "cached": false}],
+        "predicate": "regress=crash match=Memory access fault",
+        "policy": "single run",
+        "elapsed_s": 300.0,
+        "commits": [{"sha": "d00dfeed00000000000000000000000000000001", "title": "set-rows: use int64 blocks", "author": "x", "date": "2026-01-01"}]
+    });
+    let r = parse(v, "b.json").unwrap();
+    let md = render(&[&r], None).to_markdown(None);
+    assert!(
+        md.contains("**First bad commit: `d00dfeed0000`** — set\\-rows\\: use int64 blocks"),
+        "{md}"
+    );
+    assert!(
+        md.contains("31 candidate commit(s)") && md.contains("policy single run"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| ❌ gpu\\_fault | new | HSA\\_STATUS\\_ERROR |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("--regress crash --match 'Memory access fault'"),
+        "{md}"
+    );
+    let ResultKind::Bisect(b) = &r.kind else {
+        panic!()
+    };
+    assert_eq!(b.conclusion.as_deref(), Some("found"));
+}
+
+/// The shape `matrix` writes (src/matrix_run.rs `MatrixResults`).
+#[test]
+fn matrix_json_as_written_by_the_runner() {
+    let v = json!({
+        "matrix": "matrix.toml", "engine": "podman",
+        "revisions": [{"rev": "master", "sha": "53859c2000"}],
+        "configs": [{"id": "1f2e3d4c", "label": "hip rocm=6.4.1 wave_size=32", "backend": "hip", "image": "x"}],
+        "cells": [{"config": "1f2e3d4c", "rev": "master", "sha": "53859c2000", "outcome": "crash",
+                   "signature": null, "duration_s": 5.0, "build_s": 4.0, "test_s": 1.0, "attempts": 1,
+                   "log": "logs/a.log", "provenance": {"engine": "podman"}}]
+    });
+    let r = parse(v, "m.json").unwrap();
+    assert_eq!(r.key(), "matrix");
+    let md = render(&[&r], None).to_markdown(None);
+    assert!(
+        md.contains(
+            "| hip rocm\\=6\\.4\\.1 wave\\_size\\=32 (`1f2e3d4c`) | `53859c2000` | ❌ crash |"
+        ),
+        "{md}"
+    );
+}
