@@ -141,6 +141,10 @@ impl Prober for ScriptProber {
                     return report;
                 }
                 Ok(r) => {
+                    if let Some(why) = self.launcher.infra_failure(r.exit_code, &r.output) {
+                        report.signature = Some(format!("build step: {why}"));
+                        return report;
+                    }
                     report.build_s = r.duration.as_secs_f64();
                     report.duration_s = report.build_s;
                     if !r.success() {
@@ -162,6 +166,10 @@ impl Prober for ScriptProber {
             }
             Ok(r) => r,
         };
+        if let Some(why) = self.launcher.infra_failure(r.exit_code, &r.output) {
+            report.signature = Some(format!("test step: {why}"));
+            return report;
+        }
         report.test_s = r.duration.as_secs_f64();
         report.duration_s = report.build_s + report.test_s;
         report.exit_code = r.exit_code;
@@ -201,15 +209,16 @@ pub fn classify(exit: Option<i32>, signal: Option<i32>, timed_out: bool, output:
 
 /// Messages the HIP and CUDA runtimes (and the kernel driver) print on a device fault.
 fn is_gpu_fault(output: &str) -> bool {
+    // The same texts the bundled reproducers' classifier (`repro::classify`) looks for.
     const PATTERNS: &[&str] = &[
         "Memory access fault by GPU",
-        "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
-        "HSA_STATUS_ERROR_EXCEPTION",
-        "hipErrorIllegalAddress",
         "illegal memory access",
-        "cudaErrorIllegalAddress",
-        "CUDA error: an illegal",
-        "GPU coredump",
+        "hipError",
+        "cudaError",
+        "HSA_STATUS_ERROR",
+        "CUDA error",
+        "HIP error",
+        "unspecified launch failure",
     ];
     PATTERNS.iter().any(|p| output.contains(p))
 }
