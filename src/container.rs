@@ -539,7 +539,14 @@ pub fn engine_failure(kind: EngineKind, exit_code: Option<i32>, output: &str) ->
                 || last.contains("Cannot connect to the Docker daemon")
         }
     };
-    (exit_code == Some(125) && engine_said).then(|| format!("{}: {}", kind.as_str(), last.trim()))
+    // 125: the engine failed; 126/127: the runtime could not start the command (an OCI error
+    // says so; a script's own "command not found" does not).
+    let engine_code = match exit_code {
+        Some(125) => true,
+        Some(126 | 127) => last.contains("OCI") || last.contains("runc") || last.contains("crun"),
+        _ => false,
+    };
+    (engine_code && engine_said).then(|| format!("{}: {}", kind.as_str(), last.trim()))
 }
 
 impl Launcher for ContainerLauncher {
@@ -693,6 +700,9 @@ mod tests {
         // A test script that exits 125 (git bisect's skip) is not an engine failure.
         assert!(engine_failure(k, Some(125), "cannot build this revision").is_none());
         assert!(engine_failure(k, Some(1), "Error: assertion").is_none());
+        let oci = "Error: runc: runc create failed: error setting rlimits: OCI permission denied";
+        assert!(engine_failure(k, Some(126), oci).is_some());
+        assert!(engine_failure(k, Some(127), "sh: 1: frobnicate: not found").is_none());
         assert!(engine_failure(k, Some(1), "write: No space left on device").is_some());
         assert!(engine_failure(
             EngineKind::Docker,

@@ -87,6 +87,10 @@ pub struct BisectConfigArgs {
     /// Count only failures whose output matches this regex.
     #[arg(long = "match")]
     pub signature: Option<String>,
+    /// The two-level question: once the first failing value is found at `--rev`, bisect the
+    /// commits `--good-rev..--rev` in that configuration for the first bad commit.
+    #[arg(long)]
+    pub good_rev: Option<String>,
 }
 
 /// Writes to stdout; a closed pipe (`matrix --list | head`) ends the output quietly.
@@ -224,11 +228,13 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     }
     crate::exec::install_interrupt_handler();
     let runner = runner(&args.run, &m, "logs")?;
-    let revs = checkouts(&runner, &revs)?;
+    let mut revs = resolve(&runner, &revs)?;
     let progress = crate::progress::Progress::for_stderr(1);
     let total = configs.len() * revs.len();
     let mut cells: Vec<Cell> = Vec::new();
-    for rev in &revs {
+    for rev in revs.iter_mut() {
+        runner.checkout(rev).map_err(run_error)?;
+        let rev = &*rev;
         for c in &configs {
             let short = &rev.sha[..10];
             let label = c.label();
@@ -282,16 +288,16 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     }
 }
 
-fn checkouts(runner: &Runner, revs: &[String]) -> anyhow::Result<Vec<Rev>> {
+fn run_error(e: crate::matrix_run::RunError) -> anyhow::Error {
+    match &e {
+        crate::matrix_run::RunError::Git(g) if g.is_usage() => CliError::usage(e.to_string()),
+        _ => CliError::infra(e.to_string()),
+    }
+}
+
+fn resolve(runner: &Runner, revs: &[String]) -> anyhow::Result<Vec<Rev>> {
     revs.iter()
-        .map(|r| {
-            runner.checkout(r).map_err(|e| match &e {
-                crate::matrix_run::RunError::Git(g) if g.is_usage() => {
-                    CliError::usage(e.to_string())
-                }
-                _ => CliError::infra(e.to_string()),
-            })
-        })
+        .map(|r| runner.resolve(r).map_err(run_error))
         .collect()
 }
 
@@ -375,7 +381,8 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         .collect::<anyhow::Result<Vec<Config>>>()?;
     crate::exec::install_interrupt_handler();
     let runner = runner(&args.run, &m, "bisect-config-logs")?;
-    let rev = checkouts(&runner, std::slice::from_ref(&args.rev))?.remove(0);
+    let mut rev = resolve(&runner, std::slice::from_ref(&args.rev))?.remove(0);
+    runner.checkout(&mut rev).map_err(run_error)?;
     let progress = crate::progress::Progress::for_stderr(1);
     let mut search = Search::new((0..ladder.len() as u64).collect(), EndpointCheck::First);
     let mut probed: Vec<(usize, Cell, Verdict)> = Vec::new();
@@ -469,7 +476,67 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         "first_failing_config": first.as_ref().and_then(|f| ladder.iter().position(|l| l == f)).map(|i| config_json(&configs[i])),
         "probes": probed.iter().map(|(i, c, v)| json!({"value": ladder[*i], "config": configs[*i].id, "verdict": v, "cell": c})).collect::<Vec<_>>(),
     });
+    let mut json = json;
+    let mut code = code;
+    if let (Some(good), Ok(Answer::Found(i))) = (&args.good_rev, &answer) {
+        let (cmd_md, cmd_json, cmd_code) =
+            bisect_commits_in(&args, &runner, &configs[*i], &rev, good, &predicate)?;
+        md.push_str(&format!(
+            "\n### First bad commit in configuration `{}`\n\n{cmd_md}",
+            configs[*i].id
+        ));
+        json["commit_bisect"] = cmd_json;
+        code = cmd_code;
+    }
     write_results(&args.run.out, "bisect-config", &json, &md)?;
     out(&md)?;
     Ok(code)
+}
+
+/// The second level: a commit bisection (the driver, store and report of `setrows-bisect`) with
+/// the prober of the configuration found by the first level.
+fn bisect_commits_in(
+    args: &BisectConfigArgs,
+    runner: &Runner,
+    config: &Config,
+    bad: &Rev,
+    good: &str,
+    predicate: &Predicate,
+) -> anyhow::Result<(String, serde_json::Value, i32)> {
+    use crate::bisect::git_error;
+    use crate::git;
+    let repo = git::open(&args.run.repo).map_err(git_error)?;
+    let good_id = git::resolve(&repo, good, "--good-rev").map_err(git_error)?;
+    let bad_id = git::resolve(&repo, &bad.sha, "--rev").map_err(git_error)?;
+    let spec = git::RangeSpec {
+        first_parent: true,
+        path: None,
+    };
+    let range = git::plan_range(&repo, good_id, bad_id, &spec).map_err(git_error)?;
+    let work_dir = work_dir(&args.run);
+    let store = crate::store::Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
+    let prober = runner.prober(config, bad).map_err(CliError::infra)?;
+    let plan = crate::driver::Plan {
+        repo_path: std::fs::canonicalize(&args.run.repo).unwrap_or(args.run.repo.clone()),
+        range,
+        predicate: predicate.clone(),
+        endpoints: EndpointCheck::First,
+        jobs: 1,
+        work_dir,
+    };
+    let progress = crate::progress::Progress::for_stderr(1);
+    let outcome = crate::driver::bisect_commits(
+        &plan,
+        &prober,
+        &crate::evidence::Deterministic,
+        &store,
+        &progress,
+    )
+    .map_err(|e| match e {
+        crate::driver::DriverError::Git(g) => git_error(g),
+        other => CliError::infra(other.to_string()),
+    })?;
+    let md = crate::report::markdown(&plan.range, predicate, &outcome, None);
+    let json = crate::report::json(&plan.range, predicate, &outcome);
+    Ok((md, json, crate::report::exit_code(&outcome.conclusion)))
 }

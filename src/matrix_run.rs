@@ -71,6 +71,34 @@ impl Launcher for Shared {
     }
 }
 
+/// A prober whose launcher may veto its verdict: a step that "failed" because the engine did
+/// (exit 125 with the engine's error, a full disk) is an `InfraError`, whatever the prober
+/// concluded from the exit code alone.
+pub struct InfraAware {
+    inner: Box<dyn Prober>,
+    launcher: Arc<dyn Launcher>,
+}
+
+impl Prober for InfraAware {
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+
+    fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
+        let mut report = self.inner.probe(req, phase);
+        if !matches!(report.outcome, Outcome::InfraError | Outcome::Pass) {
+            if let Some(why) = self
+                .launcher
+                .infra_failure(report.exit_code, &report.output_tail)
+            {
+                report.outcome = Outcome::InfraError;
+                report.signature = Some(why);
+            }
+        }
+        report
+    }
+}
+
 pub struct Runner {
     pub repo: PathBuf,
     pub work_dir: PathBuf,
@@ -126,26 +154,39 @@ impl Runner {
         }
     }
 
-    /// Resolves and checks out `rev` (one private directory per commit, never the user's tree).
-    pub fn checkout(&self, rev: &str) -> Result<Rev, RunError> {
+    /// Resolves `rev` to a commit (nothing is written yet).
+    pub fn resolve(&self, rev: &str) -> Result<Rev, RunError> {
         let repo = crate::git::open(&self.repo)?;
-        let id = crate::git::resolve(&repo, rev, "--rev")?;
-        let sha = id.to_string();
-        let base = self.work_dir.join("matrix/src").join(&sha[..12]);
-        let co = crate::git::Checkout::new(base.join("tree"), base.join("state"));
+        let sha = crate::git::resolve(&repo, rev, "--rev")?.to_string();
+        Ok(Rev {
+            rev: rev.into(),
+            sha,
+            checkout: PathBuf::new(),
+            facts: TreeFacts::default(),
+        })
+    }
+
+    /// Moves the one private checkout of this repository to `rev` (never the user's tree).
+    /// One directory for every revision, rewritten file by file, so that files which change
+    /// get new mtimes and the persistent build directories rebuild them: a fresh directory per
+    /// revision would hand the build system sources *older* than its last outputs.
+    pub fn checkout(&self, rev: &mut Rev) -> Result<(), RunError> {
+        let repo = crate::git::open(&self.repo)?;
+        let canon = std::fs::canonicalize(&self.repo).unwrap_or(self.repo.clone());
+        let base = self
+            .work_dir
+            .join("matrix/src")
+            .join(short_hash(&[&canon.to_string_lossy()]));
         std::fs::create_dir_all(&base).map_err(|source| RunError::Io {
             path: base.clone(),
             source,
         })?;
-        co.checkout(&repo, &sha)?;
+        let co = crate::git::Checkout::new(base.join("tree"), base.join("state"));
+        co.checkout(&repo, &rev.sha)?;
         // A tree that is not ggml (a script probe's own project) keeps today's spelling.
-        let facts = TreeFacts::detect(&co.dir).unwrap_or_default();
-        Ok(Rev {
-            rev: rev.into(),
-            sha,
-            checkout: co.dir,
-            facts,
-        })
+        rev.facts = TreeFacts::detect(&co.dir).unwrap_or_default();
+        rev.checkout = co.dir;
+        Ok(())
     }
 
     /// Key of the persistent build and ccache directories: (image, recipe).
@@ -213,25 +254,25 @@ impl Runner {
         env
     }
 
-    fn prober(
-        &self,
-        config: &Config,
-        rev: &Rev,
-        launcher: Arc<dyn Launcher>,
-    ) -> Result<Box<dyn Prober>, String> {
-        match self.probe.kind.as_deref().unwrap_or("replay") {
-            "script" => Ok(Box::new(crate::script::ScriptProber {
+    /// The prober for one configuration: its image's launcher, its recipe and launch settings.
+    /// Errors are infrastructure (the engine or image is not usable) and name the cause.
+    pub fn prober(&self, config: &Config, rev: &Rev) -> Result<InfraAware, String> {
+        let launcher = self.launcher(config)?;
+        let inner: Box<dyn Prober> = match self.probe.kind.as_deref().unwrap_or("replay") {
+            "script" => Box::new(crate::script::ScriptProber {
                 build: self.probe.build.clone(),
                 script: self.probe.script.clone().unwrap_or_default(),
                 timeout: self.timeout,
-                launcher: Box::new(Shared(launcher)),
+                launcher: Box::new(Shared(launcher.clone())),
                 env: self.env(config, rev),
-            })),
-            other => Err(format!(
-                "probe kind `{other}` cannot run in this build: the bundled replay prober is not wired into \
-                 `matrix` yet; use [probe] kind = \"script\""
-            )),
-        }
+            }),
+            other => {
+                return Err(format!(
+                "probe kind `{other}` cannot run from `matrix` yet; use [probe] kind = \"script\""
+            ))
+            }
+        };
+        Ok(InfraAware { inner, launcher })
     }
 
     /// Runs one cell, retrying infrastructure errors. Never fails: what went wrong is the cell.
@@ -283,11 +324,7 @@ impl Runner {
         attempt: u32,
         phase: &dyn Fn(Phase),
     ) -> ProbeReport {
-        let launcher = match self.launcher(config) {
-            Ok(l) => l,
-            Err(e) => return ProbeReport::infra(e, log),
-        };
-        let prober = match self.prober(config, rev, launcher.clone()) {
+        let prober = match self.prober(config, rev) {
             Ok(p) => p,
             Err(e) => return ProbeReport::infra(e, log),
         };
@@ -304,14 +341,7 @@ impl Runner {
             log_path: log,
             run_name: &run_name,
         };
-        let mut report = prober.probe(&req, phase);
-        if report.outcome != Outcome::InfraError && report.outcome != Outcome::Pass {
-            if let Some(why) = launcher.infra_failure(report.exit_code, &report.output_tail) {
-                report.outcome = Outcome::InfraError;
-                report.signature = Some(why);
-            }
-        }
-        report
+        prober.probe(&req, phase)
     }
 }
 
