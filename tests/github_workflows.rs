@@ -1,0 +1,246 @@
+//! The GitHub Actions workflows: actionlint (with shellcheck over every `run:` script) must
+//! report nothing, and our own rules hold: actions pinned by full commit SHA, least-privilege
+//! `permissions:` on every job, and no `${{ }}` expression spliced into a `run:` script
+//! (inputs reach scripts through `env:` only).
+//!
+//! actionlint and shellcheck come from scripts/setup.d/50-actionlint.sh (ACTIONLINT=,
+//! SHELLCHECK=). Without them the lint test fails under CI and is skipped (loudly) elsewhere.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn workflows() -> Vec<PathBuf> {
+    let dir = root().join(".github/workflows");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    v.sort();
+    assert!(
+        v.len() >= 3,
+        "expected ci, matrix and bisect workflows in {}",
+        dir.display()
+    );
+    v
+}
+
+/// A tool from the setup script's variable, else from PATH.
+fn tool(var: &str, name: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn require(var: &str, name: &str) -> Option<PathBuf> {
+    let found = tool(var, name);
+    if found.is_none() {
+        let msg = format!(
+            "{name} not found ({var} unset, not on PATH): run scripts/setup.d/50-actionlint.sh"
+        );
+        if std::env::var_os("CI").is_some() {
+            panic!("{msg}");
+        }
+        eprintln!("SKIPPED: {msg}");
+    }
+    found
+}
+
+fn actionlint(bin: &Path, shellcheck: &Path, files: &[PathBuf], cwd: &Path) -> (bool, String) {
+    let out = Command::new(bin)
+        .arg("-no-color")
+        .arg(format!("-shellcheck={}", shellcheck.display()))
+        .args(files)
+        .current_dir(cwd)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn actionlint_and_shellcheck_find_nothing() {
+    let (Some(al), Some(sc)) = (
+        require("ACTIONLINT", "actionlint"),
+        require("SHELLCHECK", "shellcheck"),
+    ) else {
+        return;
+    };
+    let (ok, text) = actionlint(&al, &sc, &workflows(), &root());
+    assert!(ok && text.trim().is_empty(), "actionlint findings:\n{text}");
+
+    // The linter is really looking: the same run over a workflow with the classic injection and
+    // a shell bug must complain about both.
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join(".github/workflows");
+    std::fs::create_dir_all(&wf).unwrap();
+    let bad = wf.join("bad.yml");
+    std::fs::write(
+        &bad,
+        "on: issues\npermissions: {}\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo \"${{ github.event.issue.title }}\"\n      - run: cd $UNQUOTED_DIR\n",
+    )
+    .unwrap();
+    let (ok, text) = actionlint(&al, &sc, &[bad], dir.path());
+    assert!(!ok, "actionlint accepted a broken workflow:\n{text}");
+    assert!(
+        text.contains("github.event.issue.title"),
+        "no injection finding:\n{text}"
+    );
+    assert!(
+        text.contains("shellcheck"),
+        "no shellcheck finding:\n{text}"
+    );
+}
+
+/// (line number, text) of every line inside a `run:` script, block or inline.
+fn run_script_lines(yaml: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut block: Option<usize> = None; // indentation of the `run:` key
+    for (i, line) in yaml.lines().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        if let Some(k) = block {
+            if line.trim().is_empty() || indent > k {
+                out.push((i + 1, line.to_string()));
+                continue;
+            }
+            block = None;
+        }
+        let t = line.trim_start().trim_start_matches("- ");
+        if let Some(v) = t.strip_prefix("run:") {
+            let key_indent = line.len() - t.len();
+            let v = v.trim();
+            if v.starts_with('|') || v.starts_with('>') {
+                block = Some(key_indent);
+            } else {
+                out.push((i + 1, v.to_string()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_expression_is_spliced_into_a_script() {
+    for wf in workflows() {
+        let text = std::fs::read_to_string(&wf).unwrap();
+        let lines = run_script_lines(&text);
+        assert!(
+            !lines.is_empty(),
+            "{}: no run: scripts found (parser broken?)",
+            wf.display()
+        );
+        for (n, l) in lines {
+            assert!(
+                !l.contains("${{"),
+                "{}:{n}: expression inside a run: script: {l}",
+                wf.display()
+            );
+        }
+    }
+    // The checker itself catches one.
+    let caught = run_script_lines("jobs:\n  a:\n    steps:\n      - run: |\n          echo ok\n          echo ${{ inputs.x }}\n      - name: y\n");
+    assert!(caught.iter().any(|(_, l)| l.contains("${{")), "{caught:?}");
+    assert!(
+        !caught.iter().any(|(_, l)| l.contains("name: y")),
+        "{caught:?}"
+    );
+}
+
+#[test]
+fn actions_are_pinned_by_full_commit_sha() {
+    let mut seen = 0;
+    for wf in workflows() {
+        let text = std::fs::read_to_string(&wf).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let t = line.trim_start().trim_start_matches("- ");
+            let Some(u) = t.strip_prefix("uses:") else {
+                continue;
+            };
+            let u = u.split('#').next().unwrap().trim();
+            if u.starts_with("./") {
+                continue;
+            }
+            seen += 1;
+            let sha = u.rsplit_once('@').map(|(_, r)| r).unwrap_or("");
+            assert!(
+                sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit()),
+                "{}:{}: `{u}` is not pinned to a full commit SHA",
+                wf.display(),
+                n + 1
+            );
+            assert!(
+                line.contains("# v"),
+                "{}:{}: say which release the SHA is",
+                wf.display(),
+                n + 1
+            );
+        }
+    }
+    assert!(
+        seen >= 5,
+        "expected checkout/upload/download actions, saw {seen}"
+    );
+}
+
+#[test]
+fn every_job_declares_least_privilege_permissions() {
+    for wf in workflows() {
+        let text = std::fs::read_to_string(&wf).unwrap();
+        assert!(
+            text.lines().any(|l| l == "permissions: {}"),
+            "{}: no top-level `permissions: {{}}`",
+            wf.display()
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let jobs_at = lines.iter().position(|l| *l == "jobs:").expect("jobs:");
+        // Job keys sit at two spaces under `jobs:`; each must have its own `permissions:`.
+        let starts: Vec<usize> = (jobs_at + 1..lines.len())
+            .filter(|&i| {
+                let l = lines[i];
+                l.starts_with("  ")
+                    && !l.starts_with("   ")
+                    && l.trim_end().ends_with(':')
+                    && !l.trim_start().starts_with('#')
+            })
+            .collect();
+        assert!(!starts.is_empty(), "{}: no jobs found", wf.display());
+        for (k, &s) in starts.iter().enumerate() {
+            let end = starts.get(k + 1).copied().unwrap_or(lines.len());
+            let job = &lines[s..end];
+            assert!(
+                job.iter().any(|l| l.starts_with("    permissions:")),
+                "{}: job {} has no permissions:",
+                wf.display(),
+                lines[s].trim()
+            );
+            assert!(
+                !job.iter().any(|l| l.contains("write-all")
+                    || l.contains(": write") && !l.contains("issues: write")),
+                "{}: job {} asks for more than issues: write",
+                wf.display(),
+                lines[s].trim()
+            );
+            let writes = job.iter().any(|l| l.contains("issues: write"));
+            let posts = job.iter().any(|l| l.contains("--post"));
+            assert_eq!(
+                writes,
+                posts,
+                "{}: job {}: issues: write exactly where a comment is posted",
+                wf.display(),
+                lines[s].trim()
+            );
+        }
+    }
+}
