@@ -247,7 +247,7 @@ struct QueryOut {
 }
 
 /// `sha256:...` repo digest if there is one, else the image id (local builds have no digest).
-fn pick_digest(text: &str) -> String {
+pub fn pick_digest(text: &str) -> String {
     let mut parts = text.split_whitespace();
     let first = parts.next().unwrap_or("");
     let digest = first.split(',').next().unwrap_or("");
@@ -587,128 +587,5 @@ impl Launcher for ContainerLauncher {
 
     fn infra_failure(&self, exit_code: Option<i32>, output: &str) -> Option<String> {
         engine_failure(self.engine.kind, exit_code, output)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn job(cwd_is_work: bool) -> ShellJob {
-        ShellJob {
-            script: "cmake --build \"$WORK\"".into(),
-            src: "/cache/checkouts/abc".into(),
-            work: "/cache/build/k1".into(),
-            cwd_is_work,
-            env: vec![("HIP_LAUNCH_BLOCKING".into(), "1".into())],
-            timeout: None,
-            name: "setrows probe/1".into(),
-        }
-    }
-
-    fn spec(engine: EngineKind, gpu: GpuAccess) -> RunSpec {
-        RunSpec {
-            engine,
-            program: engine.as_str().into(),
-            image: "localhost/setrows-rocm:6.4.1".into(),
-            gpu,
-            ccache_dir: "/cache/ccache/k1".into(),
-            uid: 1000,
-            gid: 1000,
-            gpu_groups: vec![44, 992],
-        }
-    }
-
-    const COMMON: &str =
-        "--rm --name setrows-probe-1 --pull never --network none --user 1000:1000 \
-        --volume /cache/checkouts/abc:/src:ro --volume /cache/build/k1:/work \
-        --volume /cache/ccache/k1:/ccache --workdir /work";
-    const ENV: &str = "--env HIP_LAUNCH_BLOCKING=1 --env SRC=/src --env WORK=/work \
-        --env CCACHE_DIR=/ccache --env HOME=/tmp --env GGML_NO_BACKTRACE=1";
-
-    #[test]
-    fn golden_podman_hip() {
-        let argv = run_argv(&spec(EngineKind::Podman, GpuAccess::Amd), &job(true));
-        assert_eq!(
-            crate::exec::shell_words(&argv),
-            format!(
-                "podman run {COMMON} --device /dev/kfd --device /dev/dri --group-add 44 \
-                 --group-add 992 {ENV} localhost/setrows-rocm:6.4.1 sh -c 'cmake --build \"$WORK\"'"
-            )
-        );
-        assert!(!argv.iter().any(|a| a.contains("privileged")));
-    }
-
-    #[test]
-    fn golden_nvidia_per_engine() {
-        let d = crate::exec::shell_words(&run_argv(
-            &spec(EngineKind::Docker, GpuAccess::Nvidia),
-            &job(true),
-        ));
-        assert!(
-            d.starts_with(&format!("docker run {COMMON} --gpus all {ENV} ")),
-            "{d}"
-        );
-        let p = crate::exec::shell_words(&run_argv(
-            &spec(EngineKind::Podman, GpuAccess::Nvidia),
-            &job(true),
-        ));
-        assert!(
-            p.starts_with(&format!(
-                "podman run {COMMON} --device nvidia.com/gpu=all {ENV} "
-            )),
-            "{p}"
-        );
-    }
-
-    #[test]
-    fn cpu_runs_in_src_when_asked_and_passes_no_devices() {
-        let argv = run_argv(&spec(EngineKind::Podman, GpuAccess::None), &job(false));
-        let s = crate::exec::shell_words(&argv);
-        assert!(s.contains("--workdir /src "), "{s}");
-        assert!(!s.contains("--device") && !s.contains("--group-add"), "{s}");
-    }
-
-    #[test]
-    fn names_groups_digests_provenance() {
-        assert_eq!(container_name("-x y"), "sb-x-y");
-        assert_eq!(
-            gpu_group_ids("root:x:0:\nvideo:x:44:\nrender:x:992:u\nvideox:x:5:\n"),
-            vec![44, 992]
-        );
-        assert_eq!(pick_digest("sha256:aa 03b3"), "sha256:aa");
-        assert_eq!(
-            pick_digest("r@sha256:bb,q@sha256:cc sha256:03"),
-            "sha256:bb"
-        );
-        assert_eq!(pick_digest(" sha256:03"), "sha256:03");
-        let p = parse_provenance(
-            "@@kernel\n6.1.0\n@@hip\n@@compiler\ng++ 12.2\n@@gpu\ngfx1151 (AMD Radeon 8060S)\n",
-        );
-        assert_eq!(p.get("kernel").map(String::as_str), Some("6.1.0"));
-        assert_eq!(
-            p.get("gpu").map(String::as_str),
-            Some("gfx1151 (AMD Radeon 8060S)")
-        );
-        assert!(!p.contains_key("hip"));
-    }
-
-    #[test]
-    fn engine_failures_are_told_apart_from_test_failures() {
-        let k = EngineKind::Podman;
-        assert!(engine_failure(k, Some(125), "Error: localhost/x: image not known").is_some());
-        // A test script that exits 125 (git bisect's skip) is not an engine failure.
-        assert!(engine_failure(k, Some(125), "cannot build this revision").is_none());
-        assert!(engine_failure(k, Some(1), "Error: assertion").is_none());
-        let oci = "Error: runc: runc create failed: error setting rlimits: OCI permission denied";
-        assert!(engine_failure(k, Some(126), oci).is_some());
-        assert!(engine_failure(k, Some(127), "sh: 1: frobnicate: not found").is_none());
-        assert!(engine_failure(k, Some(1), "write: No space left on device").is_some());
-        assert!(engine_failure(
-            EngineKind::Docker,
-            Some(125),
-            "docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock."
-        )
-        .is_some());
     }
 }

@@ -77,11 +77,19 @@ impl Launcher for Shared {
 pub struct InfraAware {
     inner: Box<dyn Prober>,
     launcher: Arc<dyn Launcher>,
+    /// The configuration's environment: the script prober leaves its `env` out of its identity,
+    /// but here it *is* the configuration (recipe arguments, launch settings, reproducer flags),
+    /// so stored results of one configuration are never reused for another.
+    config_identity: String,
 }
 
 impl Prober for InfraAware {
     fn identity(&self) -> String {
-        self.inner.identity()
+        format!(
+            "{}\nconfig:\n{}",
+            self.inner.identity(),
+            self.config_identity
+        )
     }
 
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
@@ -258,13 +266,19 @@ impl Runner {
     /// Errors are infrastructure (the engine or image is not usable) and name the cause.
     pub fn prober(&self, config: &Config, rev: &Rev) -> Result<InfraAware, String> {
         let launcher = self.launcher(config)?;
+        let env = self.env(config, rev);
+        let config_identity = env
+            .iter()
+            .filter(|(k, _)| k != "CCACHE_DIR")
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
         let inner: Box<dyn Prober> = match self.probe.kind.as_deref().unwrap_or("replay") {
             "script" => Box::new(crate::script::ScriptProber {
                 build: self.probe.build.clone(),
                 script: self.probe.script.clone().unwrap_or_default(),
                 timeout: self.timeout,
                 launcher: Box::new(Shared(launcher.clone())),
-                env: self.env(config, rev),
+                env,
             }),
             other => {
                 return Err(format!(
@@ -272,7 +286,11 @@ impl Runner {
             ))
             }
         };
-        Ok(InfraAware { inner, launcher })
+        Ok(InfraAware {
+            inner,
+            launcher,
+            config_identity,
+        })
     }
 
     /// Runs one cell, retrying infrastructure errors. Never fails: what went wrong is the cell.

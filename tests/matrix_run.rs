@@ -1,0 +1,193 @@
+//! Matrix runs on the host (`--engine none`): what a configuration hands its probe, and the
+//! `matrix` / `bisect-config` commands end to end without a container engine.
+
+use assert_cmd::Command;
+use setrows_bisect::matrix;
+use setrows_bisect::matrix::RawProbe;
+use setrows_bisect::matrix_run::Runner;
+use setrows_bisect::probe::Prober;
+use std::path::Path;
+
+fn commit_all(repo: &git2::Repository, msg: &str) -> String {
+    let sig = git2::Signature::now("T", "t@example.com").unwrap();
+    let mut index = repo.index().unwrap();
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    repo.commit(Some("HEAD"), &sig, &sig, msg, &tree, &parents)
+        .unwrap()
+        .to_string()
+}
+
+const MATRIX: &str = r#"
+[probe]
+kind = "script"
+build = 'echo "$SETROWS_CMAKE_ARGS" > "$WORK/args"'
+script = 'echo "args: $(cat "$WORK/args")"; echo "env: ${HIP_LAUNCH_BLOCKING:-unset} repro: $SETROWS_REPRO_ARGS"; test "$(cat "$SRC/state")" = good'
+[launch.plain]
+[launch.blocking]
+hip_launch_blocking = true
+[params.p]
+args = ["--steps", "7"]
+[matrix]
+backend = ["hip"]
+gfx = ["gfx1151"]
+wave_size = [32]
+launch = ["plain", "blocking"]
+params = ["p"]
+"#;
+
+/// A ggml-like tree that spells the HIP target the old way, with a `state` file the test
+/// script reads: `good` at the first commit, `bad` at the second.
+fn old_ggml_repo(dir: &Path) -> (String, String) {
+    let repo = git2::Repository::init(dir).unwrap();
+    std::fs::create_dir_all(dir.join("src/ggml-hip")).unwrap();
+    std::fs::write(dir.join("CMakeLists.txt"), "option(GGML_HIP \"\" OFF)\n").unwrap();
+    std::fs::write(
+        dir.join("src/ggml-hip/CMakeLists.txt"),
+        "if (AMDGPU_TARGETS AND NOT CMAKE_HIP_ARCHITECTURES)\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("state"), "good\n").unwrap();
+    let a = commit_all(&repo, "good");
+    std::fs::write(dir.join("state"), "bad\n").unwrap();
+    let b = commit_all(&repo, "bad");
+    (a, b)
+}
+
+#[test]
+fn a_configuration_reaches_its_probe_with_the_trees_spelling_and_its_own_identity() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    old_ggml_repo(&repo);
+    let m = matrix::parse("m.toml", MATRIX).unwrap();
+    let runner = Runner::new(
+        repo,
+        d.path().join("work"),
+        None,
+        m.probe.clone(),
+        0,
+        d.path().join("logs"),
+    );
+    let mut rev = runner.resolve("HEAD").unwrap();
+    runner.checkout(&mut rev).unwrap();
+    let env = runner.env(&m.configs[1], &rev);
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let args = get("SETROWS_CMAKE_ARGS").unwrap();
+    assert!(args.contains("-DAMDGPU_TARGETS=gfx1151"), "{args}");
+    assert!(!args.contains("-DGPU_TARGETS"), "{args}");
+    assert!(
+        args.contains("-DCMAKE_HIP_FLAGS=-DDFLASH_WAVE_SIZE=32"),
+        "{args}"
+    );
+    assert_eq!(get("HIP_LAUNCH_BLOCKING").as_deref(), Some("1"));
+    assert_eq!(get("SETROWS_REPRO_ARGS").as_deref(), Some("--steps 7"));
+    let ids: Vec<String> = m
+        .configs
+        .iter()
+        .map(|c| runner.prober(c, &rev).unwrap().identity())
+        .collect();
+    assert_ne!(
+        ids[0], ids[1],
+        "configurations differing only in launch settings must not share stored results"
+    );
+}
+
+#[test]
+fn matrix_and_bisect_config_run_on_the_host() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let (good, bad) = old_ggml_repo(&repo);
+    let conf = d.path().join("matrix.toml");
+    std::fs::write(&conf, MATRIX).unwrap();
+    let out = d.path().join("out");
+    let run = |args: &[&str]| {
+        let mut c = Command::cargo_bin("setrows-bisect").unwrap();
+        c.env("SETROWS_WORK_DIR", d.path().join("work"))
+            .args(args)
+            .arg("--config")
+            .arg(&conf)
+            .arg("--repo")
+            .arg(&repo)
+            .arg("--out")
+            .arg(&out)
+            .args(["--engine", "none"]);
+        c.assert()
+    };
+    run(&["matrix", "--rev", &good, "--rev", &bad]).success();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("matrix-results.json")).unwrap())
+            .unwrap();
+    let outcomes: Vec<&str> = r["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["pass", "pass", "wrong_result", "wrong_result"]);
+    let log = std::fs::read_to_string(r["cells"][1]["log"].as_str().unwrap()).unwrap();
+    assert!(
+        log.contains("env: 1 repro: --steps 7") && log.contains("-DAMDGPU_TARGETS=gfx1151"),
+        "{log}"
+    );
+    // Only the listed ids run; an unknown id is a usage error naming it.
+    let id = r["configs"][0]["id"].as_str().unwrap().to_string();
+    run(&["matrix", "--rev", &good, "--only", &id]).success();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("matrix-results.json")).unwrap())
+            .unwrap();
+    assert_eq!(r["cells"].as_array().unwrap().len(), 1);
+    let a = run(&["matrix", "--rev", &good, "--only", "deadbeef"]).code(2);
+    assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("--only deadbeef"));
+    // A ladder whose first value already fails is reported, not bisected.
+    let a = run(&["bisect-config", "--axis", "launch", "--rev", &bad]).code(1);
+    assert!(
+        String::from_utf8_lossy(&a.get_output().stdout).contains("nothing to bisect"),
+        "{:?}",
+        a.get_output()
+    );
+    let a = run(&["bisect-config", "--axis", "nonsense"]).code(2);
+    assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("--axis nonsense"));
+}
+
+#[test]
+fn list_formats() {
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("m.toml");
+    std::fs::write(
+        &conf,
+        "[images]\nhip = \"r/rocm:{rocm}\"\n[matrix]\nrocm = [\"6.4.1\", \"7.0.2\"]\nwave_size = [32, 64]\n",
+    )
+    .unwrap();
+    let list = |fmt: &str| {
+        let a = Command::cargo_bin("setrows-bisect")
+            .unwrap()
+            .args(["matrix", "--list", "--format", fmt, "--config"])
+            .arg(&conf)
+            .assert()
+            .success();
+        String::from_utf8(a.get_output().stdout.clone()).unwrap()
+    };
+    let text = list("text");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert!(
+        lines[0].ends_with("  rocm=6.4.1 wave_size=32  r/rocm:6.4.1"),
+        "{text}"
+    );
+    let gh: serde_json::Value = serde_json::from_str(&list("github")).unwrap();
+    let jobs = gh["include"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2, "one job per image: {gh}");
+    assert_eq!(jobs[1]["name"], "hip-7.0.2");
+    assert_eq!(jobs[1]["ids"].as_str().unwrap().split(',').count(), 2);
+    let json: serde_json::Value = serde_json::from_str(&list("json")).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 4);
+    assert!(json[1]["cmake_args"]
+        .as_array()
+        .unwrap()
+        .contains(&"-DCMAKE_HIP_FLAGS=-DDFLASH_WAVE_SIZE=64".into()));
+}
