@@ -194,6 +194,92 @@ impl Policy for FlakyPolicy {
     }
 }
 
+/// `FlakyPolicy` for a driver that asks one candidate at a time (`driver::bisect_commits`):
+/// the rate estimate is shared state, updated whenever a candidate is decided bad (its
+/// evidence is then complete), and `--max-runs` is enforced by turning every further "run
+/// again" into a skip, so the search ends `Ambiguous` over the candidates it could not settle
+/// (the report's "inconclusive, these remain") instead of guessing.
+#[derive(Debug)]
+pub struct AdaptivePolicy {
+    confidence: f64,
+    good_verdicts: u32,
+    max_runs: Option<u64>,
+    state: std::sync::Mutex<(Beta, u64)>,
+}
+
+impl AdaptivePolicy {
+    pub fn new(confidence: f64, candidates: usize, max_runs: Option<u64>) -> Self {
+        AdaptivePolicy {
+            confidence,
+            good_verdicts: expected_good_verdicts(candidates),
+            max_runs,
+            state: std::sync::Mutex::new((Beta::UNIFORM, 0)),
+        }
+    }
+
+    /// The current rate posterior (from candidates decided bad so far).
+    pub fn rate(&self) -> Beta {
+        self.state.lock().map(|s| s.0).unwrap_or(Beta::UNIFORM)
+    }
+
+    /// Runs handed out so far (stored and executed).
+    pub fn runs(&self) -> u64 {
+        self.state.lock().map(|s| s.1).unwrap_or(0)
+    }
+
+    /// Whether `--max-runs` has been reached.
+    pub fn exhausted(&self) -> bool {
+        self.max_runs.is_some_and(|m| self.runs() >= m)
+    }
+}
+
+impl Policy for AdaptivePolicy {
+    fn decide(&self, ev: &Evidence) -> Decision {
+        let Ok(mut st) = self.state.lock() else {
+            return Decision::Decided(Verdict::Skip);
+        };
+        let d = FlakyPolicy::new(self.confidence, st.0, self.good_verdicts).decide(ev);
+        match d {
+            Decision::Decided(Verdict::New) => {
+                st.0.a += f64::from(ev.new);
+                st.0.b += f64::from(ev.old);
+                d
+            }
+            Decision::RunAgain if self.max_runs.is_some_and(|m| st.1 >= m) => {
+                Decision::Decided(Verdict::Skip)
+            }
+            Decision::RunAgain => {
+                st.1 += 1;
+                d
+            }
+            other => other,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let mut s = FlakyPolicy::new(self.confidence, self.rate(), self.good_verdicts).describe();
+        if let Some(m) = self.max_runs {
+            s.push_str(&format!(", at most {m} runs"));
+        }
+        s
+    }
+}
+
+/// Per-candidate evidence rebuilt from a run list `(candidate, verdict)` (the driver's probe
+/// records), for `posterior` after the search.
+pub fn evidence_from_runs(
+    candidates: usize,
+    runs: impl IntoIterator<Item = (usize, Verdict)>,
+) -> Vec<Evidence> {
+    let mut ev = vec![Evidence::default(); candidates];
+    for (i, v) in runs {
+        if let Some(e) = ev.get_mut(i) {
+            e.add(v);
+        }
+    }
+    ev
+}
+
 /// The posterior over which candidate is the first bad one, given every run so far.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Posterior {

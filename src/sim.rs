@@ -5,9 +5,11 @@
 //! Seeded and self-contained (SplitMix64), so a figure in BENCHMARKS.md is reproducible
 //! bit for bit from its command line.
 
+use crate::evidence::{Decision, Evidence, Policy};
 use crate::flaky::session::{Action, Conclusion, Mode, Session};
+use crate::flaky::{evidence_from_runs, posterior, Beta};
 use crate::outcome::Verdict;
-use crate::search::EndpointCheck;
+use crate::search::{Answer, EndpointCheck, Search, Step};
 
 /// SplitMix64: tiny, fast, good enough for Monte Carlo, and stable across versions (a crate's
 /// generator may change its stream between releases and silently move the figures).
@@ -96,20 +98,85 @@ pub fn trial(
         mass: 0.0,
         rate: None,
     });
+    judge(h, conclusion, s.runs(), s.waves())
+}
+
+/// The loop `driver::bisect_commits` runs (each proposed candidate is run until the policy
+/// decides; a round lasts as long as its slowest candidate), with the answer's confidence
+/// computed afterwards from every run. This is what the CLI does with `--confidence`
+/// (`AdaptivePolicy`), `--repeat N` and plain bisection. `waves` counts sequential runs:
+/// the sum over rounds of the most runs any slot made.
+pub fn driver_trial(
+    h: &History,
+    policy: &dyn Policy,
+    endpoints: EndpointCheck,
+    slots: usize,
+    seed: u64,
+) -> Trial {
+    let mut rng = Rng::new(seed);
+    let mut search = Search::new((0..h.n as u64).collect(), endpoints);
+    let mut runs: Vec<(usize, Verdict)> = Vec::new();
+    let mut waves = 0u32;
+    let answer = loop {
+        match search.next(slots) {
+            Step::Probe(ix) => {
+                let mut longest = 0u32;
+                for i in ix {
+                    let mut ev = Evidence::default();
+                    let v = loop {
+                        if let Decision::Decided(v) = policy.decide(&ev) {
+                            break v;
+                        }
+                        let r = h.run(i, &mut rng);
+                        ev.add(r);
+                        runs.push((i, r));
+                    };
+                    longest = longest.max(ev.runs());
+                    search.record(i, v);
+                }
+                waves += longest;
+            }
+            Step::Done(a) => break Ok(a),
+            Step::BadEndpoint { which, got } => break Err((which, got)),
+        }
+    };
+    let total = runs.len() as u64;
+    let post = posterior(&evidence_from_runs(h.n, runs), Beta::UNIFORM);
+    let conclusion = match answer {
+        Err((which, got)) => Conclusion::BadEndpoint { which, got },
+        Ok(a) => {
+            let confidence = post.as_ref().map(|p| p.confidence(&a));
+            let rate = post.as_ref().map(|p| p.rate_mean);
+            match a {
+                Answer::Found(culprit) => Conclusion::Found {
+                    culprit,
+                    confidence,
+                    rate,
+                },
+                // With no skips in the history, an ambiguous answer means the budget ran out.
+                Answer::Ambiguous(candidates) => Conclusion::Inconclusive {
+                    candidates,
+                    mass: confidence.unwrap_or(0.0),
+                    rate,
+                },
+            }
+        }
+    };
+    judge(h, conclusion, total, waves)
+}
+
+fn judge(h: &History, conclusion: Conclusion, runs: u64, waves: u32) -> Trial {
     let (right, wrong) = match &conclusion {
         Conclusion::Found { culprit, .. } => (*culprit == h.culprit, *culprit != h.culprit),
         // A bad endpoint claim about a history whose endpoints are right is a wrong answer.
         Conclusion::BadEndpoint { .. } => (false, true),
-        Conclusion::Ambiguous { candidates, .. } => {
-            let hit = candidates.contains(&h.culprit);
-            (false, !hit)
-        }
+        Conclusion::Ambiguous { candidates, .. } => (false, !candidates.contains(&h.culprit)),
         Conclusion::Inconclusive { .. } => (false, false),
     };
     Trial {
         conclusion,
-        runs: s.runs(),
-        waves: s.waves(),
+        runs,
+        waves,
         right,
         wrong,
     }
@@ -143,12 +210,9 @@ impl Summary {
 pub fn batch(
     n: usize,
     rate: f64,
-    mode: Mode,
-    endpoints: EndpointCheck,
-    slots: usize,
-    max_runs: Option<u64>,
     trials: u32,
     seed: u64,
+    run: impl Fn(&History, u64) -> Trial,
 ) -> Summary {
     let mut sum = Summary {
         trials,
@@ -158,7 +222,7 @@ pub fn batch(
     for t in 0..trials {
         let mut hist_rng = Rng::new(seed.wrapping_add(u64::from(t)));
         let h = History::random(n, rate, &mut hist_rng);
-        let r = trial(&h, mode, endpoints, slots, max_runs, hist_rng.next_u64());
+        let r = run(&h, hist_rng.next_u64());
         runs += r.runs;
         waves += u64::from(r.waves);
         sum.right += u32::from(r.right);
@@ -212,9 +276,10 @@ mod tests {
 
     #[test]
     fn same_seed_same_figures() {
-        let m = Mode::Repeat(1);
-        let a = batch(100, 0.5, m, EndpointCheck::First, 1, None, 50, 9);
-        let b = batch(100, 0.5, m, EndpointCheck::First, 1, None, 50, 9);
+        let run =
+            |h: &History, seed| trial(h, Mode::Repeat(1), EndpointCheck::First, 1, None, seed);
+        let a = batch(100, 0.5, 50, 9, run);
+        let b = batch(100, 0.5, 50, 9, run);
         assert_eq!(a, b);
     }
 }
