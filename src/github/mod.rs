@@ -4,20 +4,22 @@
 //! - [`escape`]: untrusted text (logs, signatures) made inert for markdown.
 //! - [`body`]: marker, state block and size-limited assembly (pure).
 //! - [`client`]: the octocrab-backed [`Publisher`] (find-or-create, update, read state back)
-//!   with specific errors and bounded rate-limit retries.
+//!   with specific errors and bounded rate-limit retries; `http`: the pure status/rate-limit/
+//!   pagination rules it follows.
+//! - [`blocking`]: the same for synchronous callers.
 //!
 //! The token lives in [`Token`], whose `Debug` is redacted and which has no `Display`, so it
 //! cannot reach a log, an error or a report by accident.
 
+pub mod blocking;
 pub mod body;
 pub mod client;
 pub mod escape;
+mod http;
 
+pub use blocking::{load_state_blocking, post_all_blocking, post_or_update_blocking, Post};
 pub use body::{Document, Section, MAX_BODY};
-pub use client::{
-    load_state_blocking, post_all_blocking, post_or_update, post_or_update_blocking, GithubOptions,
-    Post, PostAction, PostOutcome, Publisher,
-};
+pub use client::{post_or_update, GithubOptions, PostAction, PostOutcome, Publisher};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,197 @@
+//! HTTP details of talking to GitHub, kept pure so they are tested without a server: which
+//! responses are rate limits and how long to wait, what error each status means, and where the
+//! next page of a listing is.
+
+use super::GithubError;
+use http::{HeaderMap, StatusCode, Uri};
+use std::time::Duration;
+
+/// What a request is for, to name it in errors.
+pub(crate) struct Ctx<'a> {
+    pub what: &'a str,
+    pub target: &'a str,
+}
+
+/// Exponential backoff for server and transport errors: 1 s, 2 s, 4 s, ... 16 s.
+pub(crate) fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(500u64 << attempt.min(5))
+}
+
+/// GitHub's `message`, or the start of the body; one line, short, escaped of nothing sensitive
+/// (responses never echo our Authorization header).
+pub(crate) fn error_message(text: &str) -> String {
+    let msg = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("message")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| text.trim().to_string());
+    let one_line: String = msg.split_whitespace().collect::<Vec<_>>().join(" ");
+    one_line.chars().take(300).collect()
+}
+
+/// Is this a rate limit, and how long does GitHub ask us to wait?
+/// Primary: `x-ratelimit-remaining: 0` (wait until `x-ratelimit-reset`). Secondary:
+/// `retry-after`, or a 403/429 whose message says so (GitHub: wait at least a minute).
+pub(crate) fn rate_limit(
+    status: StatusCode,
+    headers: &HeaderMap,
+    message: &str,
+) -> Option<(&'static str, Duration)> {
+    if status != StatusCode::FORBIDDEN && status != StatusCode::TOO_MANY_REQUESTS {
+        return None;
+    }
+    let num = |name: &str| -> Option<i64> { headers.get(name)?.to_str().ok()?.trim().parse().ok() };
+    if let Some(secs) = num("retry-after") {
+        return Some((
+            "secondary rate limit",
+            Duration::from_secs(secs.max(0) as u64),
+        ));
+    }
+    if num("x-ratelimit-remaining") == Some(0) {
+        let now = chrono::Utc::now().timestamp();
+        let wait = num("x-ratelimit-reset").map_or(60, |r| (r - now).clamp(1, i64::MAX));
+        return Some(("primary rate limit", Duration::from_secs(wait as u64)));
+    }
+    if status == StatusCode::TOO_MANY_REQUESTS || message.to_lowercase().contains("rate limit") {
+        return Some(("secondary rate limit", Duration::from_secs(60)));
+    }
+    None
+}
+
+pub(crate) fn classify(
+    status: StatusCode,
+    message: &str,
+    text: &str,
+    ctx: &Ctx<'_>,
+) -> GithubError {
+    let what = ctx.what.to_string();
+    match status.as_u16() {
+        401 => GithubError::Unauthorized {
+            what,
+            message: message.to_string(),
+        },
+        403 if message.contains("Resource not accessible by integration") => {
+            GithubError::ReadOnlyToken { what }
+        }
+        403 => GithubError::Forbidden {
+            what,
+            message: message.to_string(),
+        },
+        404 => GithubError::NotFound {
+            what,
+            target: ctx.target.to_string(),
+        },
+        422 => {
+            let details = serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .and_then(|v| v.get("errors").cloned())
+                .map(|e| {
+                    let s: String = e.to_string().chars().take(300).collect();
+                    format!("; {s}")
+                })
+                .unwrap_or_default();
+            GithubError::Unprocessable {
+                what,
+                message: message.to_string(),
+                details,
+            }
+        }
+        s => GithubError::Http {
+            what,
+            status: s,
+            message: message.to_string(),
+        },
+    }
+}
+
+/// The `rel="next"` link as a route relative to the API base. A link to any other origin is
+/// refused: following it would either send the token elsewhere or silently drop it.
+pub(crate) fn next_link(headers: &HeaderMap, base: &Uri) -> Result<Option<String>, String> {
+    let Some(link) = headers.get("link").and_then(|v| v.to_str().ok()) else {
+        return Ok(None);
+    };
+    for part in link.split(',') {
+        let mut pieces = part.split(';');
+        let url = pieces
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_start_matches('<')
+            .trim_end_matches('>');
+        if !pieces.any(|p| p.trim() == "rel=\"next\"") {
+            continue;
+        }
+        let uri: Uri = url
+            .parse()
+            .map_err(|_| format!("unparseable pagination link {url:?}"))?;
+        if uri.authority() != base.authority() || uri.scheme() != base.scheme() {
+            return Err(format!(
+                "pagination link {url:?} leaves the API at {base}; not following it"
+            ));
+        }
+        return Ok(uri.path_and_query().map(|pq| pq.as_str().to_string()));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hm(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn rate_limit_kinds() {
+        let f = StatusCode::FORBIDDEN;
+        assert_eq!(
+            rate_limit(f, &hm(&[("retry-after", "7")]), "").unwrap().1,
+            Duration::from_secs(7)
+        );
+        let reset = (chrono::Utc::now().timestamp() + 120).to_string();
+        let (kind, wait) = rate_limit(
+            f,
+            &hm(&[
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", &reset),
+            ]),
+            "API rate limit exceeded",
+        )
+        .unwrap();
+        assert_eq!(kind, "primary rate limit");
+        assert!(wait <= Duration::from_secs(120) && wait >= Duration::from_secs(100));
+        assert!(rate_limit(f, &hm(&[("x-ratelimit-remaining", "12")]), "Forbidden").is_none());
+        assert!(rate_limit(
+            f,
+            &HeaderMap::new(),
+            "You have exceeded a secondary rate limit"
+        )
+        .is_some());
+        assert!(rate_limit(StatusCode::NOT_FOUND, &hm(&[("retry-after", "1")]), "").is_none());
+    }
+
+    #[test]
+    fn next_links_stay_on_the_api_origin() {
+        let base: Uri = "http://127.0.0.1:8080".parse().unwrap();
+        let h = hm(&[(
+            "link",
+            "<http://127.0.0.1:8080/repositories/9/issues/1/comments?per_page=100&page=3>; rel=\"next\", <http://127.0.0.1:8080/x?page=9>; rel=\"last\"",
+        )]);
+        assert_eq!(
+            next_link(&h, &base).unwrap().as_deref(),
+            Some("/repositories/9/issues/1/comments?per_page=100&page=3")
+        );
+        let h = hm(&[("link", "<https://evil.example/x?page=2>; rel=\"next\"")]);
+        assert!(next_link(&h, &base).is_err());
+        let h = hm(&[("link", "<http://127.0.0.1:8080/x?page=1>; rel=\"prev\"")]);
+        assert_eq!(next_link(&h, &base).unwrap(), None);
+    }
+}
