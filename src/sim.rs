@@ -168,6 +168,11 @@ pub fn driver_trial(
 fn judge(h: &History, conclusion: Conclusion, runs: u64, waves: u32) -> Trial {
     let (right, wrong) = match &conclusion {
         Conclusion::Found { culprit, .. } => (*culprit == h.culprit, *culprit != h.culprit),
+        // The budget ran out before an endpoint could be settled (`AdaptivePolicy` turns the
+        // missing runs into skips): no claim about the culprit, so not a wrong answer.
+        Conclusion::BadEndpoint {
+            got: Verdict::Skip, ..
+        } => (false, false),
         // A bad endpoint claim about a history whose endpoints are right is a wrong answer.
         Conclusion::BadEndpoint { .. } => (false, true),
         Conclusion::Ambiguous { candidates, .. } => (false, !candidates.contains(&h.culprit)),
@@ -227,8 +232,8 @@ pub fn batch(
         waves += u64::from(r.waves);
         sum.right += u32::from(r.right);
         sum.wrong += u32::from(r.wrong);
+        sum.inconclusive += u32::from(!r.right && !r.wrong);
         match r.conclusion {
-            Conclusion::Inconclusive { .. } => sum.inconclusive += 1,
             Conclusion::Found {
                 confidence: Some(c),
                 ..

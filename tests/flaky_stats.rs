@@ -1,0 +1,141 @@
+//! Statistical tests of the flakiness-aware search: many simulated histories with a planted
+//! culprit and a reproduction rate, driven through the real `Search` and policies with fixed
+//! seeds (so a failure reproduces exactly).
+//!
+//! Margins: with T trials and a true error rate at the 5% target, the observed error count has
+//! standard deviation sqrt(T * 0.05 * 0.95); the bound allows three of them, so a correct
+//! implementation fails this test with probability ~0.1% per seed, and a seed that passes keeps
+//! passing.
+
+use setrows_bisect::evidence::Deterministic;
+use setrows_bisect::flaky::session::Mode;
+use setrows_bisect::flaky::{AdaptivePolicy, Beta};
+use setrows_bisect::search::EndpointCheck;
+use setrows_bisect::sim::{batch, driver_trial, trial, History, Summary};
+
+const TRIALS: u32 = 300;
+const CANDIDATES: usize = 200;
+const TARGET: f64 = 0.95;
+
+fn max_wrong(trials: u32, target: f64) -> u32 {
+    let a = 1.0 - target;
+    let t = f64::from(trials);
+    (t * a + 3.0 * (t * a * (1.0 - a)).sqrt()).ceil() as u32
+}
+
+fn adaptive_driver(p: f64, seed: u64) -> Summary {
+    batch(CANDIDATES, p, TRIALS, seed, |h: &History, s| {
+        driver_trial(
+            h,
+            &AdaptivePolicy::new(TARGET, h.n, None),
+            EndpointCheck::First,
+            1,
+            s,
+        )
+    })
+}
+
+fn plain(p: f64, seed: u64) -> Summary {
+    batch(CANDIDATES, p, TRIALS, seed, |h: &History, s| {
+        driver_trial(h, &Deterministic, EndpointCheck::Lazy, 1, s)
+    })
+}
+
+fn session(p: f64, slots: usize, seed: u64) -> Summary {
+    let mode = Mode::Adaptive {
+        confidence: TARGET,
+        prior: Beta::UNIFORM,
+    };
+    batch(CANDIDATES, p, TRIALS, seed, |h: &History, s| {
+        trial(h, mode, EndpointCheck::First, slots, None, s)
+    })
+}
+
+#[test]
+fn adaptive_policy_is_right_at_the_requested_confidence() {
+    let bound = max_wrong(TRIALS, TARGET);
+    for (p, seed) in [(1.0, 11), (0.5, 12), (0.3, 13)] {
+        let s = adaptive_driver(p, seed);
+        assert_eq!(s.inconclusive, 0, "no budget given, p={p}: {s:?}");
+        assert!(
+            s.wrong <= bound,
+            "p={p}: {} wrong of {} (bound {bound}): {s:?}",
+            s.wrong,
+            s.trials
+        );
+        assert!(s.success_rate() >= TARGET - 0.03, "p={p}: {s:?}");
+    }
+}
+
+#[test]
+fn session_is_right_at_the_requested_confidence_even_for_rare_faults() {
+    let bound = max_wrong(TRIALS, TARGET);
+    for (p, seed, slots) in [(0.5, 21, 1), (0.3, 22, 2), (0.1, 23, 4)] {
+        let s = session(p, slots, seed);
+        assert!(
+            s.wrong <= bound,
+            "p={p} K={slots}: {} wrong (bound {bound}): {s:?}",
+            s.wrong
+        );
+        // What the report states is what the user gets: every answer claims >= the target.
+        assert!(s.mean_confidence >= TARGET, "{s:?}");
+    }
+}
+
+#[test]
+fn plain_binary_search_is_often_wrong_on_flaky_faults() {
+    let s = plain(0.3, 13);
+    // git bisect's single run: a bad commit passes 70% of the time, so nearly every search
+    // takes a wrong turn. Demand at least a third wrong, far beyond any sampling noise.
+    assert!(s.error_rate() > 1.0 / 3.0, "{s:?}");
+    // And on a reliable fault it is always right (the simulation is not rigged against it).
+    assert_eq!(plain(1.0, 11).wrong, 0);
+}
+
+#[test]
+fn adaptive_costs_more_runs_than_plain_and_less_for_reliable_faults() {
+    let (ad1, ad3) = (adaptive_driver(1.0, 11), adaptive_driver(0.3, 13));
+    let pl1 = plain(1.0, 11);
+    // The price of believing a pass: more runs than git bisect's ~log2(N)...
+    assert!(ad1.mean_runs > pl1.mean_runs, "{ad1:?} vs {pl1:?}");
+    // ...and more again when the fault is rarer.
+    assert!(ad3.mean_runs > ad1.mean_runs, "{ad3:?} vs {ad1:?}");
+}
+
+#[test]
+fn max_runs_gives_inconclusive_instead_of_guessing() {
+    let s = batch(CANDIDATES, 0.1, 100, 31, |h: &History, s| {
+        driver_trial(
+            h,
+            &AdaptivePolicy::new(TARGET, h.n, Some(60)),
+            EndpointCheck::First,
+            1,
+            s,
+        )
+    });
+    assert!(s.inconclusive > 50, "{s:?}");
+    let s = batch(CANDIDATES, 0.1, 100, 31, |h: &History, s| {
+        trial(
+            h,
+            Mode::Adaptive {
+                confidence: TARGET,
+                prior: Beta::UNIFORM,
+            },
+            EndpointCheck::First,
+            1,
+            Some(60),
+            s,
+        )
+    });
+    assert!(s.inconclusive > 50, "{s:?}");
+    assert!(s.mean_runs <= 60.0, "{s:?}");
+}
+
+#[test]
+fn more_slots_mean_fewer_waves() {
+    let w: Vec<f64> = [1, 2, 4]
+        .iter()
+        .map(|&k| session(0.3, k, 41).mean_waves)
+        .collect();
+    assert!(w[0] > w[1] && w[1] > w[2], "{w:?}");
+}
