@@ -263,6 +263,12 @@ pub fn pick_digest(text: &str) -> String {
     }
 }
 
+/// `path` made absolute against the current directory (without resolving links); unchanged
+/// when the current directory cannot be read.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -398,6 +404,8 @@ impl ContainerLauncher {
     ) -> Result<ContainerLauncher, ContainerError> {
         engine.check()?;
         let digest = engine.image_digest(image)?;
+        // A relative host path in `--volume` would name a *volume*, not a directory.
+        let ccache_dir = &absolute(ccache_dir);
         std::fs::create_dir_all(ccache_dir).map_err(|e| ContainerError::Failed {
             engine: engine.kind.as_str(),
             action: format!("create ccache dir {}", ccache_dir.display()),
@@ -560,6 +568,10 @@ impl Launcher for ContainerLauncher {
     }
 
     fn command(&self, job: &ShellJob) -> Cmd {
+        let mut job = job.clone();
+        job.src = absolute(&job.src);
+        job.work = absolute(&job.work);
+        let job = &job;
         Cmd {
             argv: run_argv(&self.spec, job),
             cwd: job.work.clone(),

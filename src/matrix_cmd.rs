@@ -118,14 +118,6 @@ fn work_dir(flags: &RunFlags) -> PathBuf {
 }
 
 fn runner(flags: &RunFlags, m: &Matrix, logs: &str) -> anyhow::Result<Runner> {
-    if m.probe.kind.as_deref() != Some("script") {
-        return Err(CliError::usage(format!(
-            "{}: [probe] kind = \"{}\" cannot run from `matrix` yet (the bundled replay is run by \
-             `setrows-bisect` itself); use kind = \"script\" with build/script commands",
-            m.file,
-            m.probe.kind.as_deref().unwrap_or("replay")
-        )));
-    }
     let mut probe = m.probe.clone();
     if let Some(t) = flags.timeout {
         probe.timeout_s = Some(t);

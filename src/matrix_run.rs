@@ -118,6 +118,7 @@ pub struct Runner {
     pub retries: u32,
     pub log_dir: PathBuf,
     launchers: Mutex<HashMap<String, Arc<dyn Launcher>>>,
+    hip_envs: Mutex<HashMap<String, Vec<(String, String)>>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -159,6 +160,7 @@ impl Runner {
             retries,
             log_dir,
             launchers: Mutex::new(HashMap::new()),
+            hip_envs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -280,17 +282,76 @@ impl Runner {
                 launcher: Box::new(Shared(launcher.clone())),
                 env,
             }),
-            other => {
-                return Err(format!(
-                "probe kind `{other}` cannot run from `matrix` yet; use [probe] kind = \"script\""
-            ))
+            "replay" => {
+                let mut recipe = config.recipe.clone();
+                recipe.ccache = self.engine.is_some() || crate::script::which("ccache").is_some();
+                let mut opts = crate::repro::ReproOptions::new(launcher.clone());
+                opts.ggml_subdir = if rev.checkout.join("ggml/CMakeLists.txt").is_file() {
+                    "ggml".into()
+                } else {
+                    String::new()
+                };
+                opts.cmake_args = recipe.cmake_args(&rev.facts);
+                opts.build_env = env
+                    .iter()
+                    .filter(|(k, _)| k == "CCACHE_DIR")
+                    .cloned()
+                    .collect();
+                if config.backend == Backend::Hip {
+                    opts.build_env.extend(self.hip_env(&launcher)?);
+                }
+                opts.run_env = config.launch.env();
+                opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
+                opts.repro_args = config.repro_args.clone();
+                if let Some(t) = self.timeout {
+                    opts.build_timeout = Some(t);
+                    opts.run_timeout = Some(t);
+                }
+                Box::new(crate::repro::ReproProber::new(opts))
             }
+            other => return Err(format!("unknown probe kind `{other}`")),
         };
         Ok(InfraAware {
             inner,
             launcher,
             config_identity,
         })
+    }
+
+    /// `HIPCXX` and `HIP_PATH` as the image's own `hipconfig` reports them (asked once per
+    /// launcher): ROCm versions differ in where clang lives, and the recipe must not guess.
+    fn hip_env(&self, launcher: &Arc<dyn Launcher>) -> Result<Vec<(String, String)>, String> {
+        let key = launcher.identity();
+        if let Some(v) = self.hip_envs.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(v);
+        }
+        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+        let job = ShellJob {
+            script: "echo \"HIPCXX=$(hipconfig -l)/clang\"; echo \"HIP_PATH=$(hipconfig -R)\""
+                .into(),
+            src: dir.path().into(),
+            work: dir.path().into(),
+            cwd_is_work: true,
+            env: Vec::new(),
+            timeout: Some(Duration::from_secs(120)),
+            name: format!("setrows-hipconfig-{}", std::process::id()),
+        };
+        let log = dir.path().join("hipconfig.log");
+        let r = crate::exec::run(&launcher.command(&job), job.timeout, &log, &|| {
+            launcher.cleanup(&job)
+        })
+        .map_err(|e| format!("running hipconfig in {key}: {e}"))?;
+        let env = parse_hip_env(&r.output);
+        if !r.success() || env.len() != 2 {
+            return Err(format!(
+                "hipconfig in {key} did not give HIPCXX and HIP_PATH (is this a ROCm image?): {}",
+                r.output.trim()
+            ));
+        }
+        if let Ok(mut m) = self.hip_envs.lock() {
+            m.insert(key, env.clone());
+        }
+        Ok(env)
     }
 
     /// Runs one cell, retrying infrastructure errors. Never fails: what went wrong is the cell.
@@ -361,6 +422,18 @@ impl Runner {
         };
         prober.probe(&req, phase)
     }
+}
+
+/// `HIPCXX=/abs/clang` and `HIP_PATH=/abs` lines; anything else (an empty `hipconfig` answer
+/// gives `HIPCXX=/clang`) is left out, so the caller sees fewer than two and reports it.
+pub fn parse_hip_env(output: &str) -> Vec<(String, String)> {
+    output
+        .lines()
+        .filter_map(|l| l.trim().split_once('='))
+        .filter(|(k, v)| ["HIPCXX", "HIP_PATH"].contains(k) && v.len() > 1 && v.starts_with('/'))
+        .filter(|(k, v)| *k != "HIPCXX" || *v != "/clang")
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// Everything a matrix run produced (the `matrix-results.json` file).

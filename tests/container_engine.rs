@@ -125,3 +125,26 @@ fn an_engine_that_cannot_run_is_an_infrastructure_error() {
     let d = tempfile::tempdir().unwrap();
     assert!(ContainerLauncher::new(e, "x", GpuAccess::None, d.path()).is_err());
 }
+
+#[test]
+fn relative_host_paths_are_mounted_as_directories_not_named_volumes() {
+    let Some(engine) = podman() else { return };
+    // Integration tests run in the crate root, so a path under target/ can be given relatively.
+    std::fs::create_dir_all("target").unwrap();
+    let d = tempfile::tempdir_in("target").unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    let rel = d
+        .path()
+        .strip_prefix(&cwd)
+        .unwrap_or(d.path())
+        .to_path_buf();
+    assert!(rel.is_relative(), "{rel:?}");
+    let l = ContainerLauncher::new(engine, &image_a(), GpuAccess::None, &rel.join("cc")).unwrap();
+    let j = job(&rel, &rel, "echo ok > \"$WORK/out\"", &unique("relative"));
+    let r = setrows_bisect::exec::run(&l.command(&j), None, &d.path().join("log"), &|| {}).unwrap();
+    assert!(r.success(), "{}", r.output);
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("out")).unwrap(),
+        "ok\n"
+    );
+}

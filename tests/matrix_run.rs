@@ -191,3 +191,22 @@ fn list_formats() {
         .unwrap()
         .contains(&"-DCMAKE_HIP_FLAGS=-DDFLASH_WAVE_SIZE=64".into()));
 }
+
+#[test]
+fn hip_compiler_comes_from_the_images_hipconfig() {
+    use setrows_bisect::matrix_run::parse_hip_env;
+    let env =
+        parse_hip_env("HIPCXX=/opt/rocm-6.4.1/lib/llvm/bin/clang\nHIP_PATH=/opt/rocm-6.4.1\n");
+    assert_eq!(
+        env,
+        [
+            (
+                "HIPCXX".to_string(),
+                "/opt/rocm-6.4.1/lib/llvm/bin/clang".to_string()
+            ),
+            ("HIP_PATH".to_string(), "/opt/rocm-6.4.1".to_string())
+        ]
+    );
+    // No hipconfig in the image: `$(hipconfig -l)/clang` is just "/clang".
+    assert!(parse_hip_env("sh: 1: hipconfig: not found\nHIPCXX=/clang\nHIP_PATH=\n").is_empty());
+}
