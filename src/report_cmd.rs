@@ -103,6 +103,52 @@ fn post_rendered(
     github::post_all_blocking(github, issue, &posts, run_url).map_err(|e| e.into_cli())
 }
 
+/// `--post-to OWNER/REPO#N` plus the GitHub connection flags, for `bisect` and `matrix` to
+/// `#[command(flatten)]`: check it before the run (so a missing token fails in seconds, not after
+/// hours of probing), post after it.
+#[derive(Debug, Clone, Args)]
+pub struct PostToArgs {
+    /// After the run, create or edit the results comment on this issue (see `report`).
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    pub post_to: Option<String>,
+    #[command(flatten)]
+    pub github: GithubOptions,
+}
+
+impl PostToArgs {
+    /// The issue to post to, validated, and the token checked present; `None` without
+    /// `--post-to`.
+    pub fn check(&self) -> anyhow::Result<Option<IssueRef>> {
+        let Some(raw) = &self.post_to else {
+            return Ok(None);
+        };
+        let issue: IssueRef = raw.parse().map_err(|e: github::GithubError| e.into_cli())?;
+        Token::resolve(self.github.token_file.as_ref()).map_err(|e| e.into_cli())?;
+        Ok(Some(issue))
+    }
+
+    /// Posts the result JSON (what `--json` writes) when `--post-to` was given; says what it did
+    /// on stderr.
+    pub fn post(&self, values: Vec<serde_json::Value>) -> anyhow::Result<()> {
+        let Some(issue) = self.check()? else {
+            return Ok(());
+        };
+        for o in post_values(&self.github, &issue, values)? {
+            eprintln!(
+                "{} results comment {} on {issue}{}",
+                match o.action {
+                    PostAction::Created => "created",
+                    PostAction::Updated => "updated",
+                    PostAction::Unchanged => "unchanged",
+                },
+                o.comment_id,
+                o.html_url.map(|u| format!(": {u}")).unwrap_or_default()
+            );
+        }
+        Ok(())
+    }
+}
+
 fn parse_issue(args: &ReportArgs, why: &str) -> anyhow::Result<IssueRef> {
     let raw = args
         .issue

@@ -260,7 +260,7 @@ async fn primary_rate_limit_reset_beyond_max_wait_fails_at_once() {
     let err = p.load_state("matrix").await.unwrap_err();
     let msg = err.to_string();
     assert!(
-        msg.contains("primary rate limit") && msg.contains("--max-wait-s"),
+        msg.contains("primary rate limit") && msg.contains("--github-max-wait"),
         "{msg}"
     );
     assert_eq!(count(&server, "GET", ISSUE_COMMENTS).await, 1);
@@ -429,5 +429,69 @@ async fn octocrab_typed_update_comment_sends_post() {
             "POST".to_string(),
             "/repos/o/r/issues/comments/5".to_string()
         )]
+    );
+}
+
+fn options(
+    api: &str,
+    token_file: Option<std::path::PathBuf>,
+) -> setrows_bisect::github::GithubOptions {
+    setrows_bisect::github::GithubOptions {
+        api_url: api.to_string(),
+        token_file,
+        comment_author: None,
+        max_retries: 1,
+        max_wait_s: 5,
+    }
+}
+
+/// What `bisect --post-to` / `matrix --post-to` get: check before the run, post after it.
+#[tokio::test]
+async fn post_to_flags_check_early_and_post_bisect_json() {
+    use setrows_bisect::report_cmd::PostToArgs;
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tf = dir.path().join("token");
+    std::fs::write(&tf, TOKEN).unwrap();
+
+    let none = PostToArgs {
+        post_to: None,
+        github: options(&server.uri(), None),
+    };
+    assert!(none.check().unwrap().is_none());
+    let bad = PostToArgs {
+        post_to: Some("nope".into()),
+        github: options(&server.uri(), Some(tf.clone())),
+    };
+    assert_eq!(
+        setrows_bisect::error::exit_code(&bad.check().unwrap_err()),
+        2
+    );
+    let missing = PostToArgs {
+        post_to: Some("o/r#1".into()),
+        github: options(&server.uri(), Some(dir.path().join("absent"))),
+    };
+    let err = missing.check().unwrap_err().to_string();
+    assert!(
+        err.contains("absent") && err.contains("token file"),
+        "{err}"
+    );
+
+    let args = PostToArgs {
+        post_to: Some("o/r#1".into()),
+        github: options(&server.uri(), Some(tf)),
+    };
+    let bisect = json!({"first_bad": "abcdef1234567890", "range": {"good": "a1", "bad": "b2"}, "probes": []});
+    tokio::task::spawn_blocking(move || args.post(vec![bisect]))
+        .await
+        .unwrap()
+        .unwrap();
+    let c = fake.comments();
+    assert_eq!(c.len(), 1);
+    assert!(
+        c[0].body.starts_with("<!-- setrows-bisect:bisect:")
+            && c[0].body.contains("`abcdef123456`"),
+        "{}",
+        c[0].body
     );
 }

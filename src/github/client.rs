@@ -52,10 +52,10 @@ pub struct GithubOptions {
     #[arg(long, value_name = "LOGIN")]
     pub comment_author: Option<String>,
     /// Retries after rate limiting or server errors.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long = "github-retries", default_value_t = 4, value_name = "N")]
     pub max_retries: u32,
     /// Longest single wait for a rate limit to reset, in seconds; longer waits fail instead.
-    #[arg(long, default_value_t = 900)]
+    #[arg(long = "github-max-wait", default_value_t = 900, value_name = "SECS")]
     pub max_wait_s: u64,
 }
 
@@ -392,7 +392,7 @@ impl Publisher {
                 };
                 if wait > self.max_wait {
                     return Err(give_up(format!(
-                        " (GitHub asks to wait {} s, more than the {} s allowed by --max-wait-s)",
+                        " (GitHub asks to wait {} s, more than the {} s allowed by --github-max-wait)",
                         wait.as_secs(),
                         self.max_wait.as_secs()
                     )));
