@@ -3,7 +3,6 @@
 
 use assert_cmd::Command;
 use setrows_bisect::matrix;
-use setrows_bisect::matrix::RawProbe;
 use setrows_bisect::matrix_run::Runner;
 use setrows_bisect::probe::Prober;
 use std::path::Path;
