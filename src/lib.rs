@@ -24,6 +24,7 @@ pub mod probe;
 pub mod progress;
 pub mod report;
 pub mod report_cmd;
+pub mod repro;
 pub mod script;
 pub mod search;
 pub mod sim;

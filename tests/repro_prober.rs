@@ -1,0 +1,175 @@
+//! ReproProber end to end on the CPU, through its real code path: embedded sources written to
+//! the build dir, the configure script with `-DGGML_SOURCE_DIR=$SRC/<subdir>`, a build of only the
+//! reproducer target, the run, and the classification, all through `exec` and a `HostLauncher`.
+//!
+//! CI has no ggml source tree, so the "checkout" here is a tiny ggml tree whose CMakeLists.txt
+//! hands over the prebuilt libggml-python ggml (its real headers and libraries). Everything on the
+//! prober's side of `add_subdirectory` is exactly what a real probe runs.
+
+use setrows_bisect::launch::HostLauncher;
+use setrows_bisect::outcome::Outcome;
+use setrows_bisect::probe::{ProbeRequest, Prober};
+use setrows_bisect::repro::{ReproOptions, ReproProber};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn ggml_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("SETROWS_GGML_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "SETROWS_GGML_DIR is not set: run scripts/setup.d/20-ggml.sh (scripts/test.sh does) to install libggml-python"
+    );
+    eprintln!("skipping: SETROWS_GGML_DIR is not set (run scripts/setup.d/20-ggml.sh)");
+    None
+}
+
+/// A ggml "source tree" at `root/subdir` backed by the installed ggml.
+fn shim_tree(root: &Path, subdir: &str, ggml_cmake_dir: &Path) {
+    let tree = root.join(subdir);
+    let include = ggml_cmake_dir
+        .ancestors()
+        .nth(3)
+        .expect("<prefix>/lib64/cmake/ggml")
+        .join("include");
+    std::fs::create_dir_all(tree.join("include")).expect("mkdir");
+    for e in std::fs::read_dir(&include).expect("wheel include dir") {
+        let e = e.expect("entry");
+        std::fs::copy(e.path(), tree.join("include").join(e.file_name())).expect("copy header");
+    }
+    std::fs::write(
+        tree.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.14)\nproject(ggml_shim C CXX)\n\
+         set(CMAKE_FIND_PACKAGE_TARGETS_GLOBAL ON)\nfind_package(ggml REQUIRED)\n\
+         add_library(ggml INTERFACE)\ntarget_link_libraries(ggml INTERFACE ggml::ggml)\n",
+    )
+    .expect("write shim");
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    checkout: PathBuf,
+    work: PathBuf,
+    logs: PathBuf,
+    ggml: PathBuf,
+}
+
+fn fixture(subdir: &str) -> Option<Fixture> {
+    let ggml = ggml_dir()?;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let checkout = tmp.path().join("checkout");
+    shim_tree(&checkout, subdir, &ggml);
+    Some(Fixture {
+        checkout,
+        work: tmp.path().join("work"),
+        logs: tmp.path().join("logs"),
+        ggml,
+        _tmp: tmp,
+    })
+}
+
+fn prober(f: &Fixture, subdir: &str, args: &[&str]) -> ReproProber {
+    let mut o = ReproOptions::new(Arc::new(HostLauncher));
+    o.ggml_subdir = subdir.into();
+    o.cmake_args = vec![format!("-Dggml_DIR={}", f.ggml.display())];
+    o.repro_args = args.iter().map(|s| s.to_string()).collect();
+    o.jobs = Some(2);
+    ReproProber::new(o)
+}
+
+fn probe(p: &ReproProber, f: &Fixture, name: &str) -> setrows_bisect::probe::ProbeReport {
+    let log = f.logs.join(format!("{name}.log"));
+    let req = ProbeRequest {
+        commit: "0123456789abcdef0123456789abcdef01234567",
+        checkout: &f.checkout,
+        build_dir: &f.work,
+        log_path: &log,
+        run_name: name,
+    };
+    p.probe(&req, &|_| {})
+}
+
+#[test]
+fn pass_then_injected_mismatch_through_the_prober() {
+    let Some(f) = fixture("") else { return };
+    let p = prober(&f, "", &["--backend", "CPU", "--steps", "1500"]);
+    let r = probe(&p, &f, "pass");
+    assert_eq!(
+        r.outcome,
+        Outcome::Pass,
+        "{:?}\n{}",
+        r.signature,
+        r.output_tail
+    );
+    assert_eq!(r.exit_code, Some(0));
+    assert!(r.build_s > 0.0 && r.test_s > 0.0);
+    assert_eq!(r.provenance.get("backend").map(String::as_str), Some("CPU"));
+    let log = std::fs::read_to_string(&r.log_path).expect("probe log");
+    assert!(
+        log.contains("-DGGML_SOURCE_DIR="),
+        "the configure step is logged"
+    );
+
+    // same build dir, different reproducer args: the build is reused, the fault is caught
+    let p = prober(
+        &f,
+        "",
+        &[
+            "--backend",
+            "CPU",
+            "--steps",
+            "1500",
+            "--inject",
+            "skip-write",
+        ],
+    );
+    let r = probe(&p, &f, "inject");
+    assert_eq!(r.outcome, Outcome::WrongResult, "{}", r.output_tail);
+    let sig = r.signature.unwrap_or_default();
+    assert!(sig.contains("buffer=raw_kv written-row"), "{sig}");
+}
+
+#[test]
+fn llama_cpp_layout_and_usage_errors() {
+    let Some(f) = fixture("ggml") else { return };
+    let r = probe(
+        &prober(
+            &f,
+            "ggml",
+            &["--backend", "CPU", "--steps", "200", "--mode", "rebuild"],
+        ),
+        &f,
+        "sub",
+    );
+    assert_eq!(
+        r.outcome,
+        Outcome::Pass,
+        "{:?}\n{}",
+        r.signature,
+        r.output_tail
+    );
+    let r = probe(&prober(&f, "ggml", &["--dst-type", "q9_9"]), &f, "usage");
+    assert_eq!(r.outcome, Outcome::Untestable);
+    assert!(r
+        .signature
+        .unwrap_or_default()
+        .starts_with("usage error: --dst-type 'q9_9'"));
+    // wrong subdir: no ggml there, a skip that says how to fix it
+    let r = probe(&prober(&f, "", &["--steps", "10"]), &f, "nosub");
+    assert_eq!(r.outcome, Outcome::Untestable);
+    assert!(r.signature.unwrap_or_default().contains("ggml_subdir"));
+}
+
+#[test]
+fn a_revision_that_does_not_configure_is_build_failed() {
+    let Some(f) = fixture("") else { return };
+    std::fs::write(
+        f.checkout.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.14)\nproject(broken C)\nmessage(FATAL_ERROR \"this revision does not build\")\n",
+    )
+    .expect("break the tree");
+    let r = probe(&prober(&f, "", &["--steps", "10"]), &f, "broken");
+    assert_eq!(r.outcome, Outcome::BuildFailed, "{}", r.output_tail);
+    assert!(r.signature.unwrap_or_default().contains("CMake Error"));
+}
