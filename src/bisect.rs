@@ -66,6 +66,15 @@ pub struct BisectArgs {
     /// Run every probed commit N times; one new-behaviour run decides new.
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
+    /// For intermittent faults: a failure is bad at once, a pass is re-run until "good" is
+    /// believable, so that the answer holds at confidence C (e.g. 0.95); the report states the
+    /// confidence reached and the estimated reproduction rate.
+    #[arg(long, value_name = "C", conflicts_with = "repeat")]
+    pub confidence: Option<f64>,
+    /// With --confidence: stop after N runs in all; commits left undecided become skips, so
+    /// the answer is "inconclusive" with the candidates that remain instead of a guess.
+    #[arg(long, value_name = "N", requires = "confidence")]
+    pub max_runs: Option<u64>,
     /// Test the endpoints only when the answer depends on them (fewer probes; a wrong endpoint
     /// is found late).
     #[arg(long)]
@@ -197,8 +206,21 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
     );
     let canon_repo = std::fs::canonicalize(&args.repo).unwrap_or(args.repo.clone());
     let reproduce = Some(prober.reproduce_hint(&canon_repo, "{sha}"));
-    let policy: Box<dyn Policy> = match args.repeat {
-        Some(n) if n > 1 => Box::new(Fixed(n)),
+    let policy: Box<dyn Policy> = match (args.confidence, args.repeat) {
+        (Some(c), _) if !(0.5..1.0).contains(&c) => {
+            return Err(CliError::usage(format!(
+                "--confidence {c}: must be at least 0.5 and below 1 (e.g. 0.95)"
+            )))
+        }
+        (Some(_), _) if args.max_runs == Some(0) => {
+            return Err(CliError::usage("--max-runs must be at least 1"))
+        }
+        (Some(c), _) => Box::new(crate::flaky::AdaptivePolicy::new(
+            c,
+            range.candidates.len(),
+            args.max_runs,
+        )),
+        (None, Some(n)) if n > 1 => Box::new(Fixed(n)),
         _ => Box::new(Deterministic),
     };
     let predicate = Predicate::new(args.regress, signature);
@@ -255,14 +277,24 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
         &progress,
     )
     .map_err(driver_error)?;
-    let md = report::markdown(r, &p.plan.predicate, &outcome, p.reproduce.as_deref());
+    let mut md = report::markdown(r, &p.plan.predicate, &outcome, p.reproduce.as_deref());
+    let assessment = args
+        .confidence
+        .and_then(|c| crate::flaky::assess(r.candidates.len(), &outcome, c));
+    if let Some(a) = &assessment {
+        eprintln!("setrows-bisect: {}", a.line());
+        md.push_str(&format!("\n**Flaky-fault check:** {}\n", a.line()));
+    }
     println!("{md}");
     if let Some(path) = &args.report {
         std::fs::write(path, &md)
             .map_err(|e| CliError::usage(format!("--report {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.json {
-        let v = report::json(r, &p.plan.predicate, &outcome);
+        let mut v = report::json(r, &p.plan.predicate, &outcome);
+        if let (Some(a), Some(obj)) = (&assessment, v.as_object_mut()) {
+            obj.insert("flaky".into(), serde_json::to_value(a).unwrap_or_default());
+        }
         let text = serde_json::to_string_pretty(&v).unwrap_or_default();
         std::fs::write(path, text + "\n")
             .map_err(|e| CliError::usage(format!("--json {}: {e}", path.display())))?;

@@ -67,6 +67,8 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
         path: None,
         jobs: 1,
         repeat: None,
+        confidence: None,
+        max_runs: None,
         lazy_endpoints: false,
         json: None,
         report: None,
@@ -117,10 +119,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         repo.display()
     );
     if args.generate_only {
+        // Shell-quoted KEY=VALUE lines: `eval "$(setrows-bisect demo --generate-only ...)"`.
+        let q = crate::exec::shell_quote;
         println!(
-            "REPO={}\nGOOD={good}\nBAD={bad}\nBUILD={}\nTEST={TEST_COMMAND}",
-            repo.display(),
-            build_command()
+            "REPO={}\nGOOD={good}\nBAD={bad}\nBUILD={}\nTEST={}",
+            q(&repo.to_string_lossy()),
+            q(&build_command()),
+            q(TEST_COMMAND)
         );
         return Ok(0);
     }

@@ -280,6 +280,75 @@ pub fn evidence_from_runs(
     ev
 }
 
+/// What the report says about an answer reached with `AdaptivePolicy`: the posterior
+/// confidence in it and the estimated reproduction rate, from every run of the bisection.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Assessment {
+    pub confidence: f64,
+    pub requested: f64,
+    /// Posterior mean reproduction rate and a 90% interval for it.
+    pub rate: f64,
+    pub rate_low: f64,
+    pub rate_high: f64,
+    pub runs: u64,
+}
+
+impl Assessment {
+    /// `None` when the runs contradict the model (the good endpoint failed).
+    pub fn of(
+        candidates: usize,
+        runs: impl IntoIterator<Item = (usize, Verdict)>,
+        answer: &Answer,
+        requested: f64,
+    ) -> Option<Self> {
+        let runs: Vec<(usize, Verdict)> = runs.into_iter().collect();
+        let total = runs.len() as u64;
+        let post = posterior(&evidence_from_runs(candidates, runs), Beta::UNIFORM)?;
+        Some(Assessment {
+            confidence: post.confidence(answer),
+            requested,
+            rate: post.rate_mean,
+            rate_low: post.rate.quantile(0.05),
+            rate_high: post.rate.quantile(0.95),
+            runs: total,
+        })
+    }
+
+    /// One line for the terminal and the markdown report.
+    pub fn line(&self) -> String {
+        let verdict = if self.confidence >= self.requested {
+            "meets"
+        } else {
+            "BELOW"
+        };
+        format!(
+            "confidence in this answer: {:.1}% ({verdict} the requested {:.1}%); estimated reproduction rate {:.2} (90% interval {:.2}-{:.2}) from {} runs",
+            100.0 * self.confidence,
+            100.0 * self.requested,
+            self.rate,
+            self.rate_low,
+            self.rate_high,
+            self.runs
+        )
+    }
+}
+
+/// The assessment of a finished driver bisection (`None` for a bad endpoint).
+pub fn assess(
+    candidates: usize,
+    outcome: &crate::driver::BisectOutcome,
+    requested: f64,
+) -> Option<Assessment> {
+    use crate::driver::Conclusion;
+    let answer = match &outcome.conclusion {
+        Conclusion::Found { index } => Answer::Found(*index),
+        Conclusion::Ambiguous { indices } => Answer::Ambiguous(indices.clone()),
+        Conclusion::BadEndpoint { .. } => return None,
+    };
+    let runs = outcome.probes.iter().map(|p| (p.candidate, p.verdict));
+    Assessment::of(candidates, runs, &answer, requested)
+}
+
 /// The posterior over which candidate is the first bad one, given every run so far.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Posterior {

@@ -1,0 +1,134 @@
+//! `--confidence` / `--max-runs` through the real binary on a generated git repository whose
+//! test fails on bad commits only on some runs (every third run of the whole bisection, counted
+//! in a file, so the flakiness is exactly reproducible).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const COMMITS: usize = 40;
+const BUG_AT: usize = 23;
+
+struct Repo {
+    dir: tempfile::TempDir,
+    shas: Vec<String>,
+}
+
+fn generate() -> Repo {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("repo");
+    let repo = git2::Repository::init(&path).unwrap();
+    let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
+    let mut shas = Vec::new();
+    let mut parent: Option<git2::Oid> = None;
+    for i in 0..COMMITS {
+        std::fs::write(path.join("version"), format!("{i}\n")).unwrap();
+        if i == BUG_AT {
+            std::fs::write(path.join("BUG"), "intermittent\n").unwrap();
+        }
+        let mut idx = repo.index().unwrap();
+        idx.add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        idx.write().unwrap();
+        let tree = repo.find_tree(idx.write_tree().unwrap()).unwrap();
+        let parents: Vec<git2::Commit> = parent
+            .map(|p| repo.find_commit(p).unwrap())
+            .into_iter()
+            .collect();
+        let refs: Vec<&git2::Commit> = parents.iter().collect();
+        let id = repo
+            .commit(
+                Some("HEAD"),
+                &sig,
+                &sig,
+                &format!("change {i}"),
+                &tree,
+                &refs,
+            )
+            .unwrap();
+        shas.push(id.to_string());
+        parent = Some(id);
+    }
+    Repo { dir, shas }
+}
+
+impl Repo {
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+    /// A test that fails on a bad commit only when the bisection-wide run counter is a
+    /// multiple of 3 (a 1-in-3 fault, deterministic).
+    fn script(&self) -> String {
+        let counter = self.dir.path().join("runs");
+        format!(
+            "n=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'; \
+             if [ -f BUG ] && [ $((n % 3)) -eq 0 ]; then exit 1; fi; exit 0",
+            c = counter.display()
+        )
+    }
+    fn bisect(&self, work: &str, extra: &[&str]) -> (i32, serde_json::Value, String) {
+        let json = self.dir.path().join(format!("{work}.json"));
+        let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+            .arg("--repo")
+            .arg(self.path())
+            .args(["--good", &self.shas[0], "--bad", &self.shas[COMMITS - 1]])
+            .arg("--script")
+            .arg(self.script())
+            .arg("--work-dir")
+            .arg(self.dir.path().join(work))
+            .arg("--json")
+            .arg(&json)
+            .args(extra)
+            .env_remove("SETROWS_BISECT_WORK_DIR")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let v = read(&json);
+        (out.status.code().unwrap_or(-1), v, stderr)
+    }
+}
+
+fn read(p: &Path) -> serde_json::Value {
+    std::fs::read_to_string(p)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+#[test]
+fn confidence_finds_the_intermittent_culprit_and_states_its_confidence() {
+    let r = generate();
+    let (code, v, stderr) = r.bisect("adaptive", &["--confidence", "0.95"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(v["first_bad"], r.shas[BUG_AT], "{stderr}");
+    let conf = v["flaky"]["confidence"].as_f64().unwrap();
+    assert!(conf >= 0.95, "{v}");
+    let rate = v["flaky"]["rate"].as_f64().unwrap();
+    assert!(rate > 0.1 && rate < 0.7, "rate {rate}");
+    assert!(stderr.contains("confidence in this answer"), "{stderr}");
+    // Good commits were run many times, not once.
+    let probes = v["probes"].as_array().unwrap();
+    assert!(probes.len() > 20, "{} runs", probes.len());
+}
+
+#[test]
+fn max_runs_ends_inconclusive_not_with_a_guess() {
+    let r = generate();
+    let (code, v, stderr) = r.bisect("capped", &["--confidence", "0.95", "--max-runs", "8"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(v["first_bad"].is_null(), "{v}");
+    assert!(v["probes"].as_array().unwrap().len() <= 8);
+}
+
+#[test]
+fn bad_flaky_flags_are_usage_errors() {
+    let r = generate();
+    for extra in [
+        &["--confidence", "1.5"][..],
+        &["--confidence", "0.2"][..],
+        &["--max-runs", "5"][..],
+        &["--confidence", "0.9", "--repeat", "3"][..],
+    ] {
+        let (code, _, stderr) = r.bisect("bad", extra);
+        assert_eq!(code, 2, "{extra:?}: {stderr}");
+    }
+}
