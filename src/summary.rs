@@ -7,6 +7,7 @@
 //! is worth more than a strict schema error on the nightly job. Everything from a file is
 //! untrusted text and goes through `github::escape`.
 
+use crate::github::body;
 use serde_json::Value;
 use sha2::Digest;
 use std::collections::BTreeMap;
@@ -324,33 +325,62 @@ impl ResultFile {
     }
 }
 
+/// Fields dropped at each compaction level of the state block: first log text, then what a
+/// resumed job can do without (provenance, metadata tables, per-phase timings, log paths).
+const STATE_DROP: [&[&str]; 2] = [
+    &["output_tail", "tail", "output", "stdout", "stderr"],
+    &[
+        "provenance",
+        "candidate_classes",
+        "commits",
+        "configs",
+        "build_s",
+        "test_s",
+        "attempts",
+        "log",
+        "log_path",
+        "cached",
+        "label",
+        "image",
+    ],
+];
+
+fn strip(v: &mut Value, drop: &[&str]) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|k, _| !drop.contains(&k.as_str()));
+            m.values_mut().for_each(|x| strip(x, drop));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| strip(x, drop)),
+        _ => {}
+    }
+}
+
 /// What the comment's state block keeps: the raw results minus bulky log text, so that a later
-/// job (`--resume-from-issue`) can pick up from the comment alone.
+/// job (`--resume-from-issue`) can pick up from the comment alone. When that is larger than
+/// [`body::MAX_STATE`], it is compacted (`"compacted": 1`: provenance and metadata dropped; the
+/// outcomes stay); if even that does not fit, only the key remains (`"compacted": 2`).
 pub fn state(key: &str, results: &[&ResultFile]) -> Value {
-    fn strip(v: &mut Value) {
-        match v {
-            Value::Object(m) => {
-                m.retain(|k, _| {
-                    !matches!(
-                        k.as_str(),
-                        "output_tail" | "tail" | "output" | "stdout" | "stderr"
-                    )
-                });
-                m.values_mut().for_each(strip);
-            }
-            Value::Array(a) => a.iter_mut().for_each(strip),
-            _ => {}
+    let mut drop: Vec<&str> = Vec::new();
+    for (level, fields) in STATE_DROP.iter().enumerate() {
+        drop.extend_from_slice(fields);
+        let raws: Vec<Value> = results
+            .iter()
+            .map(|r| {
+                let mut v = r.raw.clone();
+                strip(&mut v, &drop);
+                v
+            })
+            .collect();
+        let mut st = serde_json::json!({ "key": key, "results": raws });
+        if level > 0 {
+            st["compacted"] = Value::from(level);
+        }
+        if body::state_block(&st).len() <= body::MAX_STATE {
+            return st;
         }
     }
-    let raws: Vec<Value> = results
-        .iter()
-        .map(|r| {
-            let mut v = r.raw.clone();
-            strip(&mut v);
-            v
-        })
-        .collect();
-    serde_json::json!({ "key": key, "results": raws })
+    serde_json::json!({ "key": key, "results": [], "compacted": 2 })
 }
 
 mod render;

@@ -11,6 +11,9 @@ use super::GithubError;
 /// is never less than the number of characters in any encoding GitHub might count.
 pub const MAX_BODY: usize = 65_536;
 
+/// The largest state block we embed: half the body, so the report people read always has room.
+pub const MAX_STATE: usize = MAX_BODY / 2 - 512;
+
 const MARKER_PREFIX: &str = "<!-- setrows-bisect:";
 const STATE_PREFIX: &str = "<!-- setrows-bisect-state:v1 ";
 const COMMENT_END: &str = " -->";
@@ -249,7 +252,7 @@ pub fn assemble(
         .map(|s| format!("\n{}\n", state_block(s)))
         .unwrap_or_default();
     let reserve = head.len() + foot.len() + 16;
-    if reserve > MAX_BODY / 2 {
+    if foot.len() > MAX_STATE + 2 {
         return Err(GithubError::StateTooLarge {
             key: key.to_string(),
             bytes: foot.len(),

@@ -199,3 +199,36 @@ fn matrix_json_as_written_by_the_runner() {
         "{md}"
     );
 }
+
+#[test]
+fn large_state_is_compacted_to_fit() {
+    let cells: Vec<Value> = (0..300)
+        .map(|i| json!({"config": format!("cfg{i:03}"), "sha": "53859c2000", "outcome": "pass",
+                        "signature": null, "duration_s": 1.0, "log": format!("logs/{i}.log"),
+                        "provenance": {"image": "localhost/setrows-rocm:6.4.1", "digest": "sha256:".to_string() + &"0".repeat(64)}}))
+        .collect();
+    let r = parse(json!({"cells": cells}), "m").unwrap();
+    let st = state("matrix", &[&r]);
+    assert_eq!(st["compacted"], 1);
+    assert_eq!(st["results"][0]["cells"].as_array().unwrap().len(), 300);
+    assert!(st["results"][0]["cells"][0].get("provenance").is_none());
+    assert_eq!(st["results"][0]["cells"][299]["outcome"], "pass");
+    let b = body::assemble("matrix", &render(&[&r], None), Some(&st), None).unwrap();
+    assert!(b.len() <= body::MAX_BODY);
+
+    let huge: Vec<Value> = (0..3000)
+        .map(|i| json!({"config": format!("c{i}"), "sha": "x", "outcome": "pass"}))
+        .collect();
+    let r = parse(json!({"cells": huge}), "m").unwrap();
+    let st = state("matrix", &[&r]);
+    assert_eq!(st["compacted"], 2);
+    assert!(
+        body::assemble("matrix", &render(&[&r], None), Some(&st), None)
+            .unwrap()
+            .len()
+            <= body::MAX_BODY
+    );
+
+    let small = parse(matrix_json("7.0"), "s").unwrap();
+    assert!(state("matrix", &[&small]).get("compacted").is_none());
+}
