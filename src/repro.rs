@@ -89,6 +89,10 @@ pub fn materialize_sources(dir: &Path) -> std::io::Result<String> {
     }
     std::fs::write(tmp.path().join(".complete"), b"")?;
     let tmp_path = tmp.keep();
+    if target.exists() && !target.join(".complete").is_file() {
+        // left half-written by a killed run of an older version: replace it
+        let _ = std::fs::remove_dir_all(&target);
+    }
     if let Err(e) = std::fs::rename(&tmp_path, &target) {
         // Another process won the race with identical content: use theirs.
         let _ = std::fs::remove_dir_all(&tmp_path);
@@ -457,6 +461,12 @@ mod tests {
             let got = std::fs::read_to_string(d.path().join(&a).join(path)).expect("read back");
             assert_eq!(got, text);
         }
+        // a half-written copy (no .complete marker) is replaced, not trusted
+        std::fs::remove_file(d.path().join(&a).join(".complete")).expect("unmark");
+        std::fs::write(d.path().join(&a).join(SOURCES[0].0), "garbage").expect("damage");
+        assert_eq!(materialize_sources(d.path()).expect("rewrite"), a);
+        let got = std::fs::read_to_string(d.path().join(&a).join(SOURCES[0].0)).expect("read");
+        assert_eq!(got, SOURCES[0].1);
     }
 
     #[test]
