@@ -495,3 +495,23 @@ async fn post_to_flags_check_early_and_post_bisect_json() {
         c[0].body
     );
 }
+
+#[tokio::test]
+async fn server_errors_on_reads_are_retried_a_bounded_number_of_times() {
+    let (server, _fake) = start(100).await;
+    Mock::given(method("GET"))
+        .and(path(ISSUE_COMMENTS))
+        .respond_with(ResponseTemplate::new(503).set_body_string("upstream unavailable"))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let mut p = publisher(&server.uri());
+    p.max_retries = 1;
+    let err = p.load_state("matrix").await.unwrap_err();
+    assert!(
+        matches!(err, GithubError::Http { status: 503, .. }),
+        "{err:?}"
+    );
+    assert!(!err.is_usage());
+    assert_eq!(count(&server, "GET", ISSUE_COMMENTS).await, 2);
+}
