@@ -30,3 +30,4 @@ pub mod search;
 pub mod sim;
 pub mod store;
 pub mod summary;
+pub mod validate;

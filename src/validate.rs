@@ -1,0 +1,422 @@
+//! Culprit validation: is the answer of a bisection believable?
+//!
+//! Kernel CI's lesson is that bisection of real (flaky, noisy) failures produces plausible but
+//! wrong culprits. So after a verdict the culprit and its parent are run again several times,
+//! the culprit is reverted on top of the bad endpoint where it reverts cleanly (the fault must
+//! go away), and two cheap smells are checked: a change whose built libraries are identical to
+//! its parent's cannot have changed behaviour, and a change that only touches docs, tests,
+//! examples or another GPU backend cannot have broken this one.
+//!
+//! The judging is pure (`judge`, `classify`); the effects are small and separate: the paths a
+//! commit changed, hashes of build outputs, and the revert, done in a scratch repository that
+//! borrows the user's objects (alternates) so the user's repository is never written.
+
+use crate::evidence::Evidence;
+use crate::flaky::Beta;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What a changed path can do to the backend under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathClass {
+    /// Compiled into what is tested (core ggml, the backend's sources, build files, headers).
+    Relevant,
+    /// Sources of a backend that is not built for the test (Vulkan, Metal, ... for HIP).
+    OtherBackend,
+    Docs,
+    Tests,
+    Examples,
+    /// CI configuration and helper scripts.
+    Tooling,
+}
+
+impl PathClass {
+    pub fn can_matter(self) -> bool {
+        self == PathClass::Relevant
+    }
+}
+
+/// ggml's backends and the source directories each one compiles. HIP and MUSA build the CUDA
+/// sources (`src/ggml-cuda/`), which is why a CUDA-looking change can break HIP.
+fn backend_dirs(backend: &str) -> &'static [&'static str] {
+    match backend {
+        "hip" => &["ggml-cuda", "ggml-hip"],
+        "cuda" => &["ggml-cuda"],
+        "musa" => &["ggml-cuda", "ggml-musa"],
+        "cpu" => &[],
+        "vulkan" => &["ggml-vulkan"],
+        "metal" => &["ggml-metal"],
+        "sycl" => &["ggml-sycl"],
+        "opencl" => &["ggml-opencl"],
+        _ => &[],
+    }
+}
+
+/// Classifies one path of a ggml tree (or of llama.cpp, whose copy lives under `ggml/`) for a
+/// test of `backend` (`hip`, `cuda`, `cpu`, ...). The CPU backend is always relevant: every
+/// test graph is scheduled with it and reference results come from it.
+pub fn classify(path: &str, backend: &str) -> PathClass {
+    let p = path.strip_prefix("ggml/").unwrap_or(path);
+    let first = p.split('/').next().unwrap_or("");
+    match first {
+        "docs" => return PathClass::Docs,
+        "tests" => return PathClass::Tests,
+        "examples" => return PathClass::Examples,
+        ".github" | "ci" | "scripts" | ".devops" => return PathClass::Tooling,
+        _ => {}
+    }
+    let file = p.rsplit('/').next().unwrap_or(p);
+    if !p.contains('/')
+        && (file.ends_with(".md")
+            || matches!(file, "LICENSE" | "AUTHORS" | "CODEOWNERS" | ".gitignore"))
+    {
+        return PathClass::Docs;
+    }
+    if let Some(rest) = p.strip_prefix("src/") {
+        let dir = rest.split('/').next().unwrap_or("");
+        if rest.contains('/') && dir.starts_with("ggml-") && dir != "ggml-cpu" {
+            return if backend_dirs(backend).contains(&dir) {
+                PathClass::Relevant
+            } else {
+                PathClass::OtherBackend
+            };
+        }
+    }
+    PathClass::Relevant
+}
+
+/// Paths a commit changed against its first parent (all paths of a root commit).
+pub fn changed_paths(
+    repo: &git2::Repository,
+    commit: git2::Oid,
+) -> Result<Vec<String>, ValidateError> {
+    let c = repo
+        .find_commit(commit)
+        .map_err(git(format!("reading commit {commit}")))?;
+    let tree = c.tree().map_err(git(format!("reading tree of {commit}")))?;
+    let parent = match c.parent(0) {
+        Ok(p) => Some(
+            p.tree()
+                .map_err(git(format!("reading parent tree of {commit}")))?,
+        ),
+        Err(_) => None,
+    };
+    let diff = repo
+        .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
+        .map_err(git(format!("diffing {commit}")))?;
+    let mut out: Vec<String> = diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    #[error("{context}: {source}")]
+    Git {
+        context: String,
+        source: git2::Error,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn git(context: String) -> impl FnOnce(git2::Error) -> ValidateError {
+    move |source| ValidateError::Git { context, source }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ValidateError + '_ {
+    move |source| ValidateError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// SHA-256 of every library and executable under `build_dir` (relative path -> hex), the
+/// things whose bytes decide behaviour. Object files and logs are left out: they embed paths
+/// and timestamps that differ between identical builds.
+pub fn hash_outputs(build_dir: &Path) -> Result<BTreeMap<String, String>, ValidateError> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = BTreeMap::new();
+    let mut stack = vec![build_dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+            let entry = entry.map_err(io(&dir))?;
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
+            if meta.is_dir() {
+                if path.file_name().is_some_and(|n| n != "CMakeFiles") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if !meta.is_file() {
+                continue;
+            }
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            let lib = name.ends_with(".so")
+                || name.contains(".so.")
+                || name.ends_with(".a")
+                || name.ends_with(".dylib");
+            let exe = meta.permissions().mode() & 0o111 != 0 && !name.ends_with(".sh");
+            if !(lib || exe) {
+                continue;
+            }
+            let bytes = std::fs::read(&path).map_err(io(&path))?;
+            let rel = path
+                .strip_prefix(build_dir)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .into_owned();
+            out.insert(rel, hex::encode(Sha256::digest(&bytes)));
+        }
+    }
+    Ok(out)
+}
+
+/// How reverting the culprit on top of the bad endpoint went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Revert {
+    /// A commit (in the scratch repository) holding bad-with-culprit-reverted.
+    Clean {
+        commit: String,
+    },
+    Conflicts {
+        paths: Vec<String>,
+    },
+    /// Merge commits (several parents) are not reverted: which side to keep is a guess.
+    NotSingle,
+}
+
+/// Reverts `culprit` onto `onto` in a scratch repository at `scratch` that reads the user's
+/// objects through alternates and writes only its own. Returns the scratch repository (to
+/// check the result out from) and what happened.
+pub fn revert_in_scratch(
+    repo_path: &Path,
+    culprit: &str,
+    onto: &str,
+    scratch: &Path,
+) -> Result<(git2::Repository, Revert), ValidateError> {
+    let user = git2::Repository::open(repo_path)
+        .map_err(git(format!("opening {}", repo_path.display())))?;
+    let objects = user.path().join("objects");
+    let scratch_repo = if scratch.join("HEAD").exists() {
+        git2::Repository::open_bare(scratch)
+            .map_err(git(format!("opening {}", scratch.display())))?
+    } else {
+        std::fs::create_dir_all(scratch).map_err(io(scratch))?;
+        git2::Repository::init_bare(scratch)
+            .map_err(git(format!("creating {}", scratch.display())))?
+    };
+    let alt = scratch.join("objects/info/alternates");
+    std::fs::create_dir_all(scratch.join("objects/info")).map_err(io(scratch))?;
+    std::fs::write(&alt, format!("{}\n", objects.display())).map_err(io(&alt))?;
+    // Re-open so the object database picks up the alternates file.
+    let scratch_repo = {
+        drop(scratch_repo);
+        git2::Repository::open_bare(scratch)
+            .map_err(git(format!("opening {}", scratch.display())))?
+    };
+    let revert = revert_in(&scratch_repo, culprit, onto)?;
+    Ok((scratch_repo, revert))
+}
+
+fn revert_in(repo: &git2::Repository, culprit: &str, onto: &str) -> Result<Revert, ValidateError> {
+    let oid = |s: &str| git2::Oid::from_str(s).map_err(git(format!("parsing {s}")));
+    let c = repo
+        .find_commit(oid(culprit)?)
+        .map_err(git(format!("reading {culprit}")))?;
+    let bad = repo
+        .find_commit(oid(onto)?)
+        .map_err(git(format!("reading {onto}")))?;
+    if c.parent_count() != 1 {
+        return Ok(Revert::NotSingle);
+    }
+    let mut index = repo
+        .revert_commit(&c, &bad, 0, None)
+        .map_err(git(format!("reverting {culprit} onto {onto}")))?;
+    if index.has_conflicts() {
+        let mut paths: Vec<String> = index
+            .conflicts()
+            .map_err(git("listing conflicts".into()))?
+            .flatten()
+            .filter_map(|cf| cf.our.or(cf.their).or(cf.ancestor))
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        return Ok(Revert::Conflicts { paths });
+    }
+    let tree_id = index
+        .write_tree_to(repo)
+        .map_err(git("writing the reverted tree".into()))?;
+    let tree = repo
+        .find_tree(tree_id)
+        .map_err(git("reading the reverted tree".into()))?;
+    // A fixed signature and time: the same revert is the same commit, so its probes are
+    // stored and reused like any other tree.
+    let sig = git2::Signature::new(
+        "setrows-bisect",
+        "setrows-bisect@localhost",
+        &git2::Time::new(0, 0),
+    )
+    .map_err(git("signature".into()))?;
+    let msg = format!("Revert {culprit} on top of {onto} (setrows-bisect validation)");
+    let commit = repo
+        .commit(None, &sig, &sig, &msg, &tree, &[&bad])
+        .map_err(git("writing the revert commit".into()))?;
+    Ok(Revert::Clean {
+        commit: commit.to_string(),
+    })
+}
+
+/// Everything validation observed about one answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Observations {
+    pub culprit: Evidence,
+    pub parent: Evidence,
+    /// Runs of the bad endpoint with the culprit reverted, when it reverted cleanly.
+    pub reverted: Option<Evidence>,
+    pub revert: Option<Revert>,
+    /// Build outputs identical to the parent's (`None`: not compared).
+    pub identical_build: Option<bool>,
+    /// Paths the culprit changed, classified.
+    pub paths: Vec<(String, PathClass)>,
+}
+
+/// Something that makes the answer doubtful (or, for `RevertFixes`, confirms it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// The parent showed the new behaviour: the culprit is earlier. Decisive.
+    ParentFailed {
+        failures: u32,
+        runs: u32,
+    },
+    /// The culprit never showed the new behaviour in validation; `chance` is how likely that
+    /// is for a bad commit at the estimated rate.
+    CulpritDidNotReproduce {
+        runs: u32,
+        chance: f64,
+    },
+    /// The bad endpoint still fails with the culprit reverted: not (the only) cause.
+    RevertStillFails {
+        failures: u32,
+        runs: u32,
+    },
+    /// The bad endpoint stops failing with the culprit reverted; `chance` is how likely those
+    /// passes would be if the fault were still there.
+    RevertFixes {
+        runs: u32,
+        chance: f64,
+    },
+    RevertConflicts {
+        paths: Vec<String>,
+    },
+    /// Libraries and executables are byte-identical to the parent's build.
+    IdenticalBuild,
+    /// Only docs, tests, examples, tooling or other backends changed.
+    OnlyIrrelevantPaths {
+        paths: Vec<String>,
+    },
+}
+
+impl Finding {
+    /// Whether this finding casts doubt on the answer.
+    pub fn suspicious(&self) -> bool {
+        !matches!(
+            self,
+            Finding::RevertFixes { .. } | Finding::RevertConflicts { .. }
+        )
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Finding::ParentFailed { failures, runs } => write!(f, "the parent failed {failures} of {runs} runs: the first bad commit is earlier than the answer"),
+            Finding::CulpritDidNotReproduce { runs, chance } => write!(f, "the culprit passed all {runs} validation runs ({:.1}% likely for a bad commit at the estimated rate)", 100.0 * chance),
+            Finding::RevertStillFails { failures, runs } => write!(f, "with the culprit reverted the bad endpoint still failed {failures} of {runs} runs: it is not the only cause"),
+            Finding::RevertFixes { runs, chance } => write!(f, "with the culprit reverted the bad endpoint passed {runs} of {runs} runs ({:.2}% likely if the fault were still there)", 100.0 * chance),
+            Finding::RevertConflicts { paths } => write!(f, "the culprit does not revert cleanly onto the bad endpoint (conflicts in {})", paths.join(", ")),
+            Finding::IdenticalBuild => f.write_str("the culprit's built libraries and programs are byte-identical to its parent's: it cannot have changed behaviour"),
+            Finding::OnlyIrrelevantPaths { paths } => write!(f, "the culprit only touches files that are not built for this test: {}", paths.join(", ")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Validation {
+    pub findings: Vec<Finding>,
+    /// No suspicious finding, the culprit failed and the parent did not.
+    pub confirmed: bool,
+}
+
+/// Judges what validation observed, with the reproduction rate estimated by the bisection.
+pub fn judge(obs: &Observations, rate: Beta) -> Validation {
+    let mut findings = Vec::new();
+    let runs = |e: &Evidence| e.old + e.new;
+    if obs.parent.new > 0 {
+        findings.push(Finding::ParentFailed {
+            failures: obs.parent.new,
+            runs: runs(&obs.parent),
+        });
+    }
+    if obs.culprit.new == 0 && obs.culprit.old > 0 {
+        findings.push(Finding::CulpritDidNotReproduce {
+            runs: obs.culprit.old,
+            chance: rate.pass_streak(obs.culprit.old),
+        });
+    }
+    if let Some(r) = &obs.reverted {
+        if r.new > 0 {
+            findings.push(Finding::RevertStillFails {
+                failures: r.new,
+                runs: runs(r),
+            });
+        } else if r.old > 0 {
+            findings.push(Finding::RevertFixes {
+                runs: r.old,
+                chance: rate.pass_streak(r.old),
+            });
+        }
+    }
+    if let Some(Revert::Conflicts { paths }) = &obs.revert {
+        findings.push(Finding::RevertConflicts {
+            paths: paths.clone(),
+        });
+    }
+    if obs.identical_build == Some(true) {
+        findings.push(Finding::IdenticalBuild);
+    }
+    if !obs.paths.is_empty() && obs.paths.iter().all(|(_, c)| !c.can_matter()) {
+        findings.push(Finding::OnlyIrrelevantPaths {
+            paths: obs.paths.iter().map(|(p, _)| p.clone()).collect(),
+        });
+    }
+    let confirmed = obs.culprit.new > 0 && !findings.iter().any(Finding::suspicious);
+    Validation {
+        findings,
+        confirmed,
+    }
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;
