@@ -294,7 +294,7 @@ async fn a_server_error_on_create_never_duplicates_the_comment() {
         .post_or_update("matrix", &Document::markdown("x"), None, None)
         .await
         .unwrap();
-    assert_eq!(out.action, PostAction::Unchanged);
+    assert_eq!(out.action, PostAction::Created);
     assert_eq!(fake.comments().len(), 1);
     assert_eq!(count(&server, "POST", ISSUE_COMMENTS).await, 1);
 }

@@ -174,8 +174,14 @@ impl Publisher {
             let existing = self.find(key).await?;
             if let Some(c) = existing {
                 if c.body.as_deref() == Some(text.as_str()) {
+                    // On a retry, an identical body is the one our failed-looking create made.
+                    let action = if attempt > 1 {
+                        PostAction::Created
+                    } else {
+                        PostAction::Unchanged
+                    };
                     return Ok(PostOutcome {
-                        action: PostAction::Unchanged,
+                        action,
                         comment_id: c.id,
                         html_url: c.html_url,
                     });
@@ -328,8 +334,7 @@ impl Publisher {
             attempt += 1;
             match self.send_once(method.clone(), route, payload, ctx).await {
                 Ok(v) => return Ok(v),
-                Err(Failure::Maybe(e)) if idempotent && attempt <= self.max_retries => {
-                    let _ = e;
+                Err(Failure::Maybe(_)) if idempotent && attempt <= self.max_retries => {
                     tokio::time::sleep(backoff(attempt)).await;
                 }
                 Err(Failure::Maybe(e) | Failure::Fatal(e)) => return Err(e),
