@@ -148,3 +148,38 @@ fn relative_host_paths_are_mounted_as_directories_not_named_volumes() {
         "ok\n"
     );
 }
+
+/// Where the docker client is installed but no daemon runs (this CI machine), choosing docker
+/// is an infrastructure error that says so, before anything runs.
+#[test]
+fn a_docker_daemon_that_is_down_is_an_infrastructure_error() {
+    let on_path = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|d| d.join("docker").is_file());
+    let daemon = std::path::Path::new("/var/run/docker.sock").exists()
+        || std::env::var_os("DOCKER_HOST").is_some();
+    if !on_path || daemon {
+        eprintln!("not applicable: docker client {on_path}, daemon socket {daemon}");
+        return;
+    }
+    let err = Engine::detect(setrows_bisect::container::EngineChoice::Docker).unwrap_err();
+    assert!(matches!(err, ContainerError::EngineDown { .. }), "{err}");
+    assert!(err.to_string().contains("daemon"), "{err}");
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("m.toml");
+    std::fs::write(
+        &conf,
+        "[probe]\nkind = \"script\"\nscript = \"true\"\n[matrix]\nbackend = [\"cpu\"]\n",
+    )
+    .unwrap();
+    let out = assert_cmd::Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .args(["matrix", "--engine", "docker", "--rev", "HEAD", "--config"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("daemon"),
+        "{out:?}"
+    );
+}
