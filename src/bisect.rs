@@ -75,6 +75,11 @@ pub struct BisectArgs {
     /// the answer is "inconclusive" with the candidates that remain instead of a guess.
     #[arg(long, value_name = "N", requires = "confidence")]
     pub max_runs: Option<u64>,
+    /// After a culprit is found, run it and its parent N times each and the bad endpoint with
+    /// the culprit reverted N times, and flag suspicious answers (0 = off). A doubtful answer
+    /// exits 1.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub validate: u32,
     /// Test the endpoints only when the answer depends on them (fewer probes; a wrong endpoint
     /// is found late).
     #[arg(long)]
@@ -285,6 +290,7 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
         eprintln!("setrows-bisect: {}", a.line());
         md.push_str(&format!("\n**Flaky-fault check:** {}\n", a.line()));
     }
+    let validation = crate::validate::after_bisect(&args, &p, &outcome, &mut md)?;
     println!("{md}");
     if let Some(path) = &args.report {
         std::fs::write(path, &md)
@@ -295,6 +301,9 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
         if let (Some(a), Some(obj)) = (&assessment, v.as_object_mut()) {
             obj.insert("flaky".into(), serde_json::to_value(a).unwrap_or_default());
         }
+        if let (Some(val), Some(obj)) = (&validation, v.as_object_mut()) {
+            obj.insert("validation".into(), val.clone());
+        }
         let text = serde_json::to_string_pretty(&v).unwrap_or_default();
         std::fs::write(path, text + "\n")
             .map_err(|e| CliError::usage(format!("--json {}: {e}", path.display())))?;
@@ -304,6 +313,9 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
             "setrows-bisect: {}",
             report::endpoint_message(r, *which, *got, &outcome)
         );
+    }
+    if validation.is_some_and(|v| v["confirmed"] == false) {
+        return Ok(crate::error::exit::INCONCLUSIVE);
     }
     Ok(report::exit_code(&outcome.conclusion))
 }

@@ -69,6 +69,7 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
         repeat: None,
         confidence: None,
         max_runs: None,
+        validate: 0,
         lazy_endpoints: false,
         json: None,
         report: None,

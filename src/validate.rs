@@ -125,6 +125,8 @@ pub enum ValidateError {
         context: String,
         source: git2::Error,
     },
+    #[error("checking out {sha} for validation: {message}")]
+    Checkout { sha: String, message: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -415,6 +417,175 @@ pub fn judge(obs: &Observations, rate: Beta) -> Validation {
         findings,
         confirmed,
     }
+}
+
+/// What the effectful validation needs from the bisection that produced the answer.
+pub struct Setup<'a> {
+    pub repo_path: &'a Path,
+    pub prober: &'a dyn crate::probe::Prober,
+    pub predicate: &'a crate::outcome::Predicate,
+    /// Runs of the culprit, of its parent and of the reverted bad endpoint (each).
+    pub runs: u32,
+    /// Validation's own checkout, build dir, logs and scratch repository live under here.
+    pub work_dir: &'a Path,
+    /// Backend the test exercises, for path classification (`hip`, `cuda`, `cpu`, ...).
+    pub backend: &'a str,
+    /// Reproduction rate estimated by the bisection.
+    pub rate: Beta,
+}
+
+/// Runs `n` probes of `sha` (from `repo`) in validation's private checkout; infrastructure
+/// errors are retried once and then left out (they are never evidence).
+fn probe_n(
+    setup: &Setup<'_>,
+    repo: &git2::Repository,
+    sha: &str,
+    role: &str,
+    progress: &dyn Fn(&str),
+) -> Result<Evidence, ValidateError> {
+    let dir = setup.work_dir.join("validate");
+    let src = dir.join("src");
+    let build = dir.join("build");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).map_err(io(&logs))?;
+    crate::git::Checkout::new(src.clone(), dir.join("checkout.state"))
+        .checkout(repo, sha)
+        .map_err(|e| ValidateError::Checkout {
+            sha: sha.to_string(),
+            message: e.to_string(),
+        })?;
+    let short = &sha[..sha.len().min(10)];
+    let mut ev = Evidence::default();
+    for i in 0..setup.runs {
+        for attempt in 0..2 {
+            let log = logs.join(format!("{short}-{role}-{i}-{attempt}.log"));
+            let name = format!("setrows-validate-{short}-{i}-{}", std::process::id());
+            let req = crate::probe::ProbeRequest {
+                commit: sha,
+                checkout: &src,
+                build_dir: &build,
+                log_path: &log,
+                run_name: &name,
+            };
+            let r = setup.prober.probe(&req, &|_| {});
+            if r.outcome == crate::outcome::Outcome::InfraError {
+                continue;
+            }
+            let v = setup.predicate.judge(r.outcome, &r.output_tail);
+            progress(&format!(
+                "validate {role} {short} run {}: {} ({v:?})",
+                i + 1,
+                r.outcome
+            ));
+            ev.add(v);
+            break;
+        }
+    }
+    Ok(ev)
+}
+
+/// Re-runs the culprit and its parent, reverts the culprit onto `bad` and runs that, compares
+/// build outputs and classifies the changed paths; then judges.
+pub fn validate_culprit(
+    setup: &Setup<'_>,
+    culprit: &str,
+    bad: &str,
+    progress: &dyn Fn(&str),
+) -> Result<(Observations, Validation), ValidateError> {
+    let repo = git2::Repository::open(setup.repo_path)
+        .map_err(git(format!("opening {}", setup.repo_path.display())))?;
+    let cid = git2::Oid::from_str(culprit).map_err(git(format!("parsing {culprit}")))?;
+    let parent = repo
+        .find_commit(cid)
+        .map_err(git(format!("reading {culprit}")))?
+        .parent_id(0)
+        .ok()
+        .map(|p| p.to_string());
+    let mut obs = Observations {
+        paths: changed_paths(&repo, cid)?
+            .into_iter()
+            .map(|p| {
+                let c = classify(&p, setup.backend);
+                (p, c)
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let build = setup.work_dir.join("validate").join("build");
+    let mut parent_hash = None;
+    if let Some(p) = &parent {
+        obs.parent = probe_n(setup, &repo, p, "parent", progress)?;
+        parent_hash = hash_outputs(&build).ok();
+    }
+    obs.culprit = probe_n(setup, &repo, culprit, "culprit", progress)?;
+    if let (Some(a), Ok(b)) = (parent_hash, hash_outputs(&build)) {
+        if !a.is_empty() && !b.is_empty() {
+            obs.identical_build = Some(a == b);
+        }
+    }
+    let scratch = setup.work_dir.join("validate").join("scratch.git");
+    let (scratch_repo, revert) = revert_in_scratch(setup.repo_path, culprit, bad, &scratch)?;
+    if let Revert::Clean { commit } = &revert {
+        obs.reverted = Some(probe_n(setup, &scratch_repo, commit, "reverted", progress)?);
+    }
+    obs.revert = Some(revert);
+    let v = judge(&obs, setup.rate);
+    Ok((obs, v))
+}
+
+/// Markdown for the report: the verdict of validation and every finding.
+pub fn markdown(v: &Validation, runs: u32) -> String {
+    let mut s = format!(
+        "\n**Validation** ({runs} runs each of the culprit, its parent and the bad endpoint with the culprit reverted): {}\n",
+        if v.confirmed { "confirmed" } else { "DOUBTFUL" }
+    );
+    for f in &v.findings {
+        s.push_str(&format!("- {f}\n"));
+    }
+    s
+}
+
+/// The CLI's `--validate N` step after a bisection: validates a found culprit, appends the
+/// findings to the markdown report and returns them as JSON (`None` when off or nothing was
+/// found). Errors are the machinery's (exit 3).
+pub fn after_bisect(
+    args: &crate::bisect::BisectArgs,
+    p: &crate::bisect::Prepared,
+    outcome: &crate::driver::BisectOutcome,
+    md: &mut String,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    let crate::driver::Conclusion::Found { index } = &outcome.conclusion else {
+        return Ok(None);
+    };
+    if args.validate == 0 {
+        return Ok(None);
+    }
+    let r = &p.plan.range;
+    let ev = crate::flaky::evidence_from_runs(
+        r.candidates.len(),
+        outcome.probes.iter().map(|x| (x.candidate, x.verdict)),
+    );
+    let setup = Setup {
+        repo_path: &p.plan.repo_path,
+        prober: p.prober.as_ref(),
+        predicate: &p.plan.predicate,
+        runs: args.validate,
+        work_dir: &p.plan.work_dir,
+        backend: args.backend.as_deref().unwrap_or("hip"),
+        rate: crate::flaky::rate_posterior(&ev, Beta::UNIFORM),
+    };
+    let say = |l: &str| eprintln!("setrows-bisect: {l}");
+    let (obs, v) = validate_culprit(&setup, &r.candidates[*index].sha, &r.bad, &say)
+        .map_err(|e| crate::error::CliError::infra(e.to_string()))?;
+    for f in &v.findings {
+        say(&format!("validation: {f}"));
+    }
+    md.push_str(&markdown(&v, args.validate));
+    Ok(Some(serde_json::json!({
+        "confirmed": v.confirmed,
+        "findings": v.findings,
+        "observations": obs,
+    })))
 }
 
 #[cfg(test)]

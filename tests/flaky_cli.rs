@@ -21,7 +21,9 @@ fn generate() -> Repo {
     let mut shas = Vec::new();
     let mut parent: Option<git2::Oid> = None;
     for i in 0..COMMITS {
-        std::fs::write(path.join("version"), format!("{i}\n")).unwrap();
+        // One new file per commit, so any single commit reverts cleanly onto a later one.
+        std::fs::create_dir_all(path.join("changes")).unwrap();
+        std::fs::write(path.join("changes").join(i.to_string()), format!("{i}\n")).unwrap();
         if i == BUG_AT {
             std::fs::write(path.join("BUG"), "intermittent\n").unwrap();
         }
@@ -131,4 +133,72 @@ fn bad_flaky_flags_are_usage_errors() {
         let (code, _, stderr) = r.bisect("bad", extra);
         assert_eq!(code, 2, "{extra:?}: {stderr}");
     }
+}
+
+#[test]
+fn validate_confirms_the_culprit_by_reverting_it() {
+    let r = generate();
+    let (code, v, stderr) = r.bisect("validated", &["--confidence", "0.95", "--validate", "3"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(v["first_bad"], r.shas[BUG_AT]);
+    let val = &v["validation"];
+    assert_eq!(val["confirmed"], true, "{val}");
+    // The parent passed all its runs, the culprit ran 3 times, the revert ran 3 times.
+    let obs = &val["observations"];
+    assert_eq!(obs["parent"]["old"], 3, "{obs}");
+    assert_eq!(
+        obs["culprit"]["old"].as_u64().unwrap() + obs["culprit"]["new"].as_u64().unwrap(),
+        3
+    );
+    assert_eq!(obs["reverted"]["old"], 3, "{obs}");
+    assert_eq!(obs["revert"]["kind"], "clean");
+    assert_eq!(val["findings"][0]["kind"], "revert_fixes", "{val}");
+    // Each validation run is reported as it happens.
+    assert!(stderr.contains("validate reverted"), "{stderr}");
+}
+
+#[test]
+fn validate_flags_a_culprit_that_only_touches_docs() {
+    // A deterministic bug planted by a docs-only commit (the test reads docs/NOTE): the
+    // answer is right for the test, but validation must call it suspicious and exit 1.
+    let r = generate();
+    let dir = r.path();
+    let repo = git2::Repository::open(&dir).unwrap();
+    let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(dir.join("docs/NOTE"), "x\n").unwrap();
+    let mut idx = repo.index().unwrap();
+    idx.add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    idx.write().unwrap();
+    let tree = repo.find_tree(idx.write_tree().unwrap()).unwrap();
+    let head = repo.head().unwrap().peel_to_commit().unwrap();
+    let id = repo
+        .commit(Some("HEAD"), &sig, &sig, "docs: note", &tree, &[&head])
+        .unwrap();
+    let json = r.dir.path().join("docs.json");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .arg("--repo")
+        .arg(&dir)
+        .args(["--good", &r.shas[COMMITS - 1], "--bad", &id.to_string()])
+        .args(["--script", "test ! -f docs/NOTE", "--validate", "2"])
+        .arg("--work-dir")
+        .arg(r.dir.path().join("docs-work"))
+        .arg("--json")
+        .arg(&json)
+        .env_remove("SETROWS_BISECT_WORK_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let v = read(&json);
+    assert_eq!(v["validation"]["confirmed"], false, "{v}");
+    let kinds: Vec<&str> = v["validation"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"only_irrelevant_paths"), "{kinds:?}");
+    assert!(kinds.contains(&"revert_fixes"), "{kinds:?}");
 }
