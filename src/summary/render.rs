@@ -46,8 +46,12 @@ fn provenance_table(p: &BTreeMap<String, BTreeSet<String>>) -> Option<String> {
 }
 
 fn reproduce(cmd: &str) -> String {
+    reproduce_as("**Reproduce:**", cmd)
+}
+
+fn reproduce_as(title: &str, cmd: &str) -> String {
     format!(
-        "**Reproduce:**\n\n{}",
+        "{title}\n\n{}",
         escape::code_block(cmd).replacen("text\n", "sh\n", 1)
     )
 }
@@ -217,6 +221,9 @@ fn render_bisect(b: &BisectResult, doc: &mut Document) {
     if let Some(t) = provenance_table(&prov) {
         doc.push_markdown(t);
     }
+    // The file's own command line when it records one; otherwise the question rebuilt from the
+    // range and predicate (the prober flags of the original run are not in the file).
+    let derived = b.command.is_none();
     let cmd = b.command.clone().or_else(|| {
         let (g, bad) = (b.good.as_ref()?, b.bad.as_ref()?);
         let mut c = format!("setrows-bisect --good {g} --bad {bad}");
@@ -230,7 +237,15 @@ fn render_bisect(b: &BisectResult, doc: &mut Document) {
         Some(c)
     });
     if let Some(c) = cmd {
-        doc.push_markdown(reproduce(&c));
+        doc.push_markdown(if derived {
+            reproduce_as(
+                "**Re-run this bisection** (with the original run's prober flags, e.g. \
+                 `--backend`, `--build`/`--script`, if it used any):",
+                &c,
+            )
+        } else {
+            reproduce(&c)
+        });
     }
     let culprit = b.first_bad.as_deref();
     for p in b
