@@ -244,3 +244,79 @@ fn every_job_declares_least_privilege_permissions() {
         }
     }
 }
+
+fn list(format: &str) -> serde_json::Value {
+    let out = assert_cmd::Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .args([
+            "matrix",
+            "--config",
+            "matrix.toml",
+            "--list",
+            "--format",
+            format,
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "matrix --list --format {format}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("--format {format} is not JSON: {e}"))
+}
+
+/// matrix.yml fans out over `matrix --list --format github`: every `matrix.X` it uses must be a
+/// field of each job, and there must be HIP jobs left after dropping the CUDA controls.
+#[test]
+fn matrix_workflow_matches_the_fan_out_the_tool_prints() {
+    let plan = list("github");
+    let jobs = plan["include"].as_array().expect("include array");
+    let wf = std::fs::read_to_string(root().join(".github/workflows/matrix.yml")).unwrap();
+    let used: std::collections::BTreeSet<String> = wf
+        .match_indices("matrix.")
+        .filter_map(|(i, _)| {
+            let rest = &wf[i + "matrix.".len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            (!name.is_empty() && name != "toml" && name != "yml").then_some(name)
+        })
+        .collect();
+    assert!(used.contains("ids") && used.contains("name"), "{used:?}");
+    for job in jobs {
+        for field in &used {
+            assert!(
+                job.get(field).is_some(),
+                "matrix.yml uses matrix.{field}, missing in {job}"
+            );
+        }
+    }
+    assert!(
+        jobs.iter().any(|j| j["backend"] == "hip"),
+        "no HIP job for the gfx1151 runners: {plan}"
+    );
+}
+
+/// bisect.yml looks the config id up in `matrix --list --format json`.
+#[test]
+fn bisect_workflow_matches_the_config_listing() {
+    let configs = list("json");
+    let wf = std::fs::read_to_string(root().join(".github/workflows/bisect.yml")).unwrap();
+    for c in configs.as_array().expect("array of configurations") {
+        for field in ["id", "backend", "repro_args", "launch_env"] {
+            assert!(
+                wf.contains(&format!(".{field}")),
+                "bisect.yml does not use .{field}"
+            );
+            assert!(c.get(field).is_some(), "configuration lacks {field}: {c}");
+        }
+        assert!(
+            c["repro_args"].is_array() && c["launch_env"].is_array(),
+            "{c}"
+        );
+    }
+}

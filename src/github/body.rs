@@ -203,7 +203,9 @@ fn fit(doc: &Document, budget: usize, artifact_url: Option<&str>) -> String {
     if cut.len() <= budget {
         return cut;
     }
-    // Even with empty logs it does not fit: keep the leading sections that do.
+    // Even with empty logs it does not fit: keep the leading sections that do, then as much of
+    // the first one that does not as fits (cut at a line, an open code fence closed: otherwise
+    // everything after it, the state block included, would render as code).
     let note_for = |n: usize| {
         let mut s = format!("_{n} more section(s) omitted to stay under GitHub's size limit");
         if let Some(url) = artifact_url {
@@ -213,29 +215,59 @@ fn fit(doc: &Document, budget: usize, artifact_url: Option<&str>) -> String {
         s
     };
     let mut kept = Document::default();
-    let mut out = note_for(doc.sections.len());
+    let mut out = String::new();
     for (i, s) in doc.sections.iter().enumerate() {
         kept.sections.push(s.clone());
-        let omitted = doc.sections.len() - i - 1;
-        let mut candidate = kept.render(Some(0), artifact_url);
-        if omitted > 0 {
-            candidate.push_str(&note_for(omitted));
+        let rendered = kept.render(Some(0), artifact_url);
+        let note = note_for(doc.sections.len() - i);
+        if rendered.len() + note_for(doc.sections.len()).len() <= budget {
+            out = rendered;
+            continue;
         }
-        if candidate.len() > budget {
-            break;
-        }
-        out = candidate;
-    }
-    if out.len() > budget {
-        // A single section larger than the whole budget: cut it at a char boundary.
-        let mut end = budget.saturating_sub(64);
-        while !out.is_char_boundary(end) {
+        let room = budget.saturating_sub(note.len() + MAX_FENCE + 32);
+        let mut end = room.min(rendered.len());
+        while !rendered.is_char_boundary(end) {
             end -= 1;
         }
-        out.truncate(end);
-        out.push_str("\n\n_(truncated)_\n");
+        if let Some(nl) = rendered[..end].rfind('\n') {
+            end = nl.max(out.len());
+        }
+        let mut cut = rendered[..end].to_string();
+        if let Some(fence) = open_fence(&cut) {
+            cut.push('\n');
+            cut.push_str(&fence);
+        }
+        cut.push_str("\n\n_(cut here to stay under GitHub's size limit)_\n");
+        let rest = doc.sections.len() - i - 1;
+        if rest > 0 {
+            cut.push('\n');
+            cut.push_str(&note_for(rest));
+        }
+        return cut;
     }
     out
+}
+
+/// Room kept for closing a fence after a cut; longer fences are not closed (none we write are).
+const MAX_FENCE: usize = 64;
+
+/// The backtick fence still open at the end of `md`, if any (CommonMark: a fence closes on a
+/// line of at least as many backticks, indented at most three spaces).
+fn open_fence(md: &str) -> Option<String> {
+    let mut open: Option<usize> = None;
+    for line in md.lines() {
+        let t = line.trim_start_matches(' ');
+        if line.len() - t.len() > 3 {
+            continue;
+        }
+        let n = t.len() - t.trim_start_matches('`').len();
+        match open {
+            None if n >= 3 => open = Some(n),
+            Some(k) if n >= k && t[n..].trim().is_empty() => open = None,
+            _ => {}
+        }
+    }
+    open.filter(|&n| n <= MAX_FENCE).map(|n| "`".repeat(n))
 }
 
 /// The full comment body for `key`: marker, markdown (cut to fit), state block; never longer
@@ -349,6 +381,20 @@ mod tests {
         doc.push_markdown("é".repeat(70_000));
         let body = assemble("matrix", &doc, None, None).unwrap();
         assert!(body.len() <= MAX_BODY);
+        // A cut inside a code block closes it, so the state block stays a hidden comment.
+        let mut doc = Document::default();
+        doc.push_markdown(format!("intro\n````sh\n{}", "line\n".repeat(20_000)));
+        let state = json!({"k": 1});
+        let body = assemble("matrix", &doc, Some(&state), None).unwrap();
+        assert!(body.len() <= MAX_BODY);
+        assert_eq!(open_fence(&body), None, "{}", &body[body.len() - 200..]);
+        assert!(
+            body.contains("line\n````\n\n_(cut here"),
+            "{}",
+            &body[body.len() - 300..]
+        );
+        assert!(body.contains("intro"));
+        assert_eq!(parse_state(&body).unwrap(), Some(state));
     }
 
     #[test]
@@ -356,5 +402,30 @@ mod tests {
         let state = json!({"blob": "z".repeat(40_000)});
         let err = assemble("matrix", &Document::default(), Some(&state), None).unwrap_err();
         assert!(matches!(err, GithubError::StateTooLarge { .. }));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Whatever goes in, the body fits, the marker is first, and the state reads back.
+        #[test]
+        fn any_document_fits_and_keeps_its_state(
+            sections in proptest::collection::vec((proptest::bool::ANY, 0usize..40_000, "[a-z`@<>\\n -]{1,8}"), 0..12),
+            state_len in 0usize..20_000,
+        ) {
+            let mut doc = Document::default();
+            for (i, (is_log, len, unit)) in sections.iter().enumerate() {
+                let text = unit.repeat(len / unit.len().max(1) + 1);
+                if *is_log {
+                    doc.push_log(format!("log {i}"), text);
+                } else {
+                    doc.push_markdown(text);
+                }
+            }
+            let state = json!({"s": "x".repeat(state_len)});
+            let body = assemble("matrix", &doc, Some(&state), Some("https://github.com/o/r/actions/runs/1")).unwrap();
+            proptest::prop_assert!(body.len() <= MAX_BODY, "{}", body.len());
+            proptest::prop_assert!(body.starts_with(&marker("matrix")));
+            proptest::prop_assert_eq!(parse_state(&body).unwrap(), Some(state));
+        }
     }
 }
