@@ -173,3 +173,62 @@ fn a_revision_that_does_not_configure_is_build_failed() {
     assert_eq!(r.outcome, Outcome::BuildFailed, "{}", r.output_tail);
     assert!(r.signature.unwrap_or_default().contains("CMake Error"));
 }
+
+/// The prober on a REAL ggml source tree (not run by default: CI has none). Used for the
+/// evidence in repro-kernels/README.md:
+/// `SETROWS_TEST_GGML_SRC=<tree> SETROWS_TEST_EXPECT=<outcome> [SETROWS_TEST_CMAKE_ARGS="-DGGML_CUDA=ON ..."]
+///  [SETROWS_TEST_REPRO_ARGS="--steps 3000"] [SETROWS_TEST_RUN_ENV="K=V ..."] [SETROWS_TEST_REPRODUCER=kernel]
+///  [SETROWS_TEST_BUILD_DIR=<dir to share between runs>] cargo test --test repro_prober -- --ignored --nocapture`
+#[test]
+#[ignore = "needs a ggml source tree in SETROWS_TEST_GGML_SRC"]
+fn real_ggml_tree_from_env() {
+    let src =
+        PathBuf::from(std::env::var_os("SETROWS_TEST_GGML_SRC").expect("SETROWS_TEST_GGML_SRC"));
+    let expect = std::env::var("SETROWS_TEST_EXPECT").unwrap_or_else(|_| "pass".into());
+    let words = |k: &str| -> Vec<String> {
+        std::env::var(k)
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let build_dir = std::env::var_os("SETROWS_TEST_BUILD_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    let mut o = ReproOptions::new(Arc::new(HostLauncher));
+    o.cmake_args = words("SETROWS_TEST_CMAKE_ARGS");
+    o.repro_args = words("SETROWS_TEST_REPRO_ARGS");
+    o.run_env = words("SETROWS_TEST_RUN_ENV")
+        .into_iter()
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect();
+    if std::env::var("SETROWS_TEST_REPRODUCER").as_deref() == Ok("kernel") {
+        o.reproducer = setrows_bisect::repro::Reproducer::Kernel;
+    }
+    let p = ReproProber::new(o);
+    let log = tmp.path().join("probe.log");
+    let req = ProbeRequest {
+        commit: "from-env",
+        checkout: &src,
+        build_dir: &build_dir,
+        log_path: &log,
+        run_name: "real",
+    };
+    let r = p.probe(&req, &|ph| eprintln!("phase: {}", ph.as_str()));
+    println!("identity: {}", p.identity());
+    println!(
+        "outcome={} signature={:?} exit={:?} signal={:?} build_s={:.1} test_s={:.1} provenance={:?}",
+        r.outcome, r.signature, r.exit_code, r.signal, r.build_s, r.test_s, r.provenance
+    );
+    println!("output tail:\n{}", tail_lines(&r.output_tail, 6));
+    assert_eq!(r.outcome.as_str(), expect, "{}", r.output_tail);
+}
+
+fn tail_lines(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
