@@ -10,15 +10,20 @@ find_dir() {
   "$py" -c "import libggml, os; print(os.path.join(os.path.dirname(libggml.__file__), 'lib64', 'cmake', 'ggml'))" 2>/dev/null
 }
 dir=$( [ -x "$py" ] && find_dir || true )
-if [ -z "$dir" ] || [ ! -f "$dir/ggmlConfig.cmake" ]; then
-  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv python3-pip; } >&2
-    else
-      echo "20-ggml.sh: python3 venv/ensurepip missing; install python3-venv" >&2
-      exit 1
-    fi
+# The reproducer tests also compile C++ against it: a fresh Debian 12 has neither g++ nor venv.
+need=()
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; } >&2
+  else
+    echo "20-ggml.sh: missing ${need[*]}; install them (apt-get install ${need[*]})" >&2
+    exit 1
   fi
+fi
+if [ -z "$dir" ] || [ ! -f "$dir/ggmlConfig.cmake" ]; then
   echo "20-ggml.sh: installing libggml-python==$version into $venv" >&2
   python3 -m venv "$venv" >&2
   "$py" -m pip install -q --disable-pip-version-check "libggml-python==$version" >&2
