@@ -185,7 +185,7 @@ impl Search {
             let target2 = 2 * lo * parts + 2 * j * span; // 2 * parts * target
             let part = span.div_ceil(parts);
             let budget = 1usize << ceil_log2(part);
-            let slack = budget.saturating_sub(part).max(0);
+            let slack = budget.saturating_sub(part);
             let (wlo, whi) = if parts == 2 {
                 // Both halves must stay within the budget.
                 (hi.saturating_sub(budget), lo + budget)
