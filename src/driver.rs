@@ -161,7 +161,9 @@ struct Shared<'a> {
     store: &'a Store,
     progress: &'a Progress,
     identity: String,
-    titles: Vec<String>,
+    /// Commit titles, looked up only for candidates that are probed (a 10,000-commit range
+    /// should not cost 10,000 lookups).
+    titles: Mutex<std::collections::HashMap<usize, String>>,
     records: Mutex<Vec<ProbeRecord>>,
 }
 
@@ -176,16 +178,6 @@ pub fn bisect_commits(
     let started = std::time::Instant::now();
     let repo = git::open(&plan.repo_path)?;
     let cands = &plan.range.candidates;
-    let titles: Vec<String> = cands
-        .iter()
-        .map(|c| {
-            git::Oid::from_str(&c.sha)
-                .ok()
-                .and_then(|id| repo.find_commit(id).ok())
-                .and_then(|c| c.summary().map(str::to_string))
-                .unwrap_or_default()
-        })
-        .collect();
     let jobs = plan.jobs.max(1);
     let locks = (0..jobs)
         .map(|s| lock_slot(&plan.slot_dir(s)))
@@ -197,7 +189,7 @@ pub fn bisect_commits(
         store,
         progress,
         identity: prober.identity(),
-        titles,
+        titles: Mutex::new(Default::default()),
         records: Mutex::new(Vec::new()),
     };
     store.journal(&serde_json::json!({
@@ -307,14 +299,14 @@ fn decide(sh: &Shared<'_>, i: usize, slot: usize) -> Result<Verdict, DriverError
         }
         let (report, cached) = match stored_iter.next() {
             Some(run) => (run.report, true),
-            None => (execute(sh, cand, &key, run_index, slot)?, false),
+            None => (execute(sh, i, cand, &key, run_index, slot)?, false),
         };
         let verdict = sh.plan.predicate.judge(report.outcome, &report.output_tail);
         ev.add(verdict);
         let rec = ProbeRecord {
             candidate: i,
             sha: cand.sha.clone(),
-            title: sh.titles[i].clone(),
+            title: title(sh, i),
             outcome: report.outcome,
             verdict,
             duration_s: report.duration_s,
@@ -346,6 +338,24 @@ fn decide(sh: &Shared<'_>, i: usize, slot: usize) -> Result<Verdict, DriverError
     }
 }
 
+fn title(sh: &Shared<'_>, i: usize) -> String {
+    if let Some(t) = sh.titles.lock().ok().and_then(|m| m.get(&i).cloned()) {
+        return t;
+    }
+    let t = git::open(&sh.plan.repo_path)
+        .ok()
+        .and_then(|repo| {
+            let id = git::Oid::from_str(&sh.plan.range.candidates[i].sha).ok()?;
+            let c = repo.find_commit(id).ok()?;
+            c.summary().map(str::to_string)
+        })
+        .unwrap_or_default();
+    if let Ok(mut m) = sh.titles.lock() {
+        m.insert(i, t.clone());
+    }
+    t
+}
+
 fn verdict_word(v: Verdict) -> &'static str {
     match v {
         Verdict::Old => "-> old",
@@ -358,6 +368,7 @@ fn verdict_word(v: Verdict) -> &'static str {
 /// result before returning it.
 fn execute(
     sh: &Shared<'_>,
+    index: usize,
     cand: &Candidate,
     key: &StoreKey,
     run_index: usize,
@@ -367,14 +378,7 @@ fn execute(
     let src = dir.join("src");
     let build = dir.join("build");
     let log = sh.store.log_path(key, run_index);
-    let title = sh
-        .plan
-        .range
-        .candidates
-        .iter()
-        .position(|c| c.sha == cand.sha)
-        .map(|i| sh.titles[i].as_str())
-        .unwrap_or("");
+    let title = &title(sh, index);
     let short = &cand.sha[..10];
     let mut last = String::new();
     for attempt in 1..=INFRA_RETRIES {

@@ -280,11 +280,19 @@ pub fn plan_range(
     }
     let mut candidates: Vec<Candidate> = Vec::new();
     for (id, depth) in order.iter().zip(&keys) {
-        let tree = repo
+        let commit = repo
             .find_commit(*id)
-            .and_then(|c| c.tree())
-            .map_err(ctx(format!("reading tree of {id}")))?;
-        let t = tested_tree(&tree, spec.path.as_deref());
+            .map_err(ctx(format!("reading commit {id}")))?;
+        // The whole tree needs no object lookup beyond the commit itself.
+        let t = match spec.path.as_deref() {
+            None => commit.tree_id().to_string(),
+            Some(_) => {
+                let tree = commit
+                    .tree()
+                    .map_err(ctx(format!("reading tree of {id}")))?;
+                tested_tree(&tree, spec.path.as_deref())
+            }
+        };
         match candidates.last_mut() {
             Some(last) if last.tree == t => last.members.push(id.to_string()),
             _ => candidates.push(Candidate {
