@@ -93,7 +93,11 @@ impl HistorySpec {
     }
 
     fn is_bad(&self, i: usize) -> bool {
-        i >= self.bug_at && !self.fix_at.is_some_and(|f| i >= f)
+        let before_fix = match self.fix_at {
+            Some(f) => i < f,
+            None => true,
+        };
+        i >= self.bug_at && before_fix
     }
 
     fn lib_prefix(&self) -> &'static str {
