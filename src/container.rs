@@ -292,6 +292,10 @@ pub struct RunSpec {
     pub gpu_groups: Vec<u32>,
 }
 
+/// Seconds a podman container may outlive its step's timeout (the client kills it first; this
+/// only matters when the client itself was killed).
+pub const CONTAINER_TIMEOUT_GRACE_S: u64 = 30;
+
 /// A valid container name from a run name (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`).
 pub fn container_name(run_name: &str) -> String {
     let mut s: String = run_name
@@ -338,6 +342,11 @@ pub fn run_argv(spec: &RunSpec, job: &ShellJob) -> Vec<String> {
         }
         .into(),
     ];
+    if let (EngineKind::Podman, Some(t)) = (spec.engine, job.timeout) {
+        // Bounds a container whose client died with us (SIGKILL): conmon kills it anyway.
+        a.push("--timeout".into());
+        a.push((t.as_secs() + CONTAINER_TIMEOUT_GRACE_S).to_string());
+    }
     match spec.gpu {
         GpuAccess::None => {}
         GpuAccess::Amd => {
@@ -557,6 +566,48 @@ pub fn engine_failure(kind: EngineKind, exit_code: Option<i32>, output: &str) ->
     (engine_code && engine_said).then(|| format!("{}: {}", kind.as_str(), last.trim()))
 }
 
+/// Containers started recently (engine program, name), for the interrupt handler: the last
+/// `LIVE_KEEP` are enough, since steps run one per slot and finished ones are already gone.
+static LIVE: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+const LIVE_KEEP: usize = 16;
+
+fn remember(program: &Path, name: String) {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| crate::exec::on_interrupt(stop_live_containers));
+    if let Ok(mut live) = LIVE.lock() {
+        live.retain(|(_, n)| *n != name);
+        live.push((program.to_path_buf(), name));
+        let excess = live.len().saturating_sub(LIVE_KEEP);
+        live.drain(..excess);
+    }
+}
+
+/// Stops and removes one container at once: `kill` (SIGKILL, no grace: the step is being
+/// abandoned) then `rm -f`. One name per call: podman 4 stops at the first unknown name.
+fn force_remove(program: &Path, name: &str) {
+    for args in [["kill", name].as_slice(), ["rm", "-f", name].as_slice()] {
+        let _ = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Force-removes every remembered container, concurrently (the interrupt handler waits).
+pub fn stop_live_containers() {
+    let live: Vec<(PathBuf, String)> = match LIVE.lock() {
+        Ok(l) => l.clone(),
+        Err(_) => return,
+    };
+    std::thread::scope(|s| {
+        for (program, name) in &live {
+            s.spawn(move || force_remove(program, name));
+        }
+    });
+}
+
 impl Launcher for ContainerLauncher {
     fn identity(&self) -> String {
         format!(
@@ -572,6 +623,7 @@ impl Launcher for ContainerLauncher {
         job.src = absolute(&job.src);
         job.work = absolute(&job.work);
         let job = &job;
+        remember(&self.engine.program, container_name(&job.name));
         Cmd {
             argv: run_argv(&self.spec, job),
             cwd: job.work.clone(),
@@ -580,15 +632,7 @@ impl Launcher for ContainerLauncher {
     }
 
     fn cleanup(&self, job: &ShellJob) {
-        let name = container_name(&job.name);
-        for args in [vec!["kill", name.as_str()], vec!["rm", "-f", name.as_str()]] {
-            let _ = Command::new(&self.engine.program)
-                .args(&args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
+        force_remove(&self.engine.program, &container_name(&job.name));
     }
 
     fn provenance(&self) -> BTreeMap<String, String> {

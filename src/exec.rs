@@ -40,13 +40,34 @@ impl RunResult {
 
 static LIVE_GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
+static INTERRUPT_HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
+
+/// Set first thing by the interrupt handler: a step whose process group it killed must not come
+/// back to the caller as the step's own outcome (a "crash" that could be stored as a result).
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Registers a function the interrupt handler runs after killing the live process groups. A
+/// container launcher stops its containers there: killing the `podman run` client does not stop
+/// the container, which would otherwise keep the GPU busy after Ctrl-C. Register once.
+pub fn on_interrupt(hook: fn()) {
+    if let Ok(mut hooks) = INTERRUPT_HOOKS.lock() {
+        hooks.push(hook);
+    }
+}
+
 /// Installs the SIGINT/SIGTERM/SIGHUP handler that kills every live step's process group and
 /// exits with 130. Idempotent; call once from each command that runs steps.
 pub fn install_interrupt_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = ctrlc::set_handler(|| {
+            INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
             kill_live_groups(libc::SIGKILL);
+            if let Ok(hooks) = INTERRUPT_HOOKS.lock() {
+                for hook in hooks.iter() {
+                    hook();
+                }
+            }
             eprintln!("\nsetrows-bisect: interrupted; finished probes are stored, re-run the same command to resume");
             std::process::exit(130);
         });
@@ -137,6 +158,13 @@ pub fn run(
         std::thread::sleep(poll);
         poll = (poll * 2).min(Duration::from_millis(25));
     };
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        // The handler killed this step and is about to exit the process (after stopping what the
+        // step started elsewhere, e.g. its container): report nothing.
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
     let duration = started.elapsed();
     // Stragglers (daemons the step forked) do not outlive their step.
     kill_group(pgid, libc::SIGKILL);

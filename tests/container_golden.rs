@@ -121,3 +121,13 @@ fn engine_failures_are_told_apart_from_test_failures() {
     )
     .is_some());
 }
+
+#[test]
+fn podman_containers_carry_their_own_deadline() {
+    let mut j = job(true);
+    j.timeout = Some(std::time::Duration::from_secs(60));
+    let p = shell_words(&run_argv(&spec(EngineKind::Podman, GpuAccess::None), &j));
+    assert!(p.contains(" --workdir /work --timeout 90 --env "), "{p}");
+    let d = shell_words(&run_argv(&spec(EngineKind::Docker, GpuAccess::None), &j));
+    assert!(!d.contains("--timeout"), "docker run has no --timeout: {d}");
+}

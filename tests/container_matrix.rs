@@ -199,3 +199,62 @@ fn two_levels_first_failing_value_then_first_bad_commit_inside_it() {
     let md = std::fs::read_to_string(out.join("bisect-config.md")).unwrap();
     assert!(md.contains("First bad commit in configuration"), "{md}");
 }
+
+/// Ctrl-C kills the client's process group; the container (owned by conmon) would keep running,
+/// so the interrupt handler removes it before the tool exits.
+#[test]
+fn an_interrupted_matrix_leaves_no_container_behind() {
+    let Some(engine) = podman() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    make_repo(&repo, 1, 9);
+    let m = d.path().join("m.toml");
+    std::fs::write(
+        &m,
+        format!(
+            "[probe]\nkind = \"script\"\nscript = \"sleep 600\"\n[matrix]\nbackend = [\"cpu\"]\nimage = [\"{}\"]\n",
+            image_a()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .args(["matrix", "--engine", "podman", "--rev", "HEAD", "--config"])
+        .arg(&m)
+        .arg("--repo")
+        .arg(&repo)
+        .arg("--out")
+        .arg(d.path().join("out"))
+        .env("SETROWS_WORK_DIR", d.path().join("work"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let name_prefix = format!("setrows-{}-", child.id());
+    let running = || -> Vec<String> {
+        let out = std::process::Command::new(&engine.program)
+            .args(["ps", "-a", "--format", "{{.Names}}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|n| n.starts_with(&name_prefix))
+            .map(String::from)
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while running().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the test container never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(
+        running(),
+        Vec::<String>::new(),
+        "containers outlived the interrupt"
+    );
+}
