@@ -177,6 +177,12 @@ fn usage_and_unsupported_exit_codes() {
     assert!(r.output.contains("not a multiple of the q4_0 block size"));
     let r = run(bin, &["--steps", "x"]);
     assert_eq!(r.code, 2, "{}", r.output);
+    // user text in the JSON line stays valid JSON
+    let r = run(bin, &["--dst-type", "q\"4\\"]);
+    assert_eq!(r.code, 2, "{}", r.output);
+    let res = parse_result(&r.output).expect("valid SETROWS_RESULT despite quotes in a flag");
+    assert_eq!(res.status, "usage");
+    assert!(res.message.contains("q\"4\\"), "{}", res.message);
     // the last --backend wins: a device this ggml build does not have
     let r = run(bin, &["--backend", "NoSuchGPU0", "--steps", "10"]);
     assert_eq!(r.code, 3, "{}", r.output);

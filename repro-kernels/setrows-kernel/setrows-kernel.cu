@@ -99,6 +99,24 @@ struct Params {
 };
 
 static std::string g_status = "usage", g_message;
+
+// Flag values end up in the JSON line: escape them.
+static std::string json_escape(const std::string & in) {
+    std::string o;
+    for (char c : in) {
+        if (c == '"' || c == '\\') {
+            o += '\\';
+            o += c;
+        } else if ((unsigned char) c < 0x20) {
+            char b[8];
+            snprintf(b, sizeof b, "\\u%04x", c);
+            o += b;
+        } else {
+            o += c;
+        }
+    }
+    return o;
+}
 static Params g_p;
 static int64_t g_launches_run = 0, g_first_fail = -1;
 static double g_total_bytes = 0;
@@ -111,9 +129,10 @@ static double g_total_bytes = 0;
            ",\"start_row\":%" PRId64 ",\"launches\":%" PRId64 ",\"dst_type\":\"%s\",\"index_type\":\"%s\","
            "\"offset_math\":\"%s\",\"seed\":%" PRIu64 "},\"dst_bytes\":%.0f,\"steps_run\":%" PRId64
            ",\"first_failing_step\":%s}\n",
-           g_status.c_str(), code, g_message.c_str(), GPU_API_NAME, DFLASH_WAVE_SIZE, p.block_size, p.grid.c_str(),
-           p.width, p.guard, p.rows, p.rows_per_launch, p.stride, p.start_row, p.launches, p.dst_type.c_str(),
-           p.index_type.c_str(), p.offset_math.c_str(), p.seed, g_total_bytes, g_launches_run,
+           g_status.c_str(), code, json_escape(g_message).c_str(), GPU_API_NAME, DFLASH_WAVE_SIZE, p.block_size,
+           json_escape(p.grid).c_str(), p.width, p.guard, p.rows, p.rows_per_launch, p.stride, p.start_row, p.launches,
+           json_escape(p.dst_type).c_str(), json_escape(p.index_type).c_str(), json_escape(p.offset_math).c_str(), p.seed,
+           g_total_bytes, g_launches_run,
            g_first_fail < 0 ? "null" : std::to_string(g_first_fail).c_str());
     fflush(stdout);
     exit(code);

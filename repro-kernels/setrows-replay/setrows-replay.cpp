@@ -90,7 +90,7 @@ struct Result {
 
 std::string ggml_version_str() {
 #if SETROWS_HAVE_GGML_VERSION
-    return std::string(ggml_version()) + "";
+    return ggml_version();
 #else
     return "unknown";
 #endif
@@ -116,8 +116,9 @@ std::string ggml_commit_str() {
            "\"timings\":{\"total_s\":%.6f,\"build_s\":%.6f,\"compute_s\":%.6f,\"check_s\":%.6f,\"steps_per_s\":%.2f}}\n",
            r.status.c_str(), code, json_escape(r.message).c_str(), json_escape(r.backend_name).c_str(),
            json_escape(r.device_name).c_str(), json_escape(ggml_version_str()).c_str(),
-           json_escape(ggml_commit_str()).c_str(), p.mode.c_str(), p.steps, p.ring_rows, p.width, p.dst_type.c_str(),
-           p.index_type.c_str(), p.start_row, p.buffers, p.seed, p.check_every, p.read_via.c_str(), p.inject.c_str(),
+           json_escape(ggml_commit_str()).c_str(), json_escape(p.mode).c_str(), p.steps, p.ring_rows, p.width, json_escape(p.dst_type).c_str(),
+           json_escape(p.index_type).c_str(), p.start_row, p.buffers, p.seed, p.check_every,
+           json_escape(p.read_via).c_str(), json_escape(p.inject).c_str(),
            p.inject_step, r.steps_run,
            r.first_failing_step < 0 ? "null" : std::to_string(r.first_failing_step).c_str(), r.total_s, r.build_s,
            r.compute_s, r.check_s, sps);
