@@ -80,6 +80,10 @@ pub struct BisectArgs {
     /// exits 1.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub validate: u32,
+    /// Print the next wave of probes for --jobs K slots as JSON, from the stored results
+    /// only, and exit without probing (for fanning a round out over CI runners).
+    #[arg(long)]
+    pub plan_only: bool,
     /// Test the endpoints only when the answer depends on them (fewer probes; a wrong endpoint
     /// is found late).
     #[arg(long)]
@@ -253,6 +257,11 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
 pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     crate::exec::install_interrupt_handler();
     let p = prepare(&args)?;
+    if args.plan_only {
+        let v = crate::flaky::plan::plan_next(&args, &p)?;
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(0);
+    }
     let id = store::bisect_id(&[
         &p.plan.repo_path.to_string_lossy(),
         &p.plan.range.good,

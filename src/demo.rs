@@ -70,6 +70,7 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
         confidence: None,
         max_runs: None,
         validate: 0,
+        plan_only: false,
         lazy_endpoints: false,
         json: None,
         report: None,

@@ -24,6 +24,7 @@ use crate::outcome::Verdict;
 use crate::search::{ceil_log2, Answer};
 use serde::{Deserialize, Serialize};
 
+pub mod plan;
 pub mod session;
 
 /// A Beta(a, b) distribution over the reproduction rate.

@@ -202,3 +202,52 @@ fn validate_flags_a_culprit_that_only_touches_docs() {
     assert!(kinds.contains(&"only_irrelevant_paths"), "{kinds:?}");
     assert!(kinds.contains(&"revert_fixes"), "{kinds:?}");
 }
+
+#[test]
+fn plan_only_proposes_a_wave_and_replays_a_finished_store() {
+    let r = generate();
+    let run = |extra: &[&str]| {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+            .arg("--repo")
+            .arg(r.path())
+            .args(["--good", &r.shas[0], "--bad", &r.shas[COMMITS - 1]])
+            .args(["--script", "test ! -f BUG"])
+            .arg("--work-dir")
+            .arg(r.dir.path().join("plan-work"))
+            .args(extra)
+            .env_remove("SETROWS_BISECT_WORK_DIR")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        (out.status.code(), stdout, stderr)
+    };
+    let plan = |k: &str| {
+        let (code, stdout, stderr) = run(&["--plan-only", "--jobs", k]);
+        assert_eq!(code, Some(0), "{stderr}");
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    // Empty store: the endpoints first, each at run index 0.
+    let p = plan("2");
+    assert_eq!(p["done"], false);
+    let shas: Vec<&str> = p["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["sha"].as_str().unwrap())
+        .collect();
+    assert_eq!(shas.len(), 2);
+    assert!(shas.contains(&r.shas[0].as_str()) && shas.contains(&r.shas[COMMITS - 1].as_str()));
+    assert!(p["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["run_index"] == 0));
+    // After a real bisection into the same store, planning replays it to the same answer and
+    // asks for nothing more.
+    let (code, _, stderr) = run(&["--jobs", "3"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let p = plan("3");
+    assert_eq!(p["done"], true, "{p}");
+    assert_eq!(p["first_bad"], r.shas[BUG_AT]);
+}
