@@ -69,8 +69,19 @@ impl Classified {
     fn new(outcome: Outcome, signature: impl Into<String>) -> Self {
         Classified {
             outcome,
-            signature: Some(signature.into()),
+            signature: Some(strip_dirs(&signature.into())),
         }
+    }
+}
+
+/// `/any/where/src/ggml.c:3410:` → `ggml.c:3410:`: the same failure must give the same signature
+/// whether the checkout sits in a worktree on the host or at a container's mount point.
+fn strip_dirs(s: &str) -> String {
+    static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    match RE.get_or_init(|| regex::Regex::new(r"(?:[A-Za-z0-9_.+-]*/)+([A-Za-z0-9_.+-]+:\d+)").ok())
+    {
+        Some(re) => re.replace_all(s, "$1").into_owned(),
+        None => s.to_string(),
     }
 }
 
@@ -276,7 +287,10 @@ mod tests {
         let c = classify(None, Some(libc::SIGABRT), false, ASSERT);
         assert_eq!(c.outcome, Outcome::Crash);
         let sig = c.signature.expect("signature");
-        assert!(sig.contains("GGML_ASSERT("), "{sig}");
+        assert_eq!(
+            sig,
+            "ggml.c:3410: GGML_ASSERT(c->type == GGML_TYPE_I64) failed"
+        );
         // a shell reporting 128+6 means the same
         assert_eq!(
             classify(Some(134), None, false, ASSERT).outcome,
@@ -300,10 +314,15 @@ mod tests {
         // captured on the H200: setrows-kernel --offset-math i32 (a planted 32-bit offset bug)
         let c = classify(None, Some(libc::SIGABRT), false, CUDA_FAULT);
         assert_eq!(c.outcome, Outcome::GpuFault);
-        assert!(c
-            .signature
-            .unwrap_or_default()
-            .starts_with("cudaError 700 (an illegal memory access"));
+        let sig = c.signature.unwrap_or_default();
+        assert!(
+            sig.starts_with("cudaError 700 (an illegal memory access"),
+            "{sig}"
+        );
+        assert!(
+            sig.contains(" at setrows-kernel.cu:279: "),
+            "directories stripped: {sig}"
+        );
         // the same words in a passing run's chatter are not a fault
         let chatter = format!("note: cudaError checks enabled\n{PASS}");
         assert_eq!(
