@@ -43,6 +43,9 @@ pub struct RunFlags {
     /// Further attempts after an infrastructure error (engine down, image missing, full disk).
     #[arg(long, default_value_t = 2)]
     pub retries: u32,
+    /// Run every cell again instead of answering from stored results (and store nothing).
+    #[arg(long)]
+    pub fresh: bool,
     /// Where the results (JSON + markdown) and logs go.
     #[arg(long, default_value = "matrix-results")]
     pub out: PathBuf,
@@ -122,14 +125,21 @@ fn runner(flags: &RunFlags, m: &Matrix, logs: &str) -> anyhow::Result<Runner> {
     if let Some(t) = flags.timeout {
         probe.timeout_s = Some(t);
     }
-    Ok(Runner::new(
+    let mut runner = Runner::new(
         flags.repo.clone(),
         work_dir(flags),
         engine(flags.engine)?,
         probe,
         flags.retries,
         flags.out.join(logs),
-    ))
+    );
+    if !flags.fresh {
+        runner.store = Some(
+            crate::store::Store::open(&runner.work_dir)
+                .map_err(|e| CliError::usage(e.to_string()))?,
+        );
+    }
+    Ok(runner)
 }
 
 fn config_json(c: &Config) -> serde_json::Value {
@@ -232,14 +242,15 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             let label = c.label();
             let cell = runner.run_cell(c, rev, &|p| progress.phase(0, short, &label, p.as_str()));
             progress.line(&format!(
-                "[{}/{total}] {} {label} @ {short}: {}{}",
+                "[{}/{total}] {} {label} @ {short}: {}{}{}",
                 cells.len() + 1,
                 c.id,
                 cell.outcome,
                 cell.signature
                     .as_deref()
                     .map(|s| format!(" ({s})"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if cell.cached { " [stored]" } else { "" }
             ));
             cells.push(cell);
         }

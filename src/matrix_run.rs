@@ -28,6 +28,9 @@ pub struct Rev {
     /// As the user wrote it.
     pub rev: String,
     pub sha: String,
+    /// Tree id of the commit: with the prober identity, the key of stored results.
+    #[serde(default)]
+    pub tree: String,
     #[serde(skip)]
     pub checkout: PathBuf,
     #[serde(skip)]
@@ -48,6 +51,9 @@ pub struct Cell {
     pub attempts: u32,
     pub log: PathBuf,
     pub provenance: BTreeMap<String, String>,
+    /// Answered by the result store (an earlier run of the same tree and configuration).
+    #[serde(default)]
+    pub cached: bool,
 }
 
 /// Shares one launcher (and its cached provenance) between the probers of many cells.
@@ -119,6 +125,9 @@ pub struct Runner {
     pub log_dir: PathBuf,
     launchers: Mutex<HashMap<String, Arc<dyn Launcher>>>,
     hip_envs: Mutex<HashMap<String, Vec<(String, String)>>>,
+    /// Where finished cells are stored and looked up (the bisection's store: a matrix cell and
+    /// a bisection probe of the same tree and configuration are the same result).
+    pub store: Option<crate::store::Store>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,16 +170,22 @@ impl Runner {
             log_dir,
             launchers: Mutex::new(HashMap::new()),
             hip_envs: Mutex::new(HashMap::new()),
+            store: None,
         }
     }
 
     /// Resolves `rev` to a commit (nothing is written yet).
     pub fn resolve(&self, rev: &str) -> Result<Rev, RunError> {
         let repo = crate::git::open(&self.repo)?;
-        let sha = crate::git::resolve(&repo, rev, "--rev")?.to_string();
+        let id = crate::git::resolve(&repo, rev, "--rev")?;
+        let tree = repo
+            .find_commit(id)
+            .map(|c| c.tree_id().to_string())
+            .unwrap_or_default();
         Ok(Rev {
             rev: rev.into(),
-            sha,
+            sha: id.to_string(),
+            tree,
             checkout: PathBuf::new(),
             facts: TreeFacts::default(),
         })
@@ -363,10 +378,24 @@ impl Runner {
         let log = self
             .log_dir
             .join(format!("{}-{}.log", config.id, &rev.sha[..10]));
+        // One log per cell and run (attempts append to it); not the previous run's.
+        let _ = std::fs::remove_file(&log);
         let mut attempts = 0;
+        let mut cached = false;
         let report = loop {
             attempts += 1;
-            let report = self.attempt(config, rev, &build_dir, &log, attempts, phase);
+            let report = match self.stored(config, rev) {
+                Some(r) => {
+                    cached = true;
+                    // This run's results directory gets the stored log too.
+                    if let Some(parent) = log.parent() {
+                        let _ = std::fs::create_dir_all(parent);
+                    }
+                    let _ = std::fs::copy(&r.log_path, &log);
+                    r
+                }
+                None => self.attempt(config, rev, &build_dir, &log, attempts, phase),
+            };
             if report.outcome != Outcome::InfraError || attempts > self.retries {
                 break report;
             }
@@ -391,6 +420,52 @@ impl Runner {
             attempts,
             log,
             provenance,
+            cached,
+        }
+    }
+
+    fn store_key(&self, config: &Config, rev: &Rev) -> Option<crate::store::StoreKey> {
+        let prober = self.prober(config, rev).ok()?;
+        (!rev.tree.is_empty()).then(|| crate::store::StoreKey::new(&rev.tree, &prober.identity()))
+    }
+
+    /// The first stored run of this (tree, configuration), if any.
+    fn stored(&self, config: &Config, rev: &Rev) -> Option<ProbeReport> {
+        let store = self.store.as_ref()?;
+        let key = self.store_key(config, rev)?;
+        store.load(&key).ok()?.into_iter().next().map(|r| r.report)
+    }
+
+    fn save(&self, config: &Config, rev: &Rev, report: &ProbeReport) {
+        let (Some(store), Some(key)) = (self.store.as_ref(), self.store_key(config, rev)) else {
+            return;
+        };
+        // The log moves into the store with the result: `--out` directories come and go.
+        let mut report = report.clone();
+        let stored_log = store.log_path(&key, 0);
+        let copied = stored_log
+            .parent()
+            .map(std::fs::create_dir_all)
+            .and_then(Result::ok)
+            .and_then(|_| std::fs::copy(&report.log_path, &stored_log).ok());
+        if copied.is_some() {
+            report.log_path = stored_log;
+        }
+        let run = crate::store::StoredRun {
+            tree: rev.tree.clone(),
+            identity: self
+                .prober(config, rev)
+                .map(|p| p.identity())
+                .unwrap_or_default(),
+            commit: rev.sha.clone(),
+            recorded_at: chrono::Utc::now().to_rfc3339(),
+            report,
+        };
+        if let Err(e) = store.save(&key, 0, &run) {
+            eprintln!(
+                "setrows-bisect: warning: result of {} not stored: {e}",
+                config.id
+            );
         }
     }
 
@@ -420,7 +495,11 @@ impl Runner {
             log_path: log,
             run_name: &run_name,
         };
-        prober.probe(&req, phase)
+        let report = prober.probe(&req, phase);
+        if report.outcome != Outcome::InfraError {
+            self.save(config, rev, &report);
+        }
+        report
     }
 }
 
@@ -500,8 +579,9 @@ impl MatrixResults {
                             .as_deref()
                             .map(|t| format!(": {}", cell_text(t)))
                             .unwrap_or_default();
+                        let stored = if cell.cached { ", stored" } else { "" };
                         s.push_str(&format!(
-                            " **{}**{sig} ({:.1}s) |",
+                            " **{}**{sig} ({:.1}s{stored}) |",
                             cell.outcome, cell.duration_s
                         ));
                     }

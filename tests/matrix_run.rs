@@ -140,6 +140,16 @@ fn matrix_and_bisect_config_run_on_the_host() {
         serde_json::from_str(&std::fs::read_to_string(out.join("matrix-results.json")).unwrap())
             .unwrap();
     assert_eq!(r["cells"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        r["cells"][0]["cached"], true,
+        "answered from the store: {r:#}"
+    );
+    assert_eq!(r["cells"][0]["outcome"], "pass");
+    run(&["matrix", "--rev", &good, "--only", &id, "--fresh"]).success();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("matrix-results.json")).unwrap())
+            .unwrap();
+    assert_eq!(r["cells"][0]["cached"], false, "--fresh runs again");
     let a = run(&["matrix", "--rev", &good, "--only", "deadbeef"]).code(2);
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("--only deadbeef"));
     // A ladder whose first value already fails is reported, not bisected.
