@@ -479,7 +479,7 @@ fn expand(axes: &[Axis<'_>], excludes: &[Combo], includes: &[Combo]) -> Vec<Comb
         for (orig, ext) in out.iter_mut().take(originals) {
             let fits = inc
                 .iter()
-                .all(|(k, (v, _))| orig.get(k).map_or(true, |(ov, _)| ov == v));
+                .all(|(k, (v, _))| orig.get(k).is_none_or(|(ov, _)| ov == v));
             if fits {
                 for (k, v) in inc {
                     ext.insert(k.clone(), v.clone());
