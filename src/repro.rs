@@ -388,6 +388,13 @@ impl Prober for ReproProber {
         };
         let build_s = built.duration.as_secs_f64();
         if !built.success() {
+            if let Some(why) = self
+                .opts
+                .launcher
+                .infra_failure(built.exit_code, &built.output)
+            {
+                return ProbeReport::infra(why, req.log_path);
+            }
             let sig = if built.timed_out {
                 "build timed out".to_string()
             } else {
@@ -412,6 +419,12 @@ impl Prober for ReproProber {
                 return ProbeReport::infra(format!("cannot run the reproducer: {e}"), req.log_path)
             }
         };
+        if !ran.success() {
+            // a container engine that failed is not the reproducer failing
+            if let Some(why) = self.opts.launcher.infra_failure(ran.exit_code, &ran.output) {
+                return ProbeReport::infra(why, req.log_path);
+            }
+        }
         let c = classify(ran.exit_code, ran.signal, ran.timed_out, &ran.output);
         if let Some(r) = parse_result(&ran.output) {
             for (k, v) in [
