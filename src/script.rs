@@ -151,7 +151,7 @@ impl Prober for ScriptProber {
                         report.outcome = Outcome::BuildFailed;
                         report.exit_code = r.exit_code;
                         report.signal = r.signal;
-                        report.signature = signature(&r.output);
+                        report.signature = portable_signature(&r.output, req.checkout);
                         report.output_tail = tail(&r.output);
                         return report;
                     }
@@ -181,7 +181,7 @@ impl Prober for ScriptProber {
                 "timeout after {:.0}s",
                 self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
             )),
-            _ => signature(&r.output),
+            _ => portable_signature(&r.output, req.checkout),
         };
         report.output_tail = tail(&r.output);
         report
@@ -223,28 +223,47 @@ fn is_gpu_fault(output: &str) -> bool {
     PATTERNS.iter().any(|p| output.contains(p))
 }
 
-/// The line most likely to name the failure: the last one mentioning an error, assertion,
-/// fault or mismatch, else the last non-empty line. Trimmed to one table cell.
+/// The line most likely to name the failure: the first assertion, compiler error, fault or
+/// mismatch line (the cause, not the shell's trailing "Aborted"), else the last line mentioning
+/// an error, else the last non-empty line. Trimmed to one table cell.
 pub fn signature(output: &str) -> Option<String> {
     let lines: Vec<&str> = output
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with("$ ") && !l.starts_with("[setrows-bisect"))
         .collect();
-    let keyword = |l: &&&str| {
+    const STRONG: &[&str] = &[
+        "GGML_ASSERT",
+        "Assertion",
+        "panicked at",
+        "error:",
+        "Error:",
+        "fault",
+        "mismatch",
+    ];
+    let weak = |l: &&&str| {
         let low = l.to_ascii_lowercase();
-        [
-            "error", "assert", "fault", "mismatch", "fail", "abort", "expected",
-        ]
-        .iter()
-        .any(|k| low.contains(k))
+        ["error", "assert", "fail", "abort", "expected"]
+            .iter()
+            .any(|k| low.contains(k))
     };
-    let line = lines.iter().rev().find(keyword).or_else(|| lines.last())?;
+    let line = lines
+        .iter()
+        .find(|l| STRONG.iter().any(|k| l.contains(k)))
+        .or_else(|| lines.iter().rev().find(weak))
+        .or_else(|| lines.last())?;
     let mut s: String = line.chars().take(160).collect();
     if line.chars().count() > 160 {
         s.push('…');
     }
     Some(s)
+}
+
+/// A signature without the private checkout's path, so the same failure reads the same from
+/// every slot and every work dir.
+fn portable_signature(output: &str, checkout: &std::path::Path) -> Option<String> {
+    let prefix = format!("{}/", checkout.display());
+    signature(&output.replace(&prefix, ""))
 }
 
 /// The last lines of output kept with the result (for `--match` and the report).
@@ -278,6 +297,21 @@ mod tests {
             classify(None, Some(6), false, "Memory access fault by GPU node-1"),
             Outcome::GpuFault
         );
+    }
+
+    #[test]
+    fn signature_prefers_the_cause() {
+        let out = "x/src/ggml.c:3677: GGML_ASSERT(c->type == GGML_TYPE_I64) failed\nAborted\n";
+        assert_eq!(
+            signature(out).as_deref(),
+            Some("x/src/ggml.c:3677: GGML_ASSERT(c->type == GGML_TYPE_I64) failed")
+        );
+        assert_eq!(
+            portable_signature("/w/src/a.c:1: error: boom\n", Path::new("/w/src")).as_deref(),
+            Some("a.c:1: error: boom")
+        );
+        assert_eq!(signature("one\ntwo\n").as_deref(), Some("two"));
+        assert_eq!(signature(""), None);
     }
 
     #[test]
