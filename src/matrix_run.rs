@@ -128,10 +128,14 @@ pub struct Runner {
     /// Where finished cells are stored and looked up (the bisection's store: a matrix cell and
     /// a bisection probe of the same tree and configuration are the same result).
     pub store: Option<crate::store::Store>,
+    /// Held from the first checkout on: one matrix run per work dir moves its checkout.
+    lock: Mutex<Option<std::fs::File>>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    #[error("another setrows-bisect matrix run is using {0} (its checkout and build directories); wait for it or pass a different --work-dir")]
+    Busy(PathBuf),
     #[error(transparent)]
     Git(#[from] crate::git::GitError),
     #[error("{path}: {source}")]
@@ -171,6 +175,7 @@ impl Runner {
             launchers: Mutex::new(HashMap::new()),
             hip_envs: Mutex::new(HashMap::new()),
             store: None,
+            lock: Mutex::new(None),
         }
     }
 
@@ -196,6 +201,7 @@ impl Runner {
     /// get new mtimes and the persistent build directories rebuild them: a fresh directory per
     /// revision would hand the build system sources *older* than its last outputs.
     pub fn checkout(&self, rev: &mut Rev) -> Result<(), RunError> {
+        self.lock_work_dir()?;
         let repo = crate::git::open(&self.repo)?;
         let canon = std::fs::canonicalize(&self.repo).unwrap_or(self.repo.clone());
         let base = self
@@ -211,6 +217,35 @@ impl Runner {
         // A tree that is not ggml (a script probe's own project) keeps today's spelling.
         rev.facts = TreeFacts::detect(&co.dir).unwrap_or_default();
         rev.checkout = co.dir;
+        Ok(())
+    }
+
+    fn lock_work_dir(&self) -> Result<(), RunError> {
+        let mut held = self
+            .lock
+            .lock()
+            .map_err(|_| RunError::Busy(self.work_dir.clone()))?;
+        if held.is_some() {
+            return Ok(());
+        }
+        let dir = self.work_dir.join("matrix");
+        let io = |source| RunError::Io {
+            path: dir.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("lock"))
+            .map_err(io)?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor we own; released when the file is closed.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(RunError::Busy(dir));
+        }
+        *held = Some(f);
         Ok(())
     }
 

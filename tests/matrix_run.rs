@@ -219,3 +219,28 @@ fn hip_compiler_comes_from_the_images_hipconfig() {
     // No hipconfig in the image: `$(hipconfig -l)/clang` is just "/clang".
     assert!(parse_hip_env("sh: 1: hipconfig: not found\nHIPCXX=/clang\nHIP_PATH=\n").is_empty());
 }
+
+#[test]
+fn two_runs_cannot_share_a_work_dir() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    old_ggml_repo(&repo);
+    let m = matrix::parse("m.toml", MATRIX).unwrap();
+    let mk = || {
+        Runner::new(
+            repo.clone(),
+            d.path().join("work"),
+            None,
+            m.probe.clone(),
+            0,
+            d.path().join("logs"),
+        )
+    };
+    let (a, b) = (mk(), mk());
+    let mut rev = a.resolve("HEAD").unwrap();
+    a.checkout(&mut rev).unwrap();
+    let err = b.checkout(&mut rev).unwrap_err().to_string();
+    assert!(err.contains("another setrows-bisect matrix run"), "{err}");
+    drop(a);
+    b.checkout(&mut rev).unwrap();
+}
