@@ -18,6 +18,7 @@ pub mod junit;
 pub mod launch;
 pub mod matrix;
 pub mod matrix_cmd;
+pub mod matrix_report;
 pub mod matrix_run;
 pub mod outcome;
 pub mod probe;

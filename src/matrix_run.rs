@@ -16,6 +16,8 @@ use crate::matrix::{Config, RawProbe};
 use crate::outcome::Outcome;
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
 use serde::{Deserialize, Serialize};
+
+pub use crate::matrix_report::{ConfigRow, MatrixResults};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -548,107 +550,4 @@ pub fn parse_hip_env(output: &str) -> Vec<(String, String)> {
         .filter(|(k, v)| *k != "HIPCXX" || *v != "/clang")
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
-}
-
-/// Everything a matrix run produced (the `matrix-results.json` file).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MatrixResults {
-    pub matrix: String,
-    pub engine: String,
-    pub revisions: Vec<Rev>,
-    pub configs: Vec<ConfigRow>,
-    pub cells: Vec<Cell>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ConfigRow {
-    pub id: String,
-    pub label: String,
-    pub backend: Backend,
-    pub image: Option<String>,
-}
-
-/// Text from logs cannot break the table.
-fn cell_text(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
-        .chars()
-        .take(120)
-        .collect()
-}
-
-impl MatrixResults {
-    pub fn cell(&self, config: &str, sha: &str) -> Option<&Cell> {
-        self.cells
-            .iter()
-            .find(|c| c.config == config && c.sha == sha)
-    }
-
-    pub fn infra_errors(&self) -> usize {
-        self.cells
-            .iter()
-            .filter(|c| c.outcome == Outcome::InfraError)
-            .count()
-    }
-
-    /// One row per configuration, one column per revision, then provenance per image.
-    pub fn markdown(&self) -> String {
-        let mut s = format!(
-            "## Matrix results: `{}`\n\n| id | configuration |",
-            self.matrix
-        );
-        for r in &self.revisions {
-            s.push_str(&format!(" `{}` ({}) |", cell_text(&r.rev), &r.sha[..10]));
-        }
-        s.push_str("\n|---|---|");
-        s.push_str(&"---|".repeat(self.revisions.len()));
-        s.push('\n');
-        for c in &self.configs {
-            s.push_str(&format!("| `{}` | {} |", c.id, cell_text(&c.label)));
-            for r in &self.revisions {
-                match self.cell(&c.id, &r.sha) {
-                    None => s.push_str(" not run |"),
-                    Some(cell) => {
-                        let sig = cell
-                            .signature
-                            .as_deref()
-                            .map(|t| format!(": {}", cell_text(t)))
-                            .unwrap_or_default();
-                        let stored = if cell.cached { ", stored" } else { "" };
-                        s.push_str(&format!(
-                            " **{}**{sig} ({:.1}s{stored}) |",
-                            cell.outcome, cell.duration_s
-                        ));
-                    }
-                }
-            }
-            s.push('\n');
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        let mut prov = String::new();
-        for cell in &self.cells {
-            let key = cell
-                .provenance
-                .get("image")
-                .cloned()
-                .unwrap_or_else(|| "host".into());
-            if cell.provenance.is_empty() || !seen.insert(key.clone()) {
-                continue;
-            }
-            let facts: Vec<String> = cell
-                .provenance
-                .iter()
-                .map(|(k, v)| format!("{k}: `{}`", cell_text(v)))
-                .collect();
-            prov.push_str(&format!(
-                "- **{}**: {}\n",
-                cell_text(&key),
-                facts.join(", ")
-            ));
-        }
-        if !prov.is_empty() {
-            s.push_str(&format!("\n### Provenance ({})\n\n{prov}", self.engine));
-        }
-        s
-    }
 }
