@@ -233,15 +233,13 @@ pub fn batch(
         sum.right += u32::from(r.right);
         sum.wrong += u32::from(r.wrong);
         sum.inconclusive += u32::from(!r.right && !r.wrong);
-        match r.conclusion {
-            Conclusion::Found {
-                confidence: Some(c),
-                ..
-            } => {
-                conf += c;
-                answered += 1;
-            }
-            _ => {}
+        if let Conclusion::Found {
+            confidence: Some(c),
+            ..
+        } = r.conclusion
+        {
+            conf += c;
+            answered += 1;
         }
     }
     let t = f64::from(trials.max(1));
