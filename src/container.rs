@@ -536,12 +536,16 @@ pub fn parse_provenance(output: &str) -> BTreeMap<String, String> {
     out
 }
 
+/// A full disk fails a build or a test without saying anything about the code under test.
+pub fn disk_full(output: &str) -> bool {
+    output.to_lowercase().contains("no space left on device")
+}
+
 /// Whether a finished step failed because of the engine rather than the test: the engine's
 /// own exit code (125, shared with `git bisect`'s skip, so the text decides) with its error
 /// text, a daemon that went away, or a full disk.
 pub fn engine_failure(kind: EngineKind, exit_code: Option<i32>, output: &str) -> Option<String> {
-    let lower = output.to_lowercase();
-    if lower.contains("no space left on device") {
+    if disk_full(output) {
         return Some("disk full: no space left on device".into());
     }
     let last = output

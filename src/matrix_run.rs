@@ -103,10 +103,14 @@ impl Prober for InfraAware {
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
         let mut report = self.inner.probe(req, phase);
         if !matches!(report.outcome, Outcome::InfraError | Outcome::Pass) {
-            if let Some(why) = self
+            let why = self
                 .launcher
                 .infra_failure(report.exit_code, &report.output_tail)
-            {
+                .or_else(|| {
+                    crate::container::disk_full(&report.output_tail)
+                        .then(|| "disk full: no space left on device".to_string())
+                });
+            if let Some(why) = why {
                 report.outcome = Outcome::InfraError;
                 report.signature = Some(why);
             }

@@ -244,3 +244,31 @@ fn two_runs_cannot_share_a_work_dir() {
     drop(a);
     b.checkout(&mut rev).unwrap();
 }
+
+/// A full disk on the host is the machinery's failure, not the code's: infra, retried, no verdict.
+#[test]
+fn a_full_disk_is_an_infrastructure_error_even_on_the_host() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    old_ggml_repo(&repo);
+    let text = MATRIX.replace(
+        "build = 'echo \"$SETROWS_CMAKE_ARGS\" > \"$WORK/args\"'",
+        "build = 'echo \"cc1plus: fatal error: write: No space left on device\"; exit 1'",
+    );
+    assert_ne!(text, MATRIX);
+    let m = matrix::parse("m.toml", &text).unwrap();
+    let runner = Runner::new(
+        repo,
+        d.path().join("work"),
+        None,
+        m.probe.clone(),
+        1,
+        d.path().join("logs"),
+    );
+    let mut rev = runner.resolve("HEAD").unwrap();
+    runner.checkout(&mut rev).unwrap();
+    let cell = runner.run_cell(&m.configs[0], &rev, &|_| {});
+    assert_eq!(cell.outcome, setrows_bisect::outcome::Outcome::InfraError);
+    assert_eq!(cell.attempts, 2);
+    assert!(cell.signature.unwrap().contains("disk full"));
+}
