@@ -272,3 +272,31 @@ fn a_full_disk_is_an_infrastructure_error_even_on_the_host() {
     assert_eq!(cell.attempts, 2);
     assert!(cell.signature.unwrap().contains("disk full"));
 }
+
+/// The configure line the first HIP configuration of the shipped matrix runs inside its ROCm
+/// image (the bundled replay's build script with this configuration's recipe), pinned.
+#[test]
+fn golden_hip_replay_build_from_the_shipped_matrix() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("matrix.toml");
+    let m = matrix::load(&path).unwrap();
+    let c = &m.configs[0];
+    assert_eq!(
+        c.label(),
+        "backend=hip rocm=6.4.1 gfx=gfx1151 wave_size=32 graphs=true launch=default params=decode-reuse"
+    );
+    let mut opts = setrows_bisect::repro::ReproOptions::new(std::sync::Arc::new(
+        setrows_bisect::launch::HostLauncher,
+    ));
+    opts.cmake_args = c.recipe.cmake_args(&Default::default());
+    let script = setrows_bisect::repro::ReproProber::new(opts).build_script("setrows-repro-src");
+    let configure = script.lines().find(|l| l.starts_with("cmake -S")).unwrap();
+    let tail = configure.split("$launcher ").nth(1).unwrap();
+    assert_eq!(
+        tail,
+        "-DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER_LAUNCHER=ccache \
+         -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGGML_CCACHE=OFF \
+         -DCMAKE_HIP_COMPILER_LAUNCHER=ccache -DGGML_HIP=ON -DGPU_TARGETS=gfx1151 \
+         -DCMAKE_HIP_FLAGS=-DDFLASH_WAVE_SIZE=32 -DGGML_HIP_GRAPHS=ON"
+    );
+    assert!(script.contains("--target setrows-replay"), "{script}");
+}
