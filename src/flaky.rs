@@ -163,9 +163,20 @@ impl FlakyPolicy {
 
     /// Passes needed before a candidate is believed good (with the current rate posterior).
     pub fn passes_needed(&self) -> u32 {
-        (1..=100_000)
-            .find(|&k| self.rate.pass_streak(k) <= self.per_verdict_error)
-            .unwrap_or(100_000)
+        // pass_streak falls monotonically in k: bisect for the first k that is small enough.
+        let (mut lo, mut hi) = (1u32, 1_000_000u32);
+        if self.rate.pass_streak(hi) > self.per_verdict_error {
+            return hi;
+        }
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.rate.pass_streak(mid) <= self.per_verdict_error {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
     }
 }
 
@@ -506,6 +517,16 @@ mod tests {
         let pol = FlakyPolicy::new(0.95, half, 10);
         assert_eq!(pol.decide(&ev(kh - 1, 0)), Decision::RunAgain);
         assert_eq!(pol.decide(&ev(kh, 0)), Decision::Decided(Verdict::Old));
+    }
+
+    #[test]
+    fn passes_needed_is_the_first_sufficient_streak() {
+        for (a, b) in [(1.0, 1.0), (2.0, 1.0), (7.0, 30.0), (50.0, 2.0)] {
+            let pol = FlakyPolicy::new(0.95, Beta { a, b }, 11);
+            let k = pol.passes_needed();
+            let first = (1..).find(|&k| Beta { a, b }.pass_streak(k) <= pol.per_verdict_error);
+            assert_eq!(Some(k), first, "Beta({a},{b})");
+        }
     }
 
     #[test]

@@ -93,7 +93,7 @@ fn plain_binary_search_is_often_wrong_on_flaky_faults() {
 }
 
 #[test]
-fn adaptive_costs_more_runs_than_plain_and_less_for_reliable_faults() {
+fn adaptive_costs_more_runs_than_plain_and_more_for_rarer_faults() {
     let (ad1, ad3) = (adaptive_driver(1.0, 11), adaptive_driver(0.3, 13));
     let pl1 = plain(1.0, 11);
     // The price of believing a pass: more runs than git bisect's ~log2(N)...
