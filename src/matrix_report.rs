@@ -24,6 +24,22 @@ pub struct ConfigRow {
     pub image: Option<String>,
 }
 
+/// Provenance keys that describe an image on a machine (the same for every cell in it).
+const IMAGE_FACTS: &[&str] = &[
+    "engine",
+    "image",
+    "image_digest",
+    "kernel",
+    "hip",
+    "nvcc",
+    "compiler",
+    "gpu",
+    "device",
+    "backend",
+    "ggml_version",
+    "provenance_error",
+];
+
 /// Text from logs cannot break the table.
 fn cell_text(s: &str) -> String {
     s.replace('|', "\\|")
@@ -91,9 +107,12 @@ impl MatrixResults {
             if cell.provenance.is_empty() || !seen.insert(key.clone()) {
                 continue;
             }
+            // Facts of the image and machine only; per-run values (throughput, steps) stay in
+            // the JSON, where they belong to their cell.
             let facts: Vec<String> = cell
                 .provenance
                 .iter()
+                .filter(|(k, _)| IMAGE_FACTS.contains(&k.as_str()))
                 .map(|(k, v)| format!("{k}: `{}`", cell_text(v)))
                 .collect();
             prov.push_str(&format!(
