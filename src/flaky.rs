@@ -221,11 +221,21 @@ pub struct AdaptivePolicy {
 
 impl AdaptivePolicy {
     pub fn new(confidence: f64, candidates: usize, max_runs: Option<u64>) -> Self {
+        Self::with(
+            confidence,
+            expected_good_verdicts(candidates),
+            Beta::UNIFORM,
+            max_runs,
+        )
+    }
+
+    /// Full control over the error split and the prior on the rate (for experiments).
+    pub fn with(confidence: f64, good_verdicts: u32, prior: Beta, max_runs: Option<u64>) -> Self {
         AdaptivePolicy {
             confidence,
-            good_verdicts: expected_good_verdicts(candidates),
+            good_verdicts,
             max_runs,
-            state: std::sync::Mutex::new((Beta::UNIFORM, 0)),
+            state: std::sync::Mutex::new((prior, 0)),
         }
     }
 
