@@ -22,7 +22,7 @@ for seed in "${seeds[@]}"; do
   root=$(mktemp -d /tmp/setrows-bench-XXXX)
   eval "$("$BIN" demo --seed "$seed" --out "$root" --generate-only 2>/dev/null)"
   planted=$(git -C "$REPO" log --format=%H --grep='speed up index wrap' | head -1)
-  planted_idx=$(git -C "$REPO" rev-list --count "$planted")
+  planted_idx=$(( $(git -C "$REPO" rev-list --count "$planted") - 1 ))
   for mode in default lazy repeat; do
     case $mode in
       default) wd=$root/work; extra=() ;;
