@@ -526,6 +526,57 @@ mod tests {
     }
 
     #[test]
+    fn first_parent_chain_versus_full_ancestry_path() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        git(r, &["init", "-q", "-b", "main"]);
+        let step = |name: &str| {
+            fs::write(r.join(name), name).unwrap();
+            commit_all(r, name)
+        };
+        let c0 = step("c0");
+        git(r, &["checkout", "-q", "-b", "side"]);
+        let b1 = step("b1");
+        let b2 = step("b2");
+        git(r, &["checkout", "-q", "main"]);
+        let c1 = step("c1");
+        git(r, &["merge", "-q", "--no-ff", "-m", "merge side", "side"]);
+        let m = git(r, &["rev-parse", "HEAD"]);
+        let c3 = step("c3");
+        let repo = open(r).unwrap();
+        let id = |s: &str| Oid::from_str(s).unwrap();
+        let shas =
+            |range: Range| -> Vec<String> { range.candidates.into_iter().map(|c| c.sha).collect() };
+        let fp = RangeSpec {
+            first_parent: true,
+            path: None,
+        };
+        let full = RangeSpec {
+            first_parent: false,
+            path: None,
+        };
+        assert_eq!(
+            shas(plan_range(&repo, id(&c0), id(&c3), &fp).unwrap()),
+            vec![c0.clone(), c1.clone(), m.clone(), c3.clone()]
+        );
+        let all = shas(plan_range(&repo, id(&c0), id(&c3), &full).unwrap());
+        assert_eq!(all.len(), 6);
+        assert_eq!((&all[0], &all[4], &all[5]), (&c0, &m, &c3));
+        let pos = |s: &str| all.iter().position(|x| x == s).unwrap();
+        assert!(pos(&b1) < pos(&b2), "parents before children");
+        // A side-branch good commit is an ancestor, but not on bad's first-parent chain.
+        assert!(matches!(
+            plan_range(&repo, id(&b1), id(&c3), &fp),
+            Err(GitError::NotOnFirstParent { .. })
+        ));
+        // Ancestry path from b1: only its descendants (c1 is not one).
+        assert_eq!(
+            shas(plan_range(&repo, id(&b1), id(&c3), &full).unwrap()),
+            vec![b1, b2, m, c3]
+        );
+    }
+
+    #[test]
     fn collapses_identical_subtrees_and_checks_out_incrementally() {
         let d = tempfile::tempdir().unwrap();
         let r = d.path();
