@@ -92,3 +92,26 @@ fn work_dir_is_the_only_place_written() {
     assert_eq!(String::from_utf8_lossy(&head.stdout).trim(), f.sha(15));
     assert!(!f.repo().join(".git/worktrees").exists());
 }
+
+#[test]
+fn infrastructure_failure_is_retried_then_exit_3_and_never_stored() {
+    if !have_cmake() {
+        return;
+    }
+    let f = Fixture::new(&spec(12, 6));
+    // No `sh` on PATH: the step cannot even start. That is our machinery failing, not the code
+    // under test, so it must never become a verdict or a stored result.
+    let out = Command::from_std(f.bisect_std(0, 11))
+        .env("PATH", "/nonexistent")
+        .assert()
+        .code(3);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(stderr.contains("infrastructure failure"), "{stderr}");
+    assert!(stderr.contains("3 attempts"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // With a working PATH every probe runs: nothing was stored by the failed attempts.
+    f.bisect(0, 11).assert().code(0);
+    let r = f.result();
+    assert_eq!(r["first_bad"], f.sha(6));
+    assert_eq!(r["executed"], r["probes"].as_array().unwrap().len());
+}
