@@ -75,15 +75,22 @@ pub struct BisectArgs {
     /// the answer is "inconclusive" with the candidates that remain instead of a guess.
     #[arg(long, value_name = "N", requires = "confidence")]
     pub max_runs: Option<u64>,
-    /// After a culprit is found, run it and its parent N times each and the bad endpoint with
-    /// the culprit reverted N times, and flag suspicious answers (0 = off). A doubtful answer
-    /// exits 1.
+    /// After a culprit is found, run it, its parent and the bad endpoint with the culprit
+    /// reverted at least N times each (more when the fault is rare), and flag suspicious
+    /// answers (0 = off). A doubtful answer exits 1.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub validate: u32,
     /// Print the next wave of probes for --jobs K slots as JSON, from the stored results
     /// only, and exit without probing (for fanning a round out over CI runners).
     #[arg(long)]
     pub plan_only: bool,
+    /// Run one planned probe of SHA (from --plan-only) and store it, then exit: what one CI
+    /// runner does in a distributed round.
+    #[arg(long, value_name = "SHA", conflicts_with = "plan_only")]
+    pub probe: Option<String>,
+    /// With --probe: the run index the plan assigned (default: the next free one here).
+    #[arg(long, value_name = "R", requires = "probe")]
+    pub run_index: Option<usize>,
     /// Test the endpoints only when the answer depends on them (fewer probes; a wrong endpoint
     /// is found late).
     #[arg(long)]
@@ -259,6 +266,11 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     let p = prepare(&args)?;
     if args.plan_only {
         let v = crate::flaky::plan::plan_next(&args, &p)?;
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(0);
+    }
+    if let Some(sha) = &args.probe {
+        let v = crate::flaky::plan::probe_one(&p, sha, args.run_index)?;
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok(0);
     }

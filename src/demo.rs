@@ -71,6 +71,8 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
         max_runs: None,
         validate: 0,
         plan_only: false,
+        probe: None,
+        run_index: None,
         lazy_endpoints: false,
         json: None,
         report: None,

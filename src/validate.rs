@@ -420,6 +420,7 @@ pub fn judge(obs: &Observations, rate: Beta) -> Validation {
 }
 
 /// What the effectful validation needs from the bisection that produced the answer.
+/// Runs are `runs` each at least, more for rare faults (`run_limit`).
 pub struct Setup<'a> {
     pub repo_path: &'a Path,
     pub prober: &'a dyn crate::probe::Prober,
@@ -434,13 +435,28 @@ pub struct Setup<'a> {
     pub rate: Beta,
 }
 
-/// Runs `n` probes of `sha` (from `repo`) in validation's private checkout; infrastructure
+/// How many runs validation allows one commit: at least `n` (kernel CI's 3), more when the
+/// estimated rate makes `n` passes weak evidence: until a bad commit would have shown the fault
+/// with 95% probability, capped at 20 n so a rare fault cannot make validation endless.
+pub fn run_limit(n: u32, rate: Beta) -> u32 {
+    let n = n.max(1);
+    let cap = n.saturating_mul(20);
+    let needed = (1..=cap)
+        .find(|&k| rate.pass_streak(k) <= 0.05)
+        .unwrap_or(cap);
+    needed.max(n)
+}
+
+/// Runs probes of `sha` (from `repo`) up to `run_limit`, stopping once a failure has been
+/// seen and at least `stop_on_failure_after` runs were made (one failure settles a parent or a
+/// revert; the culprit still gets its `n` runs) in validation's private checkout; infrastructure
 /// errors are retried once and then left out (they are never evidence).
 fn probe_n(
     setup: &Setup<'_>,
     repo: &git2::Repository,
     sha: &str,
     role: &str,
+    stop_on_failure_after: u32,
     progress: &dyn Fn(&str),
 ) -> Result<Evidence, ValidateError> {
     let dir = setup.work_dir.join("validate");
@@ -456,7 +472,11 @@ fn probe_n(
         })?;
     let short = &sha[..sha.len().min(10)];
     let mut ev = Evidence::default();
-    for i in 0..setup.runs {
+    let limit = run_limit(setup.runs, setup.rate);
+    for i in 0..limit {
+        if ev.new > 0 && ev.runs() >= stop_on_failure_after {
+            break;
+        }
         for attempt in 0..2 {
             let log = logs.join(format!("{short}-{role}-{i}-{attempt}.log"));
             let name = format!("setrows-validate-{short}-{i}-{}", std::process::id());
@@ -514,10 +534,10 @@ pub fn validate_culprit(
     let build = setup.work_dir.join("validate").join("build");
     let mut parent_hash = None;
     if let Some(p) = &parent {
-        obs.parent = probe_n(setup, &repo, p, "parent", progress)?;
+        obs.parent = probe_n(setup, &repo, p, "parent", 1, progress)?;
         parent_hash = hash_outputs(&build).ok();
     }
-    obs.culprit = probe_n(setup, &repo, culprit, "culprit", progress)?;
+    obs.culprit = probe_n(setup, &repo, culprit, "culprit", setup.runs, progress)?;
     if let (Some(a), Ok(b)) = (parent_hash, hash_outputs(&build)) {
         if !a.is_empty() && !b.is_empty() {
             obs.identical_build = Some(a == b);
@@ -526,7 +546,14 @@ pub fn validate_culprit(
     let scratch = setup.work_dir.join("validate").join("scratch.git");
     let (scratch_repo, revert) = revert_in_scratch(setup.repo_path, culprit, bad, &scratch)?;
     if let Revert::Clean { commit } = &revert {
-        obs.reverted = Some(probe_n(setup, &scratch_repo, commit, "reverted", progress)?);
+        obs.reverted = Some(probe_n(
+            setup,
+            &scratch_repo,
+            commit,
+            "reverted",
+            1,
+            progress,
+        )?);
     }
     obs.revert = Some(revert);
     let v = judge(&obs, setup.rate);

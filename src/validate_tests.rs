@@ -241,3 +241,17 @@ fn walk_count(dir: &Path) -> usize {
     }
     n
 }
+
+#[test]
+fn run_limit_grows_for_rare_faults_and_is_capped() {
+    // A fault seen failing 20 times in 20 runs: 3 runs are plenty.
+    assert_eq!(run_limit(3, Beta { a: 21.0, b: 1.0 }), 3);
+    // About one in three: 3 passes happen 30% of the time, so more are needed.
+    let k = run_limit(3, Beta { a: 12.0, b: 22.0 });
+    assert!(
+        k > 3 && Beta { a: 12.0, b: 22.0 }.pass_streak(k) <= 0.05,
+        "{k}"
+    );
+    // Nothing known: capped.
+    assert_eq!(run_limit(3, Beta::UNIFORM), 20);
+}

@@ -1,6 +1,7 @@
-//! `--confidence` / `--max-runs` through the real binary on a generated git repository whose
-//! test fails on bad commits only on some runs (every third run of the whole bisection, counted
-//! in a file, so the flakiness is exactly reproducible).
+//! `--confidence` / `--max-runs` / `--validate` / `--plan-only` / `--probe` through the real
+//! binary on a generated git repository whose test fails on bad commits only on some runs
+//! (about one in three, decided by a hash of a run counter kept in a file, so the flakiness is
+//! exactly reproducible).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -57,13 +58,15 @@ impl Repo {
     fn path(&self) -> PathBuf {
         self.dir.path().join("repo")
     }
-    /// A test that fails on a bad commit only when the bisection-wide run counter is a
-    /// multiple of 3 (a 1-in-3 fault, deterministic).
+    /// A test that fails on a bad commit about one run in three: the bisection-wide run
+    /// counter is hashed (cksum), so the pattern is deterministic but has no period a
+    /// multisection wave could fall into (a plain `n % 3` would starve one slot forever).
     fn script(&self) -> String {
         let counter = self.dir.path().join("runs");
         format!(
             "n=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'; \
-             if [ -f BUG ] && [ $((n % 3)) -eq 0 ]; then exit 1; fi; exit 0",
+             h=$(echo \"run $n\" | cksum | cut -d' ' -f1); \
+             if [ -f BUG ] && [ $((h % 3)) -eq 0 ]; then exit 1; fi; exit 0",
             c = counter.display()
         )
     }
@@ -143,14 +146,23 @@ fn validate_confirms_the_culprit_by_reverting_it() {
     assert_eq!(v["first_bad"], r.shas[BUG_AT]);
     let val = &v["validation"];
     assert_eq!(val["confirmed"], true, "{val}");
-    // The parent passed all its runs, the culprit ran 3 times, the revert ran 3 times.
+    // A 1-in-3 fault: 3 passes would prove little, so parent and revert ran more than 3
+    // times (all passing), and the culprit ran at least 3 times and failed.
     let obs = &val["observations"];
-    assert_eq!(obs["parent"]["old"], 3, "{obs}");
-    assert_eq!(
-        obs["culprit"]["old"].as_u64().unwrap() + obs["culprit"]["new"].as_u64().unwrap(),
-        3
+    let n = |e: &serde_json::Value, k: &str| e[k].as_u64().unwrap();
+    assert!(n(&obs["parent"], "old") > 3, "{obs}");
+    assert_eq!(n(&obs["parent"], "new"), 0, "{obs}");
+    assert!(n(&obs["culprit"], "new") >= 1, "{obs}");
+    assert!(
+        n(&obs["culprit"], "old") + n(&obs["culprit"], "new") >= 3,
+        "{obs}"
     );
-    assert_eq!(obs["reverted"]["old"], 3, "{obs}");
+    assert_eq!(
+        n(&obs["reverted"], "old"),
+        n(&obs["parent"], "old"),
+        "{obs}"
+    );
+    assert_eq!(n(&obs["reverted"], "new"), 0, "{obs}");
     assert_eq!(obs["revert"]["kind"], "clean");
     assert_eq!(val["findings"][0]["kind"], "revert_fixes", "{val}");
     // Each validation run is reported as it happens.
@@ -250,4 +262,77 @@ fn plan_only_proposes_a_wave_and_replays_a_finished_store() {
     let p = plan("3");
     assert_eq!(p["done"], true, "{p}");
     assert_eq!(p["first_bad"], r.shas[BUG_AT]);
+}
+
+/// Copies every stored result file under `from/results` into `into/results` (the merge step of
+/// a distributed round: artifacts from several runners unpacked into one store).
+fn merge_results(from: &Path, into: &Path) -> usize {
+    let mut n = 0;
+    let Ok(keys) = std::fs::read_dir(from.join("results")) else {
+        return 0;
+    };
+    for k in keys.flatten() {
+        let dst = into.join("results").join(k.file_name());
+        std::fs::create_dir_all(&dst).unwrap();
+        for f in std::fs::read_dir(k.path()).unwrap().flatten() {
+            let target = dst.join(f.file_name());
+            assert!(!target.exists(), "two runners wrote {}", target.display());
+            std::fs::copy(f.path(), target).unwrap();
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn distributed_rounds_plan_probe_merge_reach_the_answer() {
+    let r = generate();
+    let main_store = r.dir.path().join("merged");
+    let cmd = |work: &Path, extra: &[&str]| {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+            .arg("--repo")
+            .arg(r.path())
+            .args(["--good", &r.shas[0], "--bad", &r.shas[COMMITS - 1]])
+            .arg("--script")
+            .arg(r.script())
+            .args(["--confidence", "0.95", "--jobs", "3"])
+            .arg("--work-dir")
+            .arg(work)
+            .args(extra)
+            .env_remove("SETROWS_BISECT_WORK_DIR")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {stderr}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let mut rounds = 0;
+    let answer = loop {
+        rounds += 1;
+        assert!(rounds < 400, "no answer after {rounds} rounds");
+        let plan = cmd(&main_store, &["--plan-only"]);
+        if plan["done"] == true {
+            break plan;
+        }
+        let probes = plan["probes"].as_array().unwrap();
+        assert!(!probes.is_empty() && probes.len() <= 3, "{plan}");
+        // One runner per entry, each with its own work dir, then merge.
+        for (slot, e) in probes.iter().enumerate() {
+            let runner = r.dir.path().join(format!("runner-{rounds}-{slot}"));
+            let ri = e["run_index"].to_string();
+            let got = cmd(
+                &runner,
+                &["--probe", e["sha"].as_str().unwrap(), "--run-index", &ri],
+            );
+            assert_eq!(got["run_index"], e["run_index"]);
+            assert_eq!(merge_results(&runner, &main_store), 1);
+        }
+    };
+    assert_eq!(answer["first_bad"], r.shas[BUG_AT], "{answer}");
+    assert!(answer["conclusion"]["confidence"].as_f64().unwrap() >= 0.95);
+    // Several runs went out per round: repeats of one commit run on several runners at once.
+    assert!(
+        answer["runs_stored"].as_u64().unwrap() > 2 * rounds as u64 - 2,
+        "{answer}"
+    );
 }

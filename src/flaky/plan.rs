@@ -8,6 +8,9 @@
 //! file); then plan again, until the plan says `done`. A final ordinary `bisect` over the
 //! merged store executes nothing and writes the report.
 //!
+//! A runner executes one entry with `bisect --probe SHA --run-index R` (same flags otherwise,
+//! its own `--work-dir`), which stores exactly `results/<key>/run-R.json`.
+//!
 //! Replay records every stored run of a candidate at once, so with more stored runs than the
 //! policy needs (e.g. a store filled by `--confidence` and replanned without it) a decision can
 //! differ from the driver's, which consumes stored runs one at a time.
@@ -16,7 +19,8 @@ use super::session::{Action, Mode, Session};
 use super::Beta;
 use crate::bisect::{BisectArgs, Prepared};
 use crate::error::CliError;
-use crate::store::StoreKey;
+use crate::outcome::Outcome;
+use crate::store::{StoreKey, StoredRun};
 use serde_json::json;
 
 /// The next wave for `--jobs K` slots as JSON (`done: false` with `probes`, or `done: true`
@@ -75,4 +79,82 @@ pub fn plan_next(args: &BisectArgs, p: &Prepared) -> anyhow::Result<serde_json::
             json!({"done": true, "runs_stored": total, "conclusion": conclusion, "first_bad": first_bad})
         }
     })
+}
+
+/// Attempts when our own machinery fails, as in the driver.
+const INFRA_ATTEMPTS: u32 = 3;
+
+/// `--probe SHA --run-index R`: one run of one planned candidate, stored under run index R
+/// (the driver's numbering), reported as JSON. The checkout and build dir are private to
+/// planned probes (`<work>/checkouts/planned`), so a runner can also hold a normal bisection.
+pub fn probe_one(
+    p: &Prepared,
+    sha: &str,
+    run_index: Option<usize>,
+) -> anyhow::Result<serde_json::Value> {
+    let r = &p.plan.range;
+    let cand = r
+        .candidates
+        .iter()
+        .find(|c| c.members.iter().any(|m| m.starts_with(sha)) && sha.len() >= 7)
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "--probe {sha}: not a commit of the range {}..{} (use a sha from --plan-only)",
+                &r.good[..10.min(r.good.len())],
+                &r.bad[..10.min(r.bad.len())]
+            ))
+        })?;
+    let identity = p.prober.identity();
+    let key = StoreKey::new(&cand.tree, &identity);
+    let infra = |e: &dyn std::fmt::Display| CliError::infra(e.to_string());
+    let index = match run_index {
+        Some(i) => i,
+        None => p.store.load(&key).map_err(|e| infra(&e))?.len(),
+    };
+    let dir = p.plan.work_dir.join("checkouts").join("planned");
+    let src = dir.join("src");
+    let build = dir.join("build");
+    let repo = crate::git::open(&p.plan.repo_path).map_err(crate::bisect::git_error)?;
+    let log = p.store.log_path(&key, index);
+    let mut last = String::new();
+    for _ in 0..INFRA_ATTEMPTS {
+        crate::git::Checkout::new(src.clone(), dir.join("checkout.state"))
+            .checkout(&repo, &cand.sha)
+            .map_err(crate::bisect::git_error)?;
+        let name = format!(
+            "setrows-planned-{}-{index}-{}",
+            &cand.sha[..10],
+            std::process::id()
+        );
+        let req = crate::probe::ProbeRequest {
+            commit: &cand.sha,
+            checkout: &src,
+            build_dir: &build,
+            log_path: &log,
+            run_name: &name,
+        };
+        let report = p.prober.probe(&req, &|_| {});
+        if report.outcome == Outcome::InfraError {
+            last = report.signature.unwrap_or_default();
+            continue;
+        }
+        let verdict = p.plan.predicate.judge(report.outcome, &report.output_tail);
+        let run = StoredRun {
+            tree: cand.tree.clone(),
+            identity: identity.clone(),
+            commit: cand.sha.clone(),
+            recorded_at: chrono::Utc::now().to_rfc3339(),
+            report,
+        };
+        p.store.save(&key, index, &run).map_err(|e| infra(&e))?;
+        return Ok(json!({
+            "sha": cand.sha, "run_index": index, "outcome": run.report.outcome,
+            "verdict": verdict, "result_dir": p.store.root().join("results").join(&key.0),
+        }));
+    }
+    Err(CliError::infra(format!(
+        "infrastructure failure probing {} ({INFRA_ATTEMPTS} attempts): {last}; log: {}",
+        cand.sha,
+        log.display()
+    )))
 }
