@@ -105,7 +105,7 @@ pub struct BisectArgs {
     #[arg(long, value_name = "DIR", env = "SETROWS_BISECT_WORK_DIR")]
     pub work_dir: Option<PathBuf>,
     /// Argument passed to the bundled reproducer (repeatable; used when --script is absent).
-    #[arg(long = "repro-arg", value_name = "ARG")]
+    #[arg(long = "repro-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub repro_args: Vec<String>,
     /// Backend the bundled reproducer targets (used when --script is absent).
     #[arg(long, value_parser = ["cpu", "cuda", "hip"])]
@@ -175,9 +175,16 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
         })?),
         None => None,
     };
-    let script = args.script.clone().ok_or_else(|| {
-        CliError::usage("--script is required until the bundled reproducer is available")
-    })?;
+    if args.script.is_some() && (args.backend.is_some() || !args.repro_args.is_empty()) {
+        return Err(CliError::usage(
+            "--backend and --repro-arg configure the bundled reproducer, which runs only when --script is not given",
+        ));
+    }
+    if args.script.is_none() && args.build.is_some() {
+        return Err(CliError::usage(
+            "--build needs --script (the bundled reproducer builds itself)",
+        ));
+    }
     let repo = git::open(&args.repo).map_err(git_error)?;
     let good_id = git::resolve(&repo, good, "--good").map_err(git_error)?;
     let bad_id = git::resolve(&repo, bad, "--bad").map_err(git_error)?;
@@ -213,15 +220,21 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
         .clone()
         .unwrap_or_else(store::default_work_dir);
     let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
-    let prober = ScriptProber::new(
-        args.build.clone(),
-        script,
-        timeout,
-        Box::new(HostLauncher),
-        &work_dir,
-    );
     let canon_repo = std::fs::canonicalize(&args.repo).unwrap_or(args.repo.clone());
-    let reproduce = Some(prober.reproduce_hint(&canon_repo, "{sha}"));
+    let (prober, reproduce): (Box<dyn Prober>, Option<String>) = match &args.script {
+        Some(script) => {
+            let p = ScriptProber::new(
+                args.build.clone(),
+                script.clone(),
+                timeout,
+                Box::new(HostLauncher),
+                &work_dir,
+            );
+            let hint = p.reproduce_hint(&canon_repo, "{sha}");
+            (Box::new(p), Some(hint))
+        }
+        None => (repro_prober(args, &repo, bad_id, &work_dir, timeout)?, None),
+    };
     let policy: Box<dyn Policy> = match (args.confidence, args.repeat) {
         (Some(c), _) if !(0.5..1.0).contains(&c) => {
             return Err(CliError::usage(format!(
@@ -255,10 +268,82 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
     Ok(Prepared {
         plan,
         store,
-        prober: Box::new(prober),
+        prober,
         policy,
         reproduce,
     })
+}
+
+/// The bundled set_rows replay reproducer (`repro::ReproProber`), built against each probed
+/// ggml revision with the `--backend` recipe. CMake option spellings are read from the `--bad`
+/// commit (see `build::TreeFacts`).
+fn repro_prober(
+    args: &BisectArgs,
+    repo: &git2::Repository,
+    bad: git::Oid,
+    work_dir: &std::path::Path,
+    timeout: Option<Duration>,
+) -> anyhow::Result<Box<dyn Prober>> {
+    use crate::build::{Backend, Recipe, TreeFacts};
+    use crate::repro::{ReproOptions, ReproProber};
+    let tree = repo
+        .find_commit(bad)
+        .and_then(|c| c.tree())
+        .map_err(|e| CliError::infra(format!("reading bad commit {bad}: {e}")))?;
+    let has = |p: &str| tree.get_path(std::path::Path::new(p)).is_ok();
+    let subdir = if has("ggml/CMakeLists.txt") {
+        "ggml"
+    } else {
+        ""
+    };
+    let prefix = if subdir.is_empty() {
+        String::new()
+    } else {
+        format!("{subdir}/")
+    };
+    if !has(&format!("{prefix}include/ggml.h")) {
+        return Err(CliError::usage(format!(
+            "no --script given, and bad commit {bad} is not a ggml (or llama.cpp) tree for the bundled reproducer (no {prefix}include/ggml.h); pass --script CMD"
+        )));
+    }
+    // The files `build::TreeFacts::detect` reads, taken from the commit instead of a checkout.
+    let mut text = String::new();
+    for rel in [
+        "CMakeLists.txt",
+        "src/CMakeLists.txt",
+        "src/ggml-hip/CMakeLists.txt",
+        "src/ggml-cuda/CMakeLists.txt",
+    ] {
+        if let Ok(entry) = tree.get_path(std::path::Path::new(&format!("{prefix}{rel}"))) {
+            if let Ok(blob) = repo.find_blob(entry.id()) {
+                text.push_str(&String::from_utf8_lossy(blob.content()));
+                text.push('\n');
+            }
+        }
+    }
+    let facts = TreeFacts::from_cmake_text(&text);
+    let backend = match args.backend.as_deref() {
+        None => Backend::Cpu,
+        Some(b) => Backend::parse(b)
+            .ok_or_else(|| CliError::usage(format!("--backend {b}: expected cpu, cuda or hip")))?,
+    };
+    let mut recipe = Recipe::new(backend);
+    recipe.ccache = crate::script::which("ccache").is_some();
+    let mut opts = ReproOptions::new(std::sync::Arc::new(HostLauncher));
+    opts.ggml_subdir = subdir.into();
+    opts.cmake_args = recipe.cmake_args(&facts);
+    if recipe.ccache {
+        opts.build_env.push((
+            "CCACHE_DIR".into(),
+            work_dir.join("ccache").to_string_lossy().into_owned(),
+        ));
+    }
+    opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
+    opts.repro_args = args.repro_args.clone();
+    if timeout.is_some() {
+        opts.run_timeout = timeout;
+    }
+    Ok(Box::new(ReproProber::new(opts)))
 }
 
 pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
