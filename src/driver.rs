@@ -120,12 +120,15 @@ impl BisectOutcome {
 }
 
 impl Plan {
-    fn slot_dir(&self, slot: usize) -> PathBuf {
+    /// One checkout + build dir per (repository, prober identity, slot): a build dir configured
+    /// by one `--build` command is never reused by another, so a stored result always comes
+    /// from a build made by the commands in its key.
+    fn slot_dir(&self, identity: &str, slot: usize) -> PathBuf {
         let canon = std::fs::canonicalize(&self.repo_path).unwrap_or(self.repo_path.clone());
-        let repo_key = crate::store::bisect_id(&[&canon.to_string_lossy()]);
+        let key = crate::store::bisect_id(&[&canon.to_string_lossy(), identity]);
         self.work_dir
             .join("checkouts")
-            .join(repo_key)
+            .join(key)
             .join(slot.to_string())
     }
 }
@@ -179,8 +182,9 @@ pub fn bisect_commits(
     let repo = git::open(&plan.repo_path)?;
     let cands = &plan.range.candidates;
     let jobs = plan.jobs.max(1);
+    let identity = prober.identity();
     let locks = (0..jobs)
-        .map(|s| lock_slot(&plan.slot_dir(s)))
+        .map(|s| lock_slot(&plan.slot_dir(&identity, s)))
         .collect::<Result<Vec<_>, _>>()?;
     let shared = Shared {
         plan,
@@ -188,7 +192,7 @@ pub fn bisect_commits(
         policy,
         store,
         progress,
-        identity: prober.identity(),
+        identity,
         titles: Mutex::new(Default::default()),
         records: Mutex::new(Vec::new()),
     };
@@ -374,7 +378,7 @@ fn execute(
     run_index: usize,
     slot: usize,
 ) -> Result<ProbeReport, DriverError> {
-    let dir = sh.plan.slot_dir(slot);
+    let dir = sh.plan.slot_dir(&sh.identity, slot);
     let src = dir.join("src");
     let build = dir.join("build");
     let log = sh.store.log_path(key, run_index);

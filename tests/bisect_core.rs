@@ -163,3 +163,32 @@ fn parallel_jobs_find_the_same_commit() {
     f.bisect(0, 79).args(["--jobs", "3"]).assert().code(0);
     assert_eq!(f.result()["first_bad"], f.sha(53));
 }
+
+#[test]
+fn a_different_build_command_never_reuses_another_commands_build_dir() {
+    if !have_cmake() {
+        return;
+    }
+    let f = Fixture::new(&spec(12, 7));
+    let build = setrows_bisect::demo::build_command();
+    let run = |b: String| {
+        let mut c = f.bisect_std(0, 11);
+        let args: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_owned()).collect();
+        let mut fresh = std::process::Command::new(c.get_program());
+        let mut it = args.into_iter();
+        while let Some(a) = it.next() {
+            if a == "--build" {
+                it.next();
+                fresh.arg("--build").arg(&b);
+            } else {
+                fresh.arg(a);
+            }
+        }
+        c = fresh;
+        assert_cmd::Command::from_std(c).assert().code(0);
+    };
+    run(format!("touch made-by-first-command; {build}"));
+    // Fails if it sees the first command's build dir.
+    run(format!("test ! -e made-by-first-command && {build}"));
+    assert_eq!(f.result()["first_bad"], f.sha(7));
+}
