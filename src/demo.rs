@@ -177,6 +177,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
             "demo: repository and work dir kept under {}",
             root.display()
         );
+    } else {
+        println!("demo: the temp dir (repository, logs, result store) is removed now; pass --out DIR to keep it");
     }
     Ok(code)
 }
