@@ -220,6 +220,9 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
         .clone()
         .unwrap_or_else(store::default_work_dir);
     let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
+    // Absolute from here on: steps run with their own working directory and see $SRC/$WORK.
+    let work_dir = std::fs::canonicalize(&work_dir).unwrap_or(work_dir);
+    let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
     let canon_repo = std::fs::canonicalize(&args.repo).unwrap_or(args.repo.clone());
     let (prober, reproduce): (Box<dyn Prober>, Option<String>) = match &args.script {
         Some(script) => {

@@ -192,3 +192,21 @@ fn a_different_build_command_never_reuses_another_commands_build_dir() {
     run(format!("test ! -e made-by-first-command && {build}"));
     assert_eq!(f.result()["first_bad"], f.sha(7));
 }
+
+#[test]
+fn relative_repo_and_work_dir_paths_work() {
+    if !have_cmake() {
+        return;
+    }
+    let f = Fixture::new(&spec(20, 13));
+    let c = f.bisect_raw(
+        std::path::Path::new("repo"),
+        f.sha(0),
+        f.sha(19),
+        std::path::Path::new("relative-work"),
+    );
+    let mut c = assert_cmd::Command::from_std(c);
+    c.current_dir(f.dir.path()).assert().code(0);
+    assert_eq!(f.result()["first_bad"], f.sha(13));
+    assert!(f.dir.path().join("relative-work/results").is_dir());
+}
