@@ -219,7 +219,8 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
         .work_dir
         .clone()
         .unwrap_or_else(store::default_work_dir);
-    let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
+    // Creates the work dir (and proves it writable) so it can be made absolute.
+    Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
     // Absolute from here on: steps run with their own working directory and see $SRC/$WORK.
     let work_dir = std::fs::canonicalize(&work_dir).unwrap_or(work_dir);
     let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
