@@ -31,7 +31,8 @@ pub struct BisectArgs {
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
     /// Test command, run with `sh -c` in the checkout ($SRC; the build dir is $WORK), with git
-    /// bisect run's exit codes: 0 good, 125 skip, 1-127 bad, signal/>=128 crash.
+    /// bisect run's exit codes: 0 good, 125 skip, 1-127 bad, signal/>=128 crash. Without it the
+    /// probe is the bundled set_rows replay reproducer (see --backend, --repro-arg).
     #[arg(long, value_name = "CMD")]
     pub script: Option<String>,
     /// Build command, run with `sh -c` in the persistent build dir ($WORK) before the test;
