@@ -143,6 +143,10 @@ pub struct RawProbe {
     /// CMake targets the replay builds (default: the reproducer only).
     #[serde(default)]
     pub targets: Vec<String>,
+    /// Extra `-D` options for every configuration's ggml build (e.g. `-DGGML_CUDA_FA=OFF` to keep
+    /// CUDA builds short when flash attention is not what is being tested).
+    #[serde(default)]
+    pub cmake_args: Vec<String>,
 }
 
 /// One expanded configuration.
@@ -543,6 +547,7 @@ impl Matrix {
         recipe.graphs = flag("graphs");
         recipe.hip_no_vmm = flag("hip_no_vmm").filter(|_| backend == Backend::Hip);
         recipe.rocwmma_fattn = flag("rocwmma_fattn").filter(|_| backend == Backend::Hip);
+        recipe.extra_cmake_args = self.probe.cmake_args.clone();
         let launch = match get("launch") {
             None => Launch::default(),
             Some(name) => self.launch.get(&name).cloned().ok_or_else(|| {
