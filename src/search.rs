@@ -187,8 +187,15 @@ impl Search {
             let budget = 1usize << ceil_log2(part);
             let slack = budget.saturating_sub(part);
             let (wlo, whi) = if parts == 2 {
-                // Both halves must stay within the budget.
-                (hi.saturating_sub(budget), lo + budget)
+                // Both halves must stay within the budget (worst case unchanged), and the split
+                // within 3/8..5/8 so the expected number of probes stays that of an exact halving
+                // (the budget alone allows 256/44 splits of 300, which costs git's lucky 8th step).
+                let mid = lo + span / 2;
+                let near = (span / 8).max(1);
+                (
+                    hi.saturating_sub(budget).max(mid.saturating_sub(near)),
+                    (lo + budget).min(mid + near),
+                )
             } else {
                 let t = target2 / (2 * parts);
                 (t.saturating_sub(slack / 2), t + slack / 2)
@@ -439,5 +446,60 @@ mod tests {
             [1, 2, 3, 4, 5, 8, 9, 300].map(ceil_log2),
             [0, 1, 2, 2, 3, 3, 4, 9]
         );
+    }
+}
+
+#[cfg(test)]
+mod expected_probes {
+    use super::*;
+
+    /// Mean interior probes over every culprit position: ours vs an exact-halving search.
+    fn means(n: usize, base: u64) -> (f64, f64) {
+        let (mut ours, mut exact) = (0usize, 0usize);
+        for first_new in 1..n {
+            let mut s = Search::new(
+                (0..n as u64).map(|i| base + i).collect(),
+                EndpointCheck::Lazy,
+            );
+            while let Step::Probe(ix) = s.next(1) {
+                for i in ix {
+                    if i != 0 && i != n - 1 {
+                        ours += 1;
+                    }
+                    s.record(
+                        i,
+                        if i >= first_new {
+                            Verdict::New
+                        } else {
+                            Verdict::Old
+                        },
+                    );
+                }
+            }
+            let (mut lo, mut hi) = (0, n - 1);
+            while hi - lo > 1 {
+                let m = (lo + hi) / 2;
+                exact += 1;
+                if m >= first_new {
+                    hi = m
+                } else {
+                    lo = m
+                }
+            }
+        }
+        let k = (n - 1) as f64;
+        (ours as f64 / k, exact as f64 / k)
+    }
+
+    #[test]
+    fn stable_midpoints_cost_almost_nothing_on_average() {
+        for (n, base) in [(50, 7), (101, 0), (300, 1000), (301, 12345), (1000, 3)] {
+            let (ours, exact) = means(n, base);
+            eprintln!("n={n}: ours {ours:.3} exact {exact:.3}");
+            assert!(
+                ours <= exact + 0.15,
+                "n={n}: {ours:.3} probes on average vs {exact:.3}"
+            );
+        }
     }
 }
