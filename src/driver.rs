@@ -15,10 +15,15 @@
 //! - Results are consulted lazily: when the search asks for a candidate, stored runs are used
 //!   first and only missing runs are executed. A resumed run therefore replays the exact same
 //!   sequence of decisions as the run that was killed, and arrives at the same answer.
+//! - `--confidence` goes through `bisect_session` instead: `flaky::session::Session` hands out
+//!   waves of `jobs` runs (spare slots re-run undecided candidates), with the same lazy store
+//!   lookup, so all K slots work in every wave.
 //! - `InfraError` is retried `INFRA_RETRIES` times, never stored, never a verdict; after that
 //!   the driver returns `DriverError::Infra` (exit 3).
 
 use crate::evidence::{Decision, Evidence, Policy};
+use crate::flaky::session::{Action, Conclusion as SessionConclusion, Mode, Session};
+use crate::flaky::Beta;
 use crate::git::{self, Candidate, Checkout, CommitInfo, Range};
 use crate::outcome::{Outcome, Predicate, Verdict};
 use crate::probe::{ProbeReport, ProbeRequest, Prober};
@@ -26,6 +31,7 @@ use crate::progress::Progress;
 use crate::search::{Answer, Endpoint, EndpointCheck, Search, Step};
 use crate::store::{Store, StoreError, StoreKey, StoredRun};
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -160,7 +166,6 @@ fn lock_slot(dir: &Path) -> Result<SlotLock, DriverError> {
 struct Shared<'a> {
     plan: &'a Plan,
     prober: &'a dyn Prober,
-    policy: &'a dyn Policy,
     store: &'a Store,
     progress: &'a Progress,
     identity: String,
@@ -178,6 +183,69 @@ pub fn bisect_commits(
     store: &Store,
     progress: &Progress,
 ) -> Result<BisectOutcome, DriverError> {
+    drive(plan, prober, store, progress, policy.describe(), |shared| {
+        search_loop(shared, policy)
+    })
+    .map(|mut o| {
+        o.policy = policy.describe();
+        o
+    })
+}
+
+/// `--confidence C` (and `--max-runs`): the bisection is driven by `flaky::session::Session`,
+/// which hands out waves of `plan.jobs` runs. Slots the search's proposals leave free re-run
+/// undecided candidates, so K slots shorten the wall time instead of waiting on one candidate's
+/// repeated runs; at the end the culprit's parent is re-run until the answer holds at C.
+///
+/// Same contract as `bisect_commits`: every run is stored before it is recorded, a run the
+/// session asks for is answered by the store first (so a resumed bisection replays the same
+/// waves and reaches the same answer), infrastructure failures are retried.
+pub fn bisect_session(
+    plan: &Plan,
+    prober: &dyn Prober,
+    confidence: f64,
+    max_runs: Option<u64>,
+    store: &Store,
+    progress: &Progress,
+) -> Result<BisectOutcome, DriverError> {
+    let mode = Mode::Adaptive {
+        confidence,
+        prior: Beta::UNIFORM,
+    };
+    let describe = |s: Option<&Session>| {
+        let base = match s {
+            Some(s) => s.policy().describe(),
+            None => format!("adaptive, {:.1}% confidence", confidence * 100.0),
+        };
+        let cap = max_runs
+            .map(|m| format!(", at most {m} runs"))
+            .unwrap_or_default();
+        format!(
+            "{base}{cap}; waves of {} runs, the culprit's parent re-run until the answer holds",
+            plan.jobs.max(1)
+        )
+    };
+    let mut last_policy = describe(None);
+    let outcome = drive(plan, prober, store, progress, describe(None), |shared| {
+        let (c, steps, session) = session_loop(shared, mode, max_runs)?;
+        last_policy = describe(Some(&session));
+        Ok((c, steps))
+    })?;
+    Ok(BisectOutcome {
+        policy: last_policy,
+        ..outcome
+    })
+}
+
+/// Setup and teardown common to both loops: slot locks, journal, commit metadata.
+fn drive(
+    plan: &Plan,
+    prober: &dyn Prober,
+    store: &Store,
+    progress: &Progress,
+    policy: String,
+    body: impl FnOnce(&Shared<'_>) -> Result<(Conclusion, usize), DriverError>,
+) -> Result<BisectOutcome, DriverError> {
     let started = std::time::Instant::now();
     let repo = git::open(&plan.repo_path)?;
     let cands = &plan.range.candidates;
@@ -189,7 +257,6 @@ pub fn bisect_commits(
     let shared = Shared {
         plan,
         prober,
-        policy,
         store,
         progress,
         identity,
@@ -198,55 +265,9 @@ pub fn bisect_commits(
     };
     store.journal(&serde_json::json!({
         "event": "start", "at": now(), "good": plan.range.good, "bad": plan.range.bad,
-        "candidates": cands.len(), "predicate": plan.predicate.describe(), "policy": policy.describe(),
+        "candidates": cands.len(), "predicate": plan.predicate.describe(), "policy": policy,
     }))?;
-    let mut search = Search::new(cands.iter().map(|c| c.depth).collect(), plan.endpoints);
-    let range_label = format!(
-        "{}..{}",
-        &plan.range.good[..10.min(plan.range.good.len())],
-        &plan.range.bad[..10.min(plan.range.bad.len())]
-    );
-    let mut steps = 0usize;
-    let conclusion = loop {
-        let done = shared.records.lock().map(|r| r.len()).unwrap_or(0);
-        progress.steps(search.steps_left(), done, &range_label);
-        match search.next(jobs) {
-            Step::Probe(batch) => {
-                steps += 1;
-                let verdicts: Vec<Result<Verdict, DriverError>> = if batch.len() == 1 {
-                    vec![decide(&shared, batch[0], 0)]
-                } else {
-                    std::thread::scope(|s| {
-                        let handles: Vec<_> = batch
-                            .iter()
-                            .enumerate()
-                            .map(|(slot, &i)| {
-                                let sh = &shared;
-                                s.spawn(move || decide(sh, i, slot))
-                            })
-                            .collect();
-                        handles
-                            .into_iter()
-                            .map(|h| {
-                                h.join().unwrap_or_else(|_| {
-                                    Err(DriverError::Io {
-                                        path: plan.work_dir.clone(),
-                                        source: std::io::Error::other("probe thread panicked"),
-                                    })
-                                })
-                            })
-                            .collect()
-                    })
-                };
-                for (&i, v) in batch.iter().zip(verdicts) {
-                    search.record(i, v?);
-                }
-            }
-            Step::Done(Answer::Found(i)) => break Conclusion::Found { index: i },
-            Step::Done(Answer::Ambiguous(ix)) => break Conclusion::Ambiguous { indices: ix },
-            Step::BadEndpoint { which, got } => break Conclusion::BadEndpoint { which, got },
-        }
-    };
+    let (conclusion, steps) = body(&shared)?;
     drop(locks);
     progress.finish();
     let probes = shared.records.into_inner().unwrap_or_default();
@@ -277,11 +298,190 @@ pub fn bisect_commits(
         probes,
         steps,
         executed,
-        policy: policy.describe(),
+        policy,
         predicate: plan.predicate.describe(),
         elapsed_s: started.elapsed().as_secs_f64(),
         commits,
     })
+}
+
+fn range_label(plan: &Plan) -> String {
+    format!(
+        "{}..{}",
+        &plan.range.good[..10.min(plan.range.good.len())],
+        &plan.range.bad[..10.min(plan.range.bad.len())]
+    )
+}
+
+fn probe_thread_panicked(plan: &Plan) -> DriverError {
+    DriverError::Io {
+        path: plan.work_dir.clone(),
+        source: std::io::Error::other("probe thread panicked"),
+    }
+}
+
+/// The deterministic / `--repeat` loop: each proposed candidate gathers runs until the policy
+/// decides, and the round waits for all of them.
+fn search_loop(
+    shared: &Shared<'_>,
+    policy: &dyn Policy,
+) -> Result<(Conclusion, usize), DriverError> {
+    let plan = shared.plan;
+    let jobs = plan.jobs.max(1);
+    let mut search = Search::new(
+        plan.range.candidates.iter().map(|c| c.depth).collect(),
+        plan.endpoints,
+    );
+    let label = range_label(plan);
+    let mut steps = 0usize;
+    let conclusion = loop {
+        let done = shared.records.lock().map(|r| r.len()).unwrap_or(0);
+        shared.progress.steps(search.steps_left(), done, &label);
+        match search.next(jobs) {
+            Step::Probe(batch) => {
+                steps += 1;
+                let verdicts: Vec<Result<Verdict, DriverError>> = if batch.len() == 1 {
+                    vec![decide(shared, policy, batch[0], 0)]
+                } else {
+                    std::thread::scope(|s| {
+                        let handles: Vec<_> = batch
+                            .iter()
+                            .enumerate()
+                            .map(|(slot, &i)| s.spawn(move || decide(shared, policy, i, slot)))
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| {
+                                h.join()
+                                    .unwrap_or_else(|_| Err(probe_thread_panicked(plan)))
+                            })
+                            .collect()
+                    })
+                };
+                for (&i, v) in batch.iter().zip(verdicts) {
+                    search.record(i, v?);
+                }
+            }
+            Step::Done(Answer::Found(i)) => break Conclusion::Found { index: i },
+            Step::Done(Answer::Ambiguous(ix)) => break Conclusion::Ambiguous { indices: ix },
+            Step::BadEndpoint { which, got } => break Conclusion::BadEndpoint { which, got },
+        }
+    };
+    Ok((conclusion, steps))
+}
+
+/// The `--confidence` loop over `Session` waves. Per candidate, stored runs are loaded the
+/// first time the session asks for it and consumed before anything is executed; new runs take
+/// the lowest run index with no stored file (an interrupted wave can leave gaps).
+fn session_loop(
+    shared: &Shared<'_>,
+    mode: Mode,
+    max_runs: Option<u64>,
+) -> Result<(Conclusion, usize, Session), DriverError> {
+    let plan = shared.plan;
+    let cands = &plan.range.candidates;
+    let jobs = plan.jobs.max(1);
+    let mut session = Session::new(
+        cands.iter().map(|c| c.depth).collect(),
+        plan.endpoints,
+        mode,
+        max_runs,
+    );
+    let mut stored: Vec<Option<VecDeque<StoredRun>>> = vec![None; cands.len()];
+    let mut consumed = vec![0usize; cands.len()];
+    let mut next_free = vec![0usize; cands.len()];
+    let label = range_label(plan);
+    loop {
+        let done = shared.records.lock().map(|r| r.len()).unwrap_or(0);
+        shared
+            .progress
+            .steps(waves_left(session.evidence(), jobs), done, &label);
+        let wave = match session.next(jobs) {
+            Action::Run(wave) => wave,
+            Action::Finished => break,
+        };
+        let mut fresh: Vec<(usize, usize)> = Vec::new();
+        for i in wave {
+            let key = StoreKey::new(&cands[i].tree, &shared.identity);
+            let queue = match &mut stored[i] {
+                Some(q) => q,
+                slot => slot.insert(shared.store.load(&key)?.into()),
+            };
+            if let Some(run) = queue.pop_front() {
+                let v = note(shared, i, &run.report, true, consumed[i]);
+                consumed[i] += 1;
+                session.record(i, v?);
+                continue;
+            }
+            let dir = shared.store.root().join("results").join(&key.0);
+            while dir.join(format!("run-{:04}.json", next_free[i])).exists() {
+                next_free[i] += 1;
+            }
+            fresh.push((i, next_free[i]));
+            next_free[i] += 1;
+            consumed[i] += 1;
+        }
+        let run_one = |i: usize, run_index: usize, slot: usize| {
+            let cand = &cands[i];
+            let key = StoreKey::new(&cand.tree, &shared.identity);
+            let report = execute(shared, i, cand, &key, run_index, slot)?;
+            note(shared, i, &report, false, run_index)
+        };
+        let verdicts: Vec<Result<Verdict, DriverError>> = if fresh.len() <= 1 {
+            fresh.iter().map(|&(i, r)| run_one(i, r, 0)).collect()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = fresh
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, &(i, r))| {
+                        let run_one = &run_one;
+                        s.spawn(move || run_one(i, r, slot))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(probe_thread_panicked(plan)))
+                    })
+                    .collect()
+            })
+        };
+        for (&(i, _), v) in fresh.iter().zip(verdicts) {
+            session.record(i, v?);
+        }
+    }
+    let conclusion = match session.conclusion().cloned() {
+        Some(SessionConclusion::Found { culprit, .. }) => Conclusion::Found { index: culprit },
+        Some(SessionConclusion::Ambiguous { candidates, .. })
+        | Some(SessionConclusion::Inconclusive { candidates, .. }) => Conclusion::Ambiguous {
+            indices: candidates,
+        },
+        Some(SessionConclusion::BadEndpoint { which, got }) => {
+            Conclusion::BadEndpoint { which, got }
+        }
+        // `next` returns Finished only with a conclusion; an empty answer is the honest one.
+        None => Conclusion::Ambiguous {
+            indices: (1..cands.len()).collect(),
+        },
+    };
+    let waves = session.waves() as usize;
+    Ok((conclusion, waves, session))
+}
+
+/// Rough rounds still needed, for the progress line: the gap between the last candidate seen
+/// only passing and the first seen failing, cut K+1 ways per wave.
+fn waves_left(ev: &[Evidence], jobs: usize) -> u32 {
+    let hi = ev.iter().position(|e| e.new > 0).unwrap_or(ev.len());
+    let lo = ev[..hi].iter().rposition(|e| e.old > 0).unwrap_or(0);
+    let mut gap = hi.saturating_sub(lo + 1);
+    let mut waves = 0;
+    while gap > 0 {
+        gap /= jobs + 1;
+        waves += 1;
+    }
+    waves
 }
 
 fn now() -> String {
@@ -290,7 +490,12 @@ fn now() -> String {
 
 /// Gathers evidence for candidate `i` (stored runs first, then new runs on `slot`) until the
 /// policy decides.
-fn decide(sh: &Shared<'_>, i: usize, slot: usize) -> Result<Verdict, DriverError> {
+fn decide(
+    sh: &Shared<'_>,
+    policy: &dyn Policy,
+    i: usize,
+    slot: usize,
+) -> Result<Verdict, DriverError> {
     let cand: &Candidate = &sh.plan.range.candidates[i];
     let key = StoreKey::new(&cand.tree, &sh.identity);
     let stored = sh.store.load(&key)?;
@@ -298,48 +503,60 @@ fn decide(sh: &Shared<'_>, i: usize, slot: usize) -> Result<Verdict, DriverError
     let mut run_index = 0usize;
     let mut stored_iter = stored.into_iter();
     loop {
-        if let Decision::Decided(v) = sh.policy.decide(&ev) {
+        if let Decision::Decided(v) = policy.decide(&ev) {
             return Ok(v);
         }
         let (report, cached) = match stored_iter.next() {
             Some(run) => (run.report, true),
             None => (execute(sh, i, cand, &key, run_index, slot)?, false),
         };
-        let verdict = sh.plan.predicate.judge(report.outcome, &report.output_tail);
-        ev.add(verdict);
-        let rec = ProbeRecord {
-            candidate: i,
-            sha: cand.sha.clone(),
-            title: title(sh, i),
-            outcome: report.outcome,
-            verdict,
-            duration_s: report.duration_s,
-            log: report.log_path.clone(),
-            signature: report.signature.clone(),
-            cached,
-        };
-        sh.progress.line(&format!(
-            "{} {} {}{}  ({:.1}s){}",
-            &cand.sha[..10],
-            report.outcome,
-            verdict_word(verdict),
-            if cached { " [stored]" } else { "" },
-            report.duration_s,
-            report
-                .signature
-                .as_deref()
-                .map(|s| format!("  {s}"))
-                .unwrap_or_default()
-        ));
-        sh.store.journal(&serde_json::json!({
-            "event": "probe", "at": now(), "sha": cand.sha, "tree": cand.tree, "run": run_index,
-            "outcome": report.outcome, "verdict": verdict, "cached": cached,
-        }))?;
-        if let Ok(mut r) = sh.records.lock() {
-            r.push(rec);
-        }
+        ev.add(note(sh, i, &report, cached, run_index)?);
         run_index += 1;
     }
+}
+
+/// Judges one run of candidate `i`, shows it, journals it and keeps it for the report.
+fn note(
+    sh: &Shared<'_>,
+    i: usize,
+    report: &ProbeReport,
+    cached: bool,
+    run_index: usize,
+) -> Result<Verdict, DriverError> {
+    let cand: &Candidate = &sh.plan.range.candidates[i];
+    let verdict = sh.plan.predicate.judge(report.outcome, &report.output_tail);
+    let rec = ProbeRecord {
+        candidate: i,
+        sha: cand.sha.clone(),
+        title: title(sh, i),
+        outcome: report.outcome,
+        verdict,
+        duration_s: report.duration_s,
+        log: report.log_path.clone(),
+        signature: report.signature.clone(),
+        cached,
+    };
+    sh.progress.line(&format!(
+        "{} {} {}{}  ({:.1}s){}",
+        &cand.sha[..10],
+        report.outcome,
+        verdict_word(verdict),
+        if cached { " [stored]" } else { "" },
+        report.duration_s,
+        report
+            .signature
+            .as_deref()
+            .map(|s| format!("  {s}"))
+            .unwrap_or_default()
+    ));
+    sh.store.journal(&serde_json::json!({
+        "event": "probe", "at": now(), "sha": cand.sha, "tree": cand.tree, "run": run_index,
+        "outcome": report.outcome, "verdict": verdict, "cached": cached,
+    }))?;
+    if let Ok(mut r) = sh.records.lock() {
+        r.push(rec);
+    }
+    Ok(verdict)
 }
 
 fn title(sh: &Shared<'_>, i: usize) -> String {
