@@ -385,13 +385,24 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
         journal.display()
     );
     let progress = Progress::for_stderr(p.plan.jobs);
-    let outcome = bisect_commits(
-        &p.plan,
-        p.prober.as_ref(),
-        p.policy.as_ref(),
-        &p.store,
-        &progress,
-    )
+    let outcome = match args.confidence {
+        // Waves of --jobs runs: spare slots re-run undecided candidates (driver docs).
+        Some(c) => crate::driver::bisect_session(
+            &p.plan,
+            p.prober.as_ref(),
+            c,
+            args.max_runs,
+            &p.store,
+            &progress,
+        ),
+        None => bisect_commits(
+            &p.plan,
+            p.prober.as_ref(),
+            p.policy.as_ref(),
+            &p.store,
+            &progress,
+        ),
+    }
     .map_err(driver_error)?;
     let mut md = report::markdown(r, &p.plan.predicate, &outcome, p.reproduce.as_deref());
     let assessment = args
