@@ -111,6 +111,9 @@ pub struct BisectArgs {
     /// Backend the bundled reproducer targets (used when --script is absent).
     #[arg(long, value_parser = ["cpu", "cuda", "hip"])]
     pub backend: Option<String>,
+    /// `--post-to OWNER/REPO#N` (+ connection flags) and `--resume-from-issue`: docs/github.md.
+    #[command(flatten)]
+    pub github: crate::report_cmd::BisectPostArgs,
 }
 
 /// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
@@ -353,7 +356,12 @@ fn repro_prober(
 
 pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     crate::exec::install_interrupt_handler();
+    // Issue and token are checked before anything runs (exit 2), not after hours of probing.
+    args.github.post.check()?;
     let p = prepare(&args)?;
+    let (range, pred) = (&p.plan.range, p.plan.predicate.describe());
+    let key = crate::report_cmd::bisect_key(&range.good, &range.bad, &pred);
+    args.github.resume(&key, &p.store, &p.prober.identity())?;
     if args.plan_only {
         let v = crate::flaky::plan::plan_next(&args, &p)?;
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
@@ -418,14 +426,23 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
         std::fs::write(path, &md)
             .map_err(|e| CliError::usage(format!("--report {}: {e}", path.display())))?;
     }
+    let mut v = report::json(r, &p.plan.predicate, &outcome);
+    if let (Some(a), Some(obj)) = (&assessment, v.as_object_mut()) {
+        obj.insert("flaky".into(), serde_json::to_value(a).unwrap_or_default());
+    }
+    if let (Some(val), Some(obj)) = (&validation, v.as_object_mut()) {
+        obj.insert("validation".into(), val.clone());
+    }
+    // The stored runs behind the probes: what --resume-from-issue seeds a fresh store from.
+    let trees = outcome
+        .probes
+        .iter()
+        .filter_map(|pr| r.candidates.get(pr.candidate).map(|c| c.tree.as_str()));
+    let keep_text = p.plan.predicate.signature.is_some();
+    v[crate::github::resume::FIELD] =
+        crate::github::resume::runs_json(&p.store, trees, &p.prober.identity(), keep_text)
+            .map_err(|e| CliError::infra(e.to_string()))?;
     if let Some(path) = &args.json {
-        let mut v = report::json(r, &p.plan.predicate, &outcome);
-        if let (Some(a), Some(obj)) = (&assessment, v.as_object_mut()) {
-            obj.insert("flaky".into(), serde_json::to_value(a).unwrap_or_default());
-        }
-        if let (Some(val), Some(obj)) = (&validation, v.as_object_mut()) {
-            obj.insert("validation".into(), val.clone());
-        }
         let text = serde_json::to_string_pretty(&v).unwrap_or_default();
         std::fs::write(path, text + "\n")
             .map_err(|e| CliError::usage(format!("--json {}: {e}", path.display())))?;
@@ -436,8 +453,14 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
             report::endpoint_message(r, *which, *got, &outcome)
         );
     }
-    if validation.is_some_and(|v| v["confirmed"] == false) {
-        return Ok(crate::error::exit::INCONCLUSIVE);
-    }
-    Ok(report::exit_code(&outcome.conclusion))
+    let code = if validation.is_some_and(|v| v["confirmed"] == false) {
+        crate::error::exit::INCONCLUSIVE
+    } else {
+        report::exit_code(&outcome.conclusion)
+    };
+    let written = match &args.json {
+        Some(path) => format!("the JSON is in {}", path.display()),
+        None => "the report is printed above".to_string(),
+    };
+    Ok(args.github.post.publish(vec![v], code, &written))
 }

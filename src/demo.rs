@@ -79,6 +79,7 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
         work_dir: Some(work_dir.to_path_buf()),
         repro_args: vec![],
         backend: None,
+        github: Default::default(),
     }
 }
 

@@ -66,6 +66,9 @@ pub struct MatrixArgs {
     /// Only these configuration ids (repeat or comma-separate).
     #[arg(long = "only", value_delimiter = ',')]
     pub only: Vec<String>,
+    /// `--post-to OWNER/REPO#N`: after the run, keep the `matrix` comment current (docs/github.md).
+    #[command(flatten)]
+    pub post: crate::report_cmd::PostToArgs,
 }
 
 #[derive(Debug, Args)]
@@ -185,6 +188,8 @@ pub fn github_matrix(configs: &[&Config]) -> serde_json::Value {
 }
 
 pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
+    // Issue and token first: a usage error before anything runs.
+    args.post.check()?;
     let m = load(&args.run.config)?;
     for id in &args.only {
         if m.find(id).is_none() {
@@ -275,15 +280,17 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             .collect(),
         cells,
     };
-    write_results(
-        &args.run.out,
-        "matrix-results",
-        &serde_json::to_value(&results)?,
-        &results.markdown(),
-    )?;
+    let json = serde_json::to_value(&results)?;
+    write_results(&args.run.out, "matrix-results", &json, &results.markdown())?;
     out(&results.markdown())?;
+    let written = format!(
+        "they are in {}",
+        args.run.out.join("matrix-results.json").display()
+    );
+    // Posted even with infrastructure errors (their cells say so); exit 3 either way then.
+    let code = args.post.publish(vec![json], 0, &written);
     match results.infra_errors() {
-        0 => Ok(0),
+        0 => Ok(code),
         n => Err(CliError::infra(format!(
             "{n} of {total} cells hit infrastructure errors after retries (no verdict for them); see {}",
             args.run.out.join("matrix-results.md").display()

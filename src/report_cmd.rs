@@ -68,6 +68,21 @@ pub fn render_values(
         .collect()
 }
 
+/// Result JSON values (what `--json` writes) parsed and rendered, one entry per comment key.
+pub fn render_json(values: Vec<serde_json::Value>) -> anyhow::Result<Vec<Rendered>> {
+    let results = values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| summary::parse(v, &format!("result {}", i + 1)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::infra(e.to_string()))?;
+    Ok(render_values(
+        &results,
+        None,
+        github::run_url_from_env().as_deref(),
+    ))
+}
+
 /// Renders result JSON values and creates/edits one comment per key on `issue`. For
 /// `bisect --post-to` / `matrix --post-to`: call with the JSON you would write with `--json`.
 pub fn post_values(
@@ -75,15 +90,33 @@ pub fn post_values(
     issue: &IssueRef,
     values: Vec<serde_json::Value>,
 ) -> anyhow::Result<Vec<PostOutcome>> {
-    let results = values
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| summary::parse(v, &format!("result {}", i + 1)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CliError::infra(e.to_string()))?;
-    let run_url = github::run_url_from_env();
-    let rendered = render_values(&results, None, run_url.as_deref());
-    post_rendered(github, issue, &rendered, run_url.as_deref())
+    let rendered = render_json(values)?;
+    post_rendered(
+        github,
+        issue,
+        &rendered,
+        github::run_url_from_env().as_deref(),
+    )
+}
+
+/// Appends the rendered markdown (without the hidden parts) to `$GITHUB_STEP_SUMMARY` when
+/// that is set; a no-op elsewhere.
+pub fn append_step_summary(rendered: &[Rendered], run_url: Option<&str>) -> anyhow::Result<()> {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return Ok(());
+    };
+    let shown = PathBuf::from(&path).display().to_string();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| CliError::infra(format!("GITHUB_STEP_SUMMARY {shown}: {e}")))?;
+    for r in rendered {
+        writeln!(f, "{}\n", r.doc.to_markdown(run_url).trim_end()).map_err(|e| {
+            CliError::infra(format!("GITHUB_STEP_SUMMARY {shown}: cannot write: {e}"))
+        })?;
+    }
+    Ok(())
 }
 
 fn post_rendered(
@@ -127,26 +160,127 @@ impl PostToArgs {
         Ok(Some(issue))
     }
 
-    /// Posts the result JSON (what `--json` writes) when `--post-to` was given; says what it did
-    /// on stderr.
+    /// Posts the result JSON (what `--json` writes) when `--post-to` was given, after appending
+    /// the same markdown to `$GITHUB_STEP_SUMMARY` (when set); says what it did on stderr.
     pub fn post(&self, values: Vec<serde_json::Value>) -> anyhow::Result<()> {
         let Some(issue) = self.check()? else {
             return Ok(());
         };
-        for o in post_values(&self.github, &issue, values)? {
+        let run_url = github::run_url_from_env();
+        let rendered = render_json(values)?;
+        append_step_summary(&rendered, run_url.as_deref())?;
+        let outcomes = post_rendered(&self.github, &issue, &rendered, run_url.as_deref())?;
+        for (r, o) in rendered.iter().zip(outcomes) {
             eprintln!(
-                "{} results comment {} on {issue}{}",
+                "setrows-bisect: {} results comment {} ({}) on {issue}{}",
                 match o.action {
                     PostAction::Created => "created",
                     PostAction::Updated => "updated",
                     PostAction::Unchanged => "unchanged",
                 },
                 o.comment_id,
+                r.key,
                 o.html_url.map(|u| format!(": {u}")).unwrap_or_default()
             );
         }
         Ok(())
     }
+
+    /// The end of a `bisect` / `matrix` run whose results are already written to disk: posts
+    /// them, and on failure says so (with how to post again) instead of losing the result.
+    /// Returns the exit code: `code` unchanged, except that a successful run (0) whose post
+    /// failed exits 3 (infrastructure), so CI notices the comment is stale; an inconclusive
+    /// run keeps its own code, which already fails the job.
+    pub fn publish(&self, values: Vec<serde_json::Value>, code: i32, written: &str) -> i32 {
+        let Some(raw) = &self.post_to else {
+            return code;
+        };
+        match self.post(values) {
+            Ok(()) => code,
+            Err(e) => {
+                eprintln!(
+                    "setrows-bisect: error: posting the results to {raw} failed: {e:#}\n\
+                     setrows-bisect: the results are not lost: {written}; post them again with \
+                     `setrows-bisect report --issue {raw} --post --results FILE`"
+                );
+                if code == crate::error::exit::FOUND {
+                    crate::error::exit::INFRA
+                } else {
+                    code
+                }
+            }
+        }
+    }
+}
+
+impl Default for PostToArgs {
+    /// No `--post-to`, and the connection flags at their command-line defaults.
+    fn default() -> Self {
+        PostToArgs {
+            post_to: None,
+            github: GithubOptions {
+                api_url: "https://api.github.com".into(),
+                token_file: None,
+                comment_author: None,
+                max_retries: 4,
+                max_wait_s: 900,
+            },
+        }
+    }
+}
+
+/// `bisect`'s GitHub flags: `--post-to` and friends plus `--resume-from-issue`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BisectPostArgs {
+    #[command(flatten)]
+    pub post: PostToArgs,
+    /// Before probing, seed the local result store from the state block of this bisection's
+    /// comment on the --post-to issue, so a job with an empty work dir does not repeat any probe
+    /// an earlier run posted.
+    #[arg(long, requires = "post_to")]
+    pub resume_from_issue: bool,
+}
+
+impl BisectPostArgs {
+    /// With `--resume-from-issue`: loads the state of comment `key` and writes its runs for
+    /// prober `identity` into `store`. A missing comment is not an error (first run).
+    pub fn resume(
+        &self,
+        key: &str,
+        store: &crate::store::Store,
+        identity: &str,
+    ) -> anyhow::Result<()> {
+        if !self.resume_from_issue {
+            return Ok(());
+        }
+        let Some(issue) = self.post.check()? else {
+            return Err(CliError::usage(
+                "--resume-from-issue needs --post-to OWNER/REPO#N",
+            ));
+        };
+        let state = github::load_state_blocking(&self.post.github, &issue, key)
+            .map_err(|e| e.into_cli())?;
+        let Some(state) = state else {
+            eprintln!("setrows-bisect: no {key} comment with state on {issue} yet: starting from the local store");
+            return Ok(());
+        };
+        let seeded = github::resume::seed(store, &state, identity)
+            .map_err(|e| CliError::infra(e.to_string()))?;
+        eprintln!("setrows-bisect: {} ({key} on {issue})", seeded.line());
+        Ok(())
+    }
+}
+
+/// The comment key a bisection's JSON will get (`bisect:<hash of good, bad, predicate>`), known
+/// before the run so `--resume-from-issue` can find the comment. Derived through the same reader
+/// as the posted JSON, so the two cannot drift apart.
+pub fn bisect_key(good: &str, bad: &str, predicate: &str) -> String {
+    let skeleton = serde_json::json!({
+        "kind": "bisect", "range": {"good": good, "bad": bad}, "predicate": predicate, "probes": [],
+    });
+    summary::parse(skeleton, "bisect")
+        .map(|r| r.key())
+        .unwrap_or_else(|_| "bisect".into())
 }
 
 fn parse_issue(args: &ReportArgs, why: &str) -> anyhow::Result<IssueRef> {
@@ -211,22 +345,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             CliError::infra(format!("--junit {}: cannot write: {e}", path.display()))
         })?;
     }
-    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| {
-                CliError::infra(format!(
-                    "GITHUB_STEP_SUMMARY {}: {e}",
-                    PathBuf::from(&path).display()
-                ))
-            })?;
-        for r in &rendered {
-            writeln!(f, "{}\n", r.doc.to_markdown(run_url.as_deref()).trim_end())
-                .map_err(|e| CliError::infra(format!("GITHUB_STEP_SUMMARY: cannot write: {e}")))?;
-        }
-    }
+    append_step_summary(&rendered, run_url.as_deref())?;
 
     let Some(issue) = issue else {
         let mut out = std::io::stdout().lock();

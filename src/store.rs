@@ -150,6 +150,12 @@ impl Store {
             .join(format!("{}-{index}.log", &key.0[..16]))
     }
 
+    /// Whether run `index` of `key` is on disk (readable or not): seeding from elsewhere
+    /// (`--resume-from-issue`) never overwrites a local result.
+    pub fn has_run(&self, key: &StoreKey, index: usize) -> bool {
+        self.dir(key).join(format!("run-{index:04}.json")).exists()
+    }
+
     /// Stores run `index` atomically (temp file, fsync, rename). Refuses infrastructure errors.
     pub fn save(&self, key: &StoreKey, index: usize, run: &StoredRun) -> Result<(), StoreError> {
         if run.report.outcome == Outcome::InfraError {

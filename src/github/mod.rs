@@ -16,6 +16,7 @@ pub mod body;
 pub mod client;
 pub mod escape;
 mod http;
+pub mod resume;
 
 pub use blocking::{load_state_blocking, post_all_blocking, post_or_update_blocking, Post};
 pub use body::{Document, Section, MAX_BODY};

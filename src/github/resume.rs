@@ -1,0 +1,253 @@
+//! `bisect --resume-from-issue`: the comment's state block carries the stored runs behind a
+//! bisection, so a scheduled job with an empty work dir can seed its result store from the
+//! comment alone and not repeat a single probe.
+//!
+//! The bisect JSON gets a [`FIELD`] section: the prober identity once, then per run what
+//! `store::StoredRun` needs (tree id, commit, run index, outcome, signature, exit status,
+//! duration). Log text is left out, except the output tail of failures when the predicate has a
+//! `--match` regex: there the tail is what decides the verdict, so without it a resumed run
+//! would judge differently.
+//!
+//! The state block is untrusted input (only our own comments are read, but anyone with write
+//! access can edit them): runs are checked (hex ids, known outcome, bounded index), only runs
+//! with the current prober identity are seeded, and a run already on disk is never overwritten.
+
+use crate::outcome::Outcome;
+use crate::probe::ProbeReport;
+use crate::store::{Store, StoreError, StoreKey, StoredRun};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Name of the section in the bisect JSON (and so in the state block).
+pub const FIELD: &str = "store_runs";
+
+/// Runs beyond this index are refused when seeding (a forged state cannot make us write
+/// millions of files).
+const MAX_RUN_INDEX: usize = 10_000;
+
+/// The stored runs of `trees` (the tested trees of the probed candidates) under `identity`, in
+/// store order. `keep_match_text`: keep the output tail of failures (see the module docs).
+pub fn runs_json<'a>(
+    store: &Store,
+    trees: impl IntoIterator<Item = &'a str>,
+    identity: &str,
+    keep_match_text: bool,
+) -> Result<Value, StoreError> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut runs = Vec::new();
+    for tree in trees {
+        if !seen.insert(tree) {
+            continue;
+        }
+        let key = StoreKey::new(tree, identity);
+        for (index, run) in store.load(&key)?.into_iter().enumerate() {
+            let r = &run.report;
+            let mut v = json!({
+                "tree": run.tree, "commit": run.commit, "run": index,
+                "recorded_at": run.recorded_at, "outcome": r.outcome,
+                "signature": r.signature, "exit_code": r.exit_code, "signal": r.signal,
+                "duration_s": r.duration_s,
+            });
+            if keep_match_text && r.outcome.is_failure() && !r.output_tail.is_empty() {
+                v["match_text"] = Value::String(r.output_tail.clone());
+            }
+            runs.push(v);
+        }
+    }
+    Ok(json!({ "version": 1, "identity": identity, "runs": runs }))
+}
+
+/// What seeding did, for the one line the user sees.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Seeded {
+    /// Runs written to the local store.
+    pub written: usize,
+    /// Runs the local store already had.
+    pub present: usize,
+    /// Runs recorded with another prober identity (other commands or environment): unusable.
+    pub other_identity: usize,
+    /// Entries that were not valid runs.
+    pub invalid: usize,
+    /// The state was compacted so far that the runs were dropped (`"compacted": 2`).
+    pub dropped_by_compaction: bool,
+}
+
+fn hex_id(v: &Value) -> Option<&str> {
+    v.as_str()
+        .filter(|s| (4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The tested tree is `absent` when the `--path` subtree does not exist at a commit.
+fn tree_id(v: &Value) -> Option<&str> {
+    hex_id(v).or(v.as_str().filter(|s| *s == "absent"))
+}
+
+fn stored_run(store: &Store, v: &Value, identity: &str) -> Option<(StoreKey, usize, StoredRun)> {
+    let tree = tree_id(&v["tree"])?;
+    let commit = hex_id(&v["commit"])?;
+    let index = usize::try_from(v["run"].as_u64()?).ok()?;
+    if index > MAX_RUN_INDEX {
+        return None;
+    }
+    let outcome: Outcome = serde_json::from_value(v["outcome"].clone()).ok()?;
+    if outcome == Outcome::InfraError {
+        return None;
+    }
+    let key = StoreKey::new(tree, identity);
+    let int = |name: &str| v[name].as_i64().and_then(|x| i32::try_from(x).ok());
+    let report = ProbeReport {
+        outcome,
+        signature: v["signature"].as_str().map(str::to_string),
+        exit_code: int("exit_code"),
+        signal: int("signal"),
+        duration_s: v["duration_s"].as_f64().unwrap_or(0.0),
+        build_s: 0.0,
+        test_s: 0.0,
+        log_path: store.log_path(&key, index),
+        output_tail: v["match_text"].as_str().unwrap_or("").to_string(),
+        provenance: BTreeMap::from([("resumed_from".to_string(), "issue comment".to_string())]),
+    };
+    let run = StoredRun {
+        tree: tree.to_string(),
+        identity: identity.to_string(),
+        commit: commit.to_string(),
+        recorded_at: v["recorded_at"].as_str().unwrap_or("").to_string(),
+        report,
+    };
+    Some((key, index, run))
+}
+
+/// Writes the runs of a state block (`{"key", "results": [bisect JSON...]}`, as
+/// `load_state` returns it) into `store`, for the prober `identity` only.
+pub fn seed(store: &Store, state: &Value, identity: &str) -> Result<Seeded, StoreError> {
+    let mut out = Seeded {
+        dropped_by_compaction: state["compacted"].as_u64() == Some(2),
+        ..Seeded::default()
+    };
+    let results = state["results"].as_array().cloned().unwrap_or_default();
+    for result in &results {
+        let section = &result[FIELD];
+        let runs = section["runs"].as_array().cloned().unwrap_or_default();
+        if section["identity"].as_str() != Some(identity) {
+            out.other_identity += runs.len();
+            continue;
+        }
+        for v in &runs {
+            match stored_run(store, v, identity) {
+                None => out.invalid += 1,
+                Some((key, index, _)) if store.has_run(&key, index) => out.present += 1,
+                Some((key, index, run)) => {
+                    store.save(&key, index, &run)?;
+                    out.written += 1;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Seeded {
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "seeded {} stored run(s) from the issue comment ({} already here)",
+            self.written, self.present
+        );
+        if self.other_identity > 0 {
+            s.push_str(&format!(
+                "; {} run(s) were made by another build/test command or environment and are not reused",
+                self.other_identity
+            ));
+        }
+        if self.invalid > 0 {
+            s.push_str(&format!("; {} invalid entr(ies) ignored", self.invalid));
+        }
+        if self.dropped_by_compaction {
+            s.push_str("; the comment's state was too large to keep the runs");
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(outcome: Outcome, tail: &str) -> ProbeReport {
+        ProbeReport {
+            outcome,
+            signature: Some("boom".into()),
+            exit_code: Some(1),
+            signal: None,
+            duration_s: 1.5,
+            build_s: 1.0,
+            test_s: 0.5,
+            log_path: "/x.log".into(),
+            output_tail: tail.into(),
+            provenance: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn runs_roundtrip_through_a_state_block_into_an_empty_store() {
+        let a = tempfile::tempdir().unwrap();
+        let src = Store::open(a.path()).unwrap();
+        let tree = "ab".repeat(20);
+        let key = StoreKey::new(&tree, "id-1");
+        for (i, o) in [Outcome::Pass, Outcome::WrongResult]
+            .into_iter()
+            .enumerate()
+        {
+            let run = StoredRun {
+                tree: tree.clone(),
+                identity: "id-1".into(),
+                commit: "cd".repeat(20),
+                recorded_at: "t".into(),
+                report: report(o, "the tail\n"),
+            };
+            src.save(&key, i, &run).unwrap();
+        }
+        let section = runs_json(&src, [tree.as_str(), tree.as_str()], "id-1", true).unwrap();
+        assert_eq!(section["runs"].as_array().unwrap().len(), 2, "{section}");
+        assert!(
+            section["runs"][0].get("match_text").is_none(),
+            "passes keep no text"
+        );
+        let state = json!({"key": "bisect:x", "results": [{ FIELD: section }]});
+
+        let b = tempfile::tempdir().unwrap();
+        let dst = Store::open(b.path()).unwrap();
+        let s = seed(&dst, &state, "id-1").unwrap();
+        assert_eq!((s.written, s.present, s.invalid), (2, 0, 0));
+        let runs = dst.load(&key).unwrap();
+        assert_eq!(runs[1].report.outcome, Outcome::WrongResult);
+        assert_eq!(runs[1].report.output_tail, "the tail\n");
+        assert_eq!(seed(&dst, &state, "id-1").unwrap().present, 2);
+        // Another prober identity: nothing is written.
+        let c = tempfile::tempdir().unwrap();
+        let other = Store::open(c.path()).unwrap();
+        let s = seed(&other, &state, "id-2").unwrap();
+        assert_eq!((s.written, s.other_identity), (0, 2));
+    }
+
+    #[test]
+    fn forged_entries_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::open(d.path()).unwrap();
+        let ok = json!({"tree": "ab".repeat(20), "commit": "cd".repeat(20), "run": 0, "outcome": "pass"});
+        let mut bad = Vec::new();
+        for (field, value) in [
+            ("tree", json!("../../etc")),
+            ("commit", json!("HEAD")),
+            ("run", json!(1_000_000)),
+            ("outcome", json!("infra_error")),
+            ("outcome", json!("nonsense")),
+        ] {
+            let mut v = ok.clone();
+            v[field] = value;
+            bad.push(v);
+        }
+        let state = json!({"results": [{ FIELD: {"identity": "i", "runs": bad} }]});
+        let s = seed(&store, &state, "i").unwrap();
+        assert_eq!((s.written, s.invalid), (0, 5));
+    }
+}
