@@ -1,0 +1,323 @@
+//! `bisect --post-to`, `bisect --resume-from-issue` and `matrix --post-to` end to end: the real
+//! binary on a small generated git repository, a shell-script probe, and the loopback fake
+//! GitHub of `github_support`.
+
+mod github_support;
+
+use assert_cmd::Command;
+use github_support::{count, start, TOKEN};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+/// `n` commits on one branch; `state` says `good` before commit `first_bad`, `bad` from it on.
+fn history(dir: &Path, n: usize, first_bad: usize) -> Vec<String> {
+    let repo = git2::Repository::init(dir).unwrap();
+    let sig = git2::Signature::now("T", "t@example.com").unwrap();
+    // ggml-like enough for the matrix's script probe (it reads the CMake spelling of the tree).
+    std::fs::create_dir_all(dir.join("src/ggml-hip")).unwrap();
+    std::fs::write(dir.join("CMakeLists.txt"), "option(GGML_HIP \"\" OFF)\n").unwrap();
+    std::fs::write(
+        dir.join("src/ggml-hip/CMakeLists.txt"),
+        "if (AMDGPU_TARGETS AND NOT CMAKE_HIP_ARCHITECTURES)\n",
+    )
+    .unwrap();
+    let mut shas = Vec::new();
+    for i in 0..n {
+        let state = if i >= first_bad { "bad" } else { "good" };
+        std::fs::write(dir.join("state"), format!("{state}\n")).unwrap();
+        std::fs::write(dir.join("n"), format!("{i}\n")).unwrap();
+        let mut index = repo.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let parents: Vec<&git2::Commit> = parent.iter().collect();
+        let id = repo
+            .commit(Some("HEAD"), &sig, &sig, &format!("c{i}"), &tree, &parents)
+            .unwrap();
+        shas.push(id.to_string());
+    }
+    shas
+}
+
+fn bin() -> Command {
+    let mut c = Command::cargo_bin("setrows-bisect").unwrap();
+    for k in [
+        "GITHUB_TOKEN",
+        "GITHUB_ACTIONS",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_SERVER_URL",
+        "GITHUB_REPOSITORY",
+        "GITHUB_RUN_ID",
+        "GITHUB_API_URL",
+        "SETROWS_BISECT_WORK_DIR",
+        "SETROWS_WORK_DIR",
+    ] {
+        c.env_remove(k);
+    }
+    c
+}
+
+/// Runs the binary off the async runtime (the fake server lives on it); the token must appear
+/// in neither stream.
+async fn run(mut c: Command) -> (i32, String, String) {
+    let out = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    );
+    assert!(
+        !so.contains(TOKEN) && !se.contains(TOKEN),
+        "token leaked:\n{so}\n{se}"
+    );
+    (out.status.code().unwrap_or(-1), so, se)
+}
+
+struct Bisect {
+    dir: tempfile::TempDir,
+    shas: Vec<String>,
+    api: String,
+}
+
+impl Bisect {
+    fn new(api: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let shas = history(&dir.path().join("repo"), 40, 23);
+        Bisect {
+            dir,
+            shas,
+            api: api.to_string(),
+        }
+    }
+    fn p(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    /// One probe = one line in `invocations`.
+    fn cmd(&self, extra: &[&str]) -> Command {
+        self.cmd_to("o/r#1", extra)
+    }
+    fn cmd_to(&self, issue: &str, extra: &[&str]) -> Command {
+        let script = format!(
+            "echo \"$(cat \"$SRC/n\")\" >> '{}'; test \"$(cat \"$SRC/state\")\" = good",
+            self.p("invocations").display()
+        );
+        let mut c = bin();
+        c.arg("bisect")
+            .args(["--good", &self.shas[0], "--bad", &self.shas[39]])
+            .arg("--repo")
+            .arg(self.p("repo"))
+            .arg("--work-dir")
+            .arg(self.p("work"))
+            .arg("--json")
+            .arg(self.p("result.json"))
+            .args(["--script", &script])
+            .args(["--post-to", issue, "--api-url", &self.api])
+            .args(extra)
+            .env("GITHUB_TOKEN", TOKEN);
+        c
+    }
+    fn result(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.p("result.json")).unwrap()).unwrap()
+    }
+    fn probed(&self) -> Vec<String> {
+        std::fs::read_to_string(self.p("invocations"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn bisect_posts_then_edits_one_comment_and_a_fresh_job_resumes_from_it() {
+    let (server, fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    let summary = b.p("step-summary.md");
+
+    // Run 1: bisects and creates the comment; the step summary gets the same markdown.
+    let (code, out, err) = run({
+        let mut c = b.cmd(&[]);
+        c.env("GITHUB_STEP_SUMMARY", &summary);
+        c
+    })
+    .await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("created results comment"), "{err}");
+    let first = b.result();
+    assert_eq!(first["first_bad"], b.shas[23].as_str());
+    let comments = fake.comments();
+    assert_eq!(comments.len(), 1);
+    let key = comments[0].body.lines().next().unwrap().to_string();
+    assert!(key.starts_with("<!-- setrows-bisect:bisect:"), "{key}");
+    assert!(
+        comments[0].body.contains(&b.shas[23][..10]),
+        "{}",
+        comments[0].body
+    );
+    let step = std::fs::read_to_string(&summary).unwrap();
+    assert!(step.contains(&b.shas[23][..10]) && !step.contains("setrows-bisect-state"));
+    let run1 = b.probed();
+    assert!(run1.len() >= 4, "{run1:?}");
+
+    // Run 2, same work dir: answered from the store, the same comment is edited.
+    let (code, out, err) = run(b.cmd(&[])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("updated results comment") || err.contains("unchanged results comment"),
+        "{err}"
+    );
+    assert_eq!(fake.comments().len(), 1, "a second comment was created");
+    assert_eq!(
+        count(&server, "POST", "/repos/o/r/issues/1/comments").await,
+        1
+    );
+    assert_eq!(b.probed(), run1, "the store answered everything");
+
+    // Run 3: a stateless job (no work dir) resumes from the comment alone.
+    std::fs::remove_dir_all(b.p("work")).unwrap();
+    let (code, out, err) = run(b.cmd(&["--resume-from-issue"])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("seeded"), "{err}");
+    assert_eq!(
+        b.probed(),
+        run1,
+        "no probe of run 1 ran again after resuming:\n{err}"
+    );
+    let third = b.result();
+    assert_eq!(third["first_bad"], first["first_bad"]);
+    assert_eq!(third["executed"], 0, "{third:#}");
+    assert_eq!(fake.comments().len(), 1);
+
+    // Without --resume-from-issue the same fresh job would probe again: the seeding did it.
+    std::fs::remove_dir_all(b.p("work")).unwrap();
+    let (code, _, _) = run(b.cmd(&[])).await;
+    assert_eq!(code, 0);
+    assert!(b.probed().len() > run1.len());
+}
+
+#[tokio::test]
+async fn bad_post_to_input_fails_before_anything_runs() {
+    let (server, _fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    // No token: a usage error naming both ways to give one; no probe, no request.
+    let (code, _, err) = run({
+        let mut c = b.cmd(&[]);
+        c.env_remove("GITHUB_TOKEN");
+        c
+    })
+    .await;
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("GITHUB_TOKEN") && err.contains("--token-file"),
+        "{err}"
+    );
+    // A malformed issue.
+    let (code, _, err) = run(b.cmd_to("not-an-issue", &[])).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("OWNER/REPO#NUMBER"), "{err}");
+    // --resume-from-issue needs --post-to.
+    let mut c = bin();
+    c.args(["bisect", "--good", "a", "--bad", "b", "--resume-from-issue"]);
+    let (code, _, err) = run(c).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--post-to"), "{err}");
+    assert_eq!(b.probed().len(), 0, "a probe ran");
+    assert!(github_support::requests(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_post_keeps_the_result_and_exits_3() {
+    let (server, fake) = start(100).await;
+    Mock::given(method("POST"))
+        .and(path("/repos/o/r/issues/1/comments"))
+        .respond_with(ResponseTemplate::new(403).set_body_json(
+            serde_json::json!({"message": "Resource not accessible by integration"}),
+        ))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let b = Bisect::new(&server.uri());
+    let mut c = b.cmd(&[]);
+    c.arg("--report").arg(b.p("report.md"));
+    let (code, out, err) = run(c).await;
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert!(
+        err.contains("read-only") && err.contains("not lost"),
+        "{err}"
+    );
+    assert_eq!(b.result()["first_bad"], b.shas[23].as_str());
+    assert!(std::fs::read_to_string(b.p("report.md"))
+        .unwrap()
+        .contains(&b.shas[23][..10]));
+    assert!(fake.comments().is_empty());
+}
+
+const MATRIX: &str = r#"
+[probe]
+kind = "script"
+script = 'test "$(cat "$SRC/state")" = good'
+[launch.plain]
+[params.p]
+args = []
+[matrix]
+backend = ["hip"]
+gfx = ["gfx1151"]
+wave_size = [32]
+launch = ["plain"]
+params = ["p"]
+"#;
+
+#[tokio::test]
+async fn matrix_posts_one_comment_and_edits_it() {
+    let (server, fake) = start(100).await;
+    let d = tempfile::tempdir().unwrap();
+    let shas = history(&d.path().join("repo"), 3, 2);
+    std::fs::write(d.path().join("matrix.toml"), MATRIX).unwrap();
+    let matrix = |rev: &str| {
+        let mut c = bin();
+        c.current_dir(d.path())
+            .args(["matrix", "--engine", "none", "--rev", rev])
+            .args(["--post-to", "o/r#1", "--api-url", &server.uri()])
+            .env("SETROWS_WORK_DIR", d.path().join("work"))
+            .env("GITHUB_TOKEN", TOKEN)
+            .args(["--repo", "repo"]);
+        c
+    };
+    let (code, out, err) = run(matrix(&shas[0])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("created results comment"), "{err}");
+    let (code, out, err) = run(matrix(&shas[2])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("updated results comment"), "{err}");
+    let comments = fake.comments();
+    assert_eq!(comments.len(), 1);
+    let body = &comments[0].body;
+    assert!(body.starts_with("<!-- setrows-bisect:matrix -->"), "{body}");
+    assert!(
+        body.contains("wrong_result") || body.contains("wrong result"),
+        "{body}"
+    );
+    // The posted state is the matrix-results.json the run wrote (minus log text).
+    let written: Value = serde_json::from_str(
+        &std::fs::read_to_string(d.path().join("matrix-results/matrix-results.json")).unwrap(),
+    )
+    .unwrap();
+    let mut c = bin();
+    c.args(["report", "--issue", "o/r#1", "--load-state", "matrix"])
+        .args(["--api-url", &server.uri()])
+        .env("GITHUB_TOKEN", TOKEN);
+    let (code, out, err) = run(c).await;
+    assert_eq!(code, 0, "{err}");
+    let state: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        state["results"][0]["cells"][0]["outcome"],
+        written["cells"][0]["outcome"]
+    );
+    assert_eq!(state["results"][0]["revisions"], written["revisions"]);
+}
