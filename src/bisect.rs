@@ -113,7 +113,7 @@ pub struct BisectArgs {
     pub backend: Option<String>,
     /// `--post-to OWNER/REPO#N` (+ connection flags) and `--resume-from-issue`: docs/github.md.
     #[command(flatten)]
-    pub github: crate::report_cmd::BisectPostArgs,
+    pub github: Box<crate::report_cmd::BisectPostArgs>,
 }
 
 /// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
