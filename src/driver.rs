@@ -371,8 +371,8 @@ fn search_loop(
 }
 
 /// The `--confidence` loop over `Session` waves. Per candidate, stored runs are loaded the
-/// first time the session asks for it and consumed before anything is executed; new runs take
-/// the lowest run index with no stored file (an interrupted wave can leave gaps).
+/// first time the session asks for it and consumed (in run-index order) before anything is
+/// executed; new runs are numbered after the last stored one.
 fn session_loop(
     shared: &Shared<'_>,
     mode: Mode,
@@ -403,19 +403,19 @@ fn session_loop(
         let mut fresh: Vec<(usize, usize)> = Vec::new();
         for i in wave {
             let key = StoreKey::new(&cands[i].tree, &shared.identity);
+            let dir = shared.store.root().join("results").join(&key.0);
             let queue = match &mut stored[i] {
                 Some(q) => q,
-                slot => slot.insert(shared.store.load(&key)?.into()),
+                slot => {
+                    next_free[i] = after_last_run(&dir);
+                    slot.insert(shared.store.load(&key)?.into())
+                }
             };
             if let Some(run) = queue.pop_front() {
                 let v = note(shared, i, &run.report, true, consumed[i]);
                 consumed[i] += 1;
                 session.record(i, v?);
                 continue;
-            }
-            let dir = shared.store.root().join("results").join(&key.0);
-            while dir.join(format!("run-{:04}.json", next_free[i])).exists() {
-                next_free[i] += 1;
             }
             fresh.push((i, next_free[i]));
             next_free[i] += 1;
@@ -468,6 +468,23 @@ fn session_loop(
     };
     let waves = session.waves() as usize;
     Ok((conclusion, waves, session))
+}
+
+/// The run index after the highest stored one in `dir` (0 when none). New runs go after every
+/// stored file, never into a gap an interrupted wave left, so the store's order is the order the
+/// runs were used in and a replay consumes them exactly as the first pass did.
+fn after_last_run(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name();
+            let n = name.to_str()?.strip_prefix("run-")?.strip_suffix(".json")?;
+            n.parse::<usize>().ok()
+        })
+        .map(|n| n + 1)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Rough rounds still needed, for the progress line: the gap between the last candidate seen

@@ -336,3 +336,93 @@ fn distributed_rounds_plan_probe_merge_reach_the_answer() {
         "{answer}"
     );
 }
+
+/// With `--confidence`, every wave of `--jobs K` fills the K slots (spare slots re-run the
+/// undecided candidates) instead of waiting on one candidate's repeated runs.
+#[test]
+fn confidence_with_jobs_fills_every_slot_of_a_wave() {
+    let r = generate();
+    let (code, v, stderr) = r.bisect("waves", &["--confidence", "0.95", "--jobs", "4"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(v["first_bad"], r.shas[BUG_AT], "{stderr}");
+    assert!(v["flaky"]["confidence"].as_f64().unwrap() >= 0.95, "{v}");
+    let runs = v["probes"].as_array().unwrap().len() as u64;
+    let waves = v["steps"].as_u64().unwrap();
+    assert!(runs <= 4 * waves, "{runs} runs in {waves} waves of 4");
+    // Sequential rounds (one candidate's repeats at a time) would give about 1 run per round.
+    assert!(runs >= 3 * waves, "{runs} runs in {waves} waves of 4");
+}
+
+fn count_lines(p: &Path) -> usize {
+    std::fs::read_to_string(p)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+/// SIGKILL in the middle of a `--confidence --jobs 2` bisection: the rerun reuses what was
+/// stored, runs exactly what it reports as executed, and finds the culprit; a third run answers
+/// from the store alone with the same answer.
+#[test]
+fn confidence_with_jobs_resumes_after_sigkill() {
+    let r = generate();
+    let calls = r.dir.path().join("calls");
+    let script = format!(
+        "echo run >> '{}'; sleep 0.3; {}",
+        calls.display(),
+        r.script()
+    );
+    let cmd = || {
+        let mut c = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"));
+        c.arg("--repo")
+            .arg(r.path())
+            .args(["--good", &r.shas[0], "--bad", &r.shas[COMMITS - 1]])
+            .arg("--script")
+            .arg(&script)
+            .arg("--work-dir")
+            .arg(r.dir.path().join("killed"))
+            .arg("--json")
+            .arg(r.dir.path().join("killed.json"))
+            .args(["--confidence", "0.95", "--jobs", "2"])
+            .env_remove("SETROWS_BISECT_WORK_DIR")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    };
+    let mut child = cmd().spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while count_lines(&calls) < 7 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "bisect never got going"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "finished too early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700)); // orphaned tests finish
+    let before = count_lines(&calls);
+
+    let out = cmd().output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = read(&r.dir.path().join("killed.json"));
+    assert_eq!(v["first_bad"], r.shas[BUG_AT], "{v}");
+    let probes = v["probes"].as_array().unwrap();
+    let cached = probes.iter().filter(|p| p["cached"] == true).count();
+    let executed = v["executed"].as_u64().unwrap() as usize;
+    assert!(
+        cached >= 4,
+        "runs finished before the kill are reused: {cached}"
+    );
+    assert_eq!(cached + executed, probes.len());
+    assert_eq!(count_lines(&calls) - before, executed);
+
+    let after = count_lines(&calls);
+    let out = cmd().output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let again = read(&r.dir.path().join("killed.json"));
+    assert_eq!(again["executed"], 0, "{again}");
+    assert_eq!(count_lines(&calls), after);
+    assert_eq!(again["first_bad"], v["first_bad"]);
+    assert_eq!(again["probes"].as_array().unwrap().len(), probes.len());
+}
