@@ -235,13 +235,43 @@ pub struct BisectPostArgs {
     #[command(flatten)]
     pub post: PostToArgs,
     /// Before probing, seed the local result store from the state block of this bisection's
-    /// comment on the --post-to issue, so a job with an empty work dir does not repeat any probe
-    /// an earlier run posted.
-    #[arg(long, requires = "post_to")]
-    pub resume_from_issue: bool,
+    /// comment, so a job with an empty work dir repeats no probe an earlier run posted. The
+    /// issue is --post-to's, or the one given here (resume without posting: a job that may only
+    /// read the issue).
+    #[arg(
+        long,
+        value_name = "OWNER/REPO#N",
+        num_args = 0..=1,
+        default_missing_value = "",
+    )]
+    pub resume_from_issue: Option<String>,
 }
 
 impl BisectPostArgs {
+    /// Validates --post-to and --resume-from-issue (issues, token) before anything runs.
+    pub fn check(&self) -> anyhow::Result<()> {
+        self.post.check()?;
+        self.resume_issue()?;
+        Ok(())
+    }
+
+    fn resume_issue(&self) -> anyhow::Result<Option<IssueRef>> {
+        match self.resume_from_issue.as_deref() {
+            None => Ok(None),
+            Some("") => match self.post.check()? {
+                Some(issue) => Ok(Some(issue)),
+                None => Err(CliError::usage(
+                    "--resume-from-issue needs an issue: give it one (--resume-from-issue OWNER/REPO#N) or pass --post-to OWNER/REPO#N",
+                )),
+            },
+            Some(raw) => {
+                let issue: IssueRef = raw.parse().map_err(|e: github::GithubError| e.into_cli())?;
+                Token::resolve(self.post.github.token_file.as_ref()).map_err(|e| e.into_cli())?;
+                Ok(Some(issue))
+            }
+        }
+    }
+
     /// With `--resume-from-issue`: loads the state of comment `key` and writes its runs for
     /// prober `identity` into `store`. A missing comment is not an error (first run).
     pub fn resume(
@@ -250,13 +280,8 @@ impl BisectPostArgs {
         store: &crate::store::Store,
         identity: &str,
     ) -> anyhow::Result<()> {
-        if !self.resume_from_issue {
+        let Some(issue) = self.resume_issue()? else {
             return Ok(());
-        }
-        let Some(issue) = self.post.check()? else {
-            return Err(CliError::usage(
-                "--resume-from-issue needs --post-to OWNER/REPO#N",
-            ));
         };
         let state = github::load_state_blocking(&self.post.github, &issue, key)
             .map_err(|e| e.into_cli())?;

@@ -117,9 +117,12 @@ impl Bisect {
             .arg("--json")
             .arg(self.p("result.json"))
             .args(["--script", &script])
-            .args(["--post-to", issue, "--api-url", &self.api])
+            .args(["--api-url", &self.api])
             .args(extra)
             .env("GITHUB_TOKEN", TOKEN);
+        if !issue.is_empty() {
+            c.args(["--post-to", issue]);
+        }
         c
     }
     fn result(&self) -> Value {
@@ -193,6 +196,29 @@ async fn bisect_posts_then_edits_one_comment_and_a_fresh_job_resumes_from_it() {
     assert_eq!(third["first_bad"], first["first_bad"]);
     assert_eq!(third["executed"], 0, "{third:#}");
     assert_eq!(fake.comments().len(), 1);
+
+    // Resuming from a named issue without --post-to reads the comment and posts nothing (a
+    // job that may only read the issue).
+    std::fs::remove_dir_all(b.p("work")).unwrap();
+    let edits = count(
+        &server,
+        "PATCH",
+        &format!("/repos/o/r/issues/comments/{}", fake.comments()[0].id),
+    )
+    .await;
+    let (code, out, err) = run(b.cmd_to("", &["--resume-from-issue", "o/r#1"])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(b.probed(), run1, "{err}");
+    assert!(!err.contains("results comment"), "{err}");
+    assert_eq!(
+        count(
+            &server,
+            "PATCH",
+            &format!("/repos/o/r/issues/comments/{}", fake.comments()[0].id)
+        )
+        .await,
+        edits
+    );
 
     // Without --resume-from-issue the same fresh job would probe again: the seeding did it.
     std::fs::remove_dir_all(b.p("work")).unwrap();
