@@ -3,6 +3,9 @@
 //! and prints the report. All errors leave here as `CliError` (exit 2 for input, 3 for
 //! machinery); the verdict itself decides 0 (found) or 1 (inconclusive).
 
+mod placement;
+
+use crate::container::{ContainerLauncher, EngineChoice, GpuAccess};
 use crate::driver::{bisect_commits, Conclusion, DriverError, Plan};
 use crate::error::CliError;
 use crate::evidence::{Deterministic, Fixed, Policy};
@@ -111,6 +114,14 @@ pub struct BisectArgs {
     /// Backend the bundled reproducer targets (used when --script is absent).
     #[arg(long, value_parser = ["cpu", "cuda", "hip"])]
     pub backend: Option<String>,
+    /// Run every build and test step in a container of --image: podman, docker, or auto
+    /// (podman if it works, else docker). The default, none, runs them on the host.
+    #[arg(long, value_enum, default_value_t = EngineChoice::None, value_name = "ENGINE")]
+    pub engine: EngineChoice,
+    /// The image the steps run in with --engine (present locally; never pulled), e.g. a
+    /// build image from containers/. Needs --engine.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
     /// `--post-to OWNER/REPO#N` (+ connection flags) and `--resume-from-issue`: docs/github.md.
     #[command(flatten)]
     pub github: Box<crate::report_cmd::BisectPostArgs>,
@@ -189,6 +200,7 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
             "--build needs --script (the bundled reproducer builds itself)",
         ));
     }
+    placement::check_flags(args.engine, args.image.as_deref())?;
     let repo = git::open(&args.repo).map_err(git_error)?;
     let good_id = git::resolve(&repo, good, "--good").map_err(git_error)?;
     let bad_id = git::resolve(&repo, bad, "--bad").map_err(git_error)?;
@@ -229,19 +241,47 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
     let work_dir = std::fs::canonicalize(&work_dir).unwrap_or(work_dir);
     let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
     let canon_repo = std::fs::canonicalize(&args.repo).unwrap_or(args.repo.clone());
+    let gpu = args
+        .backend
+        .as_deref()
+        .and_then(crate::build::Backend::parse)
+        .map_or(GpuAccess::None, GpuAccess::from);
+    let container = placement::container(args.engine, args.image.as_deref(), gpu, &work_dir)?;
     let (prober, reproduce): (Box<dyn Prober>, Option<String>) = match &args.script {
         Some(script) => {
-            let p = ScriptProber::new(
-                args.build.clone(),
-                script.clone(),
-                timeout,
-                Box::new(HostLauncher),
-                &work_dir,
-            );
-            let hint = p.reproduce_hint(&canon_repo, "{sha}");
+            let p = match container {
+                None => ScriptProber::new(
+                    args.build.clone(),
+                    script.clone(),
+                    timeout,
+                    Box::new(HostLauncher),
+                    &work_dir,
+                ),
+                // The image has ccache; the launcher mounts its cache and sets CCACHE_DIR.
+                Some(c) => ScriptProber {
+                    build: args.build.clone(),
+                    script: script.clone(),
+                    timeout,
+                    launcher: Box::new(c),
+                    env: vec![
+                        ("CMAKE_C_COMPILER_LAUNCHER".into(), "ccache".into()),
+                        ("CMAKE_CXX_COMPILER_LAUNCHER".into(), "ccache".into()),
+                    ],
+                },
+            };
+            let mut hint = p.reproduce_hint(&canon_repo, "{sha}");
+            if let Some(image) = &args.image {
+                hint = format!(
+                    "# the bisect ran these steps in {image} ({}), $SRC mounted read-only\n{hint}",
+                    p.launcher.identity()
+                );
+            }
             (Box::new(p), Some(hint))
         }
-        None => (repro_prober(args, &repo, bad_id, &work_dir, timeout)?, None),
+        None => (
+            repro_prober(args, &repo, bad_id, &work_dir, timeout, container)?,
+            None,
+        ),
     };
     let policy: Box<dyn Policy> = match (args.confidence, args.repeat) {
         (Some(c), _) if !(0.5..1.0).contains(&c) => {
@@ -283,17 +323,20 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
 }
 
 /// The bundled set_rows replay reproducer (`repro::ReproProber`), built against each probed
-/// ggml revision with the `--backend` recipe. CMake option spellings are read from the `--bad`
-/// commit (see `build::TreeFacts`).
+/// ggml revision with the `--backend` recipe, on the host or in `container`. CMake option
+/// spellings are read from each probed tree (`placement::PerTreeRepro`); the `--bad` commit's
+/// stand in for a tree whose CMake files cannot be read.
 fn repro_prober(
     args: &BisectArgs,
     repo: &git2::Repository,
     bad: git::Oid,
     work_dir: &std::path::Path,
     timeout: Option<Duration>,
+    container: Option<ContainerLauncher>,
 ) -> anyhow::Result<Box<dyn Prober>> {
     use crate::build::{Backend, Recipe, TreeFacts};
-    use crate::repro::{ReproOptions, ReproProber};
+    use crate::launch::Launcher;
+    use crate::repro::ReproOptions;
     let tree = repo
         .find_commit(bad)
         .and_then(|c| c.tree())
@@ -336,11 +379,16 @@ fn repro_prober(
             .ok_or_else(|| CliError::usage(format!("--backend {b}: expected cpu, cuda or hip")))?,
     };
     let mut recipe = Recipe::new(backend);
-    recipe.ccache = crate::script::which("ccache").is_some();
-    let mut opts = ReproOptions::new(std::sync::Arc::new(HostLauncher));
+    let in_container = container.is_some();
+    // Build images carry ccache, and the container launcher mounts its cache directory.
+    recipe.ccache = in_container || crate::script::which("ccache").is_some();
+    let launcher: std::sync::Arc<dyn Launcher> = match container {
+        Some(c) => std::sync::Arc::new(c),
+        None => std::sync::Arc::new(HostLauncher),
+    };
+    let mut opts = ReproOptions::new(launcher);
     opts.ggml_subdir = subdir.into();
-    opts.cmake_args = recipe.cmake_args(&facts);
-    if recipe.ccache {
+    if recipe.ccache && !in_container {
         opts.build_env.push((
             "CCACHE_DIR".into(),
             work_dir.join("ccache").to_string_lossy().into_owned(),
@@ -351,7 +399,7 @@ fn repro_prober(
     if timeout.is_some() {
         opts.run_timeout = timeout;
     }
-    Ok(Box::new(ReproProber::new(opts)))
+    Ok(Box::new(placement::PerTreeRepro::new(opts, recipe, facts)))
 }
 
 pub fn run(args: BisectArgs) -> anyhow::Result<i32> {

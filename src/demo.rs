@@ -79,6 +79,8 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
         work_dir: Some(work_dir.to_path_buf()),
         repro_args: vec![],
         backend: None,
+        engine: crate::container::EngineChoice::None,
+        image: None,
         github: Default::default(),
     }
 }
