@@ -1,0 +1,123 @@
+//! `bisect --engine podman --image IMAGE`: a real bisection whose build and test steps run in
+//! the CPU build image (`scripts/setup.d/30-podman.sh` builds it and prints `CONTAINERS_CONF` and
+//! `SETROWS_TEST_IMAGE`). Without podman and the image these tests fail under `CI=true`.
+
+#[path = "container_common/mod.rs"]
+mod container_common;
+
+use container_common::*;
+use std::path::Path;
+use std::process::Command;
+
+fn bisect(repo: &Path, shas: &[String], work: &Path, extra: &[&str]) -> (i32, String) {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .arg("--repo")
+        .arg(repo)
+        .args(["--good", &shas[0], "--bad", &shas[shas.len() - 1]])
+        .args(["--build", BUILD, "--script", TEST])
+        .arg("--work-dir")
+        .arg(work)
+        .arg("--json")
+        .arg(work.with_extension("json"))
+        .args(extra)
+        .env_remove("SETROWS_BISECT_WORK_DIR")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bisect_in_podman_finds_the_planted_commit() {
+    let Some(_) = podman() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let shas = make_repo(&repo, 12, 7);
+    let work = d.path().join("work");
+    let image = image_a();
+    let (code, stderr) = bisect(
+        &repo,
+        &shas,
+        &work,
+        &["--engine", "podman", "--image", &image],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(work.with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(v["first_bad"], shas[7], "{v}");
+    // Every stored run says where it ran: podman, this image, its digest.
+    let mut runs = 0;
+    for key in std::fs::read_dir(work.join("results")).unwrap() {
+        for run in std::fs::read_dir(key.unwrap().path()).unwrap() {
+            let text = std::fs::read_to_string(run.unwrap().path()).unwrap();
+            let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let p = &r["report"]["provenance"];
+            assert_eq!(p["engine"], "podman", "{r}");
+            assert_eq!(p["image"], image.as_str(), "{r}");
+            assert!(
+                p["image_digest"].as_str().unwrap().starts_with("sha256:"),
+                "{r}"
+            );
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, v["probes"].as_array().unwrap().len());
+
+    // The same bisect on the host is a different prober: nothing stored in the container is
+    // taken for a host result.
+    let (code, stderr) = bisect(&repo, &shas, &work, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let host: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(work.with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(host["first_bad"], shas[7]);
+    assert!(host["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["cached"] == false));
+}
+
+#[test]
+fn a_missing_image_is_an_infrastructure_error() {
+    let Some(_) = podman() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let shas = make_repo(&repo, 3, 2);
+    let (code, stderr) = bisect(
+        &repo,
+        &shas,
+        &d.path().join("work"),
+        &[
+            "--engine",
+            "podman",
+            "--image",
+            "localhost/setrows-no-such-image:none",
+        ],
+    );
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("setrows-no-such-image"), "{stderr}");
+}
+
+#[test]
+fn engine_and_image_without_each_other_are_usage_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let shas = make_repo(&repo, 3, 2);
+    for extra in [
+        &["--image", "localhost/setrows-cpu:bookworm"][..],
+        &["--engine", "podman"][..],
+        &["--engine", "auto"][..],
+    ] {
+        let (code, stderr) = bisect(&repo, &shas, &d.path().join("work"), extra);
+        assert_eq!(code, 2, "{extra:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains("--image") && stderr.contains("--engine"),
+            "{stderr}"
+        );
+    }
+}
