@@ -320,3 +320,72 @@ fn bisect_workflow_matches_the_config_listing() {
         );
     }
 }
+
+/// Every `--flag` the workflows hand to `setrows-bisect` (in `args=(...)` / `args+=(...)` and
+/// on direct command lines) is one the subcommand accepts: the workflows only run on the GPU
+/// runners, so a renamed flag would otherwise surface at night, on the runner.
+#[test]
+fn every_flag_a_workflow_passes_exists() {
+    let span = regex::Regex::new(r"args\+?=\(([^)]*)\)").unwrap();
+    let direct = regex::Regex::new(r"(?:setrows-bisect| -- )[ \t]*([a-z-]+)([^\n]*)").unwrap();
+    let flag = regex::Regex::new(r#"(?:^|[\s("])(--[a-z][a-z0-9-]*)"#).unwrap();
+    let mut used: Vec<(String, String, String)> = Vec::new(); // (workflow, subcommand, flag)
+    for wf in workflows() {
+        let text = std::fs::read_to_string(&wf).unwrap();
+        let name = wf.file_name().unwrap().to_string_lossy().to_string();
+        // Spans and direct command lines in file order; an `args+=(` continues the last one.
+        let mut found: Vec<(usize, Option<String>, String)> = Vec::new();
+        for c in span.captures_iter(&text) {
+            let body = c[1].to_string();
+            let sub = c[0]
+                .starts_with("args=(")
+                .then(|| body.split_whitespace().next().unwrap_or("").to_string());
+            found.push((c.get(0).unwrap().start(), sub, body));
+        }
+        for c in direct.captures_iter(&text) {
+            if c[1].starts_with('-') || c[2].contains("args[@]") {
+                continue;
+            }
+            found.push((
+                c.get(0).unwrap().start(),
+                Some(c[1].to_string()),
+                c[2].to_string(),
+            ));
+        }
+        found.sort_by_key(|f| f.0);
+        let mut current = String::new();
+        for (_, sub, body) in found {
+            if let Some(s) = sub {
+                current = s;
+            }
+            for f in flag.captures_iter(&body) {
+                used.push((name.clone(), current.clone(), f[1].to_string()));
+            }
+        }
+    }
+    assert!(
+        ["--resume-from-issue", "--repro-arg"]
+            .iter()
+            .all(|want| used.iter().any(|(_, s, f)| s == "bisect" && f == want)),
+        "the scan found the bisect flags: {used:?}"
+    );
+    let mut helps = std::collections::BTreeMap::new();
+    for (wf, sub, f) in &used {
+        assert!(
+            ["bisect", "matrix", "report", "bisect-config"].contains(&sub.as_str()),
+            "{wf}: {f} passed to unknown subcommand {sub:?}"
+        );
+        let help = helps.entry(sub.clone()).or_insert_with(|| {
+            let out = assert_cmd::Command::cargo_bin("setrows-bisect")
+                .unwrap()
+                .args([sub.as_str(), "--help"])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).to_string()
+        });
+        let known = regex::Regex::new(&format!(r"(?m)^\s+(-\w, )?{}[\s=\[<]", regex::escape(f)))
+            .unwrap()
+            .is_match(help);
+        assert!(known, "{wf}: `setrows-bisect {sub}` has no flag {f}");
+    }
+}
