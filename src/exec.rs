@@ -19,6 +19,20 @@ use std::time::{Duration, Instant};
 /// the whole output is always in the log file.
 pub const OUTPUT_KEEP: u64 = 1 << 20;
 
+/// Credentials the tool itself may hold (for `--post-to`) that the code under test must never see:
+/// a probe runs arbitrary revisions of someone else's build scripts.
+pub const SECRET_ENV: &[&str] = &[
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_PAT",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "RESULTS_TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+];
+
 /// Grace period between SIGTERM and SIGKILL on timeout.
 const GRACE: Duration = Duration::from_secs(2);
 
@@ -121,7 +135,11 @@ pub fn run(
     command
         .args(args)
         .current_dir(&cmd.cwd)
-        .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    for secret in SECRET_ENV {
+        command.env_remove(secret);
+    }
+    command
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log.try_clone()?)
@@ -292,6 +310,21 @@ mod tests {
         };
         let err = run(&cmd, None, &d.path().join("x.log"), &|| {}).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/prog"));
+    }
+
+    #[test]
+    fn tokens_never_reach_the_step() {
+        let d = tempfile::tempdir().unwrap();
+        let mut cmd = sh(
+            "echo \"[${GITHUB_TOKEN:-unset}] [${GH_TOKEN:-unset}] [$PROBE_VAR]\"",
+            d.path(),
+        );
+        // Even a caller that forwards them explicitly cannot leak them into the probe.
+        cmd.env.push(("GH_TOKEN".into(), "ghp_explicit".into()));
+        std::env::set_var("GITHUB_TOKEN", "ghp_inherited");
+        let r = run(&cmd, None, &d.path().join("s.log"), &|| {}).unwrap();
+        std::env::remove_var("GITHUB_TOKEN");
+        assert_eq!(r.output.trim(), "[unset] [unset] [42]");
     }
 
     #[test]
