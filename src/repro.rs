@@ -300,8 +300,11 @@ impl ReproProber {
 
 impl Prober for ReproProber {
     fn identity(&self) -> String {
+        // Cache locations (CCACHE_DIR sits under the work dir) change nothing that is tested; keeping
+        // them out lets runners with different work dirs share results (`--resume-from-issue`).
         let env = |v: &[(String, String)]| {
             v.iter()
+                .filter(|(k, _)| !k.starts_with("CCACHE_"))
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(",")
@@ -495,6 +498,12 @@ mod tests {
         );
         o.repro_args = vec!["--steps".into(), "11".into()];
         assert_ne!(a, ReproProber::new(o.clone()).identity());
+        // Where ccache keeps its files is not part of what is tested; the build env otherwise is.
+        let before = ReproProber::new(o.clone()).identity();
+        o.build_env = vec![("CCACHE_DIR".into(), "/elsewhere/ccache".into())];
+        assert_eq!(before, ReproProber::new(o.clone()).identity());
+        o.build_env.push(("CXXFLAGS".into(), "-O0".into()));
+        assert_ne!(before, ReproProber::new(o.clone()).identity());
         o.cmake_args = vec!["-DGGML_CUDA=ON".into()];
         let b = ReproProber::new(o);
         assert!(b.build_script("s").contains("-DGGML_CUDA=ON"));
