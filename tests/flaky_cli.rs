@@ -426,3 +426,37 @@ fn confidence_with_jobs_resumes_after_sigkill() {
     assert_eq!(again["first_bad"], v["first_bad"]);
     assert_eq!(again["probes"].as_array().unwrap().len(), probes.len());
 }
+
+/// `--confidence --jobs 2` keeps the driver's infrastructure contract: a step that cannot start
+/// (no `sh` on PATH) is retried, exits 3, and nothing is stored as a verdict.
+#[test]
+fn confidence_with_jobs_infrastructure_failure_exits_3_and_stores_nothing() {
+    let r = generate();
+    let json = r.dir.path().join("infra.json");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .arg("--repo")
+        .arg(r.path())
+        .args(["--good", &r.shas[0], "--bad", &r.shas[COMMITS - 1]])
+        .arg("--script")
+        .arg(r.script())
+        .arg("--work-dir")
+        .arg(r.dir.path().join("infra"))
+        .arg("--json")
+        .arg(&json)
+        .args(["--confidence", "0.95", "--jobs", "2"])
+        .env_remove("SETROWS_BISECT_WORK_DIR")
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("3 attempts"), "{stderr}");
+    let results = r.dir.path().join("infra").join("results");
+    let stored = std::fs::read_dir(&results).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(stored, 0, "nothing may be stored from failed attempts");
+    // With a working PATH the same command runs every probe and finds the culprit.
+    let (code, v, stderr) = r.bisect("infra", &["--confidence", "0.95", "--jobs", "2"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(v["first_bad"], r.shas[BUG_AT]);
+    assert_eq!(v["executed"], v["probes"].as_array().unwrap().len());
+}
