@@ -200,27 +200,13 @@ pub fn classify(exit: Option<i32>, signal: Option<i32>, timed_out: bool, output:
             _ => Outcome::Crash,
         }
     };
-    if matches!(base, Outcome::WrongResult | Outcome::Crash) && is_gpu_fault(output) {
+    if matches!(base, Outcome::WrongResult | Outcome::Crash)
+        && crate::repro::classify::is_gpu_fault(output)
+    {
         Outcome::GpuFault
     } else {
         base
     }
-}
-
-/// Messages the HIP and CUDA runtimes (and the kernel driver) print on a device fault.
-fn is_gpu_fault(output: &str) -> bool {
-    // The same texts the bundled reproducers' classifier (`repro::classify`) looks for.
-    const PATTERNS: &[&str] = &[
-        "Memory access fault by GPU",
-        "illegal memory access",
-        "hipError",
-        "cudaError",
-        "HSA_STATUS_ERROR",
-        "CUDA error",
-        "HIP error",
-        "unspecified launch failure",
-    ];
-    PATTERNS.iter().any(|p| output.contains(p))
 }
 
 /// The line most likely to name the failure: the first assertion, compiler error, fault or

@@ -88,7 +88,7 @@ fn strip_dirs(s: &str) -> String {
 /// Text that GPU runtimes print on a device fault. HIP's "Memory access fault by GPU node-N" and
 /// HSA errors, CUDA's "illegal memory access" and ggml's "CUDA error" / the reproducers'
 /// "cudaError"/"hipError" lines.
-const GPU_FAULT_PATTERNS: [&str; 8] = [
+pub const GPU_FAULT_PATTERNS: [&str; 8] = [
     "Memory access fault by GPU",
     "illegal memory access",
     "hipError",
@@ -98,6 +98,11 @@ const GPU_FAULT_PATTERNS: [&str; 8] = [
     "HIP error",
     "unspecified launch failure",
 ];
+
+/// Whether `output` carries any of the device-fault texts (also used by the `--script` prober).
+pub fn is_gpu_fault(output: &str) -> bool {
+    GPU_FAULT_PATTERNS.iter().any(|p| output.contains(p))
+}
 
 fn first_line_with(output: &str, pred: impl Fn(&str) -> bool) -> Option<&str> {
     output.lines().map(str::trim).find(|l| pred(l))
