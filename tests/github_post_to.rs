@@ -5,7 +5,7 @@
 mod github_support;
 
 use assert_cmd::Command;
-use github_support::{count, start, TOKEN};
+use github_support::{bin, count, run, start, TOKEN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use wiremock::matchers::{method, path};
@@ -42,41 +42,6 @@ fn history(dir: &Path, n: usize, first_bad: usize) -> Vec<String> {
         shas.push(id.to_string());
     }
     shas
-}
-
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("setrows-bisect").unwrap();
-    for k in [
-        "GITHUB_TOKEN",
-        "GITHUB_ACTIONS",
-        "GITHUB_STEP_SUMMARY",
-        "GITHUB_SERVER_URL",
-        "GITHUB_REPOSITORY",
-        "GITHUB_RUN_ID",
-        "GITHUB_API_URL",
-        "SETROWS_BISECT_WORK_DIR",
-        "SETROWS_WORK_DIR",
-    ] {
-        c.env_remove(k);
-    }
-    c
-}
-
-/// Runs the binary off the async runtime (the fake server lives on it); the token must appear
-/// in neither stream.
-async fn run(mut c: Command) -> (i32, String, String) {
-    let out = tokio::task::spawn_blocking(move || c.output().unwrap())
-        .await
-        .unwrap();
-    let (so, se) = (
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    );
-    assert!(
-        !so.contains(TOKEN) && !se.contains(TOKEN),
-        "token leaked:\n{so}\n{se}"
-    );
-    (out.status.code().unwrap_or(-1), so, se)
 }
 
 struct Bisect {

@@ -2,8 +2,7 @@
 
 mod github_support;
 
-use assert_cmd::Command;
-use github_support::{count, start, TOKEN};
+use github_support::{bin, count, run, start, TOKEN};
 use serde_json::json;
 use std::path::Path;
 use wiremock::matchers::{method, path};
@@ -41,38 +40,6 @@ fn results(dir: &Path) -> Vec<String> {
             "probes": [{"sha": "0123456789abcdef0123456789abcdef01234567", "outcome": "gpu_fault", "duration_s": 3.0, "log_path": "/tmp/x.log"}]}),
         ),
     ]
-}
-
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("setrows-bisect").unwrap();
-    for k in [
-        "GITHUB_TOKEN",
-        "GITHUB_ACTIONS",
-        "GITHUB_STEP_SUMMARY",
-        "GITHUB_SERVER_URL",
-        "GITHUB_REPOSITORY",
-        "GITHUB_RUN_ID",
-        "GITHUB_API_URL",
-    ] {
-        c.env_remove(k);
-    }
-    c
-}
-
-/// Runs the binary off the async runtime (the fake server lives on it).
-async fn run(mut c: Command) -> (i32, String, String) {
-    let out = tokio::task::spawn_blocking(move || c.output().unwrap())
-        .await
-        .unwrap();
-    let (so, se) = (
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    );
-    assert!(
-        !so.contains(TOKEN) && !se.contains(TOKEN),
-        "token leaked:\n{so}\n{se}"
-    );
-    (out.status.code().unwrap_or(-1), so, se)
 }
 
 #[tokio::test]

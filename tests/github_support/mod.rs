@@ -188,3 +188,41 @@ pub async fn count(server: &MockServer, method: &str, path: &str) -> usize {
         .filter(|(m, p)| m == method && p.split('?').next() == Some(path))
         .count()
 }
+
+/// The real binary with no GitHub/Actions environment of the machine running the tests leaking in.
+#[allow(dead_code)]
+pub fn bin() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("setrows-bisect").unwrap();
+    for k in [
+        "GITHUB_TOKEN",
+        "GITHUB_ACTIONS",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_SERVER_URL",
+        "GITHUB_REPOSITORY",
+        "GITHUB_RUN_ID",
+        "GITHUB_API_URL",
+        "SETROWS_BISECT_WORK_DIR",
+        "SETROWS_WORK_DIR",
+    ] {
+        c.env_remove(k);
+    }
+    c
+}
+
+/// Runs the binary off the async runtime (the fake server lives on it); the token must appear
+/// in neither stream.
+#[allow(dead_code)]
+pub async fn run(mut c: assert_cmd::Command) -> (i32, String, String) {
+    let out = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    );
+    assert!(
+        !so.contains(TOKEN) && !se.contains(TOKEN),
+        "token leaked:\n{so}\n{se}"
+    );
+    (out.status.code().unwrap_or(-1), so, se)
+}
