@@ -106,7 +106,7 @@ pub struct BisectArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Checkouts, build dirs, logs and the result store [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(long, value_name = "DIR", env = "SETROWS_BISECT_WORK_DIR")]
+    #[arg(long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
     pub work_dir: Option<PathBuf>,
     /// Argument passed to the bundled reproducer (repeatable; used when --script is absent).
     #[arg(long = "repro-arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -386,8 +386,14 @@ fn repro_prober(
         Some(c) => std::sync::Arc::new(c),
         None => std::sync::Arc::new(HostLauncher),
     };
-    let mut opts = ReproOptions::new(launcher);
+    let mut opts = ReproOptions::new(launcher.clone());
     opts.ggml_subdir = subdir.into();
+    if backend == Backend::Hip {
+        // Where this ROCm keeps clang differs between versions: ask hipconfig where it runs.
+        let env = crate::matrix_run::hipconfig_env(launcher.as_ref())
+            .map_err(|e| CliError::infra(format!("--backend hip needs a ROCm toolchain: {e}")))?;
+        opts.build_env.extend(env);
+    }
     if recipe.ccache && !in_container {
         opts.build_env.push((
             "CCACHE_DIR".into(),

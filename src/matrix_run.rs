@@ -381,29 +381,7 @@ impl Runner {
         if let Some(v) = self.hip_envs.lock().ok().and_then(|m| m.get(&key).cloned()) {
             return Ok(v);
         }
-        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
-        let job = ShellJob {
-            script: "echo \"HIPCXX=$(hipconfig -l)/clang\"; echo \"HIP_PATH=$(hipconfig -R)\""
-                .into(),
-            src: dir.path().into(),
-            work: dir.path().into(),
-            cwd_is_work: true,
-            env: Vec::new(),
-            timeout: Some(Duration::from_secs(120)),
-            name: format!("setrows-hipconfig-{}", std::process::id()),
-        };
-        let log = dir.path().join("hipconfig.log");
-        let r = crate::exec::run(&launcher.command(&job), job.timeout, &log, &|| {
-            launcher.cleanup(&job)
-        })
-        .map_err(|e| format!("running hipconfig in {key}: {e}"))?;
-        let env = parse_hip_env(&r.output);
-        if !r.success() || env.len() != 2 {
-            return Err(format!(
-                "hipconfig in {key} did not give HIPCXX and HIP_PATH (is this a ROCm image?): {}",
-                r.output.trim()
-            ));
-        }
+        let env = hipconfig_env(launcher.as_ref())?;
         if let Ok(mut m) = self.hip_envs.lock() {
             m.insert(key, env.clone());
         }
@@ -544,6 +522,35 @@ impl Runner {
     }
 }
 
+/// `HIPCXX` and `HIP_PATH` as `hipconfig` reports them where `launcher` runs (an image or the
+/// host): ROCm versions differ in where clang lives, and a recipe must not guess.
+pub fn hipconfig_env(launcher: &dyn Launcher) -> Result<Vec<(String, String)>, String> {
+    let key = launcher.identity();
+    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+    let job = ShellJob {
+        script: "echo \"HIPCXX=$(hipconfig -l)/clang\"; echo \"HIP_PATH=$(hipconfig -R)\"".into(),
+        src: dir.path().into(),
+        work: dir.path().into(),
+        cwd_is_work: true,
+        env: Vec::new(),
+        timeout: Some(Duration::from_secs(120)),
+        name: format!("setrows-hipconfig-{}", std::process::id()),
+    };
+    let log = dir.path().join("hipconfig.log");
+    let r = crate::exec::run(&launcher.command(&job), job.timeout, &log, &|| {
+        launcher.cleanup(&job)
+    })
+    .map_err(|e| format!("running hipconfig in {key}: {e}"))?;
+    let env = parse_hip_env(&r.output);
+    if !r.success() || env.len() != 2 {
+        return Err(format!(
+            "hipconfig in {key} did not give HIPCXX and HIP_PATH (is this a ROCm image?): {}",
+            r.output.trim()
+        ));
+    }
+    Ok(env)
+}
+
 /// `HIPCXX=/abs/clang` and `HIP_PATH=/abs` lines; anything else (an empty `hipconfig` answer
 /// gives `HIPCXX=/clang`) is left out, so the caller sees fewer than two and reports it.
 pub fn parse_hip_env(output: &str) -> Vec<(String, String)> {
@@ -554,4 +561,32 @@ pub fn parse_hip_env(output: &str) -> Vec<(String, String)> {
         .filter(|(k, v)| *k != "HIPCXX" || *v != "/clang")
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::HostLauncher;
+
+    #[test]
+    fn hipconfig_answer_or_a_clear_error() {
+        match crate::script::which("hipconfig") {
+            Some(_) => {
+                let env = hipconfig_env(&HostLauncher).expect("hipconfig on PATH answers");
+                assert_eq!(env.len(), 2, "{env:?}");
+            }
+            None => {
+                let err = hipconfig_env(&HostLauncher).unwrap_err();
+                assert!(err.contains("did not give HIPCXX and HIP_PATH"), "{err}");
+            }
+        }
+        assert_eq!(
+            parse_hip_env("HIPCXX=/opt/rocm/llvm/bin/clang\nHIP_PATH=/opt/rocm\nnoise\n"),
+            vec![
+                ("HIPCXX".to_string(), "/opt/rocm/llvm/bin/clang".to_string()),
+                ("HIP_PATH".to_string(), "/opt/rocm".to_string())
+            ]
+        );
+        assert!(parse_hip_env("HIPCXX=/clang\nHIP_PATH=\n").is_empty());
+    }
 }

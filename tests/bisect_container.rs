@@ -20,7 +20,7 @@ fn bisect(repo: &Path, shas: &[String], work: &Path, extra: &[&str]) -> (i32, St
         .arg("--json")
         .arg(work.with_extension("json"))
         .args(extra)
-        .env_remove("SETROWS_BISECT_WORK_DIR")
+        .env_remove("SETROWS_WORK_DIR")
         .output()
         .unwrap();
     (

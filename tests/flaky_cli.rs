@@ -83,7 +83,7 @@ impl Repo {
             .arg("--json")
             .arg(&json)
             .args(extra)
-            .env_remove("SETROWS_BISECT_WORK_DIR")
+            .env_remove("SETROWS_WORK_DIR")
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
@@ -198,7 +198,7 @@ fn validate_flags_a_culprit_that_only_touches_docs() {
         .arg(r.dir.path().join("docs-work"))
         .arg("--json")
         .arg(&json)
-        .env_remove("SETROWS_BISECT_WORK_DIR")
+        .env_remove("SETROWS_WORK_DIR")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -227,7 +227,7 @@ fn plan_only_proposes_a_wave_and_replays_a_finished_store() {
             .arg("--work-dir")
             .arg(r.dir.path().join("plan-work"))
             .args(extra)
-            .env_remove("SETROWS_BISECT_WORK_DIR")
+            .env_remove("SETROWS_WORK_DIR")
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
@@ -299,7 +299,7 @@ fn distributed_rounds_plan_probe_merge_reach_the_answer() {
             .arg("--work-dir")
             .arg(work)
             .args(extra)
-            .env_remove("SETROWS_BISECT_WORK_DIR")
+            .env_remove("SETROWS_WORK_DIR")
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
@@ -383,7 +383,7 @@ fn confidence_with_jobs_resumes_after_sigkill() {
             .arg("--json")
             .arg(r.dir.path().join("killed.json"))
             .args(["--confidence", "0.95", "--jobs", "2"])
-            .env_remove("SETROWS_BISECT_WORK_DIR")
+            .env_remove("SETROWS_WORK_DIR")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         c
@@ -444,7 +444,7 @@ fn confidence_with_jobs_infrastructure_failure_exits_3_and_stores_nothing() {
         .arg("--json")
         .arg(&json)
         .args(["--confidence", "0.95", "--jobs", "2"])
-        .env_remove("SETROWS_BISECT_WORK_DIR")
+        .env_remove("SETROWS_WORK_DIR")
         .env("PATH", "/nonexistent")
         .output()
         .unwrap();

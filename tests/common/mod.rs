@@ -65,7 +65,7 @@ impl Fixture {
             }
         }
         c = fresh;
-        c.env_remove("SETROWS_BISECT_WORK_DIR");
+        c.env_remove("SETROWS_WORK_DIR");
         c
     }
     /// With any repo path, revision strings and work dir (for bad inputs).
@@ -88,7 +88,7 @@ impl Fixture {
             .arg(work)
             .arg("--json")
             .arg(self.json_path())
-            .env_remove("SETROWS_BISECT_WORK_DIR");
+            .env_remove("SETROWS_WORK_DIR");
         c
     }
     pub fn result(&self) -> serde_json::Value {

@@ -201,7 +201,6 @@ pub fn bin() -> assert_cmd::Command {
         "GITHUB_REPOSITORY",
         "GITHUB_RUN_ID",
         "GITHUB_API_URL",
-        "SETROWS_BISECT_WORK_DIR",
         "SETROWS_WORK_DIR",
     ] {
         c.env_remove(k);
