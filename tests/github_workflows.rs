@@ -389,3 +389,117 @@ fn every_flag_a_workflow_passes_exists() {
         assert!(known, "{wf}: `setrows-bisect {sub}` has no flag {f}");
     }
 }
+
+/// The `bisect` command lines of a workflow, one per invocation: the `args=(bisect ...)` span and
+/// every `args+=(...)` after it, until the next `args=(`.
+fn bisect_command_lines(text: &str) -> Vec<String> {
+    let span = regex::Regex::new(r"args(\+?)=\(([^)]*)\)").unwrap();
+    let mut out: Vec<String> = Vec::new();
+    let mut in_bisect = false;
+    for c in span.captures_iter(text) {
+        let body = c[2].replace('\n', " ");
+        if c[1].is_empty() {
+            in_bisect = body.split_whitespace().next() == Some("bisect");
+            if in_bisect {
+                out.push(body);
+            }
+        } else if in_bisect {
+            let last = out.last_mut().expect("args+= after args=(bisect");
+            last.push(' ');
+            last.push_str(&body);
+        }
+    }
+    out
+}
+
+/// What decides a probe's result key (and so whether a runner's result counts in the merged
+/// store): every token of a command line except the flags that only say which part of the
+/// distributed bisection this invocation does.
+fn identity_tokens(line: &str) -> Vec<String> {
+    const MODE_WITH_VALUE: [&str; 5] = ["--jobs", "--probe", "--run-index", "--json", "--report"];
+    let mut out = Vec::new();
+    let mut tokens = line.split_whitespace();
+    while let Some(t) = tokens.next() {
+        if MODE_WITH_VALUE.contains(&t) {
+            tokens.next();
+        } else if t != "--plan-only" {
+            out.push(t.to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Distributed bisection: the plan job, every probe runner and the verdict job must pass the same
+/// build/test flags, or the planner and the verdict would not see the runners' results (a
+/// different prober identity is a different result key) and the rounds would start over.
+#[test]
+fn distributed_plan_probe_and_verdict_pass_the_same_flags() {
+    let read = |f: &str| std::fs::read_to_string(root().join(".github/workflows").join(f)).unwrap();
+    let round = read("bisect-round.yml");
+    let dist = read("bisect-distributed.yml");
+    let mut lines = bisect_command_lines(&round);
+    lines.extend(bisect_command_lines(&dist));
+    assert_eq!(
+        lines.len(),
+        3,
+        "expected plan, probe and verdict: {lines:#?}"
+    );
+    let modes = ["--plan-only", "--probe", "--json"];
+    for (line, mode) in lines.iter().zip(modes) {
+        assert!(line.contains(mode), "expected {mode} in {line}");
+    }
+    let first = identity_tokens(&lines[0]);
+    assert!(
+        first.iter().any(|t| t.starts_with("--work-dir")) && first.contains(&"--backend".into()),
+        "{first:?}"
+    );
+    for l in &lines[1..] {
+        assert_eq!(
+            identity_tokens(l),
+            first,
+            "flags differ:\n{}\n{l}",
+            lines[0]
+        );
+    }
+    // The comparison notices a difference.
+    let drifted = lines[1].replace("--regress", "--match");
+    assert_ne!(identity_tokens(&drifted), first);
+}
+
+/// The fixed rounds form a chain: round N needs round N-1 and runs only while it was not done,
+/// passes `round: N` (artifact names `results-<round>-<index>` stay unique), and the verdict job
+/// waits for every round.
+#[test]
+fn distributed_rounds_are_a_chain() {
+    let text =
+        std::fs::read_to_string(root().join(".github/workflows/bisect-distributed.yml")).unwrap();
+    let job = regex::Regex::new(r"(?m)^  (round(\d+)):\n((?:    .*\n|\n)*)").unwrap();
+    let rounds: Vec<(String, usize, String)> = job
+        .captures_iter(&text)
+        .map(|c| (c[1].to_string(), c[2].parse().unwrap(), c[3].to_string()))
+        .collect();
+    assert!(rounds.len() >= 2, "no rounds found: {rounds:?}");
+    for (k, (name, n, body)) in rounds.iter().enumerate() {
+        assert_eq!(*n, k + 1, "{name}: rounds are numbered 1, 2, ...");
+        assert!(
+            body.contains("uses: ./.github/workflows/bisect-round.yml"),
+            "{name}"
+        );
+        assert!(
+            body.contains(&format!("round: {n}\n")),
+            "{name}: round: {n}"
+        );
+        if *n > 1 {
+            let prev = format!("round{}", n - 1);
+            assert!(body.contains(&format!("needs: {prev}\n")), "{name}");
+            assert!(
+                body.contains(&format!("if: needs.{prev}.outputs.done != 'true'")),
+                "{name}: must stop once {prev} is done"
+            );
+        }
+    }
+    let all: Vec<&str> = rounds.iter().map(|r| r.0.as_str()).collect();
+    let verdict = format!("needs: [{}]", all.join(", "));
+    assert!(text.contains(&verdict), "verdict job lacks `{verdict}`");
+}
