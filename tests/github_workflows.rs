@@ -462,6 +462,24 @@ fn distributed_plan_probe_and_verdict_pass_the_same_flags() {
             lines[0]
         );
     }
+    // The verdict replays the plan's waves only with the plan's K: with another --jobs the
+    // driver picks other commits and probes them itself, on one runner.
+    let jobs = |l: &str| {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        t.windows(2)
+            .find(|w| w[0] == "--jobs")
+            .map(|w| w[1].to_string())
+    };
+    assert!(
+        jobs(&lines[0]).is_some(),
+        "plan without --jobs: {}",
+        lines[0]
+    );
+    assert_eq!(
+        jobs(&lines[2]),
+        jobs(&lines[0]),
+        "verdict --jobs differs from the plan's"
+    );
     // The comparison notices a difference.
     let drifted = lines[1].replace("--regress", "--match");
     assert_ne!(identity_tokens(&drifted), first);
