@@ -6,7 +6,8 @@
 //! `results/<key>/run-NNNN.json` files as an artifact; merging is copying those files into one
 //! store (the plan assigns every entry its own `run_index`, so two runners never write the same
 //! file); then plan again, until the plan says `done`. A final ordinary `bisect` over the
-//! merged store executes nothing and writes the report.
+//! merged store, with the same `--jobs K` as the plans (the search's waves depend on K),
+//! executes nothing and writes the report.
 //!
 //! A runner executes one entry with `bisect --probe SHA --run-index R` (same flags otherwise,
 //! its own `--work-dir`), which stores exactly `results/<key>/run-R.json`.
