@@ -320,6 +320,33 @@ fn probe_thread_panicked(plan: &Plan) -> DriverError {
     }
 }
 
+/// Runs one wave: item k on job slot k, all at once (one slot: on this thread). Results come
+/// back in the wave's order, so recording them is deterministic whatever finishes first.
+fn in_slots<T: Sync>(
+    plan: &Plan,
+    wave: &[T],
+    run: impl Fn(&T, usize) -> Result<Verdict, DriverError> + Sync,
+) -> Vec<Result<Verdict, DriverError>> {
+    if wave.len() <= 1 {
+        return wave.iter().map(|item| run(item, 0)).collect();
+    }
+    std::thread::scope(|s| {
+        let run = &run;
+        let handles: Vec<_> = wave
+            .iter()
+            .enumerate()
+            .map(|(slot, item)| s.spawn(move || run(item, slot)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(probe_thread_panicked(plan)))
+            })
+            .collect()
+    })
+}
+
 /// The deterministic / `--repeat` loop: each proposed candidate gathers runs until the policy
 /// decides, and the round waits for all of them.
 fn search_loop(
@@ -340,24 +367,7 @@ fn search_loop(
         match search.next(jobs) {
             Step::Probe(batch) => {
                 steps += 1;
-                let verdicts: Vec<Result<Verdict, DriverError>> = if batch.len() == 1 {
-                    vec![decide(shared, policy, batch[0], 0)]
-                } else {
-                    std::thread::scope(|s| {
-                        let handles: Vec<_> = batch
-                            .iter()
-                            .enumerate()
-                            .map(|(slot, &i)| s.spawn(move || decide(shared, policy, i, slot)))
-                            .collect();
-                        handles
-                            .into_iter()
-                            .map(|h| {
-                                h.join()
-                                    .unwrap_or_else(|_| Err(probe_thread_panicked(plan)))
-                            })
-                            .collect()
-                    })
-                };
+                let verdicts = in_slots(plan, &batch, |&i, slot| decide(shared, policy, i, slot));
                 for (&i, v) in batch.iter().zip(verdicts) {
                     search.record(i, v?);
                 }
@@ -427,27 +437,7 @@ fn session_loop(
             let report = execute(shared, i, cand, &key, run_index, slot)?;
             note(shared, i, &report, false, run_index)
         };
-        let verdicts: Vec<Result<Verdict, DriverError>> = if fresh.len() <= 1 {
-            fresh.iter().map(|&(i, r)| run_one(i, r, 0)).collect()
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = fresh
-                    .iter()
-                    .enumerate()
-                    .map(|(slot, &(i, r))| {
-                        let run_one = &run_one;
-                        s.spawn(move || run_one(i, r, slot))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|_| Err(probe_thread_panicked(plan)))
-                    })
-                    .collect()
-            })
-        };
+        let verdicts = in_slots(plan, &fresh, |&(i, r), slot| run_one(i, r, slot));
         for (&(i, _), v) in fresh.iter().zip(verdicts) {
             session.record(i, v?);
         }
