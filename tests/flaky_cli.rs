@@ -3,6 +3,9 @@
 //! (about one in three, decided by a hash of a run counter kept in a file, so the flakiness is
 //! exactly reproducible).
 
+mod gitcommit;
+
+use gitcommit::commit_all;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -18,9 +21,7 @@ fn generate() -> Repo {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("repo");
     let repo = git2::Repository::init(&path).unwrap();
-    let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
     let mut shas = Vec::new();
-    let mut parent: Option<git2::Oid> = None;
     for i in 0..COMMITS {
         // One new file per commit, so any single commit reverts cleanly onto a later one.
         std::fs::create_dir_all(path.join("changes")).unwrap();
@@ -28,28 +29,7 @@ fn generate() -> Repo {
         if i == BUG_AT {
             std::fs::write(path.join("BUG"), "intermittent\n").unwrap();
         }
-        let mut idx = repo.index().unwrap();
-        idx.add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-            .unwrap();
-        idx.write().unwrap();
-        let tree = repo.find_tree(idx.write_tree().unwrap()).unwrap();
-        let parents: Vec<git2::Commit> = parent
-            .map(|p| repo.find_commit(p).unwrap())
-            .into_iter()
-            .collect();
-        let refs: Vec<&git2::Commit> = parents.iter().collect();
-        let id = repo
-            .commit(
-                Some("HEAD"),
-                &sig,
-                &sig,
-                &format!("change {i}"),
-                &tree,
-                &refs,
-            )
-            .unwrap();
-        shas.push(id.to_string());
-        parent = Some(id);
+        shas.push(commit_all(&repo, &format!("change {i}")));
     }
     Repo { dir, shas }
 }
@@ -176,18 +156,9 @@ fn validate_flags_a_culprit_that_only_touches_docs() {
     let r = generate();
     let dir = r.path();
     let repo = git2::Repository::open(&dir).unwrap();
-    let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
     std::fs::create_dir_all(dir.join("docs")).unwrap();
     std::fs::write(dir.join("docs/NOTE"), "x\n").unwrap();
-    let mut idx = repo.index().unwrap();
-    idx.add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    idx.write().unwrap();
-    let tree = repo.find_tree(idx.write_tree().unwrap()).unwrap();
-    let head = repo.head().unwrap().peel_to_commit().unwrap();
-    let id = repo
-        .commit(Some("HEAD"), &sig, &sig, "docs: note", &tree, &[&head])
-        .unwrap();
+    let id = commit_all(&repo, "docs: note");
     let json = r.dir.path().join("docs.json");
     let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
         .arg("--repo")

@@ -2,9 +2,11 @@
 //! binary on a small generated git repository, a shell-script probe, and the loopback fake
 //! GitHub of `github_support`.
 
+mod gitcommit;
 mod github_support;
 
 use assert_cmd::Command;
+use gitcommit::commit_all;
 use github_support::{bin, count, run, start, TOKEN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -14,7 +16,6 @@ use wiremock::{Mock, ResponseTemplate};
 /// `n` commits on one branch; `state` says `good` before commit `first_bad`, `bad` from it on.
 fn history(dir: &Path, n: usize, first_bad: usize) -> Vec<String> {
     let repo = git2::Repository::init(dir).unwrap();
-    let sig = git2::Signature::now("T", "t@example.com").unwrap();
     // ggml-like enough for the matrix's script probe (it reads the CMake spelling of the tree).
     std::fs::create_dir_all(dir.join("src/ggml-hip")).unwrap();
     std::fs::write(dir.join("CMakeLists.txt"), "option(GGML_HIP \"\" OFF)\n").unwrap();
@@ -28,18 +29,7 @@ fn history(dir: &Path, n: usize, first_bad: usize) -> Vec<String> {
         let state = if i >= first_bad { "bad" } else { "good" };
         std::fs::write(dir.join("state"), format!("{state}\n")).unwrap();
         std::fs::write(dir.join("n"), format!("{i}\n")).unwrap();
-        let mut index = repo.index().unwrap();
-        index
-            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-            .unwrap();
-        index.write().unwrap();
-        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-        let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
-        let parents: Vec<&git2::Commit> = parent.iter().collect();
-        let id = repo
-            .commit(Some("HEAD"), &sig, &sig, &format!("c{i}"), &tree, &parents)
-            .unwrap();
-        shas.push(id.to_string());
+        shas.push(commit_all(&repo, &format!("c{i}")));
     }
     shas
 }

@@ -1,26 +1,14 @@
 //! Matrix runs on the host (`--engine none`): what a configuration hands its probe, and the
 //! `matrix` / `bisect-config` commands end to end without a container engine.
 
+mod gitcommit;
+
 use assert_cmd::Command;
+use gitcommit::commit_all;
 use setrows_bisect::matrix;
 use setrows_bisect::matrix_run::Runner;
 use setrows_bisect::probe::Prober;
 use std::path::Path;
-
-fn commit_all(repo: &git2::Repository, msg: &str) -> String {
-    let sig = git2::Signature::now("T", "t@example.com").unwrap();
-    let mut index = repo.index().unwrap();
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    index.write().unwrap();
-    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
-    let parents: Vec<&git2::Commit> = parent.iter().collect();
-    repo.commit(Some("HEAD"), &sig, &sig, msg, &tree, &parents)
-        .unwrap()
-        .to_string()
-}
 
 const MATRIX: &str = r#"
 [probe]

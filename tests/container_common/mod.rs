@@ -3,6 +3,9 @@
 //! known commit.
 #![allow(dead_code)]
 
+#[path = "../gitcommit/mod.rs"]
+mod gitcommit;
+
 use setrows_bisect::container::{Engine, EngineChoice};
 use std::path::Path;
 use std::process::Command;
@@ -69,9 +72,7 @@ pub fn unique(what: &str) -> String {
 /// `i >= bad_from` and its `--level` argument (default 10) is at least 5. Returns the commit shas, oldest first.
 pub fn make_repo(dir: &Path, n: usize, bad_from: usize) -> Vec<String> {
     let repo = git2::Repository::init(dir).unwrap();
-    let sig = git2::Signature::now("Test", "test@example.com").unwrap();
     let mut shas = Vec::new();
-    let mut parent: Option<git2::Oid> = None;
     for i in 0..n {
         std::fs::write(
             dir.join("CMakeLists.txt"),
@@ -89,28 +90,7 @@ pub fn make_repo(dir: &Path, n: usize, bad_from: usize) -> Vec<String> {
             ),
         )
         .unwrap();
-        let mut index = repo.index().unwrap();
-        index.add_path(Path::new("CMakeLists.txt")).unwrap();
-        index.add_path(Path::new("t.c")).unwrap();
-        index.write().unwrap();
-        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-        let parents: Vec<git2::Commit> = parent
-            .iter()
-            .map(|p| repo.find_commit(*p).unwrap())
-            .collect();
-        let refs: Vec<&git2::Commit> = parents.iter().collect();
-        let id = repo
-            .commit(
-                Some("HEAD"),
-                &sig,
-                &sig,
-                &format!("revision {i}"),
-                &tree,
-                &refs,
-            )
-            .unwrap();
-        shas.push(id.to_string());
-        parent = Some(id);
+        shas.push(gitcommit::commit_all(&repo, &format!("revision {i}")));
     }
     shas
 }
