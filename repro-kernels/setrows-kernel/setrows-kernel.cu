@@ -89,6 +89,42 @@ static __global__ void k_set_rows(const float * __restrict__ src0, const idx_t *
     dst_row_ptr[i00] = cast_to<dst_t>(src0_row[i00]);
 }
 
+// What the device code that actually ran was compiled for: its wave size and target, written by
+// the device itself (the macros exist only in the device compilation pass, so the host cannot
+// know them otherwise). AMD: __builtin_amdgcn_wavefrontsize() and __amdgcn_target_id__ (e.g.
+// "gfx1151"); NVIDIA: warpSize and __CUDA_ARCH__.
+struct DeviceFacts {
+    int wave_size;
+    int cuda_arch;
+    char arch[64];
+};
+
+static __global__ void k_build_facts(DeviceFacts * out) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) {
+        return;
+    }
+    const char * a = "";
+    out->cuda_arch = 0;
+#if defined(__HIP_DEVICE_COMPILE__) && defined(__AMDGCN__)
+    out->wave_size = __builtin_amdgcn_wavefrontsize();
+#if defined(__amdgcn_target_id__)
+    a = __amdgcn_target_id__;
+#elif defined(__amdgcn_processor__)
+    a = __amdgcn_processor__;
+#endif
+#elif defined(__CUDA_ARCH__)
+    out->wave_size = warpSize;
+    out->cuda_arch = __CUDA_ARCH__;
+#else
+    out->wave_size = 0;
+#endif
+    int i = 0;
+    for (; a[i] != '\0' && i < (int) sizeof(out->arch) - 1; i++) {
+        out->arch[i] = a[i];
+    }
+    out->arch[i] = '\0';
+}
+
 // ---- host side ------------------------------------------------------------------------------------
 struct Params {
     int block_size = 256;  // ggml's CUDA_SET_ROWS_BLOCK_SIZE
@@ -118,22 +154,38 @@ static std::string json_escape(const std::string & in) {
     return o;
 }
 static Params g_p;
+// format 2: what ran. Empty/0 = unknown (usage error before the device was queried): printed as null.
+static std::string g_dev_name, g_dev_arch, g_arch;
+static int g_dev_warp = 0, g_wave = 0;
 static int64_t g_launches_run = 0, g_first_fail = -1;
 static double g_total_bytes = 0;
 
+static std::string str_or_null(const std::string & v) {
+    return v.empty() ? std::string("null") : "\"" + json_escape(v) + "\"";
+}
+static std::string int_or_null(int v) {
+    return v > 0 ? std::to_string(v) : std::string("null");
+}
+
 [[noreturn]] static void finish(int code) {
     const Params & p = g_p;
-    printf("SETROWS_RESULT {\"tool\":\"setrows-kernel\",\"format\":1,\"status\":\"%s\",\"exit_code\":%d,\"message\":\"%s\","
+    // wave_size / arch: reported by the device code that ran (k_build_facts); device_*: runtime
+    // device properties; dflash_wave_size: the compile-time DFLASH_WAVE_SIZE (also params.wave_size).
+    const std::string facts = ",\"wave_size\":" + int_or_null(g_wave) + ",\"arch\":" + str_or_null(g_arch) +
+                              ",\"dflash_wave_size\":" + std::to_string(DFLASH_WAVE_SIZE) +
+                              ",\"device_name\":" + str_or_null(g_dev_name) + ",\"device_arch\":" + str_or_null(g_dev_arch) +
+                              ",\"device_warp_size\":" + int_or_null(g_dev_warp);
+    printf("SETROWS_RESULT {\"tool\":\"setrows-kernel\",\"format\":2,\"status\":\"%s\",\"exit_code\":%d,\"message\":\"%s\","
            "\"api\":\"%s\",\"params\":{\"wave_size\":%d,\"block_size\":%d,\"grid\":\"%s\",\"width\":%" PRId64
            ",\"guard\":%" PRId64 ",\"rows\":%" PRId64 ",\"rows_per_launch\":%" PRId64 ",\"stride\":%" PRId64
            ",\"start_row\":%" PRId64 ",\"launches\":%" PRId64 ",\"dst_type\":\"%s\",\"index_type\":\"%s\","
            "\"offset_math\":\"%s\",\"seed\":%" PRIu64 "},\"dst_bytes\":%.0f,\"steps_run\":%" PRId64
-           ",\"first_failing_step\":%s}\n",
+           ",\"first_failing_step\":%s%s}\n",
            g_status.c_str(), code, json_escape(g_message).c_str(), GPU_API_NAME, DFLASH_WAVE_SIZE, p.block_size,
            json_escape(p.grid).c_str(), p.width, p.guard, p.rows, p.rows_per_launch, p.stride, p.start_row, p.launches,
            json_escape(p.dst_type).c_str(), json_escape(p.index_type).c_str(), json_escape(p.offset_math).c_str(), p.seed,
            g_total_bytes, g_launches_run,
-           g_first_fail < 0 ? "null" : std::to_string(g_first_fail).c_str());
+           g_first_fail < 0 ? "null" : std::to_string(g_first_fail).c_str(), facts.c_str());
     fflush(stdout);
     exit(code);
 }
@@ -192,8 +244,30 @@ static int run() {
     }
     gpuDeviceProp prop;
     GPU_CHECK(gpuGetDeviceProperties(&prop, 0));
-    fprintf(stderr, "setrows-kernel: %s, warpSize %d, DFLASH_WAVE_SIZE %d, dst %.3f GiB (%" PRId64 " elements)\n", prop.name,
-            prop.warpSize, DFLASH_WAVE_SIZE, (double) n_elems * esz / (1 << 30), n_elems);
+    g_dev_name = prop.name;
+    g_dev_warp = prop.warpSize;
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+    g_dev_arch = prop.gcnArchName;
+#else
+    g_dev_arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+#endif
+    {
+        DeviceFacts * d_facts = nullptr;
+        DeviceFacts facts;
+        memset(&facts, 0, sizeof facts);
+        GPU_CHECK(gpuMalloc((void **) &d_facts, sizeof(DeviceFacts)));
+        k_build_facts<<<1, 1>>>(d_facts);
+        GPU_CHECK(gpuGetLastError());
+        GPU_CHECK(gpuMemcpy(&facts, d_facts, sizeof facts, gpuMemcpyDeviceToHost));
+        GPU_CHECK(gpuFree(d_facts));
+        facts.arch[sizeof facts.arch - 1] = '\0';
+        g_wave = facts.wave_size;
+        g_arch = facts.arch[0] ? std::string(facts.arch)
+                 : facts.cuda_arch > 0 ? "sm_" + std::to_string(facts.cuda_arch / 10) : std::string();
+    }
+    fprintf(stderr, "setrows-kernel: %s (%s), warpSize %d; device code: wave %d, arch %s; DFLASH_WAVE_SIZE %d; dst %.3f GiB (%" PRId64
+            " elements)\n", prop.name, g_dev_arch.c_str(), prop.warpSize, g_wave, g_arch.c_str(), DFLASH_WAVE_SIZE,
+            (double) n_elems * esz / (1 << 30), n_elems);
 
     dst_t * base = nullptr;
     gpuError_t me = gpuMalloc((void **) &base, n_elems * esz);

@@ -26,10 +26,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #ifndef SETROWS_HAVE_SET_ROWS
 #define SETROWS_HAVE_SET_ROWS 0
+#endif
+#ifndef SETROWS_HAVE_BACKEND_FEATURES
+#define SETROWS_HAVE_BACKEND_FEATURES 0
+#endif
+#ifndef SETROWS_HAVE_DEV_PROPS_DEVICE_ID
+#define SETROWS_HAVE_DEV_PROPS_DEVICE_ID 0
 #endif
 
 namespace {
@@ -83,6 +90,13 @@ struct Result {
     std::string message;
     std::string backend_name = "";
     std::string device_name = "";
+    // What the backend itself says about the build and device that ran (format 2). Nothing here is
+    // inferred from flags: a key the backend does not report stays empty/null.
+    bool have_device = false;
+    std::string dev_name, dev_description, backend_reg;
+    std::string dev_id;  // PCI bus id from ggml_backend_dev_props (newer ggml), empty when unknown
+    std::vector<std::pair<std::string, std::string>> features;
+    std::string features_source = "no-device";  // ggml_backend_get_features | no-proc | no-api | no-device
     int64_t steps_run = 0;
     int64_t first_failing_step = -1;
     double total_s = 0, compute_s = 0, check_s = 0, build_s = 0;
@@ -104,16 +118,76 @@ std::string ggml_commit_str() {
 #endif
 }
 
+std::string json_str_or_null(bool known, const std::string & s) {
+    return known ? "\"" + json_escape(s) + "\"" : std::string("null");
+}
+
+const std::string * feature(const Result & r, const char * name) {
+    for (const auto & kv : r.features) {
+        if (kv.first == name) return &kv.second;
+    }
+    return nullptr;
+}
+
+// The format-2 keys: the backend's own facts about what ran.
+std::string backend_facts_json(const Result & r) {
+    std::string o = ",\"features\":{";
+    for (size_t i = 0; i < r.features.size(); i++) {
+        o += (i ? "," : "") + std::string("\"") + json_escape(r.features[i].first) + "\":\"" +
+             json_escape(r.features[i].second) + "\"";
+    }
+    o += "},\"features_source\":\"" + r.features_source + "\"";
+    o += ",\"backend_reg\":" + json_str_or_null(r.have_device, r.backend_reg);
+    o += ",\"device_name\":" + json_str_or_null(r.have_device, r.dev_name);
+    o += ",\"device_description\":" + json_str_or_null(r.have_device, r.dev_description);
+    o += ",\"device_id\":" + json_str_or_null(!r.dev_id.empty(), r.dev_id);
+    // ggml's public API has no device-architecture or wave-size query; the CUDA backend's ARCHS
+    // feature is the list the library was COMPILED for (__CUDA_ARCH_LIST__), not the device's.
+    const std::string * archs = feature(r, "ARCHS");
+    o += ",\"compiled_archs\":" + json_str_or_null(archs != nullptr, archs ? *archs : "");
+    o += ",\"arch\":null,\"wave_size\":null";
+    return o;
+}
+
+void collect_backend_facts(Result & r, ggml_backend_dev_t dev) {
+    r.have_device = true;
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+    r.backend_reg = reg ? ggml_backend_reg_name(reg) : "";
+    r.dev_name = ggml_backend_dev_name(dev);
+    r.dev_description = ggml_backend_dev_description(dev) ? ggml_backend_dev_description(dev) : "";
+#if SETROWS_HAVE_DEV_PROPS_DEVICE_ID
+    ggml_backend_dev_props props;
+    memset(&props, 0, sizeof props);
+    ggml_backend_dev_get_props(dev, &props);
+    if (props.device_id) r.dev_id = props.device_id;
+#endif
+#if SETROWS_HAVE_BACKEND_FEATURES
+    ggml_backend_get_features_t get_features =
+        reg ? (ggml_backend_get_features_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features") : nullptr;
+    if (!get_features) {
+        r.features_source = "no-proc";
+        return;
+    }
+    r.features_source = "ggml_backend_get_features";
+    for (ggml_backend_feature * f = get_features(reg); f && f->name; f++) {
+        r.features.emplace_back(f->name, f->value ? f->value : "");
+    }
+#else
+    r.features_source = "no-api";
+#endif
+}
+
 [[noreturn]] void finish(const Result & r, int code) {
     const Params & p = r.p;
     double sps = r.total_s > 0 ? double(r.steps_run) / r.total_s : 0.0;
-    printf("SETROWS_RESULT {\"tool\":\"setrows-replay\",\"format\":1,\"status\":\"%s\",\"exit_code\":%d,"
+    const std::string facts = backend_facts_json(r);
+    printf("SETROWS_RESULT {\"tool\":\"setrows-replay\",\"format\":2,\"status\":\"%s\",\"exit_code\":%d,"
            "\"message\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"ggml_version\":\"%s\",\"ggml_commit\":\"%s\","
            "\"params\":{\"mode\":\"%s\",\"steps\":%" PRId64 ",\"ring_rows\":%" PRId64 ",\"width\":%" PRId64
            ",\"dst_type\":\"%s\",\"index_type\":\"%s\",\"start_row\":%" PRId64 ",\"buffers\":%d,\"seed\":%" PRIu64
            ",\"check_every\":%" PRId64 ",\"read_via\":\"%s\",\"inject\":\"%s\",\"inject_step\":%" PRId64 "},"
            "\"steps_run\":%" PRId64 ",\"first_failing_step\":%s,"
-           "\"timings\":{\"total_s\":%.6f,\"build_s\":%.6f,\"compute_s\":%.6f,\"check_s\":%.6f,\"steps_per_s\":%.2f}}\n",
+           "\"timings\":{\"total_s\":%.6f,\"build_s\":%.6f,\"compute_s\":%.6f,\"check_s\":%.6f,\"steps_per_s\":%.2f}%s}\n",
            r.status.c_str(), code, json_escape(r.message).c_str(), json_escape(r.backend_name).c_str(),
            json_escape(r.device_name).c_str(), json_escape(ggml_version_str()).c_str(),
            json_escape(ggml_commit_str()).c_str(), json_escape(p.mode).c_str(), p.steps, p.ring_rows, p.width, json_escape(p.dst_type).c_str(),
@@ -121,7 +195,7 @@ std::string ggml_commit_str() {
            json_escape(p.read_via).c_str(), json_escape(p.inject).c_str(),
            p.inject_step, r.steps_run,
            r.first_failing_step < 0 ? "null" : std::to_string(r.first_failing_step).c_str(), r.total_s, r.build_s,
-           r.compute_s, r.check_s, sps);
+           r.compute_s, r.check_s, sps, facts.c_str());
     fflush(stdout);
     exit(code);
 }
@@ -371,6 +445,13 @@ int main(int argc, char ** argv) {
         std::string names;
         for (size_t i = 0; i < ggml_backend_dev_count(); i++) names += std::string(" ") + ggml_backend_dev_name(ggml_backend_dev_get(i));
         unsupported(r, "no ggml device named '" + p.backend + "' in this build; devices:" + names);
+    }
+    collect_backend_facts(r, dev);
+    {
+        std::string fl;
+        for (const auto & kv : r.features) fl += " " + kv.first + "=" + kv.second;
+        fprintf(stderr, "setrows-replay: backend %s features (%s):%s\n", r.backend_reg.c_str(), r.features_source.c_str(),
+                fl.empty() ? " (none)" : fl.c_str());
     }
     ggml_backend_t backend = ggml_backend_dev_init(dev, nullptr);
     if (!backend) unsupported(r, std::string("could not initialise device ") + ggml_backend_dev_name(dev));
