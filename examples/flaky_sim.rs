@@ -4,10 +4,10 @@
 //!
 //! cargo run --release --example flaky_sim -- [trials] [candidates] [seed]
 
-use setrows_bisect::evidence::{Deterministic, Fixed};
-use setrows_bisect::flaky::session::Mode;
-use setrows_bisect::flaky::{AdaptivePolicy, Beta};
-use setrows_bisect::search::EndpointCheck;
+use setrows_bisect::core::evidence::{Deterministic, Fixed};
+use setrows_bisect::core::flaky::session::Mode;
+use setrows_bisect::core::flaky::{AdaptivePolicy, Beta};
+use setrows_bisect::core::search::EndpointCheck;
 use setrows_bisect::sim::{batch, driver_trial, trial, History, Summary};
 
 fn arg(i: usize, default: u64) -> u64 {

@@ -2,8 +2,8 @@
 //! uniform prior on the rate), measured on the same simulated histories as `flaky_sim`.
 //!
 //! cargo run --release --example flaky_tune
-use setrows_bisect::flaky::{AdaptivePolicy, Beta};
-use setrows_bisect::search::EndpointCheck;
+use setrows_bisect::core::flaky::{AdaptivePolicy, Beta};
+use setrows_bisect::core::search::EndpointCheck;
 use setrows_bisect::sim::{batch, driver_trial, History};
 fn main() {
     println!("| variant | p | wrong | runs/answer | stated confidence |");
@@ -16,7 +16,7 @@ fn main() {
     ] {
         for p in [1.0, 0.3, 0.1] {
             let s = batch(1000, p, 1000, 1, |h: &History, s| {
-                let g = setrows_bisect::flaky::expected_good_verdicts(h.n) * g_mul;
+                let g = setrows_bisect::core::flaky::expected_good_verdicts(h.n) * g_mul;
                 driver_trial(
                     h,
                     &AdaptivePolicy::with(0.95, g, prior, None),

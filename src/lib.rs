@@ -1,34 +1,14 @@
 //! setrows-bisect: find which ggml commit and which configuration makes a GPU kernel fail.
 //!
-//! Functional core (`search`, `outcome`, matrix expansion, report rendering) and imperative
-//! shell (git, processes and containers, the result store, GitHub, progress). See DESIGN.md.
-pub mod bisect;
-pub mod build;
+//! The folders are the data flow (DESIGN.md): `cli` turns flags into a plan; `run` executes it
+//! (git, the store, the one slot loop) through `probe` (one checked-out tree -> a report);
+//! `report` renders the one result schema of `core`; `github` keeps the living comment.
+//! `core` is pure and imports nothing else of the crate.
 pub mod cli;
-pub mod container;
-pub mod demo;
-pub mod driver;
+pub mod core;
 pub mod error;
-pub mod evidence;
-pub mod exec;
-pub mod flaky;
-pub mod git;
 pub mod github;
-pub mod junit;
-pub mod launch;
-pub mod matrix;
-pub mod matrix_cmd;
-pub mod matrix_report;
-pub mod matrix_run;
-pub mod outcome;
 pub mod probe;
-pub mod progress;
 pub mod report;
-pub mod report_cmd;
-pub mod repro;
-pub mod script;
-pub mod search;
+pub mod run;
 pub mod sim;
-pub mod store;
-pub mod summary;
-pub mod validate;

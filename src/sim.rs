@@ -5,11 +5,11 @@
 //! Seeded and self-contained (SplitMix64), so a figure in BENCHMARKS.md is reproducible
 //! bit for bit from its command line.
 
-use crate::evidence::{Decision, Evidence, Policy};
-use crate::flaky::session::{Action, Conclusion, Mode, Session};
-use crate::flaky::{evidence_from_runs, posterior, Beta};
-use crate::outcome::Verdict;
-use crate::search::{Answer, EndpointCheck, Search, Step};
+use crate::core::evidence::{Decision, Evidence, Policy};
+use crate::core::flaky::session::{Action, Conclusion, Mode, Session};
+use crate::core::flaky::{evidence_from_runs, posterior, Beta};
+use crate::core::outcome::Verdict;
+use crate::core::search::{Answer, EndpointCheck, Search, Step};
 
 /// SplitMix64: tiny, fast, good enough for Monte Carlo, and stable across versions (a crate's
 /// generator may change its stream between releases and silently move the figures).

@@ -170,7 +170,7 @@ fn a_different_build_command_never_reuses_another_commands_build_dir() {
         return;
     }
     let f = Fixture::new(&spec(12, 7));
-    let build = setrows_bisect::demo::build_command();
+    let build = setrows_bisect::cli::demo::build_command();
     let run = |b: String| {
         let mut c = f.bisect_std(0, 11);
         let args: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_owned()).collect();

@@ -5,8 +5,10 @@
 mod container_common;
 
 use container_common::*;
-use setrows_bisect::container::{ContainerError, ContainerLauncher, Engine, EngineKind, GpuAccess};
-use setrows_bisect::launch::{Launcher, ShellJob};
+use setrows_bisect::probe::container::{
+    ContainerError, ContainerLauncher, Engine, EngineKind, GpuAccess,
+};
+use setrows_bisect::probe::launch::{Launcher, ShellJob};
 use std::time::Duration;
 
 fn job(src: &std::path::Path, work: &std::path::Path, script: &str, name: &str) -> ShellJob {
@@ -39,7 +41,8 @@ echo "uid=$(id -u):$(id -g) var=$PROBE_VAR pwd=$(pwd) ccache=$CCACHE_DIR"
 tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ',' ; echo
 "#;
     let j = job(&src, &work, script, &unique("isolated"));
-    let r = setrows_bisect::exec::run(&l.command(&j), None, &d.path().join("log"), &|| {}).unwrap();
+    let r = setrows_bisect::probe::exec::run(&l.command(&j), None, &d.path().join("log"), &|| {})
+        .unwrap();
     assert!(r.success(), "{}", r.output);
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     assert!(
@@ -83,7 +86,7 @@ fn a_hang_is_killed_and_its_container_is_gone() {
     .unwrap();
     let name = unique("hang");
     let j = job(d.path(), d.path(), "echo started; sleep 600", &name);
-    let r = setrows_bisect::exec::run(
+    let r = setrows_bisect::probe::exec::run(
         &l.command(&j),
         Some(Duration::from_secs(3)),
         &d.path().join("log"),
@@ -141,7 +144,8 @@ fn relative_host_paths_are_mounted_as_directories_not_named_volumes() {
     assert!(rel.is_relative(), "{rel:?}");
     let l = ContainerLauncher::new(engine, &image_a(), GpuAccess::None, &rel.join("cc")).unwrap();
     let j = job(&rel, &rel, "echo ok > \"$WORK/out\"", &unique("relative"));
-    let r = setrows_bisect::exec::run(&l.command(&j), None, &d.path().join("log"), &|| {}).unwrap();
+    let r = setrows_bisect::probe::exec::run(&l.command(&j), None, &d.path().join("log"), &|| {})
+        .unwrap();
     assert!(r.success(), "{}", r.output);
     assert_eq!(
         std::fs::read_to_string(d.path().join("out")).unwrap(),
@@ -161,7 +165,7 @@ fn a_docker_daemon_that_is_down_is_an_infrastructure_error() {
         eprintln!("not applicable: docker client {on_path}, daemon socket {daemon}");
         return;
     }
-    let err = Engine::detect(setrows_bisect::container::EngineChoice::Docker).unwrap_err();
+    let err = Engine::detect(setrows_bisect::probe::container::EngineChoice::Docker).unwrap_err();
     assert!(matches!(err, ContainerError::EngineDown { .. }), "{err}");
     assert!(err.to_string().contains("daemon"), "{err}");
     let d = tempfile::tempdir().unwrap();

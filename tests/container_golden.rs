@@ -1,9 +1,9 @@
 //! Golden tests: the exact container command lines per engine and GPU, and the pure helpers
 //! behind engine-error detection and provenance. No engine needed.
 
-use setrows_bisect::container::*;
-use setrows_bisect::exec::shell_words;
-use setrows_bisect::launch::ShellJob;
+use setrows_bisect::probe::container::*;
+use setrows_bisect::probe::exec::shell_words;
+use setrows_bisect::probe::launch::ShellJob;
 
 fn job(cwd_is_work: bool) -> ShellJob {
     ShellJob {

@@ -7,10 +7,10 @@
 //! implementation fails this test with probability ~0.1% per seed, and a seed that passes keeps
 //! passing.
 
-use setrows_bisect::evidence::Deterministic;
-use setrows_bisect::flaky::session::Mode;
-use setrows_bisect::flaky::{AdaptivePolicy, Beta};
-use setrows_bisect::search::EndpointCheck;
+use setrows_bisect::core::evidence::Deterministic;
+use setrows_bisect::core::flaky::session::Mode;
+use setrows_bisect::core::flaky::{AdaptivePolicy, Beta};
+use setrows_bisect::core::search::EndpointCheck;
 use setrows_bisect::sim::{batch, driver_trial, trial, History, Summary};
 
 const TRIALS: u32 = 300;

@@ -448,7 +448,7 @@ fn options(
 /// What `bisect --post-to` / `matrix --post-to` get: check before the run, post after it.
 #[tokio::test]
 async fn post_to_flags_check_early_and_post_bisect_json() {
-    use setrows_bisect::report_cmd::PostToArgs;
+    use setrows_bisect::cli::report::PostToArgs;
     let (server, fake) = start(100).await;
     let dir = tempfile::tempdir().unwrap();
     let tf = dir.path().join("token");

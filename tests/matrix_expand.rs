@@ -1,8 +1,8 @@
 //! matrix.toml parsing and expansion: GitHub Actions include/exclude semantics, stable ids,
 //! and errors that name file, line, column and key.
 
-use setrows_bisect::build::Backend;
-use setrows_bisect::matrix::{self, Value};
+use setrows_bisect::core::build::Backend;
+use setrows_bisect::core::matrix::{self, Value};
 
 fn labels(text: &str) -> Vec<String> {
     let m = matrix::parse("m.toml", text).unwrap_or_else(|e| panic!("{e}"));
@@ -188,7 +188,7 @@ fn errors_name_file_line_column_and_key() {
 #[test]
 fn the_shipped_matrix_parses() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("matrix.toml");
-    let m = matrix::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let m = setrows_bisect::cli::matrix::read_matrix(&path).unwrap_or_else(|e| panic!("{e}"));
     assert!(m.configs.len() > 10);
     assert!(m.configs.iter().any(|c| c.backend == Backend::Cuda));
     assert!(m.configs.iter().all(|c| c.image.is_some()));

@@ -5,9 +5,9 @@ mod gitcommit;
 
 use assert_cmd::Command;
 use gitcommit::commit_all;
-use setrows_bisect::matrix;
-use setrows_bisect::matrix_run::Runner;
+use setrows_bisect::core::matrix;
 use setrows_bisect::probe::Prober;
+use setrows_bisect::run::matrix::Runner;
 use std::path::Path;
 
 const MATRIX: &str = r#"
@@ -191,7 +191,7 @@ fn list_formats() {
 
 #[test]
 fn hip_compiler_comes_from_the_images_hipconfig() {
-    use setrows_bisect::matrix_run::parse_hip_env;
+    use setrows_bisect::run::matrix::parse_hip_env;
     let env =
         parse_hip_env("HIPCXX=/opt/rocm-6.4.1/lib/llvm/bin/clang\nHIP_PATH=/opt/rocm-6.4.1\n");
     assert_eq!(
@@ -256,7 +256,10 @@ fn a_full_disk_is_an_infrastructure_error_even_on_the_host() {
     let mut rev = runner.resolve("HEAD").unwrap();
     runner.checkout(&mut rev).unwrap();
     let cell = runner.run_cell(&m.configs[0], &rev, &|_| {});
-    assert_eq!(cell.outcome, setrows_bisect::outcome::Outcome::InfraError);
+    assert_eq!(
+        cell.outcome,
+        setrows_bisect::core::outcome::Outcome::InfraError
+    );
     assert_eq!(cell.attempts, 2);
     assert!(cell.signature.unwrap().contains("disk full"));
 }
@@ -266,17 +269,18 @@ fn a_full_disk_is_an_infrastructure_error_even_on_the_host() {
 #[test]
 fn golden_hip_replay_build_from_the_shipped_matrix() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("matrix.toml");
-    let m = matrix::load(&path).unwrap();
+    let m = setrows_bisect::cli::matrix::read_matrix(&path).unwrap();
     let c = &m.configs[0];
     assert_eq!(
         c.label(),
         "backend=hip rocm=6.4.1 gfx=gfx1151 wave_size=32 graphs=true launch=default params=decode-reuse"
     );
-    let mut opts = setrows_bisect::repro::ReproOptions::new(std::sync::Arc::new(
-        setrows_bisect::launch::HostLauncher,
+    let mut opts = setrows_bisect::probe::repro::ReproOptions::new(std::sync::Arc::new(
+        setrows_bisect::probe::launch::HostLauncher,
     ));
     opts.cmake_args = c.recipe.cmake_args(&Default::default());
-    let script = setrows_bisect::repro::ReproProber::new(opts).build_script("setrows-repro-src");
+    let script =
+        setrows_bisect::probe::repro::ReproProber::new(opts).build_script("setrows-repro-src");
     let configure = script.lines().find(|l| l.starts_with("cmake -S")).unwrap();
     let tail = configure.split("$launcher ").nth(1).unwrap();
     assert_eq!(

@@ -6,10 +6,10 @@
 //! hands over the prebuilt libggml-python ggml (its real headers and libraries). Everything on the
 //! prober's side of `add_subdirectory` is exactly what a real probe runs.
 
-use setrows_bisect::launch::HostLauncher;
-use setrows_bisect::outcome::Outcome;
+use setrows_bisect::core::outcome::Outcome;
+use setrows_bisect::probe::launch::HostLauncher;
+use setrows_bisect::probe::repro::{ReproOptions, ReproProber};
 use setrows_bisect::probe::{ProbeRequest, Prober};
-use setrows_bisect::repro::{ReproOptions, ReproProber};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -207,7 +207,7 @@ fn real_ggml_tree_from_env() {
         })
         .collect();
     if std::env::var("SETROWS_TEST_REPRODUCER").as_deref() == Ok("kernel") {
-        o.reproducer = setrows_bisect::repro::Reproducer::Kernel;
+        o.reproducer = setrows_bisect::probe::repro::Reproducer::Kernel;
     }
     let p = ReproProber::new(o);
     let log = tmp.path().join("probe.log");

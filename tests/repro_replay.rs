@@ -3,8 +3,8 @@
 //! the harness injects around ggml (a corrupted row, a missing write, a stale downstream read) is
 //! caught by the unchanged checker.
 
-use setrows_bisect::outcome::Outcome;
-use setrows_bisect::repro::{classify, parse_result};
+use setrows_bisect::core::outcome::Outcome;
+use setrows_bisect::probe::repro::{classify, parse_result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

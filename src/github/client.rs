@@ -7,9 +7,10 @@
 //! of times, never waits longer than `max_wait`, and retries a non-idempotent create only after
 //! re-checking that the comment does not exist yet, so a 502 cannot produce two comments.
 
-use super::body::{self, Document};
+use super::body;
 use super::http::{backoff, classify, error_message, next_link, rate_limit, Ctx};
 use super::{GithubError, IssueRef, Token};
+use crate::report::document::Document;
 use http::{HeaderMap, Method, Uri};
 use octocrab::service::middleware::retry::RetryConfig;
 use octocrab::Octocrab;

@@ -1,8 +1,7 @@
 //! Results on GitHub: one living comment per key on an issue, kept current by editing it, with a
 //! hidden state block a stateless scheduled job can resume from.
 //!
-//! - [`escape`]: untrusted text (logs, signatures) made inert for markdown.
-//! - [`body`]: marker, state block and size-limited assembly (pure).
+//! Escaping and the size-limited body (marker, state block) are rendering: `crate::report`.
 //! - [`client`]: the octocrab-backed [`Publisher`] (find-or-create, update, read state back)
 //!   with specific errors and bounded rate-limit retries; `http`: the pure status/rate-limit/
 //!   pagination rules it follows.
@@ -14,12 +13,12 @@
 pub mod blocking;
 pub mod body;
 pub mod client;
-pub mod escape;
 mod http;
 pub mod resume;
 
+pub use crate::report::document::{Document, Section};
 pub use blocking::{load_state_blocking, post_all_blocking, post_or_update_blocking, Post};
-pub use body::{Document, Section, MAX_BODY};
+pub use body::MAX_BODY;
 pub use client::{post_or_update, GithubOptions, PostAction, PostOutcome, Publisher};
 
 use std::fmt;

@@ -12,9 +12,9 @@
 //! access can edit them): runs are checked (hex ids, known outcome, bounded index), only runs
 //! with the current prober identity are seeded, and a run already on disk is never overwritten.
 
-use crate::outcome::Outcome;
+use crate::core::outcome::Outcome;
 use crate::probe::ProbeReport;
-use crate::store::{Store, StoreError, StoreKey, StoredRun};
+use crate::run::store::{Store, StoreError, StoreKey, StoredRun};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

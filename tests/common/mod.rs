@@ -3,13 +3,13 @@
 #![allow(dead_code)]
 
 use assert_cmd::Command;
-pub use setrows_bisect::demo::history::{generate, History, HistorySpec, Layout};
+pub use setrows_bisect::cli::demo::history::{generate, History, HistorySpec, Layout};
 use std::path::{Path, PathBuf};
 
 /// True when cmake is available. Missing cmake fails the test under CI and skips it (loudly)
 /// elsewhere.
 pub fn have_cmake() -> bool {
-    if setrows_bisect::script::which("cmake").is_some() {
+    if setrows_bisect::probe::script::which("cmake").is_some() {
         return true;
     }
     if std::env::var_os("CI").is_some() {
@@ -48,7 +48,7 @@ impl Fixture {
     }
     /// The same as a plain `std::process::Command` (for spawning and killing).
     pub fn bisect_std(&self, good: usize, bad: usize) -> std::process::Command {
-        self.bisect_script(good, bad, setrows_bisect::demo::TEST_COMMAND)
+        self.bisect_script(good, bad, setrows_bisect::cli::demo::TEST_COMMAND)
     }
     /// With a different `--script`.
     pub fn bisect_script(&self, good: usize, bad: usize, script: &str) -> std::process::Command {
@@ -81,9 +81,9 @@ impl Fixture {
             .arg(repo)
             .args(["--good", good, "--bad", bad])
             .arg("--build")
-            .arg(setrows_bisect::demo::build_command())
+            .arg(setrows_bisect::cli::demo::build_command())
             .arg("--script")
-            .arg(setrows_bisect::demo::TEST_COMMAND)
+            .arg(setrows_bisect::cli::demo::TEST_COMMAND)
             .arg("--work-dir")
             .arg(work)
             .arg("--json")

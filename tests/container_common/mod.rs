@@ -6,7 +6,7 @@
 #[path = "../gitcommit/mod.rs"]
 mod gitcommit;
 
-use setrows_bisect::container::{Engine, EngineChoice};
+use setrows_bisect::probe::container::{Engine, EngineChoice};
 use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;

@@ -1,0 +1,399 @@
+//! `setrows-bisect report`: render result files as markdown, and with `--post` keep one GitHub
+//! comment per key current. Also the step summary and JUnit outputs for CI.
+//!
+//! The library entry points here ([`render_values`], [`post_values`]) are what `bisect --post-to`
+//! and `matrix --post-to` use, so every path to GitHub renders the same way.
+
+use crate::error::CliError;
+use crate::github::{self, GithubOptions, IssueRef, Post, PostAction, PostOutcome, Token};
+use crate::report::summary::{self, ResultFile};
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The issue that carries the results: OWNER/REPO#N (needed for --post and --load-state).
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    pub issue: Option<String>,
+    /// Create or edit the comment(s) on the issue. Without it the body is printed (dry run).
+    #[arg(long)]
+    pub post: bool,
+    /// Result files written by `bisect --json FILE` or `matrix --json FILE`. Matrix files are
+    /// merged into one comment (key `matrix`); each bisect gets its own (`bisect:<id>`).
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    pub results: Vec<PathBuf>,
+    /// Use this comment key for all results instead of the derived ones.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// Also write JUnit XML for CI test reporting.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Print the state block stored in the issue's comment for KEY (JSON; `null` if none) and
+    /// exit: how a stateless scheduled job picks up where the last one stopped.
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["post", "results", "junit"])]
+    pub load_state: Option<String>,
+    #[command(flatten)]
+    pub github: GithubOptions,
+}
+
+/// One comment's worth: its key, body, and the parsed results behind it.
+pub struct Rendered {
+    pub key: String,
+    pub doc: github::Document,
+    pub state: serde_json::Value,
+}
+
+/// Groups results by comment key (first appearance order) and renders each group.
+pub fn render_values(
+    results: &[ResultFile],
+    key: Option<&str>,
+    run_url: Option<&str>,
+) -> Vec<Rendered> {
+    let mut groups: Vec<(String, Vec<&ResultFile>)> = Vec::new();
+    for r in results {
+        let k = key.map(str::to_string).unwrap_or_else(|| r.key());
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((k, vec![r])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(k, rs)| Rendered {
+            doc: summary::render(&rs, run_url),
+            state: summary::state(&k, &rs),
+            key: k,
+        })
+        .collect()
+}
+
+/// Result JSON values (what `--json` writes) parsed and rendered, one entry per comment key.
+pub fn render_json(values: Vec<serde_json::Value>) -> anyhow::Result<Vec<Rendered>> {
+    let results = values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| summary::parse(v, &format!("result {}", i + 1)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::infra(e.to_string()))?;
+    Ok(render_values(
+        &results,
+        None,
+        github::run_url_from_env().as_deref(),
+    ))
+}
+
+/// Renders result JSON values and creates/edits one comment per key on `issue`. For
+/// `bisect --post-to` / `matrix --post-to`: call with the JSON you would write with `--json`.
+pub fn post_values(
+    github: &GithubOptions,
+    issue: &IssueRef,
+    values: Vec<serde_json::Value>,
+) -> anyhow::Result<Vec<PostOutcome>> {
+    let rendered = render_json(values)?;
+    post_rendered(
+        github,
+        issue,
+        &rendered,
+        github::run_url_from_env().as_deref(),
+    )
+}
+
+/// Appends the rendered markdown (without the hidden parts) to `$GITHUB_STEP_SUMMARY` when
+/// that is set; a no-op elsewhere.
+pub fn append_step_summary(rendered: &[Rendered], run_url: Option<&str>) -> anyhow::Result<()> {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return Ok(());
+    };
+    let shown = PathBuf::from(&path).display().to_string();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| CliError::infra(format!("GITHUB_STEP_SUMMARY {shown}: {e}")))?;
+    for r in rendered {
+        writeln!(f, "{}\n", r.doc.to_markdown(run_url).trim_end()).map_err(|e| {
+            CliError::infra(format!("GITHUB_STEP_SUMMARY {shown}: cannot write: {e}"))
+        })?;
+    }
+    Ok(())
+}
+
+fn post_rendered(
+    github: &GithubOptions,
+    issue: &IssueRef,
+    rendered: &[Rendered],
+    run_url: Option<&str>,
+) -> anyhow::Result<Vec<PostOutcome>> {
+    let posts: Vec<Post<'_>> = rendered
+        .iter()
+        .map(|r| Post {
+            key: &r.key,
+            doc: &r.doc,
+            state: Some(&r.state),
+        })
+        .collect();
+    github::post_all_blocking(github, issue, &posts, run_url).map_err(|e| e.into_cli())
+}
+
+/// `--post-to OWNER/REPO#N` plus the GitHub connection flags, for `bisect` and `matrix` to
+/// `#[command(flatten)]`: check it before the run (so a missing token fails in seconds, not after
+/// hours of probing), post after it.
+#[derive(Debug, Clone, Args)]
+pub struct PostToArgs {
+    /// After the run, create or edit the results comment on this issue (see `report`).
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    pub post_to: Option<String>,
+    #[command(flatten)]
+    pub github: GithubOptions,
+}
+
+impl PostToArgs {
+    /// The issue to post to, validated, and the token checked present; `None` without
+    /// `--post-to`.
+    pub fn check(&self) -> anyhow::Result<Option<IssueRef>> {
+        let Some(raw) = &self.post_to else {
+            return Ok(None);
+        };
+        let issue: IssueRef = raw.parse().map_err(|e: github::GithubError| e.into_cli())?;
+        Token::resolve(self.github.token_file.as_ref()).map_err(|e| e.into_cli())?;
+        Ok(Some(issue))
+    }
+
+    /// Posts the result JSON (what `--json` writes) when `--post-to` was given, after appending
+    /// the same markdown to `$GITHUB_STEP_SUMMARY` (when set); says what it did on stderr.
+    pub fn post(&self, values: Vec<serde_json::Value>) -> anyhow::Result<()> {
+        let Some(issue) = self.check()? else {
+            return Ok(());
+        };
+        let run_url = github::run_url_from_env();
+        let rendered = render_json(values)?;
+        append_step_summary(&rendered, run_url.as_deref())?;
+        let outcomes = post_rendered(&self.github, &issue, &rendered, run_url.as_deref())?;
+        for (r, o) in rendered.iter().zip(outcomes) {
+            eprintln!(
+                "setrows-bisect: {} results comment {} ({}) on {issue}{}",
+                match o.action {
+                    PostAction::Created => "created",
+                    PostAction::Updated => "updated",
+                    PostAction::Unchanged => "unchanged",
+                },
+                o.comment_id,
+                r.key,
+                o.html_url.map(|u| format!(": {u}")).unwrap_or_default()
+            );
+        }
+        Ok(())
+    }
+
+    /// The end of a `bisect` / `matrix` run whose results are already written to disk: posts
+    /// them, and on failure says so (with how to post again) instead of losing the result.
+    /// Returns the exit code: `code` unchanged, except that a successful run (0) whose post
+    /// failed exits 3 (infrastructure), so CI notices the comment is stale; an inconclusive
+    /// run keeps its own code, which already fails the job.
+    pub fn publish(&self, values: Vec<serde_json::Value>, code: i32, written: &str) -> i32 {
+        let Some(raw) = &self.post_to else {
+            return code;
+        };
+        match self.post(values) {
+            Ok(()) => code,
+            Err(e) => {
+                eprintln!(
+                    "setrows-bisect: error: posting the results to {raw} failed: {e:#}\n\
+                     setrows-bisect: the results are not lost: {written}; post them again with \
+                     `setrows-bisect report --issue {raw} --post --results FILE`"
+                );
+                if code == crate::error::exit::FOUND {
+                    crate::error::exit::INFRA
+                } else {
+                    code
+                }
+            }
+        }
+    }
+}
+
+impl Default for PostToArgs {
+    /// No `--post-to`, and the connection flags at their command-line defaults.
+    fn default() -> Self {
+        PostToArgs {
+            post_to: None,
+            github: GithubOptions {
+                api_url: "https://api.github.com".into(),
+                token_file: None,
+                comment_author: None,
+                max_retries: 4,
+                max_wait_s: 900,
+            },
+        }
+    }
+}
+
+/// `bisect`'s GitHub flags: `--post-to` and friends plus `--resume-from-issue`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BisectPostArgs {
+    #[command(flatten)]
+    pub post: PostToArgs,
+    /// Before probing, seed the local result store from the state block of this bisection's
+    /// comment, so a job with an empty work dir repeats no probe an earlier run posted. The
+    /// issue is --post-to's, or the one given here (resume without posting: a job that may only
+    /// read the issue).
+    #[arg(
+        long,
+        value_name = "OWNER/REPO#N",
+        num_args = 0..=1,
+        default_missing_value = "",
+    )]
+    pub resume_from_issue: Option<String>,
+}
+
+impl BisectPostArgs {
+    /// Validates --post-to and --resume-from-issue (issues, token) before anything runs.
+    pub fn check(&self) -> anyhow::Result<()> {
+        self.post.check()?;
+        self.resume_issue()?;
+        Ok(())
+    }
+
+    fn resume_issue(&self) -> anyhow::Result<Option<IssueRef>> {
+        match self.resume_from_issue.as_deref() {
+            None => Ok(None),
+            Some("") => match self.post.check()? {
+                Some(issue) => Ok(Some(issue)),
+                None => Err(CliError::usage(
+                    "--resume-from-issue needs an issue: give it one (--resume-from-issue OWNER/REPO#N) or pass --post-to OWNER/REPO#N",
+                )),
+            },
+            Some(raw) => {
+                let issue: IssueRef = raw.parse().map_err(|e: github::GithubError| e.into_cli())?;
+                Token::resolve(self.post.github.token_file.as_ref()).map_err(|e| e.into_cli())?;
+                Ok(Some(issue))
+            }
+        }
+    }
+
+    /// With `--resume-from-issue`: loads the state of comment `key` and writes its runs for
+    /// prober `identity` into `store`. A missing comment is not an error (first run).
+    pub fn resume(
+        &self,
+        key: &str,
+        store: &crate::run::store::Store,
+        identity: &str,
+    ) -> anyhow::Result<()> {
+        let Some(issue) = self.resume_issue()? else {
+            return Ok(());
+        };
+        let state = github::load_state_blocking(&self.post.github, &issue, key)
+            .map_err(|e| e.into_cli())?;
+        let Some(state) = state else {
+            eprintln!("setrows-bisect: no {key} comment with state on {issue} yet: starting from the local store");
+            return Ok(());
+        };
+        let seeded = github::resume::seed(store, &state, identity)
+            .map_err(|e| CliError::infra(e.to_string()))?;
+        eprintln!("setrows-bisect: {} ({key} on {issue})", seeded.line());
+        Ok(())
+    }
+}
+
+/// The comment key a bisection's JSON will get (`bisect:<hash of good, bad, predicate>`), known
+/// before the run so `--resume-from-issue` can find the comment. Derived through the same reader
+/// as the posted JSON, so the two cannot drift apart.
+pub fn bisect_key(good: &str, bad: &str, predicate: &str) -> String {
+    let skeleton = serde_json::json!({
+        "kind": "bisect", "range": {"good": good, "bad": bad}, "predicate": predicate, "probes": [],
+    });
+    summary::parse(skeleton, "bisect")
+        .map(|r| r.key())
+        .unwrap_or_else(|_| "bisect".into())
+}
+
+fn parse_issue(args: &ReportArgs, why: &str) -> anyhow::Result<IssueRef> {
+    let raw = args
+        .issue
+        .as_deref()
+        .ok_or_else(|| CliError::usage(format!("--issue OWNER/REPO#N is required {why}")))?;
+    raw.parse().map_err(|e: github::GithubError| e.into_cli())
+}
+
+fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<ResultFile>> {
+    paths
+        .iter()
+        .map(|p| {
+            let origin = p.display().to_string();
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| CliError::usage(format!("--results {origin}: cannot read: {e}")))?;
+            let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                CliError::usage(format!(
+                    "--results {origin}: not JSON at line {}, column {}: {e}",
+                    e.line(),
+                    e.column()
+                ))
+            })?;
+            summary::parse(v, &origin).map_err(|e| CliError::usage(format!("--results {e}")))
+        })
+        .collect()
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
+    if let Some(key) = &args.load_state {
+        let issue = parse_issue(&args, "with --load-state")?;
+        let state =
+            github::load_state_blocking(&args.github, &issue, key).map_err(|e| e.into_cli())?;
+        let text = serde_json::to_string_pretty(&state.unwrap_or(serde_json::Value::Null))?;
+        println!("{text}");
+        return Ok(crate::error::exit::FOUND);
+    }
+    if args.results.is_empty() {
+        return Err(CliError::usage(
+            "report: give at least one --results FILE (or --load-state KEY)",
+        ));
+    }
+    // Validate everything before any effect: issue, token, files, keys.
+    let issue = if args.post {
+        Some(parse_issue(&args, "with --post")?)
+    } else {
+        None
+    };
+    if issue.is_some() {
+        Token::resolve(args.github.token_file.as_ref()).map_err(|e| e.into_cli())?;
+    }
+    if let Some(k) = &args.key {
+        github::body::validate_key(k).map_err(|e| e.into_cli())?;
+    }
+    let results = read_results(&args.results)?;
+    let run_url = github::run_url_from_env();
+    let rendered = render_values(&results, args.key.as_deref(), run_url.as_deref());
+
+    if let Some(path) = &args.junit {
+        std::fs::write(path, crate::report::junit::render(&results)).map_err(|e| {
+            CliError::infra(format!("--junit {}: cannot write: {e}", path.display()))
+        })?;
+    }
+    append_step_summary(&rendered, run_url.as_deref())?;
+
+    let Some(issue) = issue else {
+        let mut out = std::io::stdout().lock();
+        for r in &rendered {
+            let body = github::body::assemble(&r.key, &r.doc, Some(&r.state), run_url.as_deref())
+                .map_err(|e| e.into_cli())?;
+            writeln!(out, "{body}\n")?;
+        }
+        return Ok(crate::error::exit::FOUND);
+    };
+    let outcomes = post_rendered(&args.github, &issue, &rendered, run_url.as_deref())?;
+    for (r, res) in rendered.iter().zip(outcomes) {
+        let verb = match res.action {
+            PostAction::Created => "created",
+            PostAction::Updated => "updated",
+            PostAction::Unchanged => "unchanged",
+        };
+        println!(
+            "{verb} comment {} ({}) on {issue}{}",
+            res.comment_id,
+            r.key,
+            res.html_url.map(|u| format!(": {u}")).unwrap_or_default()
+        );
+    }
+    Ok(crate::error::exit::FOUND)
+}

@@ -1,0 +1,616 @@
+//! Bisection that stays right when the fault shows up only some of the time.
+//!
+//! The model (syzkaller's, made explicit): there is one first bad candidate `c`; every
+//! candidate before it never shows the new behaviour, every candidate from it on shows it on
+//! each run independently with an unknown reproduction rate `p`. So one observed failure proves
+//! "bad", while a pass only makes "good" more believable. Everything below follows from that
+//! model and a prior on `p` (uniform unless told otherwise):
+//!
+//! * `rate_posterior`: what the runs at candidates *seen failing* say about `p` (a Beta).
+//! * `FlakyPolicy`: per candidate, pass runs until the chance that a bad candidate passed that
+//!   often, averaged over `p`'s posterior, is below this verdict's share of the error budget.
+//!   The share is `(1 - confidence) / expected_good_verdicts`, because the answer is wrong as
+//!   soon as one of the ~log2(N) "good" verdicts on its way was wrong.
+//! * `posterior`: the exact posterior over the culprit given *all* runs (p integrated out), so
+//!   the report states the confidence in the answer it gives, not the confidence of each step.
+//!   The error of an answer `h` is the probability that its parent is bad; `session` re-runs the
+//!   parent until the posterior confidence reaches the target (or the budget runs out and the
+//!   answer is "inconclusive" with the candidates that remain).
+//!
+//! Pure: no I/O. The driver feeds runs in and asks what to run next (`session::Session`).
+
+use crate::core::evidence::{Decision, Evidence, Policy};
+use crate::core::outcome::Verdict;
+use crate::core::search::{ceil_log2, Answer};
+use serde::{Deserialize, Serialize};
+
+pub mod session;
+
+/// A Beta(a, b) distribution over the reproduction rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Beta {
+    pub a: f64,
+    pub b: f64,
+}
+
+impl Beta {
+    /// Uniform: nothing known about the rate. Deliberately weak, so a few lucky failures do not
+    /// make a rare fault look reliable.
+    pub const UNIFORM: Beta = Beta { a: 1.0, b: 1.0 };
+
+    pub fn mean(&self) -> f64 {
+        self.a / (self.a + self.b)
+    }
+
+    /// E[(1 - p)^k]: the chance that a bad candidate passes k runs in a row, averaged over what
+    /// we believe about p. Heavier than (1 - mean)^k because a low rate is still possible.
+    pub fn pass_streak(&self, k: u32) -> f64 {
+        (ln_beta(self.a, self.b + f64::from(k)) - ln_beta(self.a, self.b)).exp()
+    }
+
+    /// Lower end of the central `mass` interval (bisection on the CDF; for the report).
+    pub fn quantile(&self, q: f64) -> f64 {
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if self.cdf(mid) < q {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    }
+
+    /// Regularised incomplete beta by midpoint integration of the density in log space; only
+    /// used for report intervals, where three digits are plenty.
+    fn cdf(&self, x: f64) -> f64 {
+        if x <= 0.0 {
+            return 0.0;
+        }
+        if x >= 1.0 {
+            return 1.0;
+        }
+        let steps = 2000;
+        let lb = ln_beta(self.a, self.b);
+        let dens = |t: f64| ((self.a - 1.0) * t.ln() + (self.b - 1.0) * (1.0 - t).ln() - lb).exp();
+        let total: f64 = (0..steps)
+            .map(|i| dens((i as f64 + 0.5) / steps as f64))
+            .sum::<f64>()
+            / steps as f64;
+        let part: f64 = (0..steps)
+            .map(|i| dens(x * (i as f64 + 0.5) / steps as f64))
+            .sum::<f64>()
+            * x
+            / steps as f64;
+        (part / total).clamp(0.0, 1.0)
+    }
+}
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7): the Beta functions below need it and std has none stable.
+#[allow(clippy::excessive_precision)]
+pub fn ln_gamma(x: f64) -> f64 {
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_93,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_13,
+        -176.615_029_162_140_59,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_571_6e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection keeps the approximation accurate for small priors (Jeffreys' 0.5).
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let sum = C[1..]
+        .iter()
+        .enumerate()
+        .fold(C[0], |acc, (i, c)| acc + c / (x + i as f64 + 1.0));
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+}
+
+pub fn ln_beta(a: f64, b: f64) -> f64 {
+    ln_gamma(a) + ln_gamma(b) - ln_gamma(a + b)
+}
+
+/// Posterior on the rate from the candidates that have failed at least once (they are surely
+/// bad, so all their runs are draws of the fault). Stopping at the first failure does not bias
+/// this: the likelihood of "k passes then a failure" is the same Beta kernel.
+pub fn rate_posterior(evidence: &[Evidence], prior: Beta) -> Beta {
+    evidence
+        .iter()
+        .filter(|e| e.new > 0)
+        .fold(prior, |acc, e| Beta {
+            a: acc.a + f64::from(e.new),
+            b: acc.b + f64::from(e.old),
+        })
+}
+
+/// How many "good" verdicts an answer over `candidates` candidates rests on: one per halving,
+/// plus the good endpoint. The per-verdict error budget is the total divided by this.
+pub fn expected_good_verdicts(candidates: usize) -> u32 {
+    ceil_log2(candidates.saturating_sub(1)).max(1) + 1
+}
+
+/// The flakiness-aware per-candidate rule. Built per decision from the current rate posterior,
+/// because the trait's `decide` sees only one candidate's evidence.
+#[derive(Debug, Clone, Copy)]
+pub struct FlakyPolicy {
+    confidence: f64,
+    /// Largest acceptable chance that a bad candidate is called good.
+    per_verdict_error: f64,
+    rate: Beta,
+}
+
+impl FlakyPolicy {
+    /// `confidence` in (0, 1): the target for the final answer, split evenly across
+    /// `expected_good_verdicts` good verdicts.
+    pub fn new(confidence: f64, rate: Beta, expected_good_verdicts: u32) -> Self {
+        let confidence = confidence.clamp(0.5, 0.999_999);
+        FlakyPolicy {
+            confidence,
+            per_verdict_error: (1.0 - confidence) / f64::from(expected_good_verdicts.max(1)),
+            rate,
+        }
+    }
+
+    /// Passes needed before a candidate is believed good (with the current rate posterior).
+    pub fn passes_needed(&self) -> u32 {
+        // pass_streak falls monotonically in k: bisect for the first k that is small enough.
+        let (mut lo, mut hi) = (1u32, 1_000_000u32);
+        if self.rate.pass_streak(hi) > self.per_verdict_error {
+            return hi;
+        }
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.rate.pass_streak(mid) <= self.per_verdict_error {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+}
+
+impl Policy for FlakyPolicy {
+    fn decide(&self, ev: &Evidence) -> Decision {
+        if ev.new > 0 {
+            Decision::Decided(Verdict::New)
+        } else if ev.old == 0 {
+            if ev.skip > 0 {
+                Decision::Decided(Verdict::Skip)
+            } else {
+                Decision::RunAgain
+            }
+        } else if self.rate.pass_streak(ev.old) <= self.per_verdict_error {
+            Decision::Decided(Verdict::Old)
+        } else {
+            Decision::RunAgain
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "adaptive, {:.1}% confidence (a pass is re-run until P(bad) <= {:.2}%)",
+            self.confidence * 100.0,
+            self.per_verdict_error * 100.0
+        )
+    }
+}
+
+/// `FlakyPolicy` for a driver that asks one candidate at a time (`driver::bisect_commits`):
+/// the rate estimate is shared state, updated whenever a candidate is decided bad (its
+/// evidence is then complete), and `--max-runs` is enforced by turning every further "run
+/// again" into a skip, so the search ends `Ambiguous` over the candidates it could not settle
+/// (the report's "inconclusive, these remain") instead of guessing.
+#[derive(Debug)]
+pub struct AdaptivePolicy {
+    confidence: f64,
+    good_verdicts: u32,
+    max_runs: Option<u64>,
+    state: std::sync::Mutex<(Beta, u64)>,
+}
+
+impl AdaptivePolicy {
+    pub fn new(confidence: f64, candidates: usize, max_runs: Option<u64>) -> Self {
+        Self::with(
+            confidence,
+            expected_good_verdicts(candidates),
+            Beta::UNIFORM,
+            max_runs,
+        )
+    }
+
+    /// Full control over the error split and the prior on the rate (for experiments).
+    pub fn with(confidence: f64, good_verdicts: u32, prior: Beta, max_runs: Option<u64>) -> Self {
+        AdaptivePolicy {
+            confidence,
+            good_verdicts,
+            max_runs,
+            state: std::sync::Mutex::new((prior, 0)),
+        }
+    }
+
+    /// The current rate posterior (from candidates decided bad so far).
+    pub fn rate(&self) -> Beta {
+        self.state.lock().map(|s| s.0).unwrap_or(Beta::UNIFORM)
+    }
+
+    /// Runs handed out so far (stored and executed).
+    pub fn runs(&self) -> u64 {
+        self.state.lock().map(|s| s.1).unwrap_or(0)
+    }
+
+    /// Whether `--max-runs` has been reached.
+    pub fn exhausted(&self) -> bool {
+        self.max_runs.is_some_and(|m| self.runs() >= m)
+    }
+}
+
+impl Policy for AdaptivePolicy {
+    fn decide(&self, ev: &Evidence) -> Decision {
+        let Ok(mut st) = self.state.lock() else {
+            return Decision::Decided(Verdict::Skip);
+        };
+        let d = FlakyPolicy::new(self.confidence, st.0, self.good_verdicts).decide(ev);
+        match d {
+            Decision::Decided(Verdict::New) => {
+                st.0.a += f64::from(ev.new);
+                st.0.b += f64::from(ev.old);
+                d
+            }
+            Decision::RunAgain if self.max_runs.is_some_and(|m| st.1 >= m) => {
+                Decision::Decided(Verdict::Skip)
+            }
+            Decision::RunAgain => {
+                st.1 += 1;
+                d
+            }
+            other => other,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let mut s = FlakyPolicy::new(self.confidence, self.rate(), self.good_verdicts).describe();
+        if let Some(m) = self.max_runs {
+            s.push_str(&format!(", at most {m} runs"));
+        }
+        s
+    }
+}
+
+/// Per-candidate evidence rebuilt from a run list `(candidate, verdict)` (the driver's probe
+/// records), for `posterior` after the search.
+pub fn evidence_from_runs(
+    candidates: usize,
+    runs: impl IntoIterator<Item = (usize, Verdict)>,
+) -> Vec<Evidence> {
+    let mut ev = vec![Evidence::default(); candidates];
+    for (i, v) in runs {
+        if let Some(e) = ev.get_mut(i) {
+            e.add(v);
+        }
+    }
+    ev
+}
+
+/// What the report says about an answer reached with `AdaptivePolicy`: the posterior
+/// confidence in it and the estimated reproduction rate, from every run of the bisection.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Assessment {
+    pub confidence: f64,
+    pub requested: f64,
+    /// Posterior mean reproduction rate and a 90% interval for it.
+    pub rate: f64,
+    pub rate_low: f64,
+    pub rate_high: f64,
+    pub runs: u64,
+}
+
+impl Assessment {
+    /// `None` when the runs contradict the model (the good endpoint failed).
+    pub fn of(
+        candidates: usize,
+        runs: impl IntoIterator<Item = (usize, Verdict)>,
+        answer: &Answer,
+        requested: f64,
+    ) -> Option<Self> {
+        let runs: Vec<(usize, Verdict)> = runs.into_iter().collect();
+        let total = runs.len() as u64;
+        let post = posterior(&evidence_from_runs(candidates, runs), Beta::UNIFORM)?;
+        Some(Assessment {
+            confidence: post.confidence(answer),
+            requested,
+            rate: post.rate_mean,
+            rate_low: post.rate.quantile(0.05),
+            rate_high: post.rate.quantile(0.95),
+            runs: total,
+        })
+    }
+
+    /// One line for the terminal and the markdown report.
+    pub fn line(&self) -> String {
+        let verdict = if self.confidence >= self.requested {
+            "meets"
+        } else {
+            "BELOW"
+        };
+        format!(
+            "confidence in this answer: {:.1}% ({verdict} the requested {:.1}%); estimated reproduction rate {:.2} (90% interval {:.2}-{:.2}) from {} runs",
+            100.0 * self.confidence,
+            100.0 * self.requested,
+            self.rate,
+            self.rate_low,
+            self.rate_high,
+            self.runs
+        )
+    }
+}
+
+/// The assessment of a finished driver bisection (`None` for a bad endpoint).
+pub fn assess(
+    candidates: usize,
+    outcome: &crate::core::result::BisectOutcome,
+    requested: f64,
+) -> Option<Assessment> {
+    use crate::core::result::Conclusion;
+    let answer = match &outcome.conclusion {
+        Conclusion::Found { index } => Answer::Found(*index),
+        Conclusion::Ambiguous { indices } => Answer::Ambiguous(indices.clone()),
+        Conclusion::BadEndpoint { .. } => return None,
+    };
+    let runs = outcome.probes.iter().map(|p| (p.candidate, p.verdict));
+    Assessment::of(candidates, runs, &answer, requested)
+}
+
+/// The posterior over which candidate is the first bad one, given every run so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Posterior {
+    /// `culprit[i]` = P(candidate i is the first bad one). Index 0 (the good endpoint) is 0.
+    pub culprit: Vec<f64>,
+    /// Posterior mean of the reproduction rate (mixed over culprit positions).
+    pub rate_mean: f64,
+    /// The rate posterior given the most likely culprit (for an interval in the report).
+    pub rate: Beta,
+}
+
+/// Exact posterior under the model, `p` integrated out against `prior`. Returns `None` when the
+/// runs contradict the model (the good endpoint failed): no culprit position explains them.
+///
+/// For a culprit at j the likelihood is 0 if anything before j failed, otherwise
+/// B(a + F_j, b + S_j) / B(a, b) where F_j, S_j are failures and passes at j and after.
+pub fn posterior(evidence: &[Evidence], prior: Beta) -> Option<Posterior> {
+    let n = evidence.len();
+    if n < 2 {
+        return None;
+    }
+    let first_fail = evidence.iter().position(|e| e.new > 0);
+    if first_fail == Some(0) {
+        return None;
+    }
+    // Culprit can be at most the first failing candidate (or the bad endpoint if none failed).
+    let last = first_fail.unwrap_or(n - 1);
+    let mut logw = vec![f64::NEG_INFINITY; n];
+    let (mut f, mut s) = (0.0f64, 0.0f64);
+    // Suffix sums from the end down; positions after `last` still contribute their runs.
+    let mut suffix = vec![(0.0, 0.0); n + 1];
+    for i in (0..n).rev() {
+        f += f64::from(evidence[i].new);
+        s += f64::from(evidence[i].old);
+        suffix[i] = (f, s);
+    }
+    for (j, w) in logw.iter_mut().enumerate().take(last + 1).skip(1) {
+        let (fj, sj) = suffix[j];
+        *w = ln_beta(prior.a + fj, prior.b + sj);
+    }
+    let max = logw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !max.is_finite() {
+        return None;
+    }
+    let weights: Vec<f64> = logw.iter().map(|w| (w - max).exp()).collect();
+    let total: f64 = weights.iter().sum();
+    let culprit: Vec<f64> = weights.iter().map(|w| w / total).collect();
+    let rate_mean = (1..=last)
+        .map(|j| {
+            let (fj, sj) = suffix[j];
+            culprit[j] * (prior.a + fj) / (prior.a + prior.b + fj + sj)
+        })
+        .sum();
+    let best = (1..=last)
+        .max_by(|&x, &y| culprit[x].total_cmp(&culprit[y]))
+        .unwrap_or(last);
+    let (fb, sb) = suffix[best];
+    Some(Posterior {
+        culprit,
+        rate_mean,
+        rate: Beta {
+            a: prior.a + fb,
+            b: prior.b + sb,
+        },
+    })
+}
+
+impl Posterior {
+    /// Probability that the answer is right: the culprit mass on the candidates it names.
+    pub fn confidence(&self, answer: &Answer) -> f64 {
+        match answer {
+            Answer::Found(h) => self.culprit.get(*h).copied().unwrap_or(0.0),
+            Answer::Ambiguous(set) => set
+                .iter()
+                .filter_map(|&i| self.culprit.get(i))
+                .sum::<f64>()
+                .min(1.0),
+        }
+    }
+
+    /// The fewest candidates that together hold at least `mass` of the posterior (ascending):
+    /// what is left to look at when the budget ran out.
+    pub fn credible_set(&self, mass: f64) -> (Vec<usize>, f64) {
+        let mut order: Vec<usize> = (0..self.culprit.len())
+            .filter(|&i| self.culprit[i] > 0.0)
+            .collect();
+        order.sort_by(|&x, &y| self.culprit[y].total_cmp(&self.culprit[x]).then(x.cmp(&y)));
+        let mut set = Vec::new();
+        let mut acc = 0.0;
+        for i in order {
+            if acc >= mass {
+                break;
+            }
+            acc += self.culprit[i];
+            set.push(i);
+        }
+        set.sort_unstable();
+        (set, acc.min(1.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(old: u32, new: u32) -> Evidence {
+        Evidence { old, new, skip: 0 }
+    }
+
+    #[test]
+    fn ln_gamma_matches_factorials() {
+        let mut fact = 1.0f64;
+        for n in 1..20u32 {
+            // Γ(n) = (n-1)!
+            assert!((ln_gamma(f64::from(n)) - fact.ln()).abs() < 1e-10, "n={n}");
+            fact *= f64::from(n);
+        }
+        assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-10);
+    }
+
+    #[test]
+    fn pass_streak_known_values() {
+        // One failure, no passes: Beta(2,1); E[(1-p)^k] = 2 / ((k+1)(k+2)).
+        let b = Beta { a: 2.0, b: 1.0 };
+        for k in 0..30u32 {
+            let want = 2.0 / f64::from((k + 1) * (k + 2));
+            assert!((b.pass_streak(k) - want).abs() < 1e-9, "k={k}");
+        }
+    }
+
+    #[test]
+    fn a_failure_is_bad_at_once() {
+        let p = FlakyPolicy::new(0.95, Beta::UNIFORM, 10);
+        assert_eq!(p.decide(&ev(7, 1)), Decision::Decided(Verdict::New));
+        assert_eq!(p.decide(&ev(0, 0)), Decision::RunAgain);
+        let skip = Evidence {
+            old: 0,
+            new: 0,
+            skip: 1,
+        };
+        assert_eq!(p.decide(&skip), Decision::Decided(Verdict::Skip));
+    }
+
+    #[test]
+    fn lower_rate_needs_more_passes() {
+        let reliable = Beta { a: 21.0, b: 1.0 }; // 20 failures in 20 runs
+        let half = Beta { a: 11.0, b: 11.0 };
+        let rare = Beta { a: 3.0, b: 21.0 };
+        let k = |b| FlakyPolicy::new(0.95, b, 10).passes_needed();
+        let (kr, kh, kx) = (k(reliable), k(half), k(rare));
+        assert!(kr < kh && kh < kx, "{kr} {kh} {kx}");
+        // A known-reliable fault is nearly git bisect: a few runs, not one.
+        assert!(kr <= 3, "{kr}");
+        let pol = FlakyPolicy::new(0.95, half, 10);
+        assert_eq!(pol.decide(&ev(kh - 1, 0)), Decision::RunAgain);
+        assert_eq!(pol.decide(&ev(kh, 0)), Decision::Decided(Verdict::Old));
+    }
+
+    #[test]
+    fn passes_needed_is_the_first_sufficient_streak() {
+        for (a, b) in [(1.0, 1.0), (2.0, 1.0), (7.0, 30.0), (50.0, 2.0)] {
+            let pol = FlakyPolicy::new(0.95, Beta { a, b }, 11);
+            let k = pol.passes_needed();
+            let first = (1..).find(|&k| Beta { a, b }.pass_streak(k) <= pol.per_verdict_error);
+            assert_eq!(Some(k), first, "Beta({a},{b})");
+        }
+    }
+
+    #[test]
+    fn more_verdicts_or_confidence_need_more_passes() {
+        let b = Beta { a: 4.0, b: 6.0 };
+        let k = |c, g| FlakyPolicy::new(c, b, g).passes_needed();
+        assert!(k(0.95, 20) > k(0.95, 5));
+        assert!(k(0.99, 10) > k(0.9, 10));
+    }
+
+    #[test]
+    fn rate_uses_only_candidates_seen_failing() {
+        let e = [ev(5, 0), ev(3, 0), ev(2, 1), ev(0, 4)];
+        let r = rate_posterior(&e, Beta::UNIFORM);
+        assert_eq!(r, Beta { a: 6.0, b: 3.0 });
+    }
+
+    #[test]
+    fn posterior_matches_hand_computation() {
+        // 0 good endpoint, 1 passed twice, 2 failed once. Culprit is 1 or 2.
+        // c=1: B(1+1, 1+2)/B(1,1) = B(2,3) = 1/12; c=2: B(2,1) = 1/2.
+        let e = [ev(1, 0), ev(2, 0), ev(0, 1)];
+        let post = posterior(&e, Beta::UNIFORM).unwrap();
+        let (w1, w2) = (1.0 / 12.0, 0.5);
+        assert!((post.culprit[1] - w1 / (w1 + w2)).abs() < 1e-9);
+        assert!((post.culprit[2] - w2 / (w1 + w2)).abs() < 1e-9);
+        assert_eq!(post.culprit[0], 0.0);
+        assert!((post.confidence(&Answer::Found(2)) - 6.0 / 7.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn more_passes_at_the_parent_raise_confidence() {
+        let conf = |passes| {
+            let e = [ev(1, 0), ev(passes, 0), ev(0, 3)];
+            posterior(&e, Beta::UNIFORM)
+                .unwrap()
+                .confidence(&Answer::Found(2))
+        };
+        assert!(conf(1) < conf(5) && conf(5) < conf(20));
+        assert!(conf(20) > 0.99);
+    }
+
+    #[test]
+    fn nothing_after_the_first_failure_can_be_the_culprit() {
+        let e = [ev(1, 0), ev(0, 1), ev(4, 0), ev(0, 1)];
+        let post = posterior(&e, Beta::UNIFORM).unwrap();
+        assert_eq!(post.culprit[2], 0.0);
+        assert_eq!(post.culprit[3], 0.0);
+        assert!((post.culprit[1] - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn failing_good_endpoint_has_no_posterior() {
+        assert!(posterior(&[ev(0, 1), ev(0, 1)], Beta::UNIFORM).is_none());
+    }
+
+    #[test]
+    fn credible_set_holds_the_mass() {
+        let post = Posterior {
+            culprit: vec![0.0, 0.1, 0.5, 0.3, 0.1],
+            rate_mean: 0.5,
+            rate: Beta::UNIFORM,
+        };
+        let (set, mass) = post.credible_set(0.75);
+        assert_eq!(set, vec![2, 3]);
+        assert!((mass - 0.8).abs() < 1e-12);
+        assert!((post.confidence(&Answer::Ambiguous(vec![1, 2])) - 0.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn quantile_of_uniform_is_identity() {
+        let q = Beta::UNIFORM.quantile(0.3);
+        assert!((q - 0.3).abs() < 1e-3, "{q}");
+        // Beta(2,1): CDF x^2.
+        let q = Beta { a: 2.0, b: 1.0 }.quantile(0.25);
+        assert!((q - 0.5).abs() < 1e-3, "{q}");
+    }
+}

@@ -1,0 +1,470 @@
+//! One bisection with repeated runs, as a pure state machine the driver (and the simulation)
+//! steps through: ask `next(slots)` for a wave of runs, `record` each run's verdict, repeat.
+//!
+//! A wave is what the machine can do at once: `slots` runs (GPUs, containers, runners). Slots
+//! left over by the search's proposals are given to more runs of the same candidates, because
+//! with a flaky fault repeated runs of one commit are just as useful as runs of another.
+//!
+//! Nothing is forgotten: every run is kept as evidence, so replaying a stored journal through
+//! `record` before the first `next` resumes exactly (candidates with enough evidence decide
+//! without running again).
+
+use super::{expected_good_verdicts, posterior, rate_posterior, Beta, FlakyPolicy};
+use crate::core::evidence::{Decision, Evidence, Fixed, Policy};
+use crate::core::outcome::Verdict;
+use crate::core::search::{Answer, Endpoint, EndpointCheck, Search, Step};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// `--confidence C`: adaptive runs per candidate; the answer is held back until the
+    /// posterior confidence in it reaches C (re-running the culprit's parent as needed).
+    Adaptive { confidence: f64, prior: Beta },
+    /// `--repeat N` (N = 1 is git bisect): fixed runs, the answer is given as soon as the
+    /// search ends. Its confidence is still computed (uniform prior) so the report can say
+    /// how little a single pass proves.
+    Repeat(u32),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Conclusion {
+    Found {
+        culprit: usize,
+        /// P(this is the first bad candidate | all runs); `None` when the runs contradict the
+        /// model (cannot happen after a successful search).
+        confidence: Option<f64>,
+        /// Posterior mean reproduction rate.
+        rate: Option<f64>,
+    },
+    /// Skipped candidates hide the boundary (search's `Answer::Ambiguous`).
+    Ambiguous {
+        candidates: Vec<usize>,
+        confidence: Option<f64>,
+        rate: Option<f64>,
+    },
+    /// `--max-runs` ran out before the answer was believable: the fewest candidates that hold
+    /// the requested confidence, and how much they hold.
+    Inconclusive {
+        candidates: Vec<usize>,
+        mass: f64,
+        rate: Option<f64>,
+    },
+    BadEndpoint {
+        which: Endpoint,
+        got: Verdict,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Run each listed candidate once, all at the same time (an index may appear several
+    /// times: runs of one commit on several slots), `record` every result, then ask again.
+    Run(Vec<usize>),
+    Finished,
+}
+
+#[derive(Debug, Clone)]
+pub struct Session {
+    search: Search,
+    evidence: Vec<Evidence>,
+    mode: Mode,
+    max_runs: Option<u64>,
+    runs: u64,
+    waves: u32,
+    /// Proposed by the search, not decided yet.
+    pending: Vec<usize>,
+    /// The culprit's parent, being re-run to raise the answer's confidence.
+    reinforcing: Option<usize>,
+    conclusion: Option<Conclusion>,
+}
+
+impl Session {
+    pub fn new(
+        keys: Vec<u64>,
+        endpoints: EndpointCheck,
+        mode: Mode,
+        max_runs: Option<u64>,
+    ) -> Self {
+        let n = keys.len();
+        Session {
+            search: Search::new(keys, endpoints),
+            evidence: vec![Evidence::default(); n],
+            mode,
+            max_runs,
+            runs: 0,
+            waves: 0,
+            pending: Vec::new(),
+            reinforcing: None,
+            conclusion: None,
+        }
+    }
+
+    /// One run of candidate `i` (a stored one when resuming, or a fresh one).
+    pub fn record(&mut self, i: usize, v: Verdict) {
+        self.evidence[i].add(v);
+        self.runs += 1;
+    }
+
+    pub fn evidence(&self) -> &[Evidence] {
+        &self.evidence
+    }
+    pub fn runs(&self) -> u64 {
+        self.runs
+    }
+    /// Waves handed out so far (rounds of parallel runs).
+    pub fn waves(&self) -> u32 {
+        self.waves
+    }
+    pub fn conclusion(&self) -> Option<&Conclusion> {
+        self.conclusion.as_ref()
+    }
+
+    fn prior(&self) -> Beta {
+        match self.mode {
+            Mode::Adaptive { prior, .. } => prior,
+            Mode::Repeat(_) => Beta::UNIFORM,
+        }
+    }
+
+    /// The rule for one candidate right now (the adaptive one follows the rate estimate).
+    pub fn policy(&self) -> Box<dyn Policy> {
+        match self.mode {
+            Mode::Adaptive { confidence, prior } => Box::new(FlakyPolicy::new(
+                confidence,
+                rate_posterior(&self.evidence, prior),
+                expected_good_verdicts(self.evidence.len()),
+            )),
+            Mode::Repeat(n) => Box::new(Fixed(n.max(1))),
+        }
+    }
+
+    /// More runs candidate `i` needs if every one of them passes (at least 1).
+    fn need(&self, i: usize) -> u32 {
+        let old = self.evidence[i].old;
+        let total = match self.mode {
+            Mode::Adaptive { confidence, prior } => FlakyPolicy::new(
+                confidence,
+                rate_posterior(&self.evidence, prior),
+                expected_good_verdicts(self.evidence.len()),
+            )
+            .passes_needed(),
+            Mode::Repeat(n) => n.max(1),
+        };
+        total.saturating_sub(old).max(1)
+    }
+
+    fn budget_left(&self) -> Option<u64> {
+        self.max_runs.map(|m| m.saturating_sub(self.runs))
+    }
+
+    fn settle(&mut self) {
+        if let Some(r) = self.reinforcing.take() {
+            if self.evidence[r].new > 0 {
+                self.search.record(r, Verdict::New);
+            }
+        }
+        let policy = self.policy();
+        let mut still = Vec::new();
+        for &i in &self.pending {
+            match policy.decide(&self.evidence[i]) {
+                Decision::Decided(v) => self.search.record(i, v),
+                Decision::RunAgain => still.push(i),
+            }
+        }
+        self.pending = still;
+    }
+
+    fn finish(&mut self, c: Conclusion) -> Action {
+        self.conclusion = Some(c);
+        self.pending.clear();
+        Action::Finished
+    }
+
+    fn inconclusive(&mut self) -> Action {
+        let target = match self.mode {
+            Mode::Adaptive { confidence, .. } => confidence,
+            Mode::Repeat(_) => 0.95,
+        };
+        let c = match posterior(&self.evidence, self.prior()) {
+            Some(post) => {
+                let (candidates, mass) = post.credible_set(target);
+                Conclusion::Inconclusive {
+                    candidates,
+                    mass,
+                    rate: Some(post.rate_mean),
+                }
+            }
+            None => Conclusion::BadEndpoint {
+                which: Endpoint::Good,
+                got: Verdict::New,
+            },
+        };
+        self.finish(c)
+    }
+
+    /// Spread up to `slots` runs over the pending candidates: one each, then extra runs to
+    /// those that still need them, round robin.
+    fn wave(&mut self, slots: usize) -> Action {
+        let cap = self
+            .budget_left()
+            .map_or(slots, |b| slots.min(b as usize))
+            .max(1);
+        let needs: Vec<u32> = self.pending.iter().map(|&i| self.need(i)).collect();
+        let mut given = vec![0u32; self.pending.len()];
+        let mut out = Vec::with_capacity(cap);
+        while out.len() < cap {
+            let before = out.len();
+            for (k, &i) in self.pending.iter().enumerate() {
+                if out.len() < cap && given[k] < needs[k] {
+                    given[k] += 1;
+                    out.push(i);
+                }
+            }
+            if out.len() == before {
+                break;
+            }
+        }
+        out.sort_unstable();
+        self.waves += 1;
+        Action::Run(out)
+    }
+
+    /// What to do next with `slots` runs available at once.
+    pub fn next(&mut self, slots: usize) -> Action {
+        let slots = slots.max(1);
+        if self.conclusion.is_some() {
+            return Action::Finished;
+        }
+        loop {
+            self.settle();
+            if self.budget_left() == Some(0) {
+                return self.inconclusive();
+            }
+            if !self.pending.is_empty() {
+                return self.wave(slots);
+            }
+            match self.search.next(slots) {
+                Step::Probe(ix) => self.pending = ix,
+                Step::BadEndpoint { which, got } => {
+                    return self.finish(Conclusion::BadEndpoint { which, got })
+                }
+                Step::Done(answer) => {
+                    let post = posterior(&self.evidence, self.prior());
+                    let confidence = post.as_ref().map(|p| p.confidence(&answer));
+                    let rate = post.as_ref().map(|p| p.rate_mean);
+                    if let Mode::Adaptive {
+                        confidence: target, ..
+                    } = self.mode
+                    {
+                        if confidence.is_some_and(|c| c < target) {
+                            let parent = match &answer {
+                                Answer::Found(h) => h - 1,
+                                Answer::Ambiguous(set) => set[0] - 1,
+                            };
+                            self.reinforcing = Some(parent);
+                            let cap = self.budget_left().map_or(slots, |b| slots.min(b as usize));
+                            self.waves += 1;
+                            return Action::Run(vec![parent; cap.max(1)]);
+                        }
+                    }
+                    let c = match answer {
+                        Answer::Found(culprit) => Conclusion::Found {
+                            culprit,
+                            confidence,
+                            rate,
+                        },
+                        Answer::Ambiguous(candidates) => Conclusion::Ambiguous {
+                            candidates,
+                            confidence,
+                            rate,
+                        },
+                    };
+                    return self.finish(c);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drive(s: &mut Session, slots: usize, mut run: impl FnMut(usize) -> Verdict) {
+        while let Action::Run(ix) = s.next(slots) {
+            assert!(!ix.is_empty() && ix.len() <= slots);
+            for i in ix {
+                let v = run(i);
+                s.record(i, v);
+            }
+        }
+    }
+
+    fn adaptive(c: f64) -> Mode {
+        Mode::Adaptive {
+            confidence: c,
+            prior: Beta::UNIFORM,
+        }
+    }
+
+    #[test]
+    fn deterministic_fault_is_found_with_confidence() {
+        let mut s = Session::new(
+            (0..65).collect(),
+            EndpointCheck::First,
+            adaptive(0.95),
+            None,
+        );
+        drive(
+            &mut s,
+            1,
+            |i| if i >= 40 { Verdict::New } else { Verdict::Old },
+        );
+        match s.conclusion().unwrap() {
+            Conclusion::Found {
+                culprit,
+                confidence,
+                ..
+            } => {
+                assert_eq!(*culprit, 40);
+                assert!(confidence.unwrap() >= 0.95);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn plain_bisect_states_its_low_confidence() {
+        let mut s = Session::new(
+            (0..65).collect(),
+            EndpointCheck::First,
+            Mode::Repeat(1),
+            None,
+        );
+        drive(
+            &mut s,
+            1,
+            |i| if i >= 40 { Verdict::New } else { Verdict::Old },
+        );
+        let Some(Conclusion::Found {
+            culprit,
+            confidence,
+            ..
+        }) = s.conclusion()
+        else {
+            panic!()
+        };
+        assert_eq!(*culprit, 40);
+        // One pass at the parent cannot make a possibly-rare fault unlikely.
+        assert!(confidence.unwrap() < 0.95);
+    }
+
+    #[test]
+    fn budget_exhaustion_is_inconclusive_with_candidates() {
+        let mut s = Session::new(
+            (0..200).collect(),
+            EndpointCheck::First,
+            adaptive(0.95),
+            Some(6),
+        );
+        drive(&mut s, 1, |i| {
+            if i >= 120 {
+                Verdict::New
+            } else {
+                Verdict::Old
+            }
+        });
+        assert_eq!(s.runs(), 6);
+        match s.conclusion().unwrap() {
+            Conclusion::Inconclusive {
+                candidates, mass, ..
+            } => {
+                assert!(candidates.contains(&120), "{candidates:?}");
+                assert!(*mass >= 0.95);
+                assert!(candidates.len() > 1);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_failure_at_the_reinforced_parent_moves_the_answer() {
+        // Candidate 30 fails only on its 4th run: the search first settles on 31 and then must
+        // discover 30 while reinforcing.
+        let mut runs30 = 0;
+        let mut s = Session::new((0..64).collect(), EndpointCheck::First, adaptive(0.9), None);
+        drive(&mut s, 1, |i| match i {
+            30 => {
+                runs30 += 1;
+                if runs30 >= 4 {
+                    Verdict::New
+                } else {
+                    Verdict::Old
+                }
+            }
+            i if i > 30 => Verdict::New,
+            _ => Verdict::Old,
+        });
+        assert!(matches!(
+            s.conclusion(),
+            Some(Conclusion::Found { culprit: 30, .. })
+        ));
+    }
+
+    #[test]
+    fn replayed_evidence_is_not_run_again() {
+        let oracle = |i: usize| if i >= 10 { Verdict::New } else { Verdict::Old };
+        let mut first = Session::new(
+            (0..32).collect(),
+            EndpointCheck::First,
+            adaptive(0.95),
+            None,
+        );
+        let mut journal = Vec::new();
+        drive(&mut first, 2, |i| {
+            journal.push(i);
+            oracle(i)
+        });
+        let mut second = Session::new(
+            (0..32).collect(),
+            EndpointCheck::First,
+            adaptive(0.95),
+            None,
+        );
+        for &i in &journal {
+            second.record(i, oracle(i));
+        }
+        let mut fresh = 0;
+        drive(&mut second, 2, |i| {
+            fresh += 1;
+            oracle(i)
+        });
+        assert_eq!(fresh, 0);
+        assert_eq!(first.conclusion(), second.conclusion());
+    }
+
+    #[test]
+    fn spare_slots_repeat_pending_candidates() {
+        let mut s = Session::new(
+            (0..1000).collect(),
+            EndpointCheck::Lazy,
+            adaptive(0.95),
+            None,
+        );
+        let Action::Run(ix) = s.next(4) else { panic!() };
+        assert_eq!(ix.len(), 4);
+        let Action::Run(ix) = Session::new(
+            (0..1000).collect(),
+            EndpointCheck::Lazy,
+            Mode::Repeat(1),
+            None,
+        )
+        .next(4) else {
+            panic!()
+        };
+        let mut d = ix.clone();
+        d.dedup();
+        assert_eq!(d.len(), 4, "plain bisect never repeats: {ix:?}");
+    }
+}

@@ -1,0 +1,621 @@
+//! `matrix.toml`: the configurations a matrix run tests, and their deterministic expansion.
+//!
+//! The `[matrix]` table follows GitHub Actions matrix semantics so people who write workflows
+//! read it without a manual: the cartesian product of the axes (each axis in file order), then
+//! `exclude` (an entry removes every combination it matches on all its keys), then `include`
+//! (an entry is merged into every combination whose *original* values it does not contradict,
+//! and becomes a combination of its own when it fits none). Unknown keys are errors, and every
+//! error names the file, line, column and key, because a typo in a nightly matrix otherwise
+//! costs a night.
+//!
+//! Each configuration's id is a hash of its own values only, so adding an axis value or
+//! reordering the file leaves the ids (and stored results, and GitHub comments that cite them)
+//! of every other configuration unchanged.
+
+use crate::core::build::{Backend, Launch, Recipe};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::ops::Range;
+use toml::Spanned;
+
+/// A position-carrying error in a matrix file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{column}: key `{key}`: {message}")]
+pub struct MatrixError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub key: String,
+    pub message: String,
+}
+
+/// One axis value: matrix values are strings, integers or booleans.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Value {
+    Bool(bool),
+    Int(i64),
+    Str(String),
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+macro_rules! axes {
+    ($($name:ident),* $(,)?) => {
+        /// Keys a combination may carry, in expansion order.
+        pub const AXES: &[&str] = &[$(stringify!($name)),*];
+
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RawMatrix {
+            $($name: Option<Spanned<Vec<Spanned<toml::Value>>>>,)*
+            #[serde(default)]
+            include: Vec<Spanned<RawRule>>,
+            #[serde(default)]
+            exclude: Vec<Spanned<RawRule>>,
+        }
+
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RawRule {
+            $($name: Option<Spanned<toml::Value>>,)*
+        }
+
+        impl RawMatrix {
+            fn axes(&self) -> Vec<(&'static str, &Spanned<Vec<Spanned<toml::Value>>>)> {
+                let mut v = Vec::new();
+                $(if let Some(a) = &self.$name { v.push((stringify!($name), a)); })*
+                v
+            }
+        }
+
+        impl RawRule {
+            fn pairs(&self) -> Vec<(&'static str, &Spanned<toml::Value>)> {
+                let mut v = Vec::new();
+                $(if let Some(a) = &self.$name { v.push((stringify!($name), a)); })*
+                v
+            }
+        }
+    };
+}
+
+axes!(
+    backend,
+    rocm,
+    cuda,
+    image,
+    gfx,
+    cuda_arch,
+    wave_size,
+    graphs,
+    hip_no_vmm,
+    rocwmma_fattn,
+    launch,
+    params,
+);
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    revisions: Vec<String>,
+    #[serde(default)]
+    probe: RawProbe,
+    #[serde(default)]
+    images: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    matrix: RawMatrix,
+    #[serde(default)]
+    launch: BTreeMap<String, Launch>,
+    #[serde(default)]
+    params: BTreeMap<String, RawParams>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawParams {
+    #[serde(default)]
+    args: Vec<String>,
+}
+
+/// How each configuration is tested.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProbe {
+    /// `replay` (the bundled reproducer) or `script`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// `script`: build step, run in `$WORK`; sees `$SETROWS_CMAKE_ARGS`.
+    pub build: Option<String>,
+    /// `script`: the test, run in `$SRC`, `git bisect run` exit codes.
+    pub script: Option<String>,
+    pub timeout_s: Option<u64>,
+    /// CMake targets the replay builds (default: the reproducer only).
+    #[serde(default)]
+    pub targets: Vec<String>,
+    /// Extra `-D` options for every configuration's ggml build (e.g. `-DGGML_CUDA_FA=OFF` to keep
+    /// CUDA builds short when flash attention is not what is being tested).
+    #[serde(default)]
+    pub cmake_args: Vec<String>,
+}
+
+/// One expanded configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// Stable short id: a hash of `values`.
+    pub id: String,
+    /// The combination as written (axis -> value).
+    pub values: BTreeMap<String, Value>,
+    pub backend: Backend,
+    /// Container image; `None` runs on the host only.
+    pub image: Option<String>,
+    pub recipe: Recipe,
+    pub launch: Launch,
+    /// Reproducer flags from the `params` preset.
+    pub repro_args: Vec<String>,
+}
+
+impl Config {
+    /// `hip rocm=6.4.1 gfx=gfx1151 ...` in axis order (the id is separate).
+    pub fn label(&self) -> String {
+        AXES.iter()
+            .filter_map(|k| self.values.get(*k).map(|v| format!("{k}={v}")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The build-time and run-time identity (for build/ccache dir names and store keys).
+    pub fn identity(&self) -> String {
+        format!(
+            "image={}\nrecipe={}\nlaunch={:?}\nargs={:?}",
+            self.image.as_deref().unwrap_or("host"),
+            self.recipe.identity(),
+            self.launch.env(),
+            self.repro_args
+        )
+    }
+}
+
+/// A parsed and expanded matrix file.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    pub file: String,
+    pub revisions: Vec<String>,
+    pub probe: RawProbe,
+    pub configs: Vec<Config>,
+    /// Each axis's values in file order (the ladders `bisect-config` walks).
+    pub axis_values: BTreeMap<String, Vec<Value>>,
+    images: BTreeMap<String, String>,
+    launch: BTreeMap<String, Launch>,
+    params: BTreeMap<String, Vec<String>>,
+}
+
+/// A combination with where each value came from.
+type Combo = BTreeMap<String, (Value, Range<usize>)>;
+
+/// An axis: its name and its values, each with where it was written.
+type Axis<'a> = (&'a str, Vec<(Value, Range<usize>)>);
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, span: Range<usize>, key: &str, message: impl Into<String>) -> MatrixError {
+        let (line, column) = line_col(self.text, span.start);
+        MatrixError {
+            file: self.file.into(),
+            line,
+            column,
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..text.floor_char_boundary_compat(offset)];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
+}
+
+trait FloorBoundary {
+    fn floor_char_boundary_compat(&self, i: usize) -> usize;
+}
+
+impl FloorBoundary for str {
+    fn floor_char_boundary_compat(&self, mut i: usize) -> usize {
+        while i > 0 && !self.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    }
+}
+
+/// The key a TOML syntax/shape error is about: named in the message, else the `key =` or
+/// `[table]` on the line where it points.
+fn key_of_toml_error(text: &str, msg: &str, span: Option<Range<usize>>) -> String {
+    let named = ["unknown field `", "missing field `", "duplicate key `"];
+    for n in named {
+        if let Some(start) = msg.find(n).map(|i| i + n.len()) {
+            if let Some(len) = msg[start..].find('`') {
+                return msg[start..start + len].to_string();
+            }
+        }
+    }
+    let Some(span) = span else { return "-".into() };
+    let start = text.floor_char_boundary_compat(span.start.min(text.len()));
+    // The line the error points at, or the last non-empty one before it (errors at EOF).
+    let line_start = text[..start].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let current = text[line_start..].lines().next().unwrap_or("");
+    let line = std::iter::once(current)
+        .chain(text[..line_start].lines().rev())
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if let Some((k, _)) = line.split_once('=') {
+        return k.trim().trim_matches('"').to_string();
+    }
+    line.trim_matches(|c| c == '[' || c == ']').to_string()
+}
+
+pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
+    let cx = Ctx { file, text };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let span = e.span();
+        let key = key_of_toml_error(text, e.message(), span.clone());
+        cx.err(span.unwrap_or(0..0), &key, e.message().trim())
+    })?;
+    if let Some(kind) = raw.probe.kind.as_deref() {
+        if !["replay", "script"].contains(&kind) {
+            return Err(err_no_span(
+                file,
+                "probe.kind",
+                format!("unknown probe kind `{kind}` (replay or script)"),
+            ));
+        }
+    }
+    if raw.probe.kind.as_deref() == Some("script") && raw.probe.script.is_none() {
+        return Err(err_no_span(
+            file,
+            "probe.script",
+            "probe kind `script` needs `script`",
+        ));
+    }
+    let mut axis_values = BTreeMap::new();
+    let mut axes: Vec<Axis<'_>> = Vec::new();
+    for (name, list) in raw.matrix.axes() {
+        if list.get_ref().is_empty() {
+            return Err(cx.err(
+                list.span(),
+                &format!("matrix.{name}"),
+                "an axis needs at least one value",
+            ));
+        }
+        let mut vals = Vec::new();
+        for v in list.get_ref() {
+            let value = scalar(&cx, &format!("matrix.{name}"), v)?;
+            check_type(&cx, name, &value, v.span())?;
+            vals.push((value, v.span()));
+        }
+        axis_values.insert(
+            name.to_string(),
+            vals.iter().map(|(v, _)| v.clone()).collect(),
+        );
+        axes.push((name, vals));
+    }
+    let rules = |list: &[Spanned<RawRule>], what: &str| -> Result<Vec<Combo>, MatrixError> {
+        let mut out = Vec::new();
+        for (i, r) in list.iter().enumerate() {
+            let pairs = r.get_ref().pairs();
+            if pairs.is_empty() {
+                return Err(cx.err(
+                    r.span(),
+                    &format!("matrix.{what}[{i}]"),
+                    "an empty rule matches everything",
+                ));
+            }
+            let mut c = Combo::new();
+            for (k, v) in pairs {
+                let key = format!("matrix.{what}[{i}].{k}");
+                let value = scalar(&cx, &key, v)?;
+                check_type(&cx, k, &value, v.span())?;
+                c.insert(k.to_string(), (value, v.span()));
+            }
+            out.push(c);
+        }
+        Ok(out)
+    };
+    let excludes = rules(&raw.matrix.exclude, "exclude")?;
+    let includes = rules(&raw.matrix.include, "include")?;
+    for (i, ex) in excludes.iter().enumerate() {
+        for (k, (_, span)) in ex {
+            if !axis_values.contains_key(k) {
+                return Err(cx.err(
+                    span.clone(),
+                    &format!("matrix.exclude[{i}].{k}"),
+                    format!("`{k}` is not an axis of the matrix, so this rule can never match"),
+                ));
+            }
+        }
+    }
+    let combos = expand(&axes, &excludes, &includes);
+    let images: BTreeMap<String, String> = raw
+        .images
+        .iter()
+        .map(|(k, v)| (k.clone(), v.get_ref().clone()))
+        .collect();
+    for (k, v) in &raw.images {
+        if Backend::parse(k).is_none() {
+            return Err(cx.err(
+                v.span(),
+                &format!("images.{k}"),
+                "images are keyed by backend: hip, cuda or cpu",
+            ));
+        }
+    }
+    let mut m = Matrix {
+        file: file.into(),
+        revisions: raw.revisions,
+        probe: raw.probe,
+        configs: Vec::new(),
+        axis_values,
+        images,
+        launch: raw.launch,
+        params: raw.params.into_iter().map(|(k, v)| (k, v.args)).collect(),
+    };
+    let mut seen = std::collections::HashSet::new();
+    for combo in combos {
+        let config = m.resolve(&cx, &combo)?;
+        if seen.insert(config.id.clone()) {
+            m.configs.push(config);
+        }
+    }
+    Ok(m)
+}
+
+fn err_no_span(file: &str, key: &str, message: impl Into<String>) -> MatrixError {
+    MatrixError {
+        file: file.into(),
+        line: 0,
+        column: 0,
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+fn scalar(cx: &Ctx<'_>, key: &str, v: &Spanned<toml::Value>) -> Result<Value, MatrixError> {
+    match v.get_ref() {
+        toml::Value::String(s) => Ok(Value::Str(s.clone())),
+        toml::Value::Integer(i) => Ok(Value::Int(*i)),
+        toml::Value::Boolean(b) => Ok(Value::Bool(*b)),
+        other => Err(cx.err(
+            v.span(),
+            key,
+            format!(
+                "expected a string, integer or boolean, found {}",
+                other.type_str()
+            ),
+        )),
+    }
+}
+
+fn check_type(cx: &Ctx<'_>, axis: &str, v: &Value, span: Range<usize>) -> Result<(), MatrixError> {
+    let want = match axis {
+        "wave_size" => "integer",
+        "graphs" | "hip_no_vmm" | "rocwmma_fattn" => "boolean",
+        _ => "string",
+    };
+    let ok = matches!(
+        (want, v),
+        ("integer", Value::Int(_)) | ("boolean", Value::Bool(_)) | ("string", Value::Str(_))
+    );
+    if !ok {
+        return Err(cx.err(span, axis, format!("`{axis}` takes a {want}, not `{v}`")));
+    }
+    if axis == "wave_size" && !matches!(v, Value::Int(32) | Value::Int(64)) {
+        return Err(cx.err(span, axis, format!("wave size must be 32 or 64, not {v}")));
+    }
+    if axis == "backend" && Backend::parse(&v.to_string()).is_none() {
+        return Err(cx.err(
+            span,
+            axis,
+            format!("unknown backend `{v}` (hip, cuda or cpu)"),
+        ));
+    }
+    Ok(())
+}
+
+/// GitHub Actions matrix expansion (pure; see the module doc).
+fn expand(axes: &[Axis<'_>], excludes: &[Combo], includes: &[Combo]) -> Vec<Combo> {
+    let mut product: Vec<Combo> = if axes.is_empty() {
+        Vec::new()
+    } else {
+        vec![Combo::new()]
+    };
+    for (name, vals) in axes {
+        let mut next = Vec::with_capacity(product.len() * vals.len());
+        for c in &product {
+            for v in vals {
+                let mut c = c.clone();
+                c.insert(name.to_string(), v.clone());
+                next.push(c);
+            }
+        }
+        product = next;
+    }
+    let matches = |c: &Combo, rule: &Combo| {
+        rule.iter()
+            .all(|(k, (v, _))| c.get(k).is_some_and(|(cv, _)| cv == v))
+    };
+    product.retain(|c| !excludes.iter().any(|ex| matches(c, ex)));
+    // (original values, values added by include rules)
+    let mut out: Vec<(Combo, Combo)> = product.into_iter().map(|c| (c.clone(), c)).collect();
+    let originals = out.len();
+    for inc in includes {
+        let mut merged = false;
+        for (orig, ext) in out.iter_mut().take(originals) {
+            let fits = inc
+                .iter()
+                .all(|(k, (v, _))| orig.get(k).is_none_or(|(ov, _)| ov == v));
+            if fits {
+                for (k, v) in inc {
+                    ext.insert(k.clone(), v.clone());
+                }
+                merged = true;
+            }
+        }
+        if !merged {
+            out.push((inc.clone(), inc.clone()));
+        }
+    }
+    out.into_iter().map(|(_, ext)| ext).collect()
+}
+
+/// Short stable id of a combination's values.
+pub fn config_id(values: &BTreeMap<String, Value>) -> String {
+    let canon = serde_json::to_string(values).unwrap_or_default();
+    hex::encode(&Sha256::digest(canon.as_bytes())[..4])
+}
+
+impl Matrix {
+    fn resolve(&self, cx: &Ctx<'_>, combo: &Combo) -> Result<Config, MatrixError> {
+        let values: BTreeMap<String, Value> = combo
+            .iter()
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect();
+        let get = |k: &str| values.get(k).map(|v| v.to_string());
+        let span = |k: &str| combo.get(k).map(|(_, s)| s.clone()).unwrap_or(0..0);
+        let any_span = combo
+            .values()
+            .next()
+            .map(|(_, s)| s.clone())
+            .unwrap_or(0..0);
+        let backend = match get("backend") {
+            Some(b) => Backend::parse(&b).ok_or_else(|| {
+                cx.err(span("backend"), "backend", format!("unknown backend `{b}`"))
+            })?,
+            None => Backend::Hip,
+        };
+        let image = match get("image") {
+            Some(i) => Some(i),
+            None => match self.images.get(backend.as_str()) {
+                None => None,
+                Some(t) => Some(self.fill(cx, t, backend, &values, any_span.clone())?),
+            },
+        };
+        let flag = |k: &str| match values.get(k) {
+            Some(Value::Bool(b)) => Some(*b),
+            _ => None,
+        };
+        let mut recipe = Recipe::new(backend);
+        recipe.gpu_target = match backend {
+            Backend::Hip => get("gfx"),
+            Backend::Cuda => get("cuda_arch"),
+            Backend::Cpu => None,
+        };
+        recipe.wave_size = match values.get("wave_size") {
+            Some(Value::Int(w)) if backend == Backend::Hip => Some(*w as u32),
+            _ => None,
+        };
+        recipe.graphs = flag("graphs");
+        recipe.hip_no_vmm = flag("hip_no_vmm").filter(|_| backend == Backend::Hip);
+        recipe.rocwmma_fattn = flag("rocwmma_fattn").filter(|_| backend == Backend::Hip);
+        recipe.extra_cmake_args = self.probe.cmake_args.clone();
+        let launch = match get("launch") {
+            None => Launch::default(),
+            Some(name) => self.launch.get(&name).cloned().ok_or_else(|| {
+                cx.err(
+                    span("launch"),
+                    "launch",
+                    format!("no [launch.{name}] table defines this preset"),
+                )
+            })?,
+        };
+        let repro_args = match get("params") {
+            None => Vec::new(),
+            Some(name) => self.params.get(&name).cloned().ok_or_else(|| {
+                cx.err(
+                    span("params"),
+                    "params",
+                    format!("no [params.{name}] table defines this preset"),
+                )
+            })?,
+        };
+        Ok(Config {
+            id: config_id(&values),
+            values,
+            backend,
+            image,
+            recipe,
+            launch,
+            repro_args,
+        })
+    }
+
+    /// `{rocm}` / `{cuda}` / `{gfx}` in an image template, from the combination.
+    fn fill(
+        &self,
+        cx: &Ctx<'_>,
+        template: &str,
+        backend: Backend,
+        values: &BTreeMap<String, Value>,
+        span: Range<usize>,
+    ) -> Result<String, MatrixError> {
+        let mut out = template.to_string();
+        for key in ["rocm", "cuda", "gfx"] {
+            let pat = format!("{{{key}}}");
+            if out.contains(&pat) {
+                let v = values.get(key).ok_or_else(|| {
+                    cx.err(
+                        span.clone(),
+                        &format!("images.{}", backend.as_str()),
+                        format!("the image template `{template}` needs `{key}`, which this configuration does not set"),
+                    )
+                })?;
+                out = out.replace(&pat, &v.to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The configuration with one axis set to `value` (for config bisection): re-resolved so the
+    /// image, recipe and id follow.
+    pub fn with_value(
+        &self,
+        base: &Config,
+        axis: &str,
+        value: &Value,
+    ) -> Result<Config, MatrixError> {
+        let text = String::new();
+        let cx = Ctx {
+            file: &self.file,
+            text: &text,
+        };
+        let mut combo: Combo = base
+            .values
+            .iter()
+            .map(|(k, v)| (k.clone(), (v.clone(), 0..0)))
+            .collect();
+        combo.insert(axis.to_string(), (value.clone(), 0..0));
+        check_type(&cx, axis, value, 0..0)?;
+        self.resolve(&cx, &combo)
+    }
+
+    pub fn find(&self, id: &str) -> Option<&Config> {
+        self.configs.iter().find(|c| c.id == id)
+    }
+}

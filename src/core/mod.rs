@@ -1,0 +1,12 @@
+//! The pure core: no git, processes, files, clock, clap or network. Everything here is a
+//! function of its inputs, so it is tested exhaustively and shared by every command.
+pub mod build;
+pub mod evidence;
+pub mod flaky;
+pub mod judge;
+pub mod matrix;
+pub mod outcome;
+pub mod plan;
+pub mod range;
+pub mod result;
+pub mod search;

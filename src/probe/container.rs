@@ -1,0 +1,651 @@
+//! Running probe steps inside a container image (podman or docker), as a `launch::Launcher`.
+//!
+//! The launcher only builds argv: `exec` runs the client, applies the timeout and captures the
+//! log, exactly as on the host. What is container-specific lives here:
+//! - the run arguments (read-only source, persistent build and ccache directories, the caller's
+//!   uid/gid, no network, no privileged mode, GPU devices by backend), pinned by golden tests;
+//! - stopping the container by name after a timeout, because killing the `podman run` client
+//!   leaves the container (owned by conmon or dockerd) running;
+//! - telling the machinery's failures (engine missing, daemon down, image missing, full disk)
+//!   apart from the test's own, so they become `InfraError` and never a verdict;
+//! - provenance: image digest, compiler and GPU as seen from inside the image.
+//!
+//! Nothing is ever pulled during a run (`--pull never`): a missing image is an infrastructure
+//! error found before the first probe, not a silent download in the middle of a bisection.
+
+use crate::probe::launch::{with_dirs, Cmd, Launcher, ShellJob};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Where the job's directories appear inside the container.
+pub const SRC_MOUNT: &str = "/src";
+pub const WORK_MOUNT: &str = "/work";
+pub const CCACHE_MOUNT: &str = "/ccache";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    Podman,
+    Docker,
+}
+
+impl EngineKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Podman => "podman",
+            EngineKind::Docker => "docker",
+        }
+    }
+}
+
+/// `--engine`: which engine runs probes; `none` runs them on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum EngineChoice {
+    /// podman if it works, else docker if its daemon answers.
+    #[default]
+    Auto,
+    Podman,
+    Docker,
+    None,
+}
+
+/// Which GPU the container must see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuAccess {
+    None,
+    /// `/dev/kfd`, `/dev/dri` and the groups that own them (HIP).
+    Amd,
+    /// `--gpus all` (docker) or the CDI device `nvidia.com/gpu=all` (podman).
+    Nvidia,
+}
+
+impl From<crate::core::build::Backend> for GpuAccess {
+    fn from(b: crate::core::build::Backend) -> Self {
+        match b {
+            crate::core::build::Backend::Hip => GpuAccess::Amd,
+            crate::core::build::Backend::Cuda => GpuAccess::Nvidia,
+            crate::core::build::Backend::Cpu => GpuAccess::None,
+        }
+    }
+}
+
+/// Failures of the container machinery. All are infrastructure errors (exit 3, retried).
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerError {
+    #[error("container engine `{0}` is not on PATH (install it, or pass --engine none to run on the host)")]
+    EngineMissing(&'static str),
+    #[error("no usable container engine: {0} (install podman, start the docker daemon, or pass --engine none)")]
+    NoEngine(String),
+    #[error("`{engine}` does not answer (is the daemon running?): {detail}")]
+    EngineDown {
+        engine: &'static str,
+        detail: String,
+    },
+    #[error("image `{image}` is not present in {engine}; build it first (see containers/README.md), nothing is pulled during a run")]
+    ImageMissing { engine: &'static str, image: String },
+    #[error("`{engine} {action}` failed: {detail}")]
+    Failed {
+        engine: &'static str,
+        action: String,
+        detail: String,
+    },
+}
+
+/// A container engine binary that answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Engine {
+    pub kind: EngineKind,
+    pub program: PathBuf,
+}
+
+/// The engine's own checks must not hang a run forever (a wedged daemon).
+const ENGINE_QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Engine {
+    /// Resolves `--engine`. `Ok(None)` means run on the host.
+    pub fn detect(choice: EngineChoice) -> Result<Option<Engine>, ContainerError> {
+        let want = |kind: EngineKind| -> Result<Engine, ContainerError> {
+            let program =
+                which(kind.as_str()).ok_or(ContainerError::EngineMissing(kind.as_str()))?;
+            let e = Engine { kind, program };
+            e.check()?;
+            Ok(e)
+        };
+        match choice {
+            EngineChoice::None => Ok(None),
+            EngineChoice::Podman => want(EngineKind::Podman).map(Some),
+            EngineChoice::Docker => want(EngineKind::Docker).map(Some),
+            EngineChoice::Auto => match want(EngineKind::Podman) {
+                Ok(e) => Ok(Some(e)),
+                Err(pe) => want(EngineKind::Docker)
+                    .map(Some)
+                    .map_err(|de| ContainerError::NoEngine(format!("{pe}; {de}"))),
+            },
+        }
+    }
+
+    /// The engine answers (for docker: the daemon is up).
+    pub fn check(&self) -> Result<(), ContainerError> {
+        let out = self.query(&["version", "--format", "{{.Server.Version}}"], "version")?;
+        if out.status_ok {
+            Ok(())
+        } else {
+            Err(ContainerError::EngineDown {
+                engine: self.kind.as_str(),
+                detail: out.text,
+            })
+        }
+    }
+
+    /// The image's digest (or image id for local images that have none), proving it is present.
+    pub fn image_digest(&self, image: &str) -> Result<String, ContainerError> {
+        let fmt = match self.kind {
+            EngineKind::Podman => "{{.Digest}} {{.Id}}",
+            EngineKind::Docker => "{{join .RepoDigests \",\"}} {{.Id}}",
+        };
+        let out = self.query(
+            &["image", "inspect", "--format", fmt, image],
+            "image inspect",
+        )?;
+        if !out.status_ok {
+            let lower = out.text.to_lowercase();
+            if lower.contains("no such image")
+                || lower.contains("image not known")
+                || lower.contains("no such object")
+            {
+                return Err(ContainerError::ImageMissing {
+                    engine: self.kind.as_str(),
+                    image: image.into(),
+                });
+            }
+            return Err(ContainerError::Failed {
+                engine: self.kind.as_str(),
+                action: format!("image inspect {image}"),
+                detail: out.text,
+            });
+        }
+        Ok(pick_digest(&out.text))
+    }
+
+    /// Whether a container of this name exists (running or not).
+    pub fn container_exists(&self, name: &str) -> Result<bool, ContainerError> {
+        let out = self.query(
+            &[
+                "ps",
+                "-a",
+                "--filter",
+                &format!("name=^{name}$"),
+                "--format",
+                "{{.Names}}",
+            ],
+            "ps",
+        )?;
+        if !out.status_ok {
+            return Err(ContainerError::Failed {
+                engine: self.kind.as_str(),
+                action: "ps".into(),
+                detail: out.text,
+            });
+        }
+        Ok(out.text.lines().any(|l| l.trim() == name))
+    }
+
+    fn query(&self, args: &[&str], action: &str) -> Result<QueryOut, ContainerError> {
+        let fail = |detail: String| ContainerError::Failed {
+            engine: self.kind.as_str(),
+            action: action.into(),
+            detail,
+        };
+        let mut child = Command::new(&self.program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| fail(format!("cannot start {}: {e}", self.program.display())))?;
+        let deadline = std::time::Instant::now() + ENGINE_QUERY_TIMEOUT;
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if std::time::Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(ContainerError::EngineDown {
+                        engine: self.kind.as_str(),
+                        detail: format!(
+                            "`{action}` did not answer within {ENGINE_QUERY_TIMEOUT:?}"
+                        ),
+                    });
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => return Err(fail(e.to_string())),
+            }
+        }
+        let out = child.wait_with_output().map_err(|e| fail(e.to_string()))?;
+        let mut text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        if !out.status.success() && !err.is_empty() {
+            text = if text.is_empty() {
+                err
+            } else {
+                format!("{text}\n{err}")
+            };
+        }
+        Ok(QueryOut {
+            status_ok: out.status.success(),
+            text,
+        })
+    }
+}
+
+struct QueryOut {
+    status_ok: bool,
+    text: String,
+}
+
+/// `sha256:...` repo digest if there is one, else the image id (local builds have no digest).
+pub fn pick_digest(text: &str) -> String {
+    let mut parts = text.split_whitespace();
+    let first = parts.next().unwrap_or("");
+    let digest = first.split(',').next().unwrap_or("");
+    let digest = digest.rsplit('@').next().unwrap_or(digest);
+    if digest.starts_with("sha256:") {
+        return digest.to_string();
+    }
+    let id = parts.next().unwrap_or(first);
+    if id.starts_with("sha256:") || id.is_empty() {
+        id.to_string()
+    } else {
+        format!("sha256:{id}")
+    }
+}
+
+/// `path` made absolute against the current directory (without resolving links); unchanged
+/// when the current directory cannot be read.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Everything the run argv depends on, resolved once (pure input of `run_argv`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSpec {
+    pub engine: EngineKind,
+    pub program: String,
+    pub image: String,
+    pub gpu: GpuAccess,
+    /// Host directory mounted at `/ccache`, one per (image, recipe).
+    pub ccache_dir: PathBuf,
+    pub uid: u32,
+    pub gid: u32,
+    /// Host gids owning `/dev/kfd` and `/dev/dri` (`video`, `render`), numeric because the
+    /// image's /etc/group need not have those names.
+    pub gpu_groups: Vec<u32>,
+}
+
+/// Seconds a podman container may outlive its step's timeout (the client kills it first; this
+/// only matters when the client itself was killed).
+pub const CONTAINER_TIMEOUT_GRACE_S: u64 = 30;
+
+/// A valid container name from a run name (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`).
+pub fn container_name(run_name: &str) -> String {
+    let mut s: String = run_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if !s.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        s.insert_str(0, "sb");
+    }
+    s
+}
+
+/// The `run` command line for one step.
+pub fn run_argv(spec: &RunSpec, job: &ShellJob) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        spec.program.clone(),
+        "run".into(),
+        "--rm".into(),
+        "--name".into(),
+        container_name(&job.name),
+        "--pull".into(),
+        "never".into(),
+        "--network".into(),
+        "none".into(),
+        "--user".into(),
+        format!("{}:{}", spec.uid, spec.gid),
+        "--volume".into(),
+        format!("{}:{SRC_MOUNT}:ro", job.src.display()),
+        "--volume".into(),
+        format!("{}:{WORK_MOUNT}", job.work.display()),
+        "--volume".into(),
+        format!("{}:{CCACHE_MOUNT}", spec.ccache_dir.display()),
+        "--workdir".into(),
+        if job.cwd_is_work {
+            WORK_MOUNT
+        } else {
+            SRC_MOUNT
+        }
+        .into(),
+    ];
+    if let (EngineKind::Podman, Some(t)) = (spec.engine, job.timeout) {
+        // Bounds a container whose client died with us (SIGKILL): conmon kills it anyway.
+        a.push("--timeout".into());
+        a.push((t.as_secs() + CONTAINER_TIMEOUT_GRACE_S).to_string());
+    }
+    match spec.gpu {
+        GpuAccess::None => {}
+        GpuAccess::Amd => {
+            for d in ["/dev/kfd", "/dev/dri"] {
+                a.push("--device".into());
+                a.push(d.into());
+            }
+            for g in &spec.gpu_groups {
+                a.push("--group-add".into());
+                a.push(g.to_string());
+            }
+        }
+        GpuAccess::Nvidia => match spec.engine {
+            EngineKind::Docker => a.extend(["--gpus".into(), "all".into()]),
+            EngineKind::Podman => a.extend(["--device".into(), "nvidia.com/gpu=all".into()]),
+        },
+    }
+    let mut env = with_dirs(&job.env, SRC_MOUNT, WORK_MOUNT);
+    env.push(("CCACHE_DIR".into(), CCACHE_MOUNT.into()));
+    // The caller's uid has no home in the image; tools that write caches need one.
+    env.push(("HOME".into(), "/tmp".into()));
+    env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
+    for (k, v) in env {
+        a.push("--env".into());
+        a.push(format!("{k}={v}"));
+    }
+    a.push(spec.image.clone());
+    a.extend(["sh".into(), "-c".into(), job.script.clone()]);
+    a
+}
+
+/// Host gids of the groups that own AMD GPU device nodes, from /etc/group text.
+pub fn gpu_group_ids(etc_group: &str) -> Vec<u32> {
+    let mut ids: Vec<u32> = etc_group
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let gid = f.nth(1)?.parse().ok()?;
+            ["video", "render"].contains(&name).then_some(gid)
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Runs steps in one image. Construction checks the engine and the image, so a run that starts
+/// has what it needs; what can still fail later is recognised by `infra_failure`.
+#[derive(Debug)]
+pub struct ContainerLauncher {
+    spec: RunSpec,
+    engine: Engine,
+    digest: String,
+    provenance: OnceLock<BTreeMap<String, String>>,
+}
+
+impl ContainerLauncher {
+    pub fn new(
+        engine: Engine,
+        image: &str,
+        gpu: GpuAccess,
+        ccache_dir: &Path,
+    ) -> Result<ContainerLauncher, ContainerError> {
+        engine.check()?;
+        let digest = engine.image_digest(image)?;
+        // A relative host path in `--volume` would name a *volume*, not a directory.
+        let ccache_dir = &absolute(ccache_dir);
+        std::fs::create_dir_all(ccache_dir).map_err(|e| ContainerError::Failed {
+            engine: engine.kind.as_str(),
+            action: format!("create ccache dir {}", ccache_dir.display()),
+            detail: e.to_string(),
+        })?;
+        let gpu_groups = if gpu == GpuAccess::Amd {
+            gpu_group_ids(&std::fs::read_to_string("/etc/group").unwrap_or_default())
+        } else {
+            Vec::new()
+        };
+        // SAFETY: getuid/getgid cannot fail and touch no memory.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Ok(ContainerLauncher {
+            spec: RunSpec {
+                engine: engine.kind,
+                program: engine.program.display().to_string(),
+                image: image.into(),
+                gpu,
+                ccache_dir: ccache_dir.to_path_buf(),
+                uid,
+                gid,
+                gpu_groups,
+            },
+            engine,
+            digest,
+            provenance: OnceLock::new(),
+        })
+    }
+
+    pub fn image(&self) -> &str {
+        &self.spec.image
+    }
+
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn collect_provenance(&self) -> BTreeMap<String, String> {
+        let mut p = BTreeMap::new();
+        p.insert("engine".into(), self.engine.kind.as_str().into());
+        p.insert("image".into(), self.spec.image.clone());
+        p.insert("image_digest".into(), self.digest.clone());
+        let Ok(dir) = tempfile::tempdir() else {
+            return p;
+        };
+        let job = ShellJob {
+            script: PROVENANCE_SCRIPT.into(),
+            src: dir.path().to_path_buf(),
+            work: dir.path().to_path_buf(),
+            cwd_is_work: true,
+            env: Vec::new(),
+            timeout: Some(ENGINE_QUERY_TIMEOUT),
+            name: format!(
+                "setrows-provenance-{}-{}",
+                std::process::id(),
+                rand_suffix()
+            ),
+        };
+        let cmd = self.command(&job);
+        let log = dir.path().join("provenance.log");
+        match crate::probe::exec::run(&cmd, job.timeout, &log, &|| self.cleanup(&job)) {
+            Ok(r) if r.success() => p.extend(parse_provenance(&r.output)),
+            Ok(r) => {
+                p.insert(
+                    "provenance_error".into(),
+                    r.output.lines().last().unwrap_or("").to_string(),
+                );
+            }
+            Err(e) => {
+                p.insert("provenance_error".into(), e.to_string());
+            }
+        }
+        p
+    }
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() % 1_000_000_007)
+        .unwrap_or(0)
+}
+
+/// Facts printed from inside the image, one `@@key` header per section.
+const PROVENANCE_SCRIPT: &str = r#"echo @@kernel; uname -r
+echo @@hip; hipconfig --version 2>/dev/null
+echo @@nvcc; nvcc --version 2>/dev/null | grep -i release
+echo @@compiler; (c++ --version || cc --version) 2>/dev/null | head -n 1
+echo @@gpu; { rocminfo 2>/dev/null | awk '/^ *Name:/{n=$2} /Marketing Name:/{sub(/^ *Marketing Name: */,""); m=$0} /Device Type: *GPU/{print n " (" m ")"; exit}'; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1; }
+true"#;
+
+/// Parses the `@@key` sections; empty sections (tool absent) are left out.
+pub fn parse_provenance(output: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut key: Option<String> = None;
+    let mut val: Vec<&str> = Vec::new();
+    let mut flush = |key: &Option<String>, val: &mut Vec<&str>| {
+        if let Some(k) = key {
+            let v = val.join("; ").trim().to_string();
+            if !v.is_empty() {
+                out.insert(k.clone(), v);
+            }
+        }
+        val.clear();
+    };
+    for line in output.lines() {
+        if let Some(k) = line.strip_prefix("@@") {
+            flush(&key, &mut val);
+            key = Some(k.trim().to_string());
+        } else if !line.trim().is_empty() {
+            val.push(line.trim());
+        }
+    }
+    flush(&key, &mut val);
+    out
+}
+
+/// A full disk fails a build or a test without saying anything about the code under test.
+pub fn disk_full(output: &str) -> bool {
+    output.to_lowercase().contains("no space left on device")
+}
+
+/// Whether a finished step failed because of the engine rather than the test: the engine's
+/// own exit code (125, shared with `git bisect`'s skip, so the text decides) with its error
+/// text, a daemon that went away, or a full disk.
+pub fn engine_failure(kind: EngineKind, exit_code: Option<i32>, output: &str) -> Option<String> {
+    if disk_full(output) {
+        return Some("disk full: no space left on device".into());
+    }
+    let last = output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let engine_said = match kind {
+        EngineKind::Podman => last.starts_with("Error: "),
+        EngineKind::Docker => {
+            last.contains("Error response from daemon")
+                || last.contains("Cannot connect to the Docker daemon")
+        }
+    };
+    // 125: the engine failed; 126/127: the runtime could not start the command (an OCI error
+    // says so; a script's own "command not found" does not).
+    let engine_code = match exit_code {
+        Some(125) => true,
+        Some(126 | 127) => last.contains("OCI") || last.contains("runc") || last.contains("crun"),
+        _ => false,
+    };
+    (engine_code && engine_said).then(|| format!("{}: {}", kind.as_str(), last.trim()))
+}
+
+/// Containers started recently (engine program, name), for the interrupt handler: the last
+/// `LIVE_KEEP` are enough, since steps run one per slot and finished ones are already gone.
+static LIVE: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+const LIVE_KEEP: usize = 16;
+
+fn remember(program: &Path, name: String) {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| crate::probe::exec::on_interrupt(stop_live_containers));
+    if let Ok(mut live) = LIVE.lock() {
+        live.retain(|(_, n)| *n != name);
+        live.push((program.to_path_buf(), name));
+        let excess = live.len().saturating_sub(LIVE_KEEP);
+        live.drain(..excess);
+    }
+}
+
+/// Stops and removes one container at once: `kill` (SIGKILL, no grace: the step is being
+/// abandoned) then `rm -f`. One name per call: podman 4 stops at the first unknown name.
+fn force_remove(program: &Path, name: &str) {
+    for args in [["kill", name].as_slice(), ["rm", "-f", name].as_slice()] {
+        let _ = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Force-removes every remembered container, concurrently (the interrupt handler waits).
+pub fn stop_live_containers() {
+    let live: Vec<(PathBuf, String)> = match LIVE.lock() {
+        Ok(l) => l.clone(),
+        Err(_) => return,
+    };
+    std::thread::scope(|s| {
+        for (program, name) in &live {
+            s.spawn(move || force_remove(program, name));
+        }
+    });
+}
+
+impl Launcher for ContainerLauncher {
+    fn identity(&self) -> String {
+        format!(
+            "{}:{}@{}",
+            self.engine.kind.as_str(),
+            self.spec.image,
+            self.digest
+        )
+    }
+
+    fn command(&self, job: &ShellJob) -> Cmd {
+        let mut job = job.clone();
+        job.src = absolute(&job.src);
+        job.work = absolute(&job.work);
+        let job = &job;
+        remember(&self.engine.program, container_name(&job.name));
+        Cmd {
+            argv: run_argv(&self.spec, job),
+            cwd: job.work.clone(),
+            env: Vec::new(),
+        }
+    }
+
+    fn cleanup(&self, job: &ShellJob) {
+        force_remove(&self.engine.program, &container_name(&job.name));
+    }
+
+    fn provenance(&self) -> BTreeMap<String, String> {
+        self.provenance
+            .get_or_init(|| self.collect_provenance())
+            .clone()
+    }
+
+    fn infra_failure(&self, exit_code: Option<i32>, output: &str) -> Option<String> {
+        engine_failure(self.engine.kind, exit_code, output)
+    }
+}

@@ -1,0 +1,162 @@
+//! The seam between the search driver and whatever runs a test: a `Prober` turns one checked-out
+//! revision into one `ProbeReport` in the shared outcome vocabulary.
+//!
+//! Implementations: the `--build/--script` prober (git-bisect-run semantics), the bundled
+//! set_rows replay reproducer, each running on the host or in a container through a
+//! `launch::Launcher`. The driver knows none of them, which keeps it testable and lets the
+//! matrix and config bisection reuse it unchanged.
+
+pub mod container;
+pub mod exec;
+pub mod launch;
+pub mod repro;
+pub mod script;
+
+use crate::core::build::{BuildError, TreeFacts};
+use crate::core::outcome::Outcome;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Reads the CMake files of a ggml tree (or a llama.cpp tree with ggml under `ggml/`).
+pub fn tree_facts(tree: &Path) -> Result<TreeFacts, BuildError> {
+    let root = if tree.join("ggml/CMakeLists.txt").is_file() {
+        tree.join("ggml")
+    } else if tree.join("CMakeLists.txt").is_file() {
+        tree.to_path_buf()
+    } else {
+        return Err(BuildError::NotGgml {
+            path: tree.display().to_string(),
+        });
+    };
+    let mut text = String::new();
+    for rel in crate::core::build::CMAKE_FILES {
+        let p = root.join(rel);
+        match std::fs::read_to_string(&p) {
+            Ok(t) => {
+                text.push_str(&t);
+                text.push('\n');
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(BuildError::Read {
+                    path: p.display().to_string(),
+                    source,
+                })
+            }
+        }
+    }
+    Ok(TreeFacts::from_cmake_text(&text))
+}
+
+/// Where a probe is in its life, for the progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Checkout,
+    Build,
+    Test,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Checkout => "checkout",
+            Phase::Build => "build",
+            Phase::Test => "test",
+        }
+    }
+}
+
+/// One revision to test, already checked out by the driver.
+#[derive(Debug, Clone)]
+pub struct ProbeRequest<'a> {
+    /// Full sha of the commit probed (the representative of its tree class).
+    pub commit: &'a str,
+    /// Source checkout of that commit (the prober must not modify it).
+    pub checkout: &'a Path,
+    /// Persistent build directory, reused between probes so builds are incremental.
+    pub build_dir: &'a Path,
+    /// Where this probe's log goes (created by the prober).
+    pub log_path: &'a Path,
+    /// Unique name for this probe run (container names, temp files).
+    pub run_name: &'a str,
+}
+
+/// Everything a probe tells us; stored verbatim, keyed by what was tested.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    pub outcome: Outcome,
+    /// A short failure signature (assert text, fault line, mismatch line), if any.
+    pub signature: Option<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration_s: f64,
+    pub build_s: f64,
+    pub test_s: f64,
+    pub log_path: PathBuf,
+    /// The last lines of output, enough for `--match` and for the report.
+    pub output_tail: String,
+    /// Image digest, compiler, GPU name, ... as far as the prober can tell.
+    #[serde(default)]
+    pub provenance: BTreeMap<String, String>,
+}
+
+impl ProbeReport {
+    /// A report for a failure of our own machinery; never stored, never a verdict.
+    pub fn infra(message: impl Into<String>, log_path: &Path) -> Self {
+        ProbeReport {
+            outcome: Outcome::InfraError,
+            signature: Some(message.into()),
+            exit_code: None,
+            signal: None,
+            duration_s: 0.0,
+            build_s: 0.0,
+            test_s: 0.0,
+            log_path: log_path.to_path_buf(),
+            output_tail: String::new(),
+            provenance: BTreeMap::new(),
+        }
+    }
+}
+
+pub trait Prober: Send + Sync {
+    /// Stable text naming exactly what is run (commands, configuration, reproducer source hash,
+    /// relevant environment, launcher/image). Part of the result store key: when it changes,
+    /// nothing stored is reused.
+    fn identity(&self) -> String;
+
+    /// Build and test one revision. Never panics; failures of the machinery come back as
+    /// `Outcome::InfraError`.
+    fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // An excerpt of src/ggml-hip/CMakeLists.txt before ggml-org/ggml a3fde8df.
+    const BEFORE_A3FDE8DF: &str = "    # Forward AMDGPU_TARGETS to CMAKE_HIP_ARCHITECTURES.\n    \
+        if (AMDGPU_TARGETS AND NOT CMAKE_HIP_ARCHITECTURES)\n        \
+        set(CMAKE_HIP_ARCHITECTURES ${AMDGPU_TARGETS})\noption(GGML_HIP \"ggml: use HIP\" OFF)";
+
+    #[test]
+    fn detect_reads_llama_cpp_layout_and_rejects_non_ggml() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("ggml/src/ggml-hip")).unwrap();
+        std::fs::write(
+            d.path().join("ggml/CMakeLists.txt"),
+            "option(GGML_HIP \"\" OFF)",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("ggml/src/ggml-hip/CMakeLists.txt"),
+            BEFORE_A3FDE8DF,
+        )
+        .unwrap();
+        let f = tree_facts(d.path()).unwrap();
+        assert_eq!(f.hip_targets_var, "AMDGPU_TARGETS");
+        let empty = tempfile::tempdir().unwrap();
+        let err = tree_facts(empty.path()).unwrap_err().to_string();
+        assert!(err.contains("not a ggml source tree"), "{err}");
+    }
+}

@@ -1,0 +1,526 @@
+//! The bundled reproducers (`repro-kernels/`) as a `Prober`: what `setrows-bisect --good X --bad Y`
+//! runs when the user gives no `--script`.
+//!
+//! For each probed revision it builds ggml from the checkout together with `setrows-replay`
+//! (CMake `add_subdirectory`, so the reproducer is compiled against exactly the probed revision
+//! with the probed backend flags), runs it, and classifies the run (`classify`). The sources are
+//! compiled into this binary, so the reproducer is the same wherever the tool runs and its hash
+//! is part of every stored result's key.
+//!
+//! Constructing one (the bisect driver and the matrix runner):
+//! ```no_run
+//! use std::sync::Arc;
+//! use setrows_bisect::probe::repro::{ReproOptions, ReproProber};
+//! let mut opts = ReproOptions::new(Arc::new(setrows_bisect::probe::launch::HostLauncher));
+//! opts.ggml_subdir = "ggml".into(); // a llama.cpp checkout; "" for ggml-org/ggml
+//! opts.cmake_args = vec!["-DGGML_CUDA=ON".into()]; // the recipe from build.rs
+//! opts.repro_args = vec!["--steps".into(), "20000".into()]; // --repro-arg values
+//! let prober = ReproProber::new(opts);
+//! ```
+//! Steps run through the launcher, so the same prober works on the host or in a container: the
+//! scripts only name `$SRC` (the checkout) and `$WORK` (the persistent build directory, where the
+//! embedded sources are written to a content-hashed folder and the CMake build tree lives).
+
+pub mod classify;
+
+pub use classify::{classify, parse_result, Classified, ReproResult};
+
+use crate::core::outcome::Outcome;
+use crate::probe::exec;
+use crate::probe::launch::{Launcher, ShellJob};
+use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The reproducer sources, embedded: (path relative to the repro-kernels root, contents).
+pub const SOURCES: [(&str, &str); 4] = [
+    (
+        "CMakeLists.txt",
+        include_str!("../../repro-kernels/CMakeLists.txt"),
+    ),
+    (
+        "setrows-replay/setrows-replay.cpp",
+        include_str!("../../repro-kernels/setrows-replay/setrows-replay.cpp"),
+    ),
+    (
+        "setrows-kernel/setrows-kernel.cu",
+        include_str!("../../repro-kernels/setrows-kernel/setrows-kernel.cu"),
+    ),
+    (
+        "setrows-kernel/gpu-portability.h",
+        include_str!("../../repro-kernels/setrows-kernel/gpu-portability.h"),
+    ),
+];
+
+/// Hex sha256 over the embedded sources (paths and contents), identical on every machine.
+pub fn sources_hash() -> String {
+    let mut h = Sha256::new();
+    for (path, text) in SOURCES {
+        h.update(path.as_bytes());
+        h.update([0]);
+        h.update((text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// Writes the embedded sources under `dir/setrows-repro-<hash12>` (once: an existing complete
+/// copy is reused) and returns that folder's name. The copy is made in a temp folder and renamed,
+/// so a killed run never leaves a half-written tree that a later probe would trust.
+pub fn materialize_sources(dir: &Path) -> std::io::Result<String> {
+    let name = format!("setrows-repro-{}", &sources_hash()[..12]);
+    let target = dir.join(&name);
+    if target.join(".complete").is_file() {
+        return Ok(name);
+    }
+    std::fs::create_dir_all(dir)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".setrows-repro-")
+        .tempdir_in(dir)?;
+    for (path, text) in SOURCES {
+        let p = tmp.path().join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(p, text)?;
+    }
+    std::fs::write(tmp.path().join(".complete"), b"")?;
+    let tmp_path = tmp.keep();
+    if target.exists() && !target.join(".complete").is_file() {
+        // left half-written by a killed run of an older version: replace it
+        let _ = std::fs::remove_dir_all(&target);
+    }
+    if let Err(e) = std::fs::rename(&tmp_path, &target) {
+        // Another process won the race with identical content: use theirs.
+        let _ = std::fs::remove_dir_all(&tmp_path);
+        if !target.join(".complete").is_file() {
+            return Err(e);
+        }
+    }
+    Ok(name)
+}
+
+/// Which bundled reproducer a probe runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reproducer {
+    /// `setrows-replay`: the cached-graph pattern through ggml (any backend).
+    Replay,
+    /// `setrows-kernel`: the standalone kernel (needs `-DGGML_CUDA=ON` or `-DGGML_HIP=ON`).
+    Kernel,
+}
+
+impl Reproducer {
+    pub fn target(self) -> &'static str {
+        match self {
+            Reproducer::Replay => "setrows-replay",
+            Reproducer::Kernel => "setrows-kernel",
+        }
+    }
+}
+
+/// Everything a `ReproProber` needs; public so the driver and the matrix runner fill it from
+/// flags and matrix entries. `ReproOptions::new` gives working defaults for a CPU run.
+#[derive(Clone)]
+pub struct ReproOptions {
+    /// Where ggml lives inside the checkout: "" for ggml-org/ggml, "ggml" for llama.cpp.
+    pub ggml_subdir: String,
+    /// Extra CMake arguments (backend recipe from `build.rs`, e.g. `-DGGML_HIP=ON`).
+    pub cmake_args: Vec<String>,
+    /// Environment of the configure and build steps.
+    pub build_env: Vec<(String, String)>,
+    /// Environment of the reproducer run (e.g. `GGML_CUDA_DISABLE_GRAPHS=1`).
+    pub run_env: Vec<(String, String)>,
+    pub reproducer: Reproducer,
+    /// Arguments passed to the reproducer (`--repro-arg`).
+    pub repro_args: Vec<String>,
+    /// Parallel build jobs (`cmake --build -j`); `None` lets the generator decide.
+    pub jobs: Option<usize>,
+    pub build_timeout: Option<Duration>,
+    pub run_timeout: Option<Duration>,
+    pub launcher: Arc<dyn Launcher>,
+}
+
+impl ReproOptions {
+    pub fn new(launcher: Arc<dyn Launcher>) -> Self {
+        ReproOptions {
+            ggml_subdir: String::new(),
+            cmake_args: Vec::new(),
+            build_env: Vec::new(),
+            run_env: Vec::new(),
+            reproducer: Reproducer::Replay,
+            repro_args: Vec::new(),
+            jobs: None,
+            build_timeout: Some(Duration::from_secs(3600)),
+            run_timeout: Some(Duration::from_secs(900)),
+            launcher,
+        }
+    }
+}
+
+impl std::fmt::Debug for ReproOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReproOptions")
+            .field("ggml_subdir", &self.ggml_subdir)
+            .field("cmake_args", &self.cmake_args)
+            .field("reproducer", &self.reproducer)
+            .field("repro_args", &self.repro_args)
+            .field("launcher", &self.launcher.identity())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+pub struct ReproProber {
+    opts: ReproOptions,
+    sources: String,
+}
+
+/// Keeps the last part of an output for reports (`ProbeReport::output_tail`).
+fn tail(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    s[start..].to_string()
+}
+
+/// The first line a person needs to see when a build failed.
+fn build_error_line(output: &str) -> Option<String> {
+    output
+        .lines()
+        .map(str::trim)
+        .find(|l| l.contains("error:") || l.starts_with("CMake Error") || l.contains("FAILED:"))
+        .map(|l| l.chars().take(300).collect())
+}
+
+impl ReproProber {
+    pub fn new(opts: ReproOptions) -> Self {
+        ReproProber {
+            opts,
+            sources: sources_hash(),
+        }
+    }
+
+    /// The build tree, keyed by what changes the build (not by commit: consecutive probes reuse
+    /// it, ninja and ccache make them incremental).
+    fn build_dir_name(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(self.sources.as_bytes());
+        h.update(self.opts.ggml_subdir.as_bytes());
+        for a in &self.opts.cmake_args {
+            h.update([0]);
+            h.update(a.as_bytes());
+        }
+        for (k, v) in &self.opts.build_env {
+            h.update([1]);
+            h.update(k.as_bytes());
+            h.update([b'=']);
+            h.update(v.as_bytes());
+        }
+        format!("setrows-repro-build-{}", &hex::encode(h.finalize())[..12])
+    }
+
+    /// The configure + build script; paths only through `$SRC` and `$WORK`.
+    pub fn build_script(&self, src_dir_name: &str) -> String {
+        let q = exec::shell_quote;
+        let sub = if self.opts.ggml_subdir.is_empty() {
+            "$SRC".to_string()
+        } else {
+            format!("$SRC/{}", self.opts.ggml_subdir)
+        };
+        let bdir = format!("$WORK/{}", self.build_dir_name());
+        let extra: Vec<String> = self.opts.cmake_args.iter().map(|a| q(a)).collect();
+        let jobs = self
+            .opts
+            .jobs
+            .map(|j| format!(" -j {j}"))
+            .unwrap_or_default();
+        format!(
+            "set -e\n\
+             launcher=''\n\
+             if command -v ccache >/dev/null 2>&1; then\n  \
+               launcher='-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_HIP_COMPILER_LAUNCHER=ccache'\n\
+             fi\n\
+             gen=''\n\
+             if command -v ninja >/dev/null 2>&1 && [ ! -f \"{bdir}/Makefile\" ]; then gen='-G Ninja'; fi\n\
+             cmake -S \"$WORK/{src_dir_name}\" -B \"{bdir}\" $gen -DCMAKE_BUILD_TYPE=Release \"-DGGML_SOURCE_DIR={sub}\" $launcher {extra}\n\
+             cmake --build \"{bdir}\" --target {target}{jobs}\n",
+            extra = extra.join(" "),
+            target = self.opts.reproducer.target(),
+        )
+    }
+
+    pub fn run_script(&self) -> String {
+        let args: Vec<String> = self
+            .opts
+            .repro_args
+            .iter()
+            .map(|a| exec::shell_quote(a))
+            .collect();
+        format!(
+            "exec \"$WORK/{}/{}\" {}\n",
+            self.build_dir_name(),
+            self.opts.reproducer.target(),
+            args.join(" ")
+        )
+    }
+
+    fn job(
+        &self,
+        req: &ProbeRequest<'_>,
+        script: String,
+        env: &[(String, String)],
+        timeout: Option<Duration>,
+        step: &str,
+    ) -> ShellJob {
+        ShellJob {
+            script,
+            src: req.checkout.to_path_buf(),
+            work: req.build_dir.to_path_buf(),
+            cwd_is_work: true,
+            env: env.to_vec(),
+            timeout,
+            name: format!("{}-{step}", req.run_name),
+        }
+    }
+
+    fn run_job(&self, job: &ShellJob, log: &Path) -> std::io::Result<exec::RunResult> {
+        let cmd = self.opts.launcher.command(job);
+        let launcher = self.opts.launcher.clone();
+        let j = job.clone();
+        exec::run(&cmd, job.timeout, log, &move || launcher.cleanup(&j))
+    }
+}
+
+impl Prober for ReproProber {
+    fn identity(&self) -> String {
+        // Cache locations (CCACHE_DIR sits under the work dir) change nothing that is tested; keeping
+        // them out lets runners with different work dirs share results (`--resume-from-issue`).
+        let env = |v: &[(String, String)]| {
+            v.iter()
+                .filter(|(k, _)| !k.starts_with("CCACHE_"))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        format!(
+            "repro:v1 sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}] run_env=[{}] args={:?} run_timeout_s={} launcher={}",
+            &self.sources[..16],
+            self.opts.reproducer.target(),
+            self.opts.ggml_subdir,
+            self.opts.cmake_args,
+            env(&self.opts.build_env),
+            env(&self.opts.run_env),
+            self.opts.repro_args,
+            self.opts.run_timeout.map(|t| t.as_secs()).unwrap_or(0),
+            self.opts.launcher.identity(),
+        )
+    }
+
+    fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
+        let started = std::time::Instant::now();
+        let mut provenance: BTreeMap<String, String> = self.opts.launcher.provenance();
+        provenance.insert("repro_sources".into(), self.sources[..16].to_string());
+        let ggml_root: PathBuf = req.checkout.join(&self.opts.ggml_subdir);
+        let report = |outcome: Outcome,
+                      signature: Option<String>,
+                      r: Option<&exec::RunResult>,
+                      build_s: f64,
+                      test_s: f64,
+                      provenance: BTreeMap<String, String>| ProbeReport {
+            outcome,
+            signature,
+            exit_code: r.and_then(|r| r.exit_code),
+            signal: r.and_then(|r| r.signal),
+            duration_s: started.elapsed().as_secs_f64(),
+            build_s,
+            test_s,
+            log_path: req.log_path.to_path_buf(),
+            output_tail: r.map(|r| tail(&r.output, 8192)).unwrap_or_default(),
+            provenance,
+        };
+        if !ggml_root.join("include/ggml.h").is_file()
+            || !ggml_root.join("CMakeLists.txt").is_file()
+        {
+            return report(
+                Outcome::Untestable,
+                Some(format!(
+                    "no ggml source tree at {:?} in commit {} (include/ggml.h or CMakeLists.txt missing); ggml_subdir is \"\" for ggml-org/ggml and \"ggml\" for llama.cpp",
+                    self.opts.ggml_subdir, req.commit
+                )),
+                None,
+                0.0,
+                0.0,
+                provenance,
+            );
+        }
+        phase(Phase::Build);
+        let src_name = match materialize_sources(req.build_dir) {
+            Ok(n) => n,
+            Err(e) => {
+                return ProbeReport::infra(
+                    format!(
+                        "cannot write the bundled reproducer sources under {}: {e}",
+                        req.build_dir.display()
+                    ),
+                    req.log_path,
+                )
+            }
+        };
+        let build = self.job(
+            req,
+            self.build_script(&src_name),
+            &self.opts.build_env,
+            self.opts.build_timeout,
+            "build",
+        );
+        let built = match self.run_job(&build, req.log_path) {
+            Ok(r) => r,
+            Err(e) => {
+                return ProbeReport::infra(
+                    format!("cannot run the reproducer build: {e}"),
+                    req.log_path,
+                )
+            }
+        };
+        let build_s = built.duration.as_secs_f64();
+        if !built.success() {
+            if let Some(why) = self
+                .opts
+                .launcher
+                .infra_failure(built.exit_code, &built.output)
+            {
+                return ProbeReport::infra(why, req.log_path);
+            }
+            let sig = if built.timed_out {
+                "build timed out".to_string()
+            } else {
+                build_error_line(&built.output).unwrap_or_else(|| "build failed".into())
+            };
+            return report(
+                Outcome::BuildFailed,
+                Some(sig),
+                Some(&built),
+                build_s,
+                0.0,
+                provenance,
+            );
+        }
+        phase(Phase::Test);
+        let mut env = vec![("GGML_NO_BACKTRACE".to_string(), "1".to_string())];
+        env.extend(self.opts.run_env.iter().cloned());
+        let test = self.job(req, self.run_script(), &env, self.opts.run_timeout, "test");
+        let ran = match self.run_job(&test, req.log_path) {
+            Ok(r) => r,
+            Err(e) => {
+                return ProbeReport::infra(format!("cannot run the reproducer: {e}"), req.log_path)
+            }
+        };
+        if !ran.success() {
+            // a container engine that failed is not the reproducer failing
+            if let Some(why) = self.opts.launcher.infra_failure(ran.exit_code, &ran.output) {
+                return ProbeReport::infra(why, req.log_path);
+            }
+        }
+        let c = classify(ran.exit_code, ran.signal, ran.timed_out, &ran.output);
+        if let Some(r) = parse_result(&ran.output) {
+            for (k, v) in [
+                ("device", r.device),
+                ("backend", r.backend),
+                ("ggml_version", r.ggml_version),
+                ("repro_steps_run", r.steps_run.to_string()),
+            ] {
+                if !v.is_empty() {
+                    provenance.insert(k.into(), v);
+                }
+            }
+            if let Some(t) = r.timings {
+                provenance.insert("repro_steps_per_s".into(), format!("{:.1}", t.steps_per_s));
+            }
+        }
+        report(
+            c.outcome,
+            c.signature,
+            Some(&ran),
+            build_s,
+            ran.duration.as_secs_f64(),
+            provenance,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::launch::HostLauncher;
+
+    #[test]
+    fn sources_are_embedded_and_hashed_stably() {
+        assert!(SOURCES.iter().all(|(_, t)| !t.is_empty()));
+        assert_eq!(sources_hash(), sources_hash());
+        assert_eq!(sources_hash().len(), 64);
+    }
+
+    #[test]
+    fn materialize_writes_once_and_completely() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let a = materialize_sources(d.path()).expect("write");
+        let b = materialize_sources(d.path()).expect("reuse");
+        assert_eq!(a, b);
+        for (path, text) in SOURCES {
+            let got = std::fs::read_to_string(d.path().join(&a).join(path)).expect("read back");
+            assert_eq!(got, text);
+        }
+        // a half-written copy (no .complete marker) is replaced, not trusted
+        std::fs::remove_file(d.path().join(&a).join(".complete")).expect("unmark");
+        std::fs::write(d.path().join(&a).join(SOURCES[0].0), "garbage").expect("damage");
+        assert_eq!(materialize_sources(d.path()).expect("rewrite"), a);
+        let got = std::fs::read_to_string(d.path().join(&a).join(SOURCES[0].0)).expect("read");
+        assert_eq!(got, SOURCES[0].1);
+    }
+
+    #[test]
+    fn identity_names_args_sources_and_launcher() {
+        let mut o = ReproOptions::new(Arc::new(HostLauncher));
+        o.repro_args = vec!["--steps".into(), "10".into()];
+        let a = ReproProber::new(o.clone()).identity();
+        assert!(
+            a.contains(&sources_hash()[..16])
+                && a.contains("launcher=host")
+                && a.contains("\"10\""),
+            "{a}"
+        );
+        o.repro_args = vec!["--steps".into(), "11".into()];
+        assert_ne!(a, ReproProber::new(o.clone()).identity());
+        // Where ccache keeps its files is not part of what is tested; the build env otherwise is.
+        let before = ReproProber::new(o.clone()).identity();
+        o.build_env = vec![("CCACHE_DIR".into(), "/elsewhere/ccache".into())];
+        assert_eq!(before, ReproProber::new(o.clone()).identity());
+        o.build_env.push(("CXXFLAGS".into(), "-O0".into()));
+        assert_ne!(before, ReproProber::new(o.clone()).identity());
+        o.cmake_args = vec!["-DGGML_CUDA=ON".into()];
+        let b = ReproProber::new(o);
+        assert!(b.build_script("s").contains("-DGGML_CUDA=ON"));
+        assert!(b.build_script("s").contains("--target setrows-replay"));
+    }
+
+    #[test]
+    fn scripts_quote_user_arguments() {
+        let mut o = ReproOptions::new(Arc::new(HostLauncher));
+        o.repro_args = vec!["--backend".into(), "CUDA0; rm -rf /".into()];
+        o.ggml_subdir = "ggml".into();
+        let p = ReproProber::new(o);
+        assert!(
+            p.run_script().contains("'CUDA0; rm -rf /'"),
+            "{}",
+            p.run_script()
+        );
+        assert!(p.build_script("s").contains("-DGGML_SOURCE_DIR=$SRC/ggml"));
+    }
+}

@@ -1,0 +1,358 @@
+//! Pure classification of one reproducer run: (exit code, signal, timed out, output) → outcome
+//! and a short signature, plus parsing of the `SETROWS_RESULT {json}` line both bundled
+//! reproducers print last.
+//!
+//! The reproducers keep faults what they are (signals, runtime error text), so the order of the
+//! rules matters: a hang beats everything (the output is incomplete), GPU runtime error text beats
+//! a plain signal (a fault usually ends in abort()), and only then do exit codes speak.
+
+use crate::core::outcome::Outcome;
+use serde::{Deserialize, Serialize};
+
+/// Exit codes shared by `setrows-replay` and `setrows-kernel`.
+pub mod code {
+    pub const PASS: i32 = 0;
+    pub const MISMATCH: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const UNSUPPORTED: i32 = 3;
+}
+
+/// The reproducer's own summary (`SETROWS_RESULT {json}`), as far as a probe needs it. Unknown
+/// fields are ignored so newer reproducers stay readable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ReproResult {
+    pub tool: String,
+    pub status: String,
+    pub exit_code: i32,
+    pub message: String,
+    pub backend: String,
+    pub device: String,
+    pub ggml_version: String,
+    pub ggml_commit: String,
+    pub steps_run: i64,
+    pub first_failing_step: Option<i64>,
+    pub timings: Option<Timings>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Timings {
+    pub total_s: f64,
+    pub build_s: f64,
+    pub compute_s: f64,
+    pub check_s: f64,
+    pub steps_per_s: f64,
+}
+
+const RESULT_PREFIX: &str = "SETROWS_RESULT ";
+
+/// The last `SETROWS_RESULT` line of `output`, parsed. `None` when there is none or it is not
+/// valid JSON (a run killed mid-line).
+pub fn parse_result(output: &str) -> Option<ReproResult> {
+    output
+        .lines()
+        .rev()
+        .filter_map(|l| l.trim_start().strip_prefix(RESULT_PREFIX))
+        .find_map(|json| serde_json::from_str(json.trim()).ok())
+}
+
+/// What one run of a reproducer means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classified {
+    pub outcome: Outcome,
+    /// Short text identifying the failure (or the reason for a skip); `None` for a pass.
+    pub signature: Option<String>,
+}
+
+impl Classified {
+    fn new(outcome: Outcome, signature: impl Into<String>) -> Self {
+        Classified {
+            outcome,
+            signature: Some(strip_dirs(&signature.into())),
+        }
+    }
+}
+
+/// `/any/where/src/ggml.c:3410:` → `ggml.c:3410:`: the same failure must give the same signature
+/// whether the checkout sits in a worktree on the host or at a container's mount point.
+fn strip_dirs(s: &str) -> String {
+    static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    match RE.get_or_init(|| regex::Regex::new(r"(?:[A-Za-z0-9_.+-]*/)+([A-Za-z0-9_.+-]+:\d+)").ok())
+    {
+        Some(re) => re.replace_all(s, "$1").into_owned(),
+        None => s.to_string(),
+    }
+}
+
+/// Text that GPU runtimes print on a device fault. HIP's "Memory access fault by GPU node-N" and
+/// HSA errors, CUDA's "illegal memory access" and ggml's "CUDA error" / the reproducers'
+/// "cudaError"/"hipError" lines.
+pub const GPU_FAULT_PATTERNS: [&str; 8] = [
+    "Memory access fault by GPU",
+    "illegal memory access",
+    "hipError",
+    "cudaError",
+    "HSA_STATUS_ERROR",
+    "CUDA error",
+    "HIP error",
+    "unspecified launch failure",
+];
+
+/// Whether `output` carries any of the device-fault texts (also used by the `--script` prober).
+pub fn is_gpu_fault(output: &str) -> bool {
+    GPU_FAULT_PATTERNS.iter().any(|p| output.contains(p))
+}
+
+fn first_line_with(output: &str, pred: impl Fn(&str) -> bool) -> Option<&str> {
+    output.lines().map(str::trim).find(|l| pred(l))
+}
+
+fn clip(s: &str) -> String {
+    const MAX: usize = 300;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The assert/abort text ggml prints before abort(): `GGML_ASSERT(x) failed`, or the
+/// `file:line: message` line of GGML_ABORT.
+fn abort_text(output: &str) -> Option<String> {
+    if let Some(l) = first_line_with(output, |l| l.contains("GGML_ASSERT(")) {
+        return Some(clip(l));
+    }
+    let abort_line = regex::Regex::new(r"^\S+\.(c|cpp|cu|cuh|h|m):\d+: .+").ok()?;
+    first_line_with(output, |l| abort_line.is_match(l)).map(clip)
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// Classifies one run. `exit_code`/`signal` as from `std::process::ExitStatus` (a shell that
+/// reports a killed child as 128+N is treated as signal N).
+///
+/// Exit 2 (usage error) is `Untestable`, not `InfraError`: the flags are the same for every
+/// probe, so retrying cannot help, and a skip keeps a misconfigured run from ever producing a
+/// verdict while the signature (`usage error: ...`) tells the user which flag to fix.
+pub fn classify(
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    timed_out: bool,
+    output: &str,
+) -> Classified {
+    let result = parse_result(output);
+    if timed_out {
+        let steps = result
+            .as_ref()
+            .map(|r| format!(" after {} steps", r.steps_run))
+            .unwrap_or_default();
+        return Classified::new(Outcome::Hang, format!("hang: killed at the timeout{steps}"));
+    }
+    let signal = signal.or(match exit_code {
+        Some(c) if c > 128 && c < 160 => Some(c - 128),
+        _ => None,
+    });
+    let fault = first_line_with(output, |l| GPU_FAULT_PATTERNS.iter().any(|p| l.contains(p)));
+    if let Some(line) = fault {
+        if signal.is_some() || exit_code != Some(code::PASS) {
+            return Classified::new(Outcome::GpuFault, clip(line));
+        }
+    }
+    if let Some(sig) = signal {
+        let text =
+            abort_text(output).unwrap_or_else(|| format!("killed by {} ({sig})", signal_name(sig)));
+        return Classified::new(Outcome::Crash, text);
+    }
+    match exit_code {
+        Some(code::PASS) => match result {
+            Some(r) if r.status == "pass" => Classified {
+                outcome: Outcome::Pass,
+                signature: None,
+            },
+            // A wrapper that exits 0 without running the checks must not count as a pass.
+            Some(r) => Classified::new(
+                Outcome::InfraError,
+                format!("reproducer exited 0 but reported status {:?}", r.status),
+            ),
+            None => Classified::new(
+                Outcome::InfraError,
+                "reproducer exited 0 without a SETROWS_RESULT line (did it run?)",
+            ),
+        },
+        Some(code::MISMATCH) => {
+            let sig = first_line_with(output, |l| l.starts_with("SETROWS_MISMATCH "))
+                .map(|l| l.trim_start_matches("SETROWS_MISMATCH ").to_string())
+                .or_else(|| result.as_ref().map(|r| r.message.clone()))
+                .unwrap_or_else(|| "wrong result (exit 1)".into());
+            Classified::new(Outcome::WrongResult, clip(&sig))
+        }
+        Some(code::UNSUPPORTED) => {
+            let why = result
+                .map(|r| r.message)
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| "reproducer reported unsupported (exit 3)".into());
+            Classified::new(Outcome::Untestable, clip(&format!("unsupported: {why}")))
+        }
+        Some(code::USAGE) => {
+            let why = result
+                .map(|r| r.message)
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| "bad reproducer arguments (exit 2)".into());
+            Classified::new(Outcome::Untestable, clip(&format!("usage error: {why}")))
+        }
+        Some(c @ (126 | 127)) => Classified::new(
+            Outcome::InfraError,
+            format!("the reproducer could not be started (exit {c})"),
+        ),
+        Some(c) => Classified::new(Outcome::WrongResult, format!("exit code {c}")),
+        None => Classified::new(Outcome::InfraError, "no exit status and no signal"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Real outputs, captured from the bundled reproducers (see testdata/README.md for the
+    // commands that produced each one).
+    const PASS: &str = include_str!("testdata/replay-pass-cpu.txt");
+    const CORRUPT: &str = include_str!("testdata/replay-inject-corrupt-cpu.txt");
+    const UNSUPPORTED: &str = include_str!("testdata/replay-unsupported-cpu.txt");
+    const USAGE: &str = include_str!("testdata/replay-usage.txt");
+    const ASSERT: &str = include_str!("testdata/replay-ggml-assert-cpu.txt");
+    const CUDA_FAULT: &str = include_str!("testdata/kernel-cuda-fault-h200.txt");
+
+    #[test]
+    fn pass_needs_the_result_line() {
+        let c = classify(Some(0), None, false, PASS);
+        assert_eq!(c.outcome, Outcome::Pass);
+        assert_eq!(c.signature, None);
+        let r = parse_result(PASS).expect("result line");
+        assert_eq!(r.status, "pass");
+        assert!(r.steps_run > 0);
+        assert!(r.timings.expect("timings").steps_per_s > 0.0);
+        // exit 0 with the result line removed is not a pass
+        let cut: String = PASS
+            .lines()
+            .filter(|l| !l.starts_with("SETROWS_RESULT"))
+            .collect();
+        assert_eq!(
+            classify(Some(0), None, false, &cut).outcome,
+            Outcome::InfraError
+        );
+    }
+
+    #[test]
+    fn mismatch_signature_is_the_first_difference() {
+        let c = classify(Some(1), None, false, CORRUPT);
+        assert_eq!(c.outcome, Outcome::WrongResult);
+        let sig = c.signature.expect("signature");
+        assert!(sig.starts_with("step="), "{sig}");
+        assert!(sig.contains("buffer=raw_kv"), "{sig}");
+        let r = parse_result(CORRUPT).expect("result");
+        assert_eq!(r.status, "mismatch");
+        assert!(r.first_failing_step.is_some());
+    }
+
+    #[test]
+    fn unsupported_and_usage_are_skips_with_reasons() {
+        let c = classify(Some(3), None, false, UNSUPPORTED);
+        assert_eq!(c.outcome, Outcome::Untestable);
+        assert!(c
+            .signature
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("unsupported: "));
+        let c = classify(Some(2), None, false, USAGE);
+        assert_eq!(c.outcome, Outcome::Untestable);
+        assert!(c
+            .signature
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("usage error: "));
+    }
+
+    #[test]
+    fn abort_signature_is_the_assert_text() {
+        let c = classify(None, Some(libc::SIGABRT), false, ASSERT);
+        assert_eq!(c.outcome, Outcome::Crash);
+        let sig = c.signature.expect("signature");
+        assert_eq!(
+            sig,
+            "ggml.c:3410: GGML_ASSERT(c->type == GGML_TYPE_I64) failed"
+        );
+        // a shell reporting 128+6 means the same
+        assert_eq!(
+            classify(Some(134), None, false, ASSERT).outcome,
+            Outcome::Crash
+        );
+        // a bare signal with no text still names it
+        let c = classify(None, Some(libc::SIGSEGV), false, "");
+        assert_eq!(c.signature.as_deref(), Some("killed by SIGSEGV (11)"));
+    }
+
+    #[test]
+    fn gpu_fault_text_wins_over_the_signal() {
+        // HIP's wording (no HIP machine was available to capture one; this is the text ROCm prints)
+        let hip = "step 3\nMemory access fault by GPU node-1 (Agent handle: 0x55) on address 0x7f. Reason: Page not present or supervisor privilege.\n";
+        let c = classify(None, Some(libc::SIGABRT), false, hip);
+        assert_eq!(c.outcome, Outcome::GpuFault);
+        assert!(c
+            .signature
+            .unwrap_or_default()
+            .starts_with("Memory access fault by GPU"));
+        // captured on the H200: setrows-kernel --offset-math i32 (a planted 32-bit offset bug)
+        let c = classify(None, Some(libc::SIGABRT), false, CUDA_FAULT);
+        assert_eq!(c.outcome, Outcome::GpuFault);
+        let sig = c.signature.unwrap_or_default();
+        assert!(
+            sig.starts_with("cudaError 700 (an illegal memory access"),
+            "{sig}"
+        );
+        assert!(
+            sig.contains(" at setrows-kernel.cu:279: "),
+            "directories stripped: {sig}"
+        );
+        // the same words in a passing run's chatter are not a fault
+        let chatter = format!("note: cudaError checks enabled\n{PASS}");
+        assert_eq!(
+            classify(Some(0), None, false, &chatter).outcome,
+            Outcome::Pass
+        );
+    }
+
+    #[test]
+    fn timeout_is_a_hang_even_with_partial_output() {
+        let c = classify(None, Some(libc::SIGKILL), true, CORRUPT);
+        assert_eq!(c.outcome, Outcome::Hang);
+    }
+
+    #[test]
+    fn odd_exit_codes() {
+        assert_eq!(
+            classify(Some(127), None, false, "").outcome,
+            Outcome::InfraError
+        );
+        assert_eq!(
+            classify(Some(5), None, false, "").outcome,
+            Outcome::WrongResult
+        );
+        assert_eq!(classify(None, None, false, "").outcome, Outcome::InfraError);
+        assert_eq!(parse_result("SETROWS_RESULT {not json"), None);
+    }
+}

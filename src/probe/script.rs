@@ -1,0 +1,337 @@
+//! The `--build CMD` / `--script CMD` prober: `git bisect run` semantics, so an existing bisect
+//! script works unchanged.
+//!
+//! The build step runs in the persistent build directory (`$WORK`), the test in the checkout
+//! (`$SRC`), both through `sh -c` via a `Launcher` (the host, or a container). A build failure is
+//! `BuildFailed` (a skip, never a verdict). The test's exit status maps as git maps it: 0 good,
+//! 125 skip, 1..=127 bad (`WrongResult`), killed by a signal or >= 128 bad (`Crash`), and past
+//! `--timeout` `Hang`. A crash or wrong result whose output carries a GPU fault message is
+//! reported as `GpuFault` so `--regress crash` and reports can tell them apart.
+
+use crate::core::outcome::Outcome;
+use crate::probe::exec;
+use crate::probe::launch::{Launcher, ShellJob};
+use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Environment variables that change what a build produces: part of the store key, so
+/// results from a differently configured build are never reused.
+pub const RELEVANT_ENV: &[&str] = &[
+    "CC",
+    "CXX",
+    "CFLAGS",
+    "CXXFLAGS",
+    "LDFLAGS",
+    "CMAKE_GENERATOR",
+    "CMAKE_BUILD_TYPE",
+    "HIP_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HSA_OVERRIDE_GFX_VERSION",
+];
+
+pub struct ScriptProber {
+    pub build: Option<String>,
+    pub script: String,
+    pub timeout: Option<Duration>,
+    pub launcher: Box<dyn Launcher>,
+    /// Extra environment for both steps (ccache settings, ...), not part of the identity.
+    pub env: Vec<(String, String)>,
+}
+
+impl ScriptProber {
+    /// A prober with ccache wired in when the host has it (`CCACHE_DIR` under the work dir,
+    /// CMake compiler launchers set), so rebuilding a revision seen before is cheap.
+    pub fn new(
+        build: Option<String>,
+        script: String,
+        timeout: Option<Duration>,
+        launcher: Box<dyn Launcher>,
+        work_dir: &Path,
+    ) -> Self {
+        let mut env = Vec::new();
+        if which("ccache").is_some() {
+            env.push((
+                "CCACHE_DIR".into(),
+                work_dir.join("ccache").to_string_lossy().into_owned(),
+            ));
+            env.push(("CMAKE_C_COMPILER_LAUNCHER".into(), "ccache".into()));
+            env.push(("CMAKE_CXX_COMPILER_LAUNCHER".into(), "ccache".into()));
+        }
+        ScriptProber {
+            build,
+            script,
+            timeout,
+            launcher,
+            env,
+        }
+    }
+
+    /// A shell snippet a person can run to reproduce one probe by hand.
+    pub fn reproduce_hint(&self, repo: &Path, sha: &str) -> String {
+        let mut s = format!(
+            "git -C {} worktree add --detach /tmp/setrows-repro {sha}\ncd /tmp/setrows-repro && export SRC=$PWD WORK=$PWD/build && mkdir -p \"$WORK\"\n",
+            exec::shell_quote(&repo.to_string_lossy())
+        );
+        if let Some(b) = &self.build {
+            s.push_str(&format!(
+                "(cd \"$WORK\" && sh -c {})\n",
+                exec::shell_quote(b)
+            ));
+        }
+        s.push_str(&format!(
+            "sh -c {}; echo \"exit $?\"",
+            exec::shell_quote(&self.script)
+        ));
+        s
+    }
+}
+
+pub fn which(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+impl Prober for ScriptProber {
+    fn identity(&self) -> String {
+        let mut id = format!(
+            "script-prober v1\nlauncher={}\nbuild={}\nscript={}\ntimeout={}\n",
+            self.launcher.identity(),
+            self.build.as_deref().unwrap_or(""),
+            self.script,
+            self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
+        );
+        for k in RELEVANT_ENV {
+            if let Ok(v) = std::env::var(k) {
+                id.push_str(&format!("env {k}={v}\n"));
+            }
+        }
+        id
+    }
+
+    fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
+        let job =
+            |script: &str, cwd_is_work: bool, timeout: Option<Duration>, step: &str| ShellJob {
+                script: script.to_string(),
+                src: req.checkout.to_path_buf(),
+                work: req.build_dir.to_path_buf(),
+                cwd_is_work,
+                env: self.env.clone(),
+                timeout,
+                name: format!("{}-{step}", req.run_name),
+            };
+        let run = |j: &ShellJob| {
+            let cmd = self.launcher.command(j);
+            exec::run(&cmd, j.timeout, req.log_path, &|| self.launcher.cleanup(j))
+        };
+        let mut report = ProbeReport::infra("not run", req.log_path);
+        report.provenance = self.launcher.provenance();
+        if let Err(e) = std::fs::create_dir_all(req.build_dir) {
+            report.signature = Some(format!("cannot create {}: {e}", req.build_dir.display()));
+            return report;
+        }
+        if let Some(build) = &self.build {
+            phase(Phase::Build);
+            match run(&job(build, true, None, "build")) {
+                Err(e) => {
+                    report.signature = Some(format!("build step could not run: {e}"));
+                    return report;
+                }
+                Ok(r) => {
+                    if let Some(why) = self.launcher.infra_failure(r.exit_code, &r.output) {
+                        report.signature = Some(format!("build step: {why}"));
+                        return report;
+                    }
+                    report.build_s = r.duration.as_secs_f64();
+                    report.duration_s = report.build_s;
+                    if !r.success() {
+                        report.outcome = Outcome::BuildFailed;
+                        report.exit_code = r.exit_code;
+                        report.signal = r.signal;
+                        report.signature = portable_signature(&r.output, req.checkout);
+                        report.output_tail = tail(&r.output);
+                        return report;
+                    }
+                }
+            }
+        }
+        phase(Phase::Test);
+        let r = match run(&job(&self.script, false, self.timeout, "test")) {
+            Err(e) => {
+                report.signature = Some(format!("test step could not run: {e}"));
+                return report;
+            }
+            Ok(r) => r,
+        };
+        if let Some(why) = self.launcher.infra_failure(r.exit_code, &r.output) {
+            report.signature = Some(format!("test step: {why}"));
+            return report;
+        }
+        report.test_s = r.duration.as_secs_f64();
+        report.duration_s = report.build_s + report.test_s;
+        report.exit_code = r.exit_code;
+        report.signal = r.signal;
+        report.outcome = classify(r.exit_code, r.signal, r.timed_out, &r.output);
+        report.signature = match report.outcome {
+            Outcome::Pass => None,
+            Outcome::Hang => Some(format!(
+                "timeout after {:.0}s",
+                self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
+            )),
+            _ => portable_signature(&r.output, req.checkout),
+        };
+        report.output_tail = tail(&r.output);
+        report
+    }
+}
+
+/// git bisect run's mapping of a test's exit, refined by GPU-fault messages.
+pub fn classify(exit: Option<i32>, signal: Option<i32>, timed_out: bool, output: &str) -> Outcome {
+    let base = if timed_out {
+        Outcome::Hang
+    } else {
+        match (exit, signal) {
+            (Some(0), _) => Outcome::Pass,
+            (Some(125), _) => Outcome::Untestable,
+            (Some(c), _) if (1..128).contains(&c) => Outcome::WrongResult,
+            _ => Outcome::Crash,
+        }
+    };
+    if matches!(base, Outcome::WrongResult | Outcome::Crash)
+        && crate::probe::repro::classify::is_gpu_fault(output)
+    {
+        Outcome::GpuFault
+    } else {
+        base
+    }
+}
+
+/// The line most likely to name the failure: the first assertion, compiler error, fault or
+/// mismatch line (the cause, not the shell's trailing "Aborted"), else the last line mentioning
+/// an error, else the last non-empty line. Trimmed to one table cell.
+pub fn signature(output: &str) -> Option<String> {
+    let lines: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("$ ") && !l.starts_with("[setrows-bisect"))
+        .collect();
+    const STRONG: &[&str] = &[
+        "GGML_ASSERT",
+        "Assertion",
+        "panicked at",
+        "error:",
+        "Error:",
+        "fault",
+        "mismatch",
+    ];
+    let weak = |l: &&&str| {
+        let low = l.to_ascii_lowercase();
+        ["error", "assert", "fail", "abort", "expected"]
+            .iter()
+            .any(|k| low.contains(k))
+    };
+    let line = lines
+        .iter()
+        .find(|l| STRONG.iter().any(|k| l.contains(k)))
+        .or_else(|| lines.iter().rev().find(weak))
+        .or_else(|| lines.last())?;
+    let mut s: String = line.chars().take(160).collect();
+    if line.chars().count() > 160 {
+        s.push('…');
+    }
+    Some(s)
+}
+
+/// A signature without the private checkout's path, so the same failure reads the same from
+/// every slot and every work dir.
+fn portable_signature(output: &str, checkout: &std::path::Path) -> Option<String> {
+    let prefix = format!("{}/", checkout.display());
+    signature(&output.replace(&prefix, ""))
+}
+
+/// The last lines of output kept with the result (for `--match` and the report).
+fn tail(output: &str) -> String {
+    const KEEP: usize = 16 * 1024;
+    if output.len() <= KEEP {
+        return output.to_string();
+    }
+    let mut start = output.len() - KEEP;
+    while !output.is_char_boundary(start) {
+        start += 1;
+    }
+    output[start..].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::launch::HostLauncher;
+
+    #[test]
+    fn git_bisect_run_exit_mapping() {
+        assert_eq!(classify(Some(0), None, false, ""), Outcome::Pass);
+        assert_eq!(classify(Some(125), None, false, ""), Outcome::Untestable);
+        assert_eq!(classify(Some(1), None, false, ""), Outcome::WrongResult);
+        assert_eq!(classify(Some(127), None, false, ""), Outcome::WrongResult);
+        assert_eq!(classify(Some(134), None, false, ""), Outcome::Crash);
+        assert_eq!(classify(None, Some(11), false, ""), Outcome::Crash);
+        assert_eq!(classify(None, Some(9), true, ""), Outcome::Hang);
+        assert_eq!(
+            classify(None, Some(6), false, "Memory access fault by GPU node-1"),
+            Outcome::GpuFault
+        );
+    }
+
+    #[test]
+    fn signature_prefers_the_cause() {
+        let out = "x/src/ggml.c:3677: GGML_ASSERT(c->type == GGML_TYPE_I64) failed\nAborted\n";
+        assert_eq!(
+            signature(out).as_deref(),
+            Some("x/src/ggml.c:3677: GGML_ASSERT(c->type == GGML_TYPE_I64) failed")
+        );
+        assert_eq!(
+            portable_signature("/w/src/a.c:1: error: boom\n", Path::new("/w/src")).as_deref(),
+            Some("a.c:1: error: boom")
+        );
+        assert_eq!(signature("one\ntwo\n").as_deref(), Some("two"));
+        assert_eq!(signature(""), None);
+    }
+
+    #[test]
+    fn probe_runs_build_in_work_and_test_in_src() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, work) = (d.path().join("src"), d.path().join("work"));
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("in.txt"), "7").unwrap();
+        let p = ScriptProber::new(
+            Some("cp \"$SRC/in.txt\" built.txt".into()),
+            "test \"$(cat \"$WORK/built.txt\")\" = 7 && echo assert ok-ish && exit 3".into(),
+            None,
+            Box::new(HostLauncher),
+            d.path(),
+        );
+        let log = d.path().join("p.log");
+        let req = ProbeRequest {
+            commit: "abc",
+            checkout: &src,
+            build_dir: &work,
+            log_path: &log,
+            run_name: "t",
+        };
+        let r = p.probe(&req, &|_| {});
+        assert_eq!(r.outcome, Outcome::WrongResult);
+        assert_eq!(r.exit_code, Some(3));
+        assert_eq!(r.signature.as_deref(), Some("assert ok-ish"));
+        let p = ScriptProber::new(
+            Some("exit 2".into()),
+            "true".into(),
+            None,
+            Box::new(HostLauncher),
+            d.path(),
+        );
+        assert_eq!(p.probe(&req, &|_| {}).outcome, Outcome::BuildFailed);
+    }
+}

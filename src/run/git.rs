@@ -1,0 +1,591 @@
+//! Git access (libgit2 through `git2`): open the repository, resolve and check the endpoints,
+//! turn `good..bad` into the ordered candidates the search walks, and materialise a commit into
+//! a private checkout under the work dir.
+//!
+//! Candidates are *tree classes*: consecutive commits whose tested tree (the whole tree, or the
+//! subtree named by `--path`, e.g. `ggml` in llama.cpp) is identical behave identically, so
+//! they are one thing to test. The first commit of each class represents it; all members are
+//! kept for the report. Each candidate carries its first-parent depth as the stable search key
+//! so overlapping bisections pick the same midpoints (and reuse stored results).
+//!
+//! Checkouts never touch the user's working tree or index: each slot is a plain directory that
+//! we write blobs into ourselves, moving between commits by writing only the files that differ
+//! (mtimes of unchanged files are kept, so the persistent build directory stays incremental).
+
+pub use crate::core::range::{Candidate, CommitInfo, Range, RangeSpec};
+pub use git2::Oid;
+use git2::{Delta, ObjectType, Repository, Sort, Tree};
+use std::collections::HashSet;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("repository path {0} does not exist")]
+    NoSuchPath(PathBuf),
+    #[error("{0} is not a git repository ({1})")]
+    NotARepo(PathBuf, String),
+    #[error("unknown revision `{rev}` (given as {flag}): {msg}")]
+    UnknownRev {
+        rev: String,
+        flag: String,
+        msg: String,
+    },
+    #[error("--good and --bad are the same commit ({0}): nothing to bisect")]
+    SameCommit(String),
+    #[error("good commit {good} is not an ancestor of bad commit {bad}: the endpoints must be ancestor and descendant (swap them, or with --regress success the fixed commit still goes in --bad)")]
+    NotAncestor { good: String, bad: String },
+    #[error("good commit {good} is an ancestor of bad commit {bad} but not on its first-parent chain; pass --no-first-parent to bisect the full ancestry path")]
+    NotOnFirstParent { good: String, bad: String },
+    #[error(
+        "empty range: no commit between good {good} and bad {bad} changes the tested tree{path}"
+    )]
+    EmptyRange {
+        good: String,
+        bad: String,
+        path: String,
+    },
+    #[error("git: {context}: {source}")]
+    Git {
+        context: String,
+        source: git2::Error,
+    },
+    #[error("checkout into {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl GitError {
+    /// Input errors (exit 2) versus machinery errors (exit 3).
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, GitError::Git { .. } | GitError::Io { .. })
+    }
+}
+
+fn ctx(context: impl Into<String>) -> impl FnOnce(git2::Error) -> GitError {
+    let context = context.into();
+    move |source| GitError::Git { context, source }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> GitError + '_ {
+    move |source| GitError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Opens the repository at `path` exactly (no search upwards: a typo should not silently
+/// bisect an enclosing repository).
+pub fn open(path: &Path) -> Result<Repository, GitError> {
+    if !path.exists() {
+        return Err(GitError::NoSuchPath(path.to_path_buf()));
+    }
+    Repository::open(path).map_err(|e| GitError::NotARepo(path.to_path_buf(), e.message().into()))
+}
+
+/// Resolves `rev` to a commit id; `flag` names where it came from for the error message.
+pub fn resolve(repo: &Repository, rev: &str, flag: &str) -> Result<Oid, GitError> {
+    let unknown = |msg: String| GitError::UnknownRev {
+        rev: rev.into(),
+        flag: flag.into(),
+        msg,
+    };
+    let obj = repo
+        .revparse_single(rev)
+        .map_err(|e| unknown(e.message().into()))?;
+    let commit = obj
+        .peel_to_commit()
+        .map_err(|_| unknown("it does not name a commit".into()))?;
+    Ok(commit.id())
+}
+
+pub fn commit_info(repo: &Repository, id: Oid) -> Result<CommitInfo, GitError> {
+    let c = repo
+        .find_commit(id)
+        .map_err(ctx(format!("reading commit {id}")))?;
+    let author = c.author();
+    let when = author.when();
+    let offset = chrono::FixedOffset::east_opt(when.offset_minutes() * 60)
+        .unwrap_or_else(|| chrono::FixedOffset::east_opt(0).expect("zero offset is valid"));
+    let date = chrono::DateTime::from_timestamp(when.seconds(), 0)
+        .map(|d| d.with_timezone(&offset).to_rfc3339())
+        .unwrap_or_default();
+    Ok(CommitInfo {
+        sha: id.to_string(),
+        title: c.summary().unwrap_or("").to_string(),
+        author: format!(
+            "{} <{}>",
+            author.name().unwrap_or("?"),
+            author.email().unwrap_or("?")
+        ),
+        date,
+    })
+}
+
+/// Does the tree at `bad` look like llama.cpp, where only `ggml/` matters to a ggml bisect?
+pub fn looks_like_llama_cpp(repo: &Repository, bad: Oid) -> Result<bool, GitError> {
+    let tree = repo
+        .find_commit(bad)
+        .and_then(|c| c.tree())
+        .map_err(ctx(format!("reading tree of {bad}")))?;
+    let has = |p: &str| tree.get_path(Path::new(p)).is_ok();
+    let llama_src = tree
+        .get_path(Path::new("src"))
+        .ok()
+        .and_then(|e| e.to_object(repo).ok())
+        .and_then(|o| o.into_tree().ok())
+        .is_some_and(|t| {
+            t.iter().any(|e| {
+                e.name()
+                    .is_some_and(|n| n.starts_with("llama") && n.ends_with(".cpp"))
+            })
+        });
+    Ok(has("ggml/src") && has("ggml/include") && has("CMakeLists.txt") && llama_src)
+}
+
+fn tested_tree(tree: &Tree<'_>, path: Option<&str>) -> String {
+    match path {
+        None => tree.id().to_string(),
+        Some(p) => match tree.get_path(Path::new(p)) {
+            Ok(e) => e.id().to_string(),
+            Err(_) => "absent".into(),
+        },
+    }
+}
+
+/// Number of commits on the first-parent chain ending at `id` (the root has depth 1).
+fn first_parent_depth(repo: &Repository, id: Oid) -> Result<u64, GitError> {
+    let mut walk = repo.revwalk().map_err(ctx("revwalk"))?;
+    walk.simplify_first_parent().map_err(ctx("revwalk"))?;
+    walk.push(id).map_err(ctx(format!("walking from {id}")))?;
+    Ok(walk.count() as u64)
+}
+
+/// Enumerates and collapses `good..bad`. Errors name both commits.
+pub fn plan_range(
+    repo: &Repository,
+    good: Oid,
+    bad: Oid,
+    spec: &RangeSpec,
+) -> Result<Range, GitError> {
+    let (gs, bs) = (good.to_string(), bad.to_string());
+    if good == bad {
+        return Err(GitError::SameCommit(gs));
+    }
+    let is_anc = repo
+        .graph_descendant_of(bad, good)
+        .map_err(ctx(format!("checking ancestry of {gs} and {bs}")))?;
+    if !is_anc {
+        return Err(GitError::NotAncestor { good: gs, bad: bs });
+    }
+    // Oldest first, good first.
+    let mut order: Vec<Oid> = Vec::new();
+    let bad_depth = first_parent_depth(repo, bad)?;
+    let mut keys: Vec<u64> = Vec::new();
+    if spec.first_parent {
+        let mut cur = bad;
+        let mut depth = bad_depth;
+        loop {
+            order.push(cur);
+            keys.push(depth);
+            if cur == good {
+                break;
+            }
+            let c = repo
+                .find_commit(cur)
+                .map_err(ctx(format!("reading commit {cur}")))?;
+            match c.parent_id(0) {
+                Ok(p) => {
+                    cur = p;
+                    depth -= 1;
+                }
+                Err(_) => return Err(GitError::NotOnFirstParent { good: gs, bad: bs }),
+            }
+        }
+        order.reverse();
+        keys.reverse();
+    } else {
+        // git's --ancestry-path: descendants of good that are ancestors of bad, parents first.
+        let mut walk = repo.revwalk().map_err(ctx("revwalk"))?;
+        walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)
+            .map_err(ctx("revwalk"))?;
+        walk.push(bad).map_err(ctx(format!("walking from {bs}")))?;
+        walk.hide(good).map_err(ctx(format!("hiding {gs}")))?;
+        let mut on_path: HashSet<Oid> = HashSet::from([good]);
+        order.push(good);
+        for id in walk {
+            let id = id.map_err(ctx("walking the range"))?;
+            let c = repo
+                .find_commit(id)
+                .map_err(ctx(format!("reading commit {id}")))?;
+            if c.parent_ids().any(|p| on_path.contains(&p)) {
+                on_path.insert(id);
+                order.push(id);
+            }
+        }
+        let good_depth = first_parent_depth(repo, good)?;
+        keys = (0..order.len() as u64).map(|i| good_depth + i).collect();
+    }
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (id, depth) in order.iter().zip(&keys) {
+        let commit = repo
+            .find_commit(*id)
+            .map_err(ctx(format!("reading commit {id}")))?;
+        // The whole tree needs no object lookup beyond the commit itself.
+        let t = match spec.path.as_deref() {
+            None => commit.tree_id().to_string(),
+            Some(_) => {
+                let tree = commit
+                    .tree()
+                    .map_err(ctx(format!("reading tree of {id}")))?;
+                tested_tree(&tree, spec.path.as_deref())
+            }
+        };
+        match candidates.last_mut() {
+            Some(last) if last.tree == t => last.members.push(id.to_string()),
+            _ => candidates.push(Candidate {
+                sha: id.to_string(),
+                tree: t,
+                depth: *depth,
+                members: vec![id.to_string()],
+            }),
+        }
+    }
+    if candidates.len() < 2 {
+        return Err(GitError::EmptyRange {
+            good: gs,
+            bad: bs,
+            path: spec
+                .path
+                .as_ref()
+                .map(|p| format!(" `{p}`"))
+                .unwrap_or_default(),
+        });
+    }
+    Ok(Range {
+        good: gs,
+        bad: bs,
+        spec: spec.clone(),
+        commits: order.len(),
+        candidates,
+    })
+}
+
+/// A private checkout directory, moved between commits by writing only what changed.
+#[derive(Debug, Clone)]
+pub struct Checkout {
+    pub dir: PathBuf,
+    /// Records the tree now on disk; absent while a checkout is in progress (a killed
+    /// checkout is redone from scratch).
+    state: PathBuf,
+}
+
+impl Checkout {
+    pub fn new(dir: PathBuf, state: PathBuf) -> Self {
+        Checkout { dir, state }
+    }
+
+    /// Makes `dir` hold exactly the tree of `commit`.
+    pub fn checkout(&self, repo: &Repository, commit: &str) -> Result<(), GitError> {
+        let id = Oid::from_str(commit).map_err(ctx(format!("parsing {commit}")))?;
+        let tree = repo
+            .find_commit(id)
+            .and_then(|c| c.tree())
+            .map_err(ctx(format!("reading tree of {commit}")))?;
+        let previous = fs::read_to_string(&self.state)
+            .ok()
+            .and_then(|s| Oid::from_str(s.trim()).ok())
+            .and_then(|o| repo.find_tree(o).ok());
+        if previous.as_ref().map(|t| t.id()) == Some(tree.id()) && self.dir.is_dir() {
+            return Ok(());
+        }
+        match fs::remove_file(&self.state) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&self.state)(e)),
+        }
+        match previous {
+            Some(old) if self.dir.is_dir() => self.apply_diff(repo, &old, &tree)?,
+            _ => self.write_all(repo, &tree)?,
+        }
+        fs::write(&self.state, tree.id().to_string()).map_err(io_err(&self.state))?;
+        Ok(())
+    }
+
+    fn write_all(&self, repo: &Repository, tree: &Tree<'_>) -> Result<(), GitError> {
+        if self.dir.exists() {
+            fs::remove_dir_all(&self.dir).map_err(io_err(&self.dir))?;
+        }
+        fs::create_dir_all(&self.dir).map_err(io_err(&self.dir))?;
+        let mut failure: Option<GitError> = None;
+        tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+            let Some(name) = entry.name() else {
+                return git2::TreeWalkResult::Skip;
+            };
+            let rel = Path::new(root).join(name);
+            let res = match entry.kind() {
+                Some(ObjectType::Tree) => {
+                    let p = self.dir.join(&rel);
+                    fs::create_dir_all(&p).map_err(io_err(&p))
+                }
+                Some(ObjectType::Blob) => self.write_blob(repo, &rel, entry.id(), entry.filemode()),
+                // Submodules: an empty directory, as git leaves an uninitialised one.
+                _ => {
+                    let p = self.dir.join(&rel);
+                    fs::create_dir_all(&p).map_err(io_err(&p))
+                }
+            };
+            match res {
+                Ok(()) => git2::TreeWalkResult::Ok,
+                Err(e) => {
+                    failure = Some(e);
+                    git2::TreeWalkResult::Abort
+                }
+            }
+        })
+        .map_err(|e| match failure.take() {
+            Some(f) => f,
+            None => GitError::Git {
+                context: "walking tree".into(),
+                source: e,
+            },
+        })?;
+        match failure {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+
+    fn apply_diff(
+        &self,
+        repo: &Repository,
+        old: &Tree<'_>,
+        new: &Tree<'_>,
+    ) -> Result<(), GitError> {
+        let diff = repo
+            .diff_tree_to_tree(Some(old), Some(new), None)
+            .map_err(ctx("diffing trees"))?;
+        let mut writes = Vec::new();
+        // Deletions first, so a file that becomes a directory (or back) has room.
+        for d in diff.deltas() {
+            if matches!(
+                d.status(),
+                Delta::Deleted | Delta::Typechange | Delta::Renamed
+            ) {
+                if let Some(p) = d.old_file().path() {
+                    let full = self.dir.join(p);
+                    remove_path(&full).map_err(io_err(&full))?;
+                    prune_empty_parents(&self.dir, &full);
+                }
+            }
+            if d.status() != Delta::Deleted {
+                if let Some(p) = d.new_file().path() {
+                    writes.push((p.to_path_buf(), d.new_file().id(), d.new_file().mode()));
+                }
+            }
+        }
+        for (rel, id, mode) in writes {
+            if mode == git2::FileMode::Commit {
+                let p = self.dir.join(&rel);
+                fs::create_dir_all(&p).map_err(io_err(&p))?;
+            } else {
+                self.write_blob(repo, &rel, id, mode.into())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_blob(
+        &self,
+        repo: &Repository,
+        rel: &Path,
+        id: Oid,
+        mode: i32,
+    ) -> Result<(), GitError> {
+        let path = self.dir.join(rel);
+        let blob =
+            repo.find_blob(id)
+                .map_err(ctx(format!("reading blob {} ({})", id, rel.display())))?;
+        if let Some(parent) = path.parent() {
+            if parent.is_file() || parent.is_symlink() {
+                fs::remove_file(parent).map_err(io_err(parent))?;
+            }
+            fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
+        remove_path(&path).map_err(io_err(&path))?;
+        if mode == i32::from(git2::FileMode::Link) {
+            let target = String::from_utf8_lossy(blob.content()).into_owned();
+            std::os::unix::fs::symlink(target, &path).map_err(io_err(&path))?;
+        } else {
+            fs::write(&path, blob.content()).map_err(io_err(&path))?;
+            let perm = if mode == i32::from(git2::FileMode::BlobExecutable) {
+                0o755
+            } else {
+                0o644
+            };
+            fs::set_permissions(&path, fs::Permissions::from_mode(perm)).map_err(io_err(&path))?;
+        }
+        Ok(())
+    }
+}
+
+fn remove_path(p: &Path) -> std::io::Result<()> {
+    match fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(p),
+        Ok(_) => fs::remove_file(p),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn prune_empty_parents(root: &Path, removed: &Path) {
+    let mut cur = removed.parent();
+    while let Some(dir) = cur {
+        if dir == root || !dir.starts_with(root) || fs::remove_dir(dir).is_err() {
+            break;
+        }
+        cur = dir.parent();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@e")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@e")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{:?}", out);
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    fn commit_all(dir: &Path, msg: &str) -> String {
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "--allow-empty", "-m", msg]);
+        git(dir, &["rev-parse", "HEAD"])
+    }
+
+    #[test]
+    fn first_parent_chain_versus_full_ancestry_path() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        git(r, &["init", "-q", "-b", "main"]);
+        let step = |name: &str| {
+            fs::write(r.join(name), name).unwrap();
+            commit_all(r, name)
+        };
+        let c0 = step("c0");
+        git(r, &["checkout", "-q", "-b", "side"]);
+        let b1 = step("b1");
+        let b2 = step("b2");
+        git(r, &["checkout", "-q", "main"]);
+        let c1 = step("c1");
+        git(r, &["merge", "-q", "--no-ff", "-m", "merge side", "side"]);
+        let m = git(r, &["rev-parse", "HEAD"]);
+        let c3 = step("c3");
+        let repo = open(r).unwrap();
+        let id = |s: &str| Oid::from_str(s).unwrap();
+        let shas =
+            |range: Range| -> Vec<String> { range.candidates.into_iter().map(|c| c.sha).collect() };
+        let fp = RangeSpec {
+            first_parent: true,
+            path: None,
+        };
+        let full = RangeSpec {
+            first_parent: false,
+            path: None,
+        };
+        assert_eq!(
+            shas(plan_range(&repo, id(&c0), id(&c3), &fp).unwrap()),
+            vec![c0.clone(), c1.clone(), m.clone(), c3.clone()]
+        );
+        let all = shas(plan_range(&repo, id(&c0), id(&c3), &full).unwrap());
+        assert_eq!(all.len(), 6);
+        assert_eq!((&all[0], &all[4], &all[5]), (&c0, &m, &c3));
+        let pos = |s: &str| all.iter().position(|x| x == s).unwrap();
+        assert!(pos(&b1) < pos(&b2), "parents before children");
+        // A side-branch good commit is an ancestor, but not on bad's first-parent chain.
+        assert!(matches!(
+            plan_range(&repo, id(&b1), id(&c3), &fp),
+            Err(GitError::NotOnFirstParent { .. })
+        ));
+        // Ancestry path from b1: only its descendants (c1 is not one).
+        assert_eq!(
+            shas(plan_range(&repo, id(&b1), id(&c3), &full).unwrap()),
+            vec![b1, b2, m, c3]
+        );
+    }
+
+    #[test]
+    fn collapses_identical_subtrees_and_checks_out_incrementally() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        git(r, &["init", "-q", "-b", "main"]);
+        fs::create_dir_all(r.join("lib")).unwrap();
+        fs::write(r.join("lib/a.c"), "1").unwrap();
+        let c0 = commit_all(r, "c0");
+        fs::write(r.join("doc.txt"), "x").unwrap();
+        commit_all(r, "c1 docs only");
+        fs::write(r.join("lib/a.c"), "2").unwrap();
+        let c2 = commit_all(r, "c2");
+        fs::remove_file(r.join("doc.txt")).unwrap();
+        fs::create_dir_all(r.join("doc.txt")).unwrap();
+        fs::write(r.join("doc.txt/inner"), "y").unwrap();
+        let c3 = commit_all(r, "c3 docs");
+        let repo = open(r).unwrap();
+        let spec = RangeSpec {
+            first_parent: true,
+            path: Some("lib".into()),
+        };
+        let g = Oid::from_str(&c0).unwrap();
+        let b = Oid::from_str(&c3).unwrap();
+        let range = plan_range(&repo, g, b, &spec).unwrap();
+        assert_eq!(range.commits, 4);
+        assert_eq!(range.candidates.len(), 2);
+        assert_eq!(range.candidates[1].sha, c2);
+        assert_eq!(range.candidates[1].members.len(), 2);
+        assert_eq!(range.candidates[0].depth + 2, range.candidates[1].depth);
+
+        let wt = tempfile::tempdir().unwrap();
+        let co = Checkout::new(wt.path().join("src"), wt.path().join("state"));
+        co.checkout(&repo, &c0).unwrap();
+        assert_eq!(
+            fs::read_to_string(wt.path().join("src/lib/a.c")).unwrap(),
+            "1"
+        );
+        co.checkout(&repo, &c3).unwrap();
+        assert_eq!(
+            fs::read_to_string(wt.path().join("src/doc.txt/inner")).unwrap(),
+            "y"
+        );
+        assert_eq!(
+            fs::read_to_string(wt.path().join("src/lib/a.c")).unwrap(),
+            "2"
+        );
+        co.checkout(&repo, &c0).unwrap();
+        assert!(!wt.path().join("src/doc.txt").exists());
+        assert_eq!(
+            fs::read_to_string(wt.path().join("src/lib/a.c")).unwrap(),
+            "1"
+        );
+        assert!(matches!(
+            plan_range(&repo, b, g, &spec),
+            Err(GitError::NotAncestor { .. })
+        ));
+        assert!(matches!(
+            plan_range(&repo, g, g, &spec),
+            Err(GitError::SameCommit(_))
+        ));
+    }
+}

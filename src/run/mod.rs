@@ -1,0 +1,9 @@
+//! The effects that carry out a plan: git checkouts and ranges, the result store, and the loop
+//! that locks a slot, checks out, probes, retries infrastructure errors and saves.
+pub mod distributed;
+pub mod driver;
+pub mod git;
+pub mod matrix;
+pub mod progress;
+pub mod store;
+pub mod validate;

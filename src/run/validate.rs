@@ -1,0 +1,393 @@
+//! Culprit validation: is the answer of a bisection believable?
+//!
+//! Kernel CI's lesson is that bisection of real (flaky, noisy) failures produces plausible but
+//! wrong culprits. So after a verdict the culprit and its parent are run again several times,
+//! the culprit is reverted on top of the bad endpoint where it reverts cleanly (the fault must
+//! go away), and two cheap smells are checked: a change whose built libraries are identical to
+//! its parent's cannot have changed behaviour, and a change that only touches docs, tests,
+//! examples or another GPU backend cannot have broken this one.
+//!
+//! The judging is pure (`judge`, `classify`); the effects are small and separate: the paths a
+//! commit changed, hashes of build outputs, and the revert, done in a scratch repository that
+//! borrows the user's objects (alternates) so the user's repository is never written.
+
+use crate::core::evidence::Evidence;
+use crate::core::flaky::Beta;
+pub use crate::core::judge::{
+    classify, judge, run_limit, Finding, Observations, PathClass, Revert, Validation,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Paths a commit changed against its first parent (all paths of a root commit).
+pub fn changed_paths(
+    repo: &git2::Repository,
+    commit: git2::Oid,
+) -> Result<Vec<String>, ValidateError> {
+    let c = repo
+        .find_commit(commit)
+        .map_err(git(format!("reading commit {commit}")))?;
+    let tree = c.tree().map_err(git(format!("reading tree of {commit}")))?;
+    let parent = match c.parent(0) {
+        Ok(p) => Some(
+            p.tree()
+                .map_err(git(format!("reading parent tree of {commit}")))?,
+        ),
+        Err(_) => None,
+    };
+    let diff = repo
+        .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
+        .map_err(git(format!("diffing {commit}")))?;
+    let mut out: Vec<String> = diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    #[error("{context}: {source}")]
+    Git {
+        context: String,
+        source: git2::Error,
+    },
+    #[error("checking out {sha} for validation: {message}")]
+    Checkout { sha: String, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn git(context: String) -> impl FnOnce(git2::Error) -> ValidateError {
+    move |source| ValidateError::Git { context, source }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ValidateError + '_ {
+    move |source| ValidateError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// SHA-256 of every library and executable under `build_dir` (relative path -> hex), the
+/// things whose bytes decide behaviour. Object files and logs are left out: they embed paths
+/// and timestamps that differ between identical builds.
+pub fn hash_outputs(build_dir: &Path) -> Result<BTreeMap<String, String>, ValidateError> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = BTreeMap::new();
+    let mut stack = vec![build_dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+            let entry = entry.map_err(io(&dir))?;
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
+            if meta.is_dir() {
+                if path.file_name().is_some_and(|n| n != "CMakeFiles") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if !meta.is_file() {
+                continue;
+            }
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            let lib = name.ends_with(".so")
+                || name.contains(".so.")
+                || name.ends_with(".a")
+                || name.ends_with(".dylib");
+            let exe = meta.permissions().mode() & 0o111 != 0 && !name.ends_with(".sh");
+            if !(lib || exe) {
+                continue;
+            }
+            let bytes = std::fs::read(&path).map_err(io(&path))?;
+            let rel = path
+                .strip_prefix(build_dir)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .into_owned();
+            out.insert(rel, hex::encode(Sha256::digest(&bytes)));
+        }
+    }
+    Ok(out)
+}
+
+/// Reverts `culprit` onto `onto` in a scratch repository at `scratch` that reads the user's
+/// objects through alternates and writes only its own. Returns the scratch repository (to
+/// check the result out from) and what happened.
+pub fn revert_in_scratch(
+    repo_path: &Path,
+    culprit: &str,
+    onto: &str,
+    scratch: &Path,
+) -> Result<(git2::Repository, Revert), ValidateError> {
+    let user = git2::Repository::open(repo_path)
+        .map_err(git(format!("opening {}", repo_path.display())))?;
+    let objects = user.path().join("objects");
+    let scratch_repo = if scratch.join("HEAD").exists() {
+        git2::Repository::open_bare(scratch)
+            .map_err(git(format!("opening {}", scratch.display())))?
+    } else {
+        std::fs::create_dir_all(scratch).map_err(io(scratch))?;
+        git2::Repository::init_bare(scratch)
+            .map_err(git(format!("creating {}", scratch.display())))?
+    };
+    let alt = scratch.join("objects/info/alternates");
+    std::fs::create_dir_all(scratch.join("objects/info")).map_err(io(scratch))?;
+    std::fs::write(&alt, format!("{}\n", objects.display())).map_err(io(&alt))?;
+    // Re-open so the object database picks up the alternates file.
+    let scratch_repo = {
+        drop(scratch_repo);
+        git2::Repository::open_bare(scratch)
+            .map_err(git(format!("opening {}", scratch.display())))?
+    };
+    let revert = revert_in(&scratch_repo, culprit, onto)?;
+    Ok((scratch_repo, revert))
+}
+
+fn revert_in(repo: &git2::Repository, culprit: &str, onto: &str) -> Result<Revert, ValidateError> {
+    let oid = |s: &str| git2::Oid::from_str(s).map_err(git(format!("parsing {s}")));
+    let c = repo
+        .find_commit(oid(culprit)?)
+        .map_err(git(format!("reading {culprit}")))?;
+    let bad = repo
+        .find_commit(oid(onto)?)
+        .map_err(git(format!("reading {onto}")))?;
+    if c.parent_count() != 1 {
+        return Ok(Revert::NotSingle);
+    }
+    let mut index = repo
+        .revert_commit(&c, &bad, 0, None)
+        .map_err(git(format!("reverting {culprit} onto {onto}")))?;
+    if index.has_conflicts() {
+        let mut paths: Vec<String> = index
+            .conflicts()
+            .map_err(git("listing conflicts".into()))?
+            .flatten()
+            .filter_map(|cf| cf.our.or(cf.their).or(cf.ancestor))
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        return Ok(Revert::Conflicts { paths });
+    }
+    let tree_id = index
+        .write_tree_to(repo)
+        .map_err(git("writing the reverted tree".into()))?;
+    let tree = repo
+        .find_tree(tree_id)
+        .map_err(git("reading the reverted tree".into()))?;
+    // A fixed signature and time: the same revert is the same commit, so its probes are
+    // stored and reused like any other tree.
+    let sig = git2::Signature::new(
+        "setrows-bisect",
+        "setrows-bisect@localhost",
+        &git2::Time::new(0, 0),
+    )
+    .map_err(git("signature".into()))?;
+    let msg = format!("Revert {culprit} on top of {onto} (setrows-bisect validation)");
+    let commit = repo
+        .commit(None, &sig, &sig, &msg, &tree, &[&bad])
+        .map_err(git("writing the revert commit".into()))?;
+    Ok(Revert::Clean {
+        commit: commit.to_string(),
+    })
+}
+
+/// What the effectful validation needs from the bisection that produced the answer.
+/// Runs are `runs` each at least, more for rare faults (`run_limit`).
+pub struct Setup<'a> {
+    pub repo_path: &'a Path,
+    pub prober: &'a dyn crate::probe::Prober,
+    pub predicate: &'a crate::core::outcome::Predicate,
+    /// Runs of the culprit, of its parent and of the reverted bad endpoint (each).
+    pub runs: u32,
+    /// Validation's own checkout, build dir, logs and scratch repository live under here.
+    pub work_dir: &'a Path,
+    /// Backend the test exercises, for path classification (`hip`, `cuda`, `cpu`, ...).
+    pub backend: &'a str,
+    /// Reproduction rate estimated by the bisection.
+    pub rate: Beta,
+}
+
+/// Runs probes of `sha` (from `repo`) up to `run_limit`, stopping once a failure has been
+/// seen and at least `stop_on_failure_after` runs were made (one failure settles a parent or a
+/// revert; the culprit still gets its `n` runs) in validation's private checkout; infrastructure
+/// errors are retried once and then left out (they are never evidence).
+fn probe_n(
+    setup: &Setup<'_>,
+    repo: &git2::Repository,
+    sha: &str,
+    role: &str,
+    stop_on_failure_after: u32,
+    progress: &dyn Fn(&str),
+) -> Result<Evidence, ValidateError> {
+    let dir = setup.work_dir.join("validate");
+    let src = dir.join("src");
+    let build = dir.join("build");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).map_err(io(&logs))?;
+    crate::run::git::Checkout::new(src.clone(), dir.join("checkout.state"))
+        .checkout(repo, sha)
+        .map_err(|e| ValidateError::Checkout {
+            sha: sha.to_string(),
+            message: e.to_string(),
+        })?;
+    let short = &sha[..sha.len().min(10)];
+    let mut ev = Evidence::default();
+    let limit = run_limit(setup.runs, setup.rate);
+    for i in 0..limit {
+        if ev.new > 0 && ev.runs() >= stop_on_failure_after {
+            break;
+        }
+        for attempt in 0..2 {
+            let log = logs.join(format!("{short}-{role}-{i}-{attempt}.log"));
+            let name = format!("setrows-validate-{short}-{i}-{}", std::process::id());
+            let req = crate::probe::ProbeRequest {
+                commit: sha,
+                checkout: &src,
+                build_dir: &build,
+                log_path: &log,
+                run_name: &name,
+            };
+            let r = setup.prober.probe(&req, &|_| {});
+            if r.outcome == crate::core::outcome::Outcome::InfraError {
+                continue;
+            }
+            let v = setup.predicate.judge(r.outcome, &r.output_tail);
+            progress(&format!(
+                "validate {role} {short} run {}: {} ({v:?})",
+                i + 1,
+                r.outcome
+            ));
+            ev.add(v);
+            break;
+        }
+    }
+    Ok(ev)
+}
+
+/// Re-runs the culprit and its parent, reverts the culprit onto `bad` and runs that, compares
+/// build outputs and classifies the changed paths; then judges.
+pub fn validate_culprit(
+    setup: &Setup<'_>,
+    culprit: &str,
+    bad: &str,
+    progress: &dyn Fn(&str),
+) -> Result<(Observations, Validation), ValidateError> {
+    let repo = git2::Repository::open(setup.repo_path)
+        .map_err(git(format!("opening {}", setup.repo_path.display())))?;
+    let cid = git2::Oid::from_str(culprit).map_err(git(format!("parsing {culprit}")))?;
+    let parent = repo
+        .find_commit(cid)
+        .map_err(git(format!("reading {culprit}")))?
+        .parent_id(0)
+        .ok()
+        .map(|p| p.to_string());
+    let mut obs = Observations {
+        paths: changed_paths(&repo, cid)?
+            .into_iter()
+            .map(|p| {
+                let c = classify(&p, setup.backend);
+                (p, c)
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let build = setup.work_dir.join("validate").join("build");
+    let mut parent_hash = None;
+    if let Some(p) = &parent {
+        obs.parent = probe_n(setup, &repo, p, "parent", 1, progress)?;
+        parent_hash = hash_outputs(&build).ok();
+    }
+    obs.culprit = probe_n(setup, &repo, culprit, "culprit", setup.runs, progress)?;
+    if let (Some(a), Ok(b)) = (parent_hash, hash_outputs(&build)) {
+        if !a.is_empty() && !b.is_empty() {
+            obs.identical_build = Some(a == b);
+        }
+    }
+    let scratch = setup.work_dir.join("validate").join("scratch.git");
+    let (scratch_repo, revert) = revert_in_scratch(setup.repo_path, culprit, bad, &scratch)?;
+    if let Revert::Clean { commit } = &revert {
+        obs.reverted = Some(probe_n(
+            setup,
+            &scratch_repo,
+            commit,
+            "reverted",
+            1,
+            progress,
+        )?);
+    }
+    obs.revert = Some(revert);
+    let v = judge(&obs, setup.rate);
+    Ok((obs, v))
+}
+
+/// Markdown for the report: the verdict of validation and every finding.
+pub fn markdown(v: &Validation, runs: u32) -> String {
+    let mut s = format!(
+        "\n**Validation** ({runs} runs each of the culprit, its parent and the bad endpoint with the culprit reverted): {}\n",
+        if v.confirmed { "confirmed" } else { "DOUBTFUL" }
+    );
+    for f in &v.findings {
+        s.push_str(&format!("- {f}\n"));
+    }
+    s
+}
+
+/// The CLI's `--validate N` step after a bisection: validates a found culprit, appends the
+/// findings to the markdown report and returns them as JSON (`None` when off or nothing was
+/// found). Errors are the machinery's (exit 3).
+pub fn after_bisect(
+    args: &crate::cli::bisect::BisectArgs,
+    p: &crate::cli::bisect::Prepared,
+    outcome: &crate::run::driver::BisectOutcome,
+    md: &mut String,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    let crate::run::driver::Conclusion::Found { index } = &outcome.conclusion else {
+        return Ok(None);
+    };
+    if args.validate == 0 {
+        return Ok(None);
+    }
+    let r = &p.plan.range;
+    let ev = crate::core::flaky::evidence_from_runs(
+        r.candidates.len(),
+        outcome.probes.iter().map(|x| (x.candidate, x.verdict)),
+    );
+    let setup = Setup {
+        repo_path: &p.plan.repo_path,
+        prober: p.prober.as_ref(),
+        predicate: &p.plan.predicate,
+        runs: args.validate,
+        work_dir: &p.plan.work_dir,
+        backend: args.backend.as_deref().unwrap_or("hip"),
+        rate: crate::core::flaky::rate_posterior(&ev, Beta::UNIFORM),
+    };
+    let say = |l: &str| eprintln!("setrows-bisect: {l}");
+    let (obs, v) = validate_culprit(&setup, &r.candidates[*index].sha, &r.bad, &say)
+        .map_err(|e| crate::error::CliError::infra(e.to_string()))?;
+    for f in &v.findings {
+        say(&format!("validation: {f}"));
+    }
+    md.push_str(&markdown(&v, args.validate));
+    Ok(Some(serde_json::json!({
+        "confirmed": v.confirmed,
+        "findings": v.findings,
+        "observations": obs,
+    })))
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;
