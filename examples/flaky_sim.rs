@@ -6,9 +6,11 @@
 
 use setrows_bisect::core::evidence::{Deterministic, Fixed};
 use setrows_bisect::core::flaky::session::Mode;
-use setrows_bisect::core::flaky::{AdaptivePolicy, Beta};
+use setrows_bisect::core::flaky::Beta;
 use setrows_bisect::core::search::EndpointCheck;
-use setrows_bisect::sim::{batch, driver_trial, trial, History, Summary};
+#[path = "../tests/sim/mod.rs"]
+mod sim;
+use sim::{batch, driver_trial, trial, History, Summary};
 
 fn arg(i: usize, default: u64) -> u64 {
     std::env::args()
@@ -56,24 +58,16 @@ fn main() {
             driver_trial(h, &Fixed(3), first, 1, s)
         });
         row(p, "`--repeat 3`", &rep);
-        let cli = batch(n, p, trials, seed, |h: &History, s| {
-            driver_trial(h, &AdaptivePolicy::new(0.95, h.n, None), first, 1, s)
-        });
-        row(
-            p,
-            "`--confidence 0.95` (AdaptivePolicy in the driver)",
-            &cli,
-        );
         let capped = batch(n, p, trials, seed, |h: &History, s| {
-            driver_trial(h, &AdaptivePolicy::new(0.95, h.n, Some(300)), first, 1, s)
+            trial(h, session, first, 1, Some(300), s)
         });
-        row(p, "`--confidence 0.95 --max-runs 300`", &capped);
+        row(p, "`--confidence 0.95 --max-runs 300` (Session)", &capped);
         let full = batch(n, p, trials, seed, |h: &History, s| {
             trial(h, session, first, 1, None, s)
         });
         row(
             p,
-            "Session 0.95 (also re-runs the parent until the posterior says 0.95)",
+            "`--confidence 0.95` (Session: also re-runs the parent until the posterior says 0.95)",
             &full,
         );
     }
@@ -90,14 +84,10 @@ fn main() {
                 })
             } else {
                 batch(n, p, trials, seed, |h: &History, s| {
-                    driver_trial(h, &AdaptivePolicy::new(0.95, h.n, None), first, k, s)
+                    driver_trial(h, &Fixed(3), first, k, s)
                 })
             };
-            let name = if p == 1.0 {
-                "plain"
-            } else {
-                "`--confidence 0.95`"
-            };
+            let name = if p == 1.0 { "plain" } else { "`--repeat 3`" };
             println!(
                 "| {p} | {name} | {k} | {:.1} | {:.1} | {:.1}% | {:.1}% |",
                 s.mean_waves,

@@ -15,3 +15,5 @@ rm -f "$envfile"
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
 cargo test --locked --all-targets "$@"
+# --all-targets leaves out doc tests; examples in doc comments must compile and pass too.
+cargo test --locked --doc

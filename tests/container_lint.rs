@@ -2,6 +2,8 @@
 //! built from a local base (`ARG BASE_IMAGE`), and hadolint passes (HADOLINT from
 //! scripts/setup.d/31-hadolint.sh; missing under CI is a failure).
 
+mod tools;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -51,13 +53,7 @@ fn hadolint() -> Option<PathBuf> {
             .map(|d| d.join("hadolint"))
             .find(|p| p.is_file())
     });
-    if found.is_none() {
-        if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") {
-            panic!("hadolint is required under CI: run scripts/setup.d/31-hadolint.sh and export HADOLINT");
-        }
-        eprintln!("SKIPPED (not CI): hadolint not found; run scripts/setup.d/31-hadolint.sh");
-    }
-    found
+    tools::require(found, "hadolint", "scripts/setup.d/31-hadolint.sh")
 }
 
 #[test]

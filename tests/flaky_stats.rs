@@ -1,6 +1,7 @@
 //! Statistical tests of the flakiness-aware search: many simulated histories with a planted
-//! culprit and a reproduction rate, driven through the real `Search` and policies with fixed
-//! seeds (so a failure reproduces exactly).
+//! culprit and a reproduction rate, driven through the code the CLI runs with fixed seeds (so a
+//! failure reproduces exactly): `--confidence` is `Session` (`sim::trial`), plain bisection and
+//! `--repeat` are the driver's per-candidate loop with `Deterministic`/`Fixed` (`sim::driver_trial`).
 //!
 //! Margins: with T trials and a true error rate at the 5% target, the observed error count has
 //! standard deviation sqrt(T * 0.05 * 0.95); the bound allows three of them, so a correct
@@ -9,9 +10,10 @@
 
 use setrows_bisect::core::evidence::Deterministic;
 use setrows_bisect::core::flaky::session::Mode;
-use setrows_bisect::core::flaky::{AdaptivePolicy, Beta};
+use setrows_bisect::core::flaky::Beta;
 use setrows_bisect::core::search::EndpointCheck;
-use setrows_bisect::sim::{batch, driver_trial, trial, History, Summary};
+mod sim;
+use sim::{batch, driver_trial, trial, History, Summary};
 
 const TRIALS: u32 = 300;
 const CANDIDATES: usize = 200;
@@ -21,18 +23,6 @@ fn max_wrong(trials: u32, target: f64) -> u32 {
     let a = 1.0 - target;
     let t = f64::from(trials);
     (t * a + 3.0 * (t * a * (1.0 - a)).sqrt()).ceil() as u32
-}
-
-fn adaptive_driver(p: f64, seed: u64) -> Summary {
-    batch(CANDIDATES, p, TRIALS, seed, |h: &History, s| {
-        driver_trial(
-            h,
-            &AdaptivePolicy::new(TARGET, h.n, None),
-            EndpointCheck::First,
-            1,
-            s,
-        )
-    })
 }
 
 fn plain(p: f64, seed: u64) -> Summary {
@@ -52,10 +42,10 @@ fn session(p: f64, slots: usize, seed: u64) -> Summary {
 }
 
 #[test]
-fn adaptive_policy_is_right_at_the_requested_confidence() {
+fn confidence_is_met_at_every_rate_with_one_slot() {
     let bound = max_wrong(TRIALS, TARGET);
     for (p, seed) in [(1.0, 11), (0.5, 12), (0.3, 13)] {
-        let s = adaptive_driver(p, seed);
+        let s = session(p, 1, seed);
         assert_eq!(s.inconclusive, 0, "no budget given, p={p}: {s:?}");
         assert!(
             s.wrong <= bound,
@@ -93,8 +83,8 @@ fn plain_binary_search_is_often_wrong_on_flaky_faults() {
 }
 
 #[test]
-fn adaptive_costs_more_runs_than_plain_and_more_for_rarer_faults() {
-    let (ad1, ad3) = (adaptive_driver(1.0, 11), adaptive_driver(0.3, 13));
+fn confidence_costs_more_runs_than_plain_and_more_for_rarer_faults() {
+    let (ad1, ad3) = (session(1.0, 1, 11), session(0.3, 1, 13));
     let pl1 = plain(1.0, 11);
     // The price of believing a pass: more runs than git bisect's ~log2(N)...
     assert!(ad1.mean_runs > pl1.mean_runs, "{ad1:?} vs {pl1:?}");
@@ -104,16 +94,6 @@ fn adaptive_costs_more_runs_than_plain_and_more_for_rarer_faults() {
 
 #[test]
 fn max_runs_gives_inconclusive_instead_of_guessing() {
-    let s = batch(CANDIDATES, 0.1, 100, 31, |h: &History, s| {
-        driver_trial(
-            h,
-            &AdaptivePolicy::new(TARGET, h.n, Some(60)),
-            EndpointCheck::First,
-            1,
-            s,
-        )
-    });
-    assert!(s.inconclusive > 50, "{s:?}");
     let s = batch(CANDIDATES, 0.1, 100, 31, |h: &History, s| {
         trial(
             h,

@@ -6,6 +6,8 @@
 //! actionlint and shellcheck come from scripts/setup.d/50-actionlint.sh (ACTIONLINT=,
 //! SHELLCHECK=). Without them the lint test fails under CI and is skipped (loudly) elsewhere.
 
+mod tools;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -41,17 +43,11 @@ fn tool(var: &str, name: &str) -> Option<PathBuf> {
 }
 
 fn require(var: &str, name: &str) -> Option<PathBuf> {
-    let found = tool(var, name);
-    if found.is_none() {
-        let msg = format!(
-            "{name} not found ({var} unset, not on PATH): run scripts/setup.d/50-actionlint.sh"
-        );
-        if std::env::var_os("CI").is_some() {
-            panic!("{msg}");
-        }
-        eprintln!("SKIPPED: {msg}");
-    }
-    found
+    tools::require(
+        tool(var, name),
+        &format!("{name} ({var} or PATH)"),
+        "scripts/setup.d/50-actionlint.sh",
+    )
 }
 
 fn actionlint(bin: &Path, shellcheck: &Path, files: &[PathBuf], cwd: &Path) -> (bool, String) {

@@ -6,6 +6,8 @@
 //! hands over the prebuilt libggml-python ggml (its real headers and libraries). Everything on the
 //! prober's side of `add_subdirectory` is exactly what a real probe runs.
 
+mod tools;
+
 use setrows_bisect::core::outcome::Outcome;
 use setrows_bisect::probe::launch::HostLauncher;
 use setrows_bisect::probe::repro::{ReproOptions, ReproProber};
@@ -14,15 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn ggml_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("SETROWS_GGML_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "SETROWS_GGML_DIR is not set: run scripts/setup.d/20-ggml.sh (scripts/test.sh does) to install libggml-python"
-    );
-    eprintln!("skipping: SETROWS_GGML_DIR is not set (run scripts/setup.d/20-ggml.sh)");
-    None
+    tools::require(
+        std::env::var_os("SETROWS_GGML_DIR").map(PathBuf::from),
+        "libggml-python (SETROWS_GGML_DIR)",
+        "scripts/setup.d/20-ggml.sh",
+    )
 }
 
 /// A ggml "source tree" at `root/subdir` backed by the installed ggml.

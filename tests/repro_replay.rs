@@ -3,6 +3,8 @@
 //! the harness injects around ggml (a corrupted row, a missing write, a stale downstream read) is
 //! caught by the unchanged checker.
 
+mod tools;
+
 use setrows_bisect::core::outcome::Outcome;
 use setrows_bisect::probe::repro::{classify, parse_result};
 use std::path::{Path, PathBuf};
@@ -10,15 +12,11 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 fn ggml_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("SETROWS_GGML_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "SETROWS_GGML_DIR is not set: run scripts/setup.d/20-ggml.sh (scripts/test.sh does) to install libggml-python"
-    );
-    eprintln!("skipping: SETROWS_GGML_DIR is not set (run scripts/setup.d/20-ggml.sh)");
-    None
+    tools::require(
+        std::env::var_os("SETROWS_GGML_DIR").map(PathBuf::from),
+        "libggml-python (SETROWS_GGML_DIR)",
+        "scripts/setup.d/20-ggml.sh",
+    )
 }
 
 fn run_checked(cmd: &mut Command, what: &str) {

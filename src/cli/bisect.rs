@@ -292,11 +292,9 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
         (Some(_), _) if args.max_runs == Some(0) => {
             return Err(CliError::usage("--max-runs must be at least 1"))
         }
-        (Some(c), _) => Box::new(crate::core::flaky::AdaptivePolicy::new(
-            c,
-            range.candidates.len(),
-            args.max_runs,
-        )),
+        // --confidence is driven by `core::flaky::session::Session` (`run()`), not by a
+        // per-candidate policy; this one is never asked.
+        (Some(_), _) => Box::new(Deterministic),
         (None, Some(n)) if n > 1 => Box::new(Fixed(n)),
         _ => Box::new(Deterministic),
     };

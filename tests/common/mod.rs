@@ -2,21 +2,21 @@
 //! (real C code, real CMake builds), the real binary, and a check that the tools exist.
 #![allow(dead_code)]
 
+#[path = "../tools/mod.rs"]
+pub mod tools;
+
 use assert_cmd::Command;
 pub use setrows_bisect::cli::demo::history::{generate, History, HistorySpec, Layout};
 use std::path::{Path, PathBuf};
 
-/// True when cmake is available. Missing cmake fails the test under CI and skips it (loudly)
-/// elsewhere.
+/// True when cmake is available (the rule in tests/tools: required under CI).
 pub fn have_cmake() -> bool {
-    if setrows_bisect::probe::script::which("cmake").is_some() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("cmake is required by the bisect integration tests (scripts/setup.d/00-base.sh installs it)");
-    }
-    eprintln!("SKIPPED: cmake is not installed");
-    false
+    tools::require(
+        setrows_bisect::probe::script::which("cmake"),
+        "cmake",
+        "scripts/setup.d/00-base.sh",
+    )
+    .is_some()
 }
 
 pub struct Fixture {

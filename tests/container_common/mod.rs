@@ -21,9 +21,9 @@ pub fn image_b() -> String {
         .unwrap_or_else(|_| "localhost/setrows-cpu-variant:bookworm".into())
 }
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
+#[path = "../tools/mod.rs"]
+mod tools;
+use tools::in_ci;
 
 /// podman, proven able to run both test images; `None` (test skipped, with a note) only when
 /// not under CI.

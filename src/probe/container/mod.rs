@@ -13,6 +13,12 @@
 //! Nothing is ever pulled during a run (`--pull never`): a missing image is an infrastructure
 //! error found before the first probe, not a silent download in the middle of a bisection.
 
+mod argv;
+mod signals;
+pub use argv::*;
+use signals::PROVENANCE_SCRIPT;
+pub use signals::*;
+
 use crate::probe::launch::{with_dirs, Cmd, Launcher, ShellJob};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -276,124 +282,6 @@ fn which(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Everything the run argv depends on, resolved once (pure input of `run_argv`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunSpec {
-    pub engine: EngineKind,
-    pub program: String,
-    pub image: String,
-    pub gpu: GpuAccess,
-    /// Host directory mounted at `/ccache`, one per (image, recipe).
-    pub ccache_dir: PathBuf,
-    pub uid: u32,
-    pub gid: u32,
-    /// Host gids owning `/dev/kfd` and `/dev/dri` (`video`, `render`), numeric because the
-    /// image's /etc/group need not have those names.
-    pub gpu_groups: Vec<u32>,
-}
-
-/// Seconds a podman container may outlive its step's timeout (the client kills it first; this
-/// only matters when the client itself was killed).
-pub const CONTAINER_TIMEOUT_GRACE_S: u64 = 30;
-
-/// A valid container name from a run name (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`).
-pub fn container_name(run_name: &str) -> String {
-    let mut s: String = run_name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    if !s.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        s.insert_str(0, "sb");
-    }
-    s
-}
-
-/// The `run` command line for one step.
-pub fn run_argv(spec: &RunSpec, job: &ShellJob) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        spec.program.clone(),
-        "run".into(),
-        "--rm".into(),
-        "--name".into(),
-        container_name(&job.name),
-        "--pull".into(),
-        "never".into(),
-        "--network".into(),
-        "none".into(),
-        "--user".into(),
-        format!("{}:{}", spec.uid, spec.gid),
-        "--volume".into(),
-        format!("{}:{SRC_MOUNT}:ro", job.src.display()),
-        "--volume".into(),
-        format!("{}:{WORK_MOUNT}", job.work.display()),
-        "--volume".into(),
-        format!("{}:{CCACHE_MOUNT}", spec.ccache_dir.display()),
-        "--workdir".into(),
-        if job.cwd_is_work {
-            WORK_MOUNT
-        } else {
-            SRC_MOUNT
-        }
-        .into(),
-    ];
-    if let (EngineKind::Podman, Some(t)) = (spec.engine, job.timeout) {
-        // Bounds a container whose client died with us (SIGKILL): conmon kills it anyway.
-        a.push("--timeout".into());
-        a.push((t.as_secs() + CONTAINER_TIMEOUT_GRACE_S).to_string());
-    }
-    match spec.gpu {
-        GpuAccess::None => {}
-        GpuAccess::Amd => {
-            for d in ["/dev/kfd", "/dev/dri"] {
-                a.push("--device".into());
-                a.push(d.into());
-            }
-            for g in &spec.gpu_groups {
-                a.push("--group-add".into());
-                a.push(g.to_string());
-            }
-        }
-        GpuAccess::Nvidia => match spec.engine {
-            EngineKind::Docker => a.extend(["--gpus".into(), "all".into()]),
-            EngineKind::Podman => a.extend(["--device".into(), "nvidia.com/gpu=all".into()]),
-        },
-    }
-    let mut env = with_dirs(&job.env, SRC_MOUNT, WORK_MOUNT);
-    env.push(("CCACHE_DIR".into(), CCACHE_MOUNT.into()));
-    // The caller's uid has no home in the image; tools that write caches need one.
-    env.push(("HOME".into(), "/tmp".into()));
-    env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
-    for (k, v) in env {
-        a.push("--env".into());
-        a.push(format!("{k}={v}"));
-    }
-    a.push(spec.image.clone());
-    a.extend(["sh".into(), "-c".into(), job.script.clone()]);
-    a
-}
-
-/// Host gids of the groups that own AMD GPU device nodes, from /etc/group text.
-pub fn gpu_group_ids(etc_group: &str) -> Vec<u32> {
-    let mut ids: Vec<u32> = etc_group
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split(':');
-            let name = f.next()?;
-            let gid = f.nth(1)?.parse().ok()?;
-            ["video", "render"].contains(&name).then_some(gid)
-        })
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
-}
-
 /// Runs steps in one image. Construction checks the engine and the image, so a run that starts
 /// has what it needs; what can still fail later is recognised by `infra_failure`.
 #[derive(Debug)]
@@ -500,74 +388,6 @@ fn rand_suffix() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() % 1_000_000_007)
         .unwrap_or(0)
-}
-
-/// Facts printed from inside the image, one `@@key` header per section.
-const PROVENANCE_SCRIPT: &str = r#"echo @@kernel; uname -r
-echo @@hip; hipconfig --version 2>/dev/null
-echo @@nvcc; nvcc --version 2>/dev/null | grep -i release
-echo @@compiler; (c++ --version || cc --version) 2>/dev/null | head -n 1
-echo @@gpu; { rocminfo 2>/dev/null | awk '/^ *Name:/{n=$2} /Marketing Name:/{sub(/^ *Marketing Name: */,""); m=$0} /Device Type: *GPU/{print n " (" m ")"; exit}'; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1; }
-true"#;
-
-/// Parses the `@@key` sections; empty sections (tool absent) are left out.
-pub fn parse_provenance(output: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut key: Option<String> = None;
-    let mut val: Vec<&str> = Vec::new();
-    let mut flush = |key: &Option<String>, val: &mut Vec<&str>| {
-        if let Some(k) = key {
-            let v = val.join("; ").trim().to_string();
-            if !v.is_empty() {
-                out.insert(k.clone(), v);
-            }
-        }
-        val.clear();
-    };
-    for line in output.lines() {
-        if let Some(k) = line.strip_prefix("@@") {
-            flush(&key, &mut val);
-            key = Some(k.trim().to_string());
-        } else if !line.trim().is_empty() {
-            val.push(line.trim());
-        }
-    }
-    flush(&key, &mut val);
-    out
-}
-
-/// A full disk fails a build or a test without saying anything about the code under test.
-pub fn disk_full(output: &str) -> bool {
-    output.to_lowercase().contains("no space left on device")
-}
-
-/// Whether a finished step failed because of the engine rather than the test: the engine's
-/// own exit code (125, shared with `git bisect`'s skip, so the text decides) with its error
-/// text, a daemon that went away, or a full disk.
-pub fn engine_failure(kind: EngineKind, exit_code: Option<i32>, output: &str) -> Option<String> {
-    if disk_full(output) {
-        return Some("disk full: no space left on device".into());
-    }
-    let last = output
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    let engine_said = match kind {
-        EngineKind::Podman => last.starts_with("Error: "),
-        EngineKind::Docker => {
-            last.contains("Error response from daemon")
-                || last.contains("Cannot connect to the Docker daemon")
-        }
-    };
-    // 125: the engine failed; 126/127: the runtime could not start the command (an OCI error
-    // says so; a script's own "command not found" does not).
-    let engine_code = match exit_code {
-        Some(125) => true,
-        Some(126 | 127) => last.contains("OCI") || last.contains("runc") || last.contains("crun"),
-        _ => false,
-    };
-    (engine_code && engine_said).then(|| format!("{}: {}", kind.as_str(), last.trim()))
 }
 
 /// Containers started recently (engine program, name), for the interrupt handler: the last

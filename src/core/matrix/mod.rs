@@ -19,6 +19,10 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use toml::Spanned;
 
+mod expand;
+mod resolve;
+use expand::{expand, Axis, Combo};
+
 /// A position-carrying error in a matrix file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}:{column}: key `{key}`: {message}")]
@@ -198,12 +202,6 @@ pub struct Matrix {
     launch: BTreeMap<String, Launch>,
     params: BTreeMap<String, Vec<String>>,
 }
-
-/// A combination with where each value came from.
-type Combo = BTreeMap<String, (Value, Range<usize>)>;
-
-/// An axis: its name and its values, each with where it was written.
-type Axis<'a> = (&'a str, Vec<(Value, Range<usize>)>);
 
 struct Ctx<'a> {
     file: &'a str,
@@ -439,52 +437,6 @@ fn check_type(cx: &Ctx<'_>, axis: &str, v: &Value, span: Range<usize>) -> Result
     Ok(())
 }
 
-/// GitHub Actions matrix expansion (pure; see the module doc).
-fn expand(axes: &[Axis<'_>], excludes: &[Combo], includes: &[Combo]) -> Vec<Combo> {
-    let mut product: Vec<Combo> = if axes.is_empty() {
-        Vec::new()
-    } else {
-        vec![Combo::new()]
-    };
-    for (name, vals) in axes {
-        let mut next = Vec::with_capacity(product.len() * vals.len());
-        for c in &product {
-            for v in vals {
-                let mut c = c.clone();
-                c.insert(name.to_string(), v.clone());
-                next.push(c);
-            }
-        }
-        product = next;
-    }
-    let matches = |c: &Combo, rule: &Combo| {
-        rule.iter()
-            .all(|(k, (v, _))| c.get(k).is_some_and(|(cv, _)| cv == v))
-    };
-    product.retain(|c| !excludes.iter().any(|ex| matches(c, ex)));
-    // (original values, values added by include rules)
-    let mut out: Vec<(Combo, Combo)> = product.into_iter().map(|c| (c.clone(), c)).collect();
-    let originals = out.len();
-    for inc in includes {
-        let mut merged = false;
-        for (orig, ext) in out.iter_mut().take(originals) {
-            let fits = inc
-                .iter()
-                .all(|(k, (v, _))| orig.get(k).is_none_or(|(ov, _)| ov == v));
-            if fits {
-                for (k, v) in inc {
-                    ext.insert(k.clone(), v.clone());
-                }
-                merged = true;
-            }
-        }
-        if !merged {
-            out.push((inc.clone(), inc.clone()));
-        }
-    }
-    out.into_iter().map(|(_, ext)| ext).collect()
-}
-
 /// Short stable id of a combination's values.
 pub fn config_id(values: &BTreeMap<String, Value>) -> String {
     let canon = serde_json::to_string(values).unwrap_or_default();
@@ -492,106 +444,6 @@ pub fn config_id(values: &BTreeMap<String, Value>) -> String {
 }
 
 impl Matrix {
-    fn resolve(&self, cx: &Ctx<'_>, combo: &Combo) -> Result<Config, MatrixError> {
-        let values: BTreeMap<String, Value> = combo
-            .iter()
-            .map(|(k, (v, _))| (k.clone(), v.clone()))
-            .collect();
-        let get = |k: &str| values.get(k).map(|v| v.to_string());
-        let span = |k: &str| combo.get(k).map(|(_, s)| s.clone()).unwrap_or(0..0);
-        let any_span = combo
-            .values()
-            .next()
-            .map(|(_, s)| s.clone())
-            .unwrap_or(0..0);
-        let backend = match get("backend") {
-            Some(b) => Backend::parse(&b).ok_or_else(|| {
-                cx.err(span("backend"), "backend", format!("unknown backend `{b}`"))
-            })?,
-            None => Backend::Hip,
-        };
-        let image = match get("image") {
-            Some(i) => Some(i),
-            None => match self.images.get(backend.as_str()) {
-                None => None,
-                Some(t) => Some(self.fill(cx, t, backend, &values, any_span.clone())?),
-            },
-        };
-        let flag = |k: &str| match values.get(k) {
-            Some(Value::Bool(b)) => Some(*b),
-            _ => None,
-        };
-        let mut recipe = Recipe::new(backend);
-        recipe.gpu_target = match backend {
-            Backend::Hip => get("gfx"),
-            Backend::Cuda => get("cuda_arch"),
-            Backend::Cpu => None,
-        };
-        recipe.wave_size = match values.get("wave_size") {
-            Some(Value::Int(w)) if backend == Backend::Hip => Some(*w as u32),
-            _ => None,
-        };
-        recipe.graphs = flag("graphs");
-        recipe.hip_no_vmm = flag("hip_no_vmm").filter(|_| backend == Backend::Hip);
-        recipe.rocwmma_fattn = flag("rocwmma_fattn").filter(|_| backend == Backend::Hip);
-        recipe.extra_cmake_args = self.probe.cmake_args.clone();
-        let launch = match get("launch") {
-            None => Launch::default(),
-            Some(name) => self.launch.get(&name).cloned().ok_or_else(|| {
-                cx.err(
-                    span("launch"),
-                    "launch",
-                    format!("no [launch.{name}] table defines this preset"),
-                )
-            })?,
-        };
-        let repro_args = match get("params") {
-            None => Vec::new(),
-            Some(name) => self.params.get(&name).cloned().ok_or_else(|| {
-                cx.err(
-                    span("params"),
-                    "params",
-                    format!("no [params.{name}] table defines this preset"),
-                )
-            })?,
-        };
-        Ok(Config {
-            id: config_id(&values),
-            values,
-            backend,
-            image,
-            recipe,
-            launch,
-            repro_args,
-        })
-    }
-
-    /// `{rocm}` / `{cuda}` / `{gfx}` in an image template, from the combination.
-    fn fill(
-        &self,
-        cx: &Ctx<'_>,
-        template: &str,
-        backend: Backend,
-        values: &BTreeMap<String, Value>,
-        span: Range<usize>,
-    ) -> Result<String, MatrixError> {
-        let mut out = template.to_string();
-        for key in ["rocm", "cuda", "gfx"] {
-            let pat = format!("{{{key}}}");
-            if out.contains(&pat) {
-                let v = values.get(key).ok_or_else(|| {
-                    cx.err(
-                        span.clone(),
-                        &format!("images.{}", backend.as_str()),
-                        format!("the image template `{template}` needs `{key}`, which this configuration does not set"),
-                    )
-                })?;
-                out = out.replace(&pat, &v.to_string());
-            }
-        }
-        Ok(out)
-    }
-
     /// The configuration with one axis set to `value` (for config bisection): re-resolved so the
     /// image, recipe and id follow.
     pub fn with_value(

@@ -1,3 +1,6 @@
+//! Test and benchmark support, not library API: included by tests/flaky_stats.rs and the
+//! examples (`#[path]`), so nothing a user runs depends on it.
+//!
 //! Simulated flaky histories: a planted first bad candidate and a reproduction rate, driven
 //! through the real `flaky::session::Session` (and so the real `Search`). The statistical tests
 //! and the `flaky_sim` example use it; nothing here runs a process.
@@ -5,11 +8,13 @@
 //! Seeded and self-contained (SplitMix64), so a figure in BENCHMARKS.md is reproducible
 //! bit for bit from its command line.
 
-use crate::core::evidence::{Decision, Evidence, Policy};
-use crate::core::flaky::session::{Action, Conclusion, Mode, Session};
-use crate::core::flaky::{evidence_from_runs, posterior, Beta};
-use crate::core::outcome::Verdict;
-use crate::core::search::{Answer, EndpointCheck, Search, Step};
+#![allow(dead_code)]
+
+use setrows_bisect::core::evidence::{Decision, Evidence, Policy};
+use setrows_bisect::core::flaky::session::{Action, Conclusion, Mode, Session};
+use setrows_bisect::core::flaky::{evidence_from_runs, posterior, Beta};
+use setrows_bisect::core::outcome::Verdict;
+use setrows_bisect::core::search::{Answer, EndpointCheck, Search, Step};
 
 /// SplitMix64: tiny, fast, good enough for Monte Carlo, and stable across versions (a crate's
 /// generator may change its stream between releases and silently move the figures).
@@ -101,10 +106,10 @@ pub fn trial(
     judge(h, conclusion, s.runs(), s.waves())
 }
 
-/// The loop `driver::bisect_commits` runs (each proposed candidate is run until the policy
+/// The loop `run::driver::bisect_commits` runs (each proposed candidate is run until the policy
 /// decides; a round lasts as long as its slowest candidate), with the answer's confidence
-/// computed afterwards from every run. This is what the CLI does with `--confidence`
-/// (`AdaptivePolicy`), `--repeat N` and plain bisection. `waves` counts sequential runs:
+/// computed afterwards from every run. This is what the CLI does without `--confidence`
+/// (plain bisection and `--repeat N`); `--confidence` is `trial` (the Session). `waves` counts sequential runs:
 /// the sum over rounds of the most runs any slot made.
 pub fn driver_trial(
     h: &History,
@@ -168,7 +173,7 @@ pub fn driver_trial(
 fn judge(h: &History, conclusion: Conclusion, runs: u64, waves: u32) -> Trial {
     let (right, wrong) = match &conclusion {
         Conclusion::Found { culprit, .. } => (*culprit == h.culprit, *culprit != h.culprit),
-        // The budget ran out before an endpoint could be settled (`AdaptivePolicy` turns the
+        // The budget ran out before an endpoint could be settled (the policy turns the
         // missing runs into skips): no claim about the culprit, so not a wrong answer.
         Conclusion::BadEndpoint {
             got: Verdict::Skip, ..

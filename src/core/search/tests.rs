@@ -1,0 +1,255 @@
+use super::*;
+use proptest::prelude::*;
+
+/// Drive a search against a fixed oracle; returns (answer or endpoint error, probes).
+fn run(
+    keys: Vec<u64>,
+    ends: EndpointCheck,
+    slots: usize,
+    oracle: impl Fn(usize) -> Verdict,
+) -> (Step, Vec<usize>) {
+    let mut s = Search::new(keys, ends);
+    let mut probes = Vec::new();
+    loop {
+        match s.next(slots) {
+            Step::Probe(ix) => {
+                assert!(!ix.is_empty() && ix.len() <= slots);
+                for i in ix {
+                    assert!(s.verdict(i).is_none(), "probed {i} twice");
+                    probes.push(i);
+                    s.record(i, oracle(i));
+                }
+            }
+            other => return (other, probes),
+        }
+    }
+}
+
+/// Brute force: the honest answer for a monotone history with skips.
+fn expected(n: usize, first_new: usize, skips: &[bool]) -> Answer {
+    let hi = (first_new..n).find(|&i| !skips[i]).unwrap();
+    let lo = (0..first_new).rev().find(|&i| !skips[i]).unwrap();
+    let mut set: Vec<usize> = (lo + 1..hi).filter(|&i| skips[i]).collect();
+    if set.is_empty() {
+        Answer::Found(hi)
+    } else {
+        set.push(hi);
+        Answer::Ambiguous(set)
+    }
+}
+
+fn history() -> impl Strategy<Value = (usize, usize, Vec<bool>, u64)> {
+    (2usize..300).prop_flat_map(|n| {
+        (
+            Just(n),
+            1..n,
+            proptest::collection::vec(proptest::bool::weighted(0.2), n),
+            0u64..10_000,
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn monotone_with_skips_matches_brute_force(
+        (n, first_new, mut skips, base) in history(),
+        lazy in any::<bool>(),
+        slots in 1usize..5,
+    ) {
+        skips[0] = false;
+        skips[n - 1] = false;
+        let keys: Vec<u64> = (0..n as u64).map(|i| base + i).collect();
+        let ends = if lazy { EndpointCheck::Lazy } else { EndpointCheck::First };
+        let (step, _) = run(keys, ends, slots, |i| {
+            if skips[i] { Verdict::Skip } else if i >= first_new { Verdict::New } else { Verdict::Old }
+        });
+        prop_assert_eq!(step, Step::Done(expected(n, first_new, &skips)));
+    }
+
+    #[test]
+    fn never_more_probes_than_binary_search(
+        (n, first_new, _skips, base) in history(),
+    ) {
+        let keys: Vec<u64> = (0..n as u64).map(|i| base + i).collect();
+        let (step, probes) = run(keys, EndpointCheck::Lazy, 1, |i| {
+            if i >= first_new { Verdict::New } else { Verdict::Old }
+        });
+        prop_assert_eq!(step, Step::Done(Answer::Found(first_new)));
+        let interior = probes.iter().filter(|&&i| i != 0 && i != n - 1).count() as u32;
+        prop_assert!(interior <= ceil_log2(n - 1), "{} probes for {} candidates", interior, n);
+    }
+
+    #[test]
+    fn multisection_rounds_shrink_like_k_plus_one(
+        (n, first_new, _skips, base) in history(),
+        slots in 2usize..5,
+    ) {
+        let keys: Vec<u64> = (0..n as u64).map(|i| base + i).collect();
+        let mut s = Search::new(keys, EndpointCheck::Lazy);
+        let mut rounds = 0u32;
+        loop {
+            match s.next(slots) {
+                Step::Probe(ix) => {
+                    if !ix.iter().all(|&i| i == 0 || i == n - 1) { rounds += 1; }
+                    for i in ix { s.record(i, if i >= first_new { Verdict::New } else { Verdict::Old }); }
+                }
+                Step::Done(a) => { prop_assert_eq!(a, Answer::Found(first_new)); break; }
+                other => prop_assert!(false, "{:?}", other),
+            }
+        }
+        // Within one round of the ideal ceil(log_{k+1}(n-1)).
+        let ideal = ((n - 1) as f64).ln() / ((slots + 1) as f64).ln();
+        prop_assert!(f64::from(rounds) <= ideal.ceil() + 1.0, "{} rounds, ideal {}", rounds, ideal);
+    }
+
+    #[test]
+    fn arbitrary_verdicts_terminate_with_a_consistent_boundary(
+        verdicts in proptest::collection::vec(0u8..3, 2..120),
+    ) {
+        let n = verdicts.len();
+        let v = |i: usize| match verdicts[i] { 0 => Verdict::Old, 1 => Verdict::New, _ => Verdict::Skip };
+        let keys: Vec<u64> = (0..n as u64).collect();
+        let (step, _) = run(keys, EndpointCheck::First, 1, v);
+        match step {
+            Step::Done(Answer::Found(h)) => {
+                prop_assert_eq!(v(h), Verdict::New);
+                prop_assert_eq!(v(h - 1), Verdict::Old);
+            }
+            Step::Done(Answer::Ambiguous(set)) => {
+                let h = *set.last().unwrap();
+                prop_assert_eq!(v(h), Verdict::New);
+                for &i in &set[..set.len() - 1] { prop_assert_eq!(v(i), Verdict::Skip); }
+                prop_assert_eq!(v(set[0] - 1), Verdict::Old);
+            }
+            Step::BadEndpoint { which: Endpoint::Bad, got } => prop_assert_eq!(got, v(n - 1)),
+            Step::BadEndpoint { which: Endpoint::Good, got } => prop_assert_eq!(got, v(0)),
+            Step::Probe(_) => prop_assert!(false),
+        }
+    }
+}
+
+#[test]
+fn endpoints_first_probes_bad_then_good() {
+    let s = Search::new(vec![0, 1, 2, 3], EndpointCheck::First);
+    assert_eq!(s.next(1), Step::Probe(vec![3]));
+    assert_eq!(s.next(2), Step::Probe(vec![3, 0]));
+}
+
+#[test]
+fn wrong_endpoints_are_reported() {
+    let mut s = Search::new(vec![0, 1, 2, 3], EndpointCheck::First);
+    s.record(3, Verdict::Old);
+    assert_eq!(
+        s.next(1),
+        Step::BadEndpoint {
+            which: Endpoint::Bad,
+            got: Verdict::Old
+        }
+    );
+    let mut s = Search::new(vec![0, 1, 2, 3], EndpointCheck::First);
+    s.record(3, Verdict::New);
+    s.record(0, Verdict::New);
+    assert_eq!(
+        s.next(1),
+        Step::BadEndpoint {
+            which: Endpoint::Good,
+            got: Verdict::New
+        }
+    );
+}
+
+#[test]
+fn lazy_endpoint_checked_when_culprit_is_next_to_it() {
+    // Everything new: the answer would be candidate 1, which depends on the good endpoint.
+    let (step, probes) = run((0..9).collect(), EndpointCheck::Lazy, 1, |_| Verdict::New);
+    assert_eq!(
+        step,
+        Step::BadEndpoint {
+            which: Endpoint::Good,
+            got: Verdict::New
+        }
+    );
+    assert!(probes.contains(&0));
+}
+
+#[test]
+fn stable_midpoints_are_shared_by_overlapping_ranges() {
+    // Depths 1000..1300; two bisections with different good endpoints.
+    let keys_a: Vec<u64> = (1000..1300).collect();
+    let keys_b: Vec<u64> = (1020..1300).collect();
+    let a = Search::new(keys_a.clone(), EndpointCheck::Lazy);
+    let b = Search::new(keys_b.clone(), EndpointCheck::Lazy);
+    let (Step::Probe(pa), Step::Probe(pb)) = (a.next(1), b.next(1)) else {
+        panic!()
+    };
+    assert_eq!(
+        keys_a[pa[0]], keys_b[pb[0]],
+        "first probes should be the same commit"
+    );
+    assert_eq!(keys_a[pa[0]] % 128, 0);
+}
+
+#[test]
+fn ceil_log2_values() {
+    assert_eq!(
+        [1, 2, 3, 4, 5, 8, 9, 300].map(ceil_log2),
+        [0, 1, 2, 2, 3, 3, 4, 9]
+    );
+}
+
+/// Mean probe counts against exact halving (the stable-midpoint cost argument).
+mod expected_probes {
+    use super::*;
+
+    /// Mean interior probes over every culprit position: ours vs an exact-halving search.
+    fn means(n: usize, base: u64) -> (f64, f64) {
+        let (mut ours, mut exact) = (0usize, 0usize);
+        for first_new in 1..n {
+            let mut s = Search::new(
+                (0..n as u64).map(|i| base + i).collect(),
+                EndpointCheck::Lazy,
+            );
+            while let Step::Probe(ix) = s.next(1) {
+                for i in ix {
+                    if i != 0 && i != n - 1 {
+                        ours += 1;
+                    }
+                    s.record(
+                        i,
+                        if i >= first_new {
+                            Verdict::New
+                        } else {
+                            Verdict::Old
+                        },
+                    );
+                }
+            }
+            let (mut lo, mut hi) = (0, n - 1);
+            while hi - lo > 1 {
+                let m = (lo + hi) / 2;
+                exact += 1;
+                if m >= first_new {
+                    hi = m
+                } else {
+                    lo = m
+                }
+            }
+        }
+        let k = (n - 1) as f64;
+        (ours as f64 / k, exact as f64 / k)
+    }
+
+    #[test]
+    fn stable_midpoints_cost_almost_nothing_on_average() {
+        for (n, base) in [(50, 7), (101, 0), (300, 1000), (301, 12345), (1000, 3)] {
+            let (ours, exact) = means(n, base);
+            eprintln!("n={n}: ours {ours:.3} exact {exact:.3}");
+            assert!(
+                ours <= exact + 0.15,
+                "n={n}: {ours:.3} probes on average vs {exact:.3}"
+            );
+        }
+    }
+}
