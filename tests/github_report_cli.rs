@@ -89,7 +89,9 @@ async fn report_posts_then_edits_and_writes_summary_and_junit() {
         .find(|c| c.body.contains(&format!("setrows-bisect:{}", bisect_key())))
         .unwrap();
     assert!(
-        bisect.body.contains(&format!("**First bad commit:** `{CULPRIT}`")),
+        bisect
+            .body
+            .contains(&format!("**First bad commit:** `{CULPRIT}`")),
         "{}",
         bisect.body
     );
@@ -220,7 +222,10 @@ async fn fork_token_and_missing_token_fail_with_usage_errors() {
     c.args(["report", "--results", &bad]);
     let (code, _, err) = run(c).await;
     assert_eq!(code, 2);
-    assert!(err.contains("bad.json") && err.contains("no \"schema\" field"), "{err}");
+    assert!(
+        err.contains("bad.json") && err.contains("no \"schema\" field"),
+        "{err}"
+    );
 }
 
 /// A file of another schema kind, version or no schema at all is refused with one line and
@@ -228,7 +233,13 @@ async fn fork_token_and_missing_token_fail_with_usage_errors() {
 #[tokio::test]
 async fn unknown_schemas_are_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let mut b = serde_json::to_value(github_support::bisect_result(CULPRIT, "1", "2", "regress=error")).unwrap();
+    let mut b = serde_json::to_value(github_support::bisect_result(
+        CULPRIT,
+        "1",
+        "2",
+        "regress=error",
+    ))
+    .unwrap();
     for (name, schema) in [
         ("future.json", json!("setrows-bisect/bisect/2")),
         ("other.json", json!("setrows-bisect/coverage/1")),
@@ -242,13 +253,23 @@ async fn unknown_schemas_are_refused_in_one_line() {
         assert_eq!(code, 2, "{name}: {out}{err}");
         assert!(out.is_empty(), "{name}: nothing renders: {out}");
         assert_eq!(err.trim().lines().count(), 1, "{name}: {err}");
-        assert!(err.contains(name) && err.contains("is not one this setrows-bisect reads"), "{err}");
+        assert!(
+            err.contains(name) && err.contains("is not one this setrows-bisect reads"),
+            "{err}"
+        );
     }
     // An old-style bisect-config file (no schema) is refused, not rendered as a bisection.
-    let old = write(dir.path(), "bisect-config.json", json!({"axis": "rocm", "ladder": ["6.4", "7.0"], "first_failing": "7.0", "probes": []}));
+    let old = write(
+        dir.path(),
+        "bisect-config.json",
+        json!({"axis": "rocm", "ladder": ["6.4", "7.0"], "first_failing": "7.0", "probes": []}),
+    );
     let mut c = bin();
     c.args(["report", "--results", &old]);
     let (code, out, err) = run(c).await;
     assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("bisect-config.json") && err.contains("no \"schema\" field"), "{err}");
+    assert!(
+        err.contains("bisect-config.json") && err.contains("no \"schema\" field"),
+        "{err}"
+    );
 }

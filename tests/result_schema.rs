@@ -61,14 +61,23 @@ fn check(d: &Path, kind: &str, doc: &Value) {
     let out = bin(d).args(["schema", kind]).assert().success();
     let schema: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(schema["$id"], format!("setrows-bisect/{kind}/1"));
-    assert_eq!(doc["schema"], schema["properties"]["schema"]["const"], "{kind}");
+    assert_eq!(
+        doc["schema"], schema["properties"]["schema"]["const"],
+        "{kind}"
+    );
     let props = schema["properties"].as_object().unwrap();
     for key in schema["required"].as_array().unwrap() {
         let key = key.as_str().unwrap();
-        assert!(doc.get(key).is_some(), "{kind}: required {key} missing in {doc}");
+        assert!(
+            doc.get(key).is_some(),
+            "{kind}: required {key} missing in {doc}"
+        );
     }
     for key in doc.as_object().unwrap().keys() {
-        assert!(props.contains_key(key), "{kind}: {key} is not in the schema");
+        assert!(
+            props.contains_key(key),
+            "{kind}: {key} is not in the schema"
+        );
     }
 }
 
@@ -80,7 +89,9 @@ fn every_writer_matches_its_schema_and_reads_back() {
     std::fs::write(d.join("matrix.toml"), MATRIX).unwrap();
 
     let out = bin(d)
-        .args(["bisect", "--good", &shas[0], "--bad", &shas[11], "--repo", "repo"])
+        .args([
+            "bisect", "--good", &shas[0], "--bad", &shas[11], "--repo", "repo",
+        ])
         .args(["--script", r#"test "$(cat "$SRC/state")" = good"#])
         .args(["--json", "b.json", "--report", "b.md"])
         .assert()
@@ -89,13 +100,27 @@ fn every_writer_matches_its_schema_and_reads_back() {
     let b = read(&d.join("b.json"));
     assert_eq!(b["first_bad"], shas[7]);
     check(d, "bisect", &b);
-    assert!(b["store_runs"]["runs"].as_array().is_some_and(|r| !r.is_empty()));
+    assert!(b["store_runs"]["runs"]
+        .as_array()
+        .is_some_and(|r| !r.is_empty()));
     let report_md = std::fs::read_to_string(d.join("b.md")).unwrap();
-    assert_eq!(stdout.trim_end(), report_md.trim_end(), "terminal and --report");
-    assert!(report_md.contains(&format!("**First bad commit:** `{}` c7: set\\_rows @\u{200B}someone \\#\u{200B}7", shas[7])), "{report_md}");
+    assert_eq!(
+        stdout.trim_end(),
+        report_md.trim_end(),
+        "terminal and --report"
+    );
+    assert!(
+        report_md.contains(&format!(
+            "**First bad commit:** `{}` c7: set\\_rows @\u{200B}someone \\#\u{200B}7",
+            shas[7]
+        )),
+        "{report_md}"
+    );
 
     bin(d)
-        .args(["matrix", "--engine", "none", "--repo", "repo", "--rev", &shas[0], "--rev", &shas[11]])
+        .args([
+            "matrix", "--engine", "none", "--repo", "repo", "--rev", &shas[0], "--rev", &shas[11],
+        ])
         .assert()
         .success();
     let m = read(&d.join("matrix-results/matrix-results.json"));
@@ -103,7 +128,15 @@ fn every_writer_matches_its_schema_and_reads_back() {
     assert_eq!(m["cells"].as_array().unwrap().len(), 2);
 
     bin(d)
-        .args(["bisect-config", "--engine", "none", "--repo", "repo", "--rev", &shas[11]])
+        .args([
+            "bisect-config",
+            "--engine",
+            "none",
+            "--repo",
+            "repo",
+            "--rev",
+            &shas[11],
+        ])
         .args(["--axis", "arg:--steps", "--values", "1,2"])
         .assert()
         .code(1);
@@ -113,13 +146,27 @@ fn every_writer_matches_its_schema_and_reads_back() {
 
     // `report` reads all three; its comment body holds the same bisect markdown as the terminal.
     let out = bin(d)
-        .args(["report", "--results", "b.json", "matrix-results/matrix-results.json"])
+        .args([
+            "report",
+            "--results",
+            "b.json",
+            "matrix-results/matrix-results.json",
+        ])
         .arg("matrix-results/bisect-config.json")
         .assert()
         .success();
     let body = String::from_utf8_lossy(&out.get_output().stdout).to_string();
-    assert!(body.contains(report_md.trim_end()), "comment differs from the terminal:\n{body}");
-    assert!(body.contains("## setrows-bisect: configuration matrix"), "{body}");
-    assert!(body.contains("## setrows-bisect: configuration bisection `arg:--steps`"), "{body}");
+    assert!(
+        body.contains(report_md.trim_end()),
+        "comment differs from the terminal:\n{body}"
+    );
+    assert!(
+        body.contains("## setrows-bisect: configuration matrix"),
+        "{body}"
+    );
+    assert!(
+        body.contains("## setrows-bisect: configuration bisection `arg:--steps`"),
+        "{body}"
+    );
     assert!(body.contains("nothing to bisect on this ladder"), "{body}");
 }

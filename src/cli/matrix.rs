@@ -3,12 +3,12 @@
 //! commit, with the same search core as commit bisection).
 use crate::core::matrix::{self, Config, Matrix, Value};
 use crate::core::outcome::{Outcome, Predicate, Regress, Verdict};
-use crate::core::search::{Answer, EndpointCheck, Search, Step};
-use crate::error::CliError;
-use crate::probe::container::{Engine, EngineChoice};
 use crate::core::result::{
     AnyResult, BisectConfigResult, BisectResult, Conclusion, ConfigDetails, ConfigProbe, Kind,
 };
+use crate::core::search::{Answer, EndpointCheck, Search, Step};
+use crate::error::CliError;
+use crate::probe::container::{Engine, EngineChoice};
 use crate::run::matrix::{Cell, ConfigRow, MatrixResults, Rev, Runner};
 use clap::Args;
 use serde_json::json;

@@ -134,7 +134,6 @@ impl BisectOutcome {
     }
 }
 
-
 /// `bisect --json`: everything a person or a later job needs to act on a bisection without the
 /// work dir that produced it (the comment renders from this alone).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

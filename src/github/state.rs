@@ -79,10 +79,8 @@ mod tests {
                 if with_provenance {
                     c.provenance
                         .insert("image".into(), "localhost/setrows-rocm:6.4.1".into());
-                    c.provenance.insert(
-                        "image_digest".into(),
-                        format!("sha256:{}", "0".repeat(64)),
-                    );
+                    c.provenance
+                        .insert("image_digest".into(), format!("sha256:{}", "0".repeat(64)));
                 }
                 c
             })
@@ -106,14 +104,24 @@ mod tests {
         let back: State = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(back, st);
         let doc = crate::report::render(&[&r]);
-        assert!(body::assemble("matrix", &doc, Some(&v), None).unwrap().len() <= body::MAX_BODY);
+        assert!(
+            body::assemble("matrix", &doc, Some(&v), None)
+                .unwrap()
+                .len()
+                <= body::MAX_BODY
+        );
 
         let huge = big_matrix(3000, false);
         let st = state("matrix", &[&huge]);
         assert_eq!((st.compacted, st.results.len()), (Some(2), 0));
         let v = serde_json::to_value(&st).unwrap();
         let doc = crate::report::render(&[&huge]);
-        assert!(body::assemble("matrix", &doc, Some(&v), None).unwrap().len() <= body::MAX_BODY);
+        assert!(
+            body::assemble("matrix", &doc, Some(&v), None)
+                .unwrap()
+                .len()
+                <= body::MAX_BODY
+        );
 
         let small = big_matrix(2, true);
         assert_eq!(state("matrix", &[&small]).compacted, None);

@@ -169,7 +169,10 @@ fn summary(b: &BisectResult) -> String {
     let headline = match &b.conclusion {
         Conclusion::Found { .. } => format!("{term} found"),
         Conclusion::Ambiguous { indices } => {
-            format!("inconclusive: the {term} is one of {} commits", indices.len())
+            format!(
+                "inconclusive: the {term} is one of {} commits",
+                indices.len()
+            )
         }
         Conclusion::BadEndpoint { .. } => "stopped: an endpoint does not behave as claimed".into(),
     };
@@ -194,7 +197,8 @@ fn summary(b: &BisectResult) -> String {
                 .map(|c| c.members.as_slice())
                 .unwrap_or_default();
             if members.len() > 1 {
-                let shown: Vec<String> = members[1..].iter().take(8).map(|m| short(m, 12)).collect();
+                let shown: Vec<String> =
+                    members[1..].iter().take(8).map(|m| short(m, 12)).collect();
                 md.push_str(&format!(
                     "- {} later commits leave the tested tree unchanged and behave the same: {}\n",
                     members.len() - 1,
@@ -216,7 +220,8 @@ fn summary(b: &BisectResult) -> String {
                 md.push_str(&format!(
                     "- {} {}{}\n",
                     short(sha, 40),
-                    info.map(|i| escape::inline_short(&i.title, 120)).unwrap_or_default(),
+                    info.map(|i| escape::inline_short(&i.title, 120))
+                        .unwrap_or_default(),
                     info.map(|i| format!(
                         " ({}, {})",
                         escape::inline_short(&i.author, 80),
@@ -325,7 +330,10 @@ fn reproduce(b: &BisectResult) -> Option<String> {
             escape::code_block(snippet).replacen("text\n", "sh\n", 1)
         );
         if let Some(p) = b.probes.iter().rev().find(|p| p.sha == target) {
-            md.push_str(&format!("\n\nIts log: {}", code(&p.log.display().to_string())));
+            md.push_str(&format!(
+                "\n\nIts log: {}",
+                code(&p.log.display().to_string())
+            ));
         }
         return Some(md);
     }

@@ -38,7 +38,10 @@ impl Status {
         matches!(self, Status::Probe(o) if o.is_skip())
     }
     fn error(self) -> bool {
-        matches!(self, Status::Probe(Outcome::InfraError) | Status::Inconclusive)
+        matches!(
+            self,
+            Status::Probe(Outcome::InfraError) | Status::Inconclusive
+        )
     }
     fn text(self) -> &'static str {
         match self {

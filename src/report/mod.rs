@@ -64,10 +64,7 @@ pub fn bisect_key(good: &str, bad: &str, predicate: &str) -> String {
         .split_whitespace()
         .find_map(|w| w.strip_prefix("regress="))
         .unwrap_or("");
-    format!(
-        "bisect:{}",
-        short_hash(&format!("{good}|{bad}||{regress}"))
-    )
+    format!("bisect:{}", short_hash(&format!("{good}|{bad}||{regress}")))
 }
 
 fn short_hash(text: &str) -> String {

@@ -113,12 +113,24 @@ fn outside_fences(md: &str) -> String {
 fn bisect_verdict_renders_escaped_everywhere() {
     let r = AnyResult::Bisect(Box::new(bisect_found()));
     let md = render(&[&r]).to_markdown(None);
-    assert!(md.contains("## setrows-bisect: first bad commit found"), "{md}");
-    assert!(md.contains(&format!("**First bad commit:** `{CULPRIT}` HIP: ")), "{md}");
-    assert!(md.contains("40 commits (first-parent), 37 candidates"), "{md}");
+    assert!(
+        md.contains("## setrows-bisect: first bad commit found"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("**First bad commit:** `{CULPRIT}` HIP: ")),
+        "{md}"
+    );
+    assert!(
+        md.contains("40 commits (first-parent), 37 candidates"),
+        "{md}"
+    );
     assert!(md.contains("2 probes in 6 steps (2 run now, 0 from the result store)"));
     assert!(md.contains("| 2 | `0123456789` | HIP: "), "{md}");
-    assert!(md.contains("| ❌ gpu_fault | new | 3.2 s | Memory access fault"), "{md}");
+    assert!(
+        md.contains("| ❌ gpu_fault | new | 3.2 s | Memory access fault"),
+        "{md}"
+    );
     let prose = outside_fences(&md);
     for bad in ["@someone", "@everyone", "#42", "<img", "<b>"] {
         assert!(!prose.contains(bad), "{bad} in {prose}");
@@ -136,7 +148,9 @@ fn bisect_verdict_renders_escaped_everywhere() {
 fn inconclusive_and_bad_endpoint_say_so() {
     let mut b = bisect_found();
     b.first_bad = None;
-    b.conclusion = Conclusion::Ambiguous { indices: vec![2, 3] };
+    b.conclusion = Conclusion::Ambiguous {
+        indices: vec![2, 3],
+    };
     b.candidates = vec!["aaaa".into(), "bbbb".into()];
     let md = bisect::markdown(&b);
     assert!(
@@ -151,16 +165,32 @@ fn inconclusive_and_bad_endpoint_say_so() {
     };
     b.probes[0].verdict = Verdict::Old;
     let md = bisect::markdown(&b);
-    assert!(md.contains("stopped: an endpoint does not behave as claimed"), "{md}");
-    assert!(md.contains("\\-\\-bad bbbbbbbbbbbb shows the old behaviour (pass)") || md.contains("--bad bbbbbbbbbbbb shows the old behaviour (pass)"), "{md}");
+    assert!(
+        md.contains("stopped: an endpoint does not behave as claimed"),
+        "{md}"
+    );
+    assert!(
+        md.contains("\\-\\-bad bbbbbbbbbbbb shows the old behaviour (pass)")
+            || md.contains("--bad bbbbbbbbbbbb shows the old behaviour (pass)"),
+        "{md}"
+    );
 }
 
 #[test]
 fn bisect_key_is_stable_and_ignores_the_match() {
     let a = key(&AnyResult::Bisect(Box::new(bisect_found())));
-    assert_eq!(a, bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=crash"));
-    assert!(a.starts_with("bisect:") && a.len() == "bisect:".len() + 12, "{a}");
-    assert_ne!(a, bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=error"));
+    assert_eq!(
+        a,
+        bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=crash")
+    );
+    assert!(
+        a.starts_with("bisect:") && a.len() == "bisect:".len() + 12,
+        "{a}"
+    );
+    assert_ne!(
+        a,
+        bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=error")
+    );
 }
 
 #[test]
@@ -195,16 +225,37 @@ fn matrix_files_merge_into_one_table() {
     let b = file("7.0", Outcome::Pass);
     assert_eq!(key(&a), "matrix");
     let md = render(&[&a, &b]).to_markdown(None);
-    assert!(md.contains("**2 cell(s):** ✅ 1 pass · ❌ 1 gpu_fault"), "{md}");
-    assert_eq!(md.matches("| `rocm").count(), 2, "one row per configuration: {md}");
-    assert!(md.contains("| id | configuration | master (`53859c2aaa`) |"), "{md}");
     assert!(
-        md.contains("| `rocm6.4.1` | hip rocm=6.4.1 wave\\_size=32 | ❌ **gpu_fault**: HSA\\_STATUS"),
+        md.contains("**2 cell(s):** ✅ 1 pass · ❌ 1 gpu_fault"),
         "{md}"
     );
-    assert!(md.contains("APERTURE\\_VIOLATION \\| x (40.0 s) |"), "a pipe cannot split the row: {md}");
-    assert!(md.contains("- **rocm/dev-ubuntu-24.04:7.0**: gpu: `gfx1151 @oncall`, image:"), "{md}");
-    assert!(!md.contains("throughput"), "per-run facts stay in the JSON: {md}");
+    assert_eq!(
+        md.matches("| `rocm").count(),
+        2,
+        "one row per configuration: {md}"
+    );
+    assert!(
+        md.contains("| id | configuration | master (`53859c2aaa`) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| `rocm6.4.1` | hip rocm=6.4.1 wave\\_size=32 | ❌ **gpu_fault**: HSA\\_STATUS"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("APERTURE\\_VIOLATION \\| x (40.0 s) |"),
+        "a pipe cannot split the row: {md}"
+    );
+    assert!(
+        md.contains("- **rocm/dev-ubuntu-24.04:7.0**: gpu: `gfx1151 @oncall`, image:"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("throughput"),
+        "per-run facts stay in the JSON: {md}"
+    );
     // The terminal/`matrix-results.md` table of one file is the same renderer.
     let AnyResult::Matrix(m) = &a else { panic!() };
     assert!(m.markdown().contains("| `rocm6.4.1` | hip rocm=6.4.1"));
@@ -224,7 +275,15 @@ fn every_kind_round_trips_and_others_are_refused() {
     let none = read(serde_json::json!({"first_bad": "abc", "probes": []})).unwrap_err();
     assert!(none.to_string().contains("no \"schema\" field"), "{none}");
     let future = read(serde_json::json!({"schema": "setrows-bisect/bisect/2"})).unwrap_err();
-    assert!(future.to_string().contains("\"setrows-bisect/bisect/2\" is not one"), "{future}");
+    assert!(
+        future
+            .to_string()
+            .contains("\"setrows-bisect/bisect/2\" is not one"),
+        "{future}"
+    );
     let broken = read(serde_json::json!({"schema": "setrows-bisect/matrix/1", "cells": 3}));
-    assert!(broken.unwrap_err().to_string().contains("not a valid setrows-bisect/matrix/1"));
+    assert!(broken
+        .unwrap_err()
+        .to_string()
+        .contains("not a valid setrows-bisect/matrix/1"));
 }
