@@ -481,7 +481,8 @@ async fn post_to_flags_check_early_and_post_bisect_json() {
         post_to: Some("o/r#1".into()),
         github: options(&server.uri(), Some(tf)),
     };
-    let bisect = json!({"first_bad": "abcdef1234567890", "range": {"good": "a1", "bad": "b2"}, "probes": []});
+    let bisect = github_support::bisect_result("abcdef1234567890", "a1", "b2", "regress=error");
+    let bisect = setrows_bisect::core::result::AnyResult::Bisect(Box::new(bisect));
     tokio::task::spawn_blocking(move || args.post(vec![bisect]))
         .await
         .unwrap()
@@ -490,7 +491,7 @@ async fn post_to_flags_check_early_and_post_bisect_json() {
     assert_eq!(c.len(), 1);
     assert!(
         c[0].body.starts_with("<!-- setrows-bisect:bisect:")
-            && c[0].body.contains("`abcdef123456`"),
+            && c[0].body.contains("`abcdef1234567890`"),
         "{}",
         c[0].body
     );

@@ -14,32 +14,22 @@ fn write(dir: &Path, name: &str, v: serde_json::Value) -> String {
     p.display().to_string()
 }
 
+/// Two matrix files (one per fan-out job) and a bisection, as the writers build them.
 fn results(dir: &Path) -> Vec<String> {
-    let cell = |rocm: &str, outcome: &str| {
-        json!({"config_id": format!("rocm-{rocm}/wave32"), "revision": "53859c2aaaaaaaaa", "outcome": outcome,
-               "signature": if outcome == "pass" { json!(null) } else { json!("Memory access fault by GPU node-1 @oncall") },
-               "duration_s": 41.5, "provenance": {"gpu": "gfx1151", "image": format!("rocm:{rocm}")},
-               "output_tail": "```\n<script>alert(1)</script>\nMemory access fault by GPU node-1\n"})
-    };
+    let m1 = github_support::matrix_result(&[("rocm-6.4.1-wave32", "gpu_fault")]);
+    let m2 = github_support::matrix_result(&[("rocm-7.0.2-wave32", "pass")]);
+    let b = github_support::bisect_result(CULPRIT, "1111111", "2222222", "regress=crash");
     vec![
-        write(
-            dir,
-            "m1.json",
-            json!({"kind": "matrix", "cells": [cell("6.4.1", "gpu_fault")]}),
-        ),
-        write(
-            dir,
-            "m2.json",
-            json!({"kind": "matrix", "cells": [cell("7.0.2", "pass")]}),
-        ),
-        write(
-            dir,
-            "b.json",
-            json!({"id": "rocm-6.4.1", "first_bad": "0123456789abcdef0123456789abcdef01234567",
-            "candidates": 12, "steps": 4, "range": {"good": "1111111", "bad": "2222222"}, "regress": "crash",
-            "probes": [{"sha": "0123456789abcdef0123456789abcdef01234567", "outcome": "gpu_fault", "duration_s": 3.0, "log_path": "/tmp/x.log"}]}),
-        ),
+        write(dir, "m1.json", serde_json::to_value(m1).unwrap()),
+        write(dir, "m2.json", serde_json::to_value(m2).unwrap()),
+        write(dir, "b.json", serde_json::to_value(b).unwrap()),
     ]
+}
+
+const CULPRIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+fn bisect_key() -> String {
+    setrows_bisect::report::bisect_key("1111111", "2222222", "regress=crash")
 }
 
 #[tokio::test]
@@ -75,7 +65,7 @@ async fn report_posts_then_edits_and_writes_summary_and_junit() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(out.matches("created comment").count(), 2, "{out}");
     assert!(
-        out.contains("(matrix)") && out.contains("(bisect:rocm-6.4.1)"),
+        out.contains("(matrix)") && out.contains(&format!("({})", bisect_key())),
         "{out}"
     );
     let comments = fake.comments();
@@ -96,10 +86,12 @@ async fn report_posts_then_edits_and_writes_summary_and_junit() {
     assert!(matrix.body.contains("<!-- setrows-bisect-state:v1 "));
     let bisect = comments
         .iter()
-        .find(|c| c.body.contains("setrows-bisect:bisect:rocm-6.4.1"))
+        .find(|c| c.body.contains(&format!("setrows-bisect:{}", bisect_key())))
         .unwrap();
     assert!(
-        bisect.body.contains("**First bad commit: `0123456789ab`**"),
+        bisect
+            .body
+            .contains(&format!("**First bad commit:** `{CULPRIT}`")),
         "{}",
         bisect.body
     );
@@ -135,7 +127,7 @@ async fn report_posts_then_edits_and_writes_summary_and_junit() {
         "--api-url",
         &server.uri(),
         "--load-state",
-        "bisect:rocm-6.4.1",
+        &bisect_key(),
     ])
     .env("GITHUB_TOKEN", TOKEN);
     let (code, out, err) = run(c).await;
@@ -154,11 +146,13 @@ async fn dry_run_prints_the_body_and_needs_no_token_or_server() {
     let (code, out, err) = run(c).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("<!-- setrows-bisect:matrix -->"), "{out}");
-    assert!(out.contains("<!-- setrows-bisect:bisect:rocm-6.4.1 -->"));
+    assert!(out.contains(&format!("<!-- setrows-bisect:{} -->", bisect_key())));
+    let visible = out.replace("<!-- setrows-bisect", "");
     assert!(
-        out.contains("````text\n```\n<script>"),
-        "log fenced past its backticks:\n{out}"
+        !visible.contains("<script>") && !visible.contains("@oncall"),
+        "signatures are escaped:\n{out}"
     );
+    assert!(out.contains("&lt;script&gt;"), "{out}");
 }
 
 #[tokio::test]
@@ -228,5 +222,54 @@ async fn fork_token_and_missing_token_fail_with_usage_errors() {
     c.args(["report", "--results", &bad]);
     let (code, _, err) = run(c).await;
     assert_eq!(code, 2);
-    assert!(err.contains("bad.json"), "{err}");
+    assert!(
+        err.contains("bad.json") && err.contains("no \"schema\" field"),
+        "{err}"
+    );
+}
+
+/// A file of another schema kind, version or no schema at all is refused with one line and
+/// exit 2, before anything renders (it used to render as "Inconclusive ... ?" and exit 0).
+#[tokio::test]
+async fn unknown_schemas_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = serde_json::to_value(github_support::bisect_result(
+        CULPRIT,
+        "1",
+        "2",
+        "regress=error",
+    ))
+    .unwrap();
+    for (name, schema) in [
+        ("future.json", json!("setrows-bisect/bisect/2")),
+        ("other.json", json!("setrows-bisect/coverage/1")),
+        ("number.json", json!(1)),
+    ] {
+        b["schema"] = schema;
+        let f = write(dir.path(), name, b.clone());
+        let mut c = bin();
+        c.args(["report", "--results", &f]);
+        let (code, out, err) = run(c).await;
+        assert_eq!(code, 2, "{name}: {out}{err}");
+        assert!(out.is_empty(), "{name}: nothing renders: {out}");
+        assert_eq!(err.trim().lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.contains(name) && err.contains("is not one this setrows-bisect reads"),
+            "{err}"
+        );
+    }
+    // An old-style bisect-config file (no schema) is refused, not rendered as a bisection.
+    let old = write(
+        dir.path(),
+        "bisect-config.json",
+        json!({"axis": "rocm", "ladder": ["6.4", "7.0"], "first_failing": "7.0", "probes": []}),
+    );
+    let mut c = bin();
+    c.args(["report", "--results", &old]);
+    let (code, out, err) = run(c).await;
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("bisect-config.json") && err.contains("no \"schema\" field"),
+        "{err}"
+    );
 }

@@ -14,7 +14,7 @@ use crate::probe::launch::HostLauncher;
 use crate::probe::script::ScriptProber;
 use crate::probe::Prober;
 use crate::report::bisect as report;
-use crate::run::driver::{bisect_commits, Conclusion, DriverError, Plan};
+use crate::run::driver::{bisect_commits, DriverError, Plan};
 use crate::run::git::{self, GitError, RangeSpec};
 use crate::run::progress::Progress;
 use crate::run::store::{self, Store};
@@ -464,55 +464,54 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
         ),
     }
     .map_err(driver_error)?;
-    let mut md = report::markdown(r, &p.plan.predicate, &outcome, p.reproduce.as_deref());
-    let assessment = args
+    let mut result = report::result(r, &p.plan.predicate, &outcome, p.reproduce.as_deref());
+    result.flaky = args
         .confidence
         .and_then(|c| crate::core::flaky::assess(r.candidates.len(), &outcome, c));
-    if let Some(a) = &assessment {
+    if let Some(a) = &result.flaky {
         eprintln!("setrows-bisect: {}", a.line());
-        md.push_str(&format!("\n**Flaky-fault check:** {}\n", a.line()));
     }
-    let validation = crate::run::validate::after_bisect(&args, &p, &outcome, &mut md)?;
-    println!("{md}");
-    if let Some(path) = &args.report {
-        std::fs::write(path, &md)
-            .map_err(|e| CliError::usage(format!("--report {}: {e}", path.display())))?;
-    }
-    let mut v = report::json(r, &p.plan.predicate, &outcome);
-    if let (Some(a), Some(obj)) = (&assessment, v.as_object_mut()) {
-        obj.insert("flaky".into(), serde_json::to_value(a).unwrap_or_default());
-    }
-    if let (Some(val), Some(obj)) = (&validation, v.as_object_mut()) {
-        obj.insert("validation".into(), val.clone());
-    }
+    // The validation's own markdown is not used: the report renders it from the result.
+    let validation = crate::run::validate::after_bisect(&args, &p, &outcome, &mut String::new())?;
+    result.validation = validation
+        .map(|mut v| {
+            v["runs"] = args.validate.into();
+            serde_json::from_value(v)
+        })
+        .transpose()
+        .map_err(|e| CliError::infra(format!("validation result: {e}")))?;
     // The stored runs behind the probes: what --resume-from-issue seeds a fresh store from.
     let trees = outcome
         .probes
         .iter()
         .filter_map(|pr| r.candidates.get(pr.candidate).map(|c| c.tree.as_str()));
     let keep_text = p.plan.predicate.signature.is_some();
-    v[crate::github::resume::FIELD] =
-        crate::github::resume::runs_json(&p.store, trees, &p.prober.identity(), keep_text)
-            .map_err(|e| CliError::infra(e.to_string()))?;
+    result.store_runs = Some(
+        crate::github::resume::store_runs(&p.store, trees, &p.prober.identity(), keep_text)
+            .map_err(|e| CliError::infra(e.to_string()))?,
+    );
+    if result.validation.as_ref().is_some_and(|v| !v.confirmed) {
+        result.exit_code = crate::error::exit::INCONCLUSIVE;
+    }
+    let code = result.exit_code;
+    let md = report::markdown(&result);
+    println!("{md}");
+    if let Some(path) = &args.report {
+        std::fs::write(path, &md)
+            .map_err(|e| CliError::usage(format!("--report {}: {e}", path.display())))?;
+    }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&result).unwrap_or_default();
         std::fs::write(path, text + "\n")
             .map_err(|e| CliError::usage(format!("--json {}: {e}", path.display())))?;
     }
-    if let Conclusion::BadEndpoint { which, got } = &outcome.conclusion {
-        eprintln!(
-            "setrows-bisect: {}",
-            report::endpoint_message(r, *which, *got, &outcome)
-        );
+    if let Some(line) = report::endpoint_message(&result) {
+        eprintln!("setrows-bisect: {line}");
     }
-    let code = if validation.is_some_and(|v| v["confirmed"] == false) {
-        crate::error::exit::INCONCLUSIVE
-    } else {
-        report::exit_code(&outcome.conclusion)
-    };
     let written = match &args.json {
         Some(path) => format!("the JSON is in {}", path.display()),
         None => "the report is printed above".to_string(),
     };
-    Ok(args.github.post.publish(vec![v], code, &written))
+    let results = vec![crate::core::result::AnyResult::Bisect(Box::new(result))];
+    Ok(args.github.post.publish(results, code, &written))
 }

@@ -3,7 +3,10 @@
 //! commit, with the same search core as commit bisection).
 use crate::core::matrix::{self, Config, Matrix, Value};
 use crate::core::outcome::{Outcome, Predicate, Regress, Verdict};
-use crate::core::search::{Answer, Endpoint, EndpointCheck, Search, Step};
+use crate::core::result::{
+    AnyResult, BisectConfigResult, BisectResult, Conclusion, ConfigDetails, ConfigProbe, Kind,
+};
+use crate::core::search::{Answer, EndpointCheck, Search, Step};
 use crate::error::CliError;
 use crate::probe::container::{Engine, EngineChoice};
 use crate::run::matrix::{Cell, ConfigRow, MatrixResults, Rev, Runner};
@@ -158,13 +161,22 @@ fn runner(flags: &RunFlags, m: &Matrix, logs: &str) -> anyhow::Result<Runner> {
     Ok(runner)
 }
 
-fn config_json(c: &Config) -> serde_json::Value {
-    json!({
-        "id": c.id, "label": c.label(), "values": c.values, "backend": c.backend,
-        "image": c.image, "cmake_args": c.recipe.cmake_args(&Default::default()),
-        "launch_env": c.launch.env().into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
-        "repro_args": c.repro_args,
-    })
+fn config_details(c: &Config) -> ConfigDetails {
+    ConfigDetails {
+        id: c.id.clone(),
+        label: c.label(),
+        values: c.values.clone(),
+        backend: c.backend,
+        image: c.image.clone(),
+        cmake_args: c.recipe.cmake_args(&Default::default()),
+        launch_env: c
+            .launch
+            .env()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect(),
+        repro_args: c.repro_args.clone(),
+    }
 }
 
 /// One GitHub Actions job per image, in first-appearance order.
@@ -227,7 +239,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
                 })
                 .collect::<String>(),
             ListFormat::Json => {
-                let all: Vec<_> = configs.iter().map(|c| config_json(c)).collect();
+                let all: Vec<_> = configs.iter().map(|c| config_details(c)).collect();
                 serde_json::to_string_pretty(&all)? + "\n"
             }
             ListFormat::Github => format!("{}\n", github_matrix(&configs)),
@@ -275,6 +287,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     }
     progress.finish();
     let results = MatrixResults {
+        schema: Kind::Matrix.tag(),
         matrix: m.file.clone(),
         engine: runner
             .engine
@@ -293,16 +306,19 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             .collect(),
         cells,
     };
-    let json = serde_json::to_value(&results)?;
-    write_results(&args.run.out, "matrix-results", &json, &results.markdown())?;
-    out(&results.markdown())?;
+    let md = results.markdown();
+    write_results(&args.run.out, "matrix-results", &results, &md)?;
+    out(&md)?;
+    let infra = results.infra_errors();
     let written = format!(
         "they are in {}",
         args.run.out.join("matrix-results.json").display()
     );
     // Posted even with infrastructure errors (their cells say so); exit 3 either way then.
-    let code = args.post.publish(vec![json], 0, &written);
-    match results.infra_errors() {
+    let code = args
+        .post
+        .publish(vec![AnyResult::Matrix(results)], 0, &written);
+    match infra {
         0 => Ok(code),
         n => Err(CliError::infra(format!(
             "{n} of {total} cells hit infrastructure errors after retries (no verdict for them); see {}",
@@ -324,7 +340,12 @@ fn resolve(runner: &Runner, revs: &[String]) -> anyhow::Result<Vec<Rev>> {
         .collect()
 }
 
-fn write_results(dir: &Path, stem: &str, json: &serde_json::Value, md: &str) -> anyhow::Result<()> {
+fn write_results(
+    dir: &Path,
+    stem: &str,
+    json: &impl serde::Serialize,
+    md: &str,
+) -> anyhow::Result<()> {
     let io =
         |p: &Path, e: std::io::Error| CliError::infra(format!("cannot write {}: {e}", p.display()));
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
@@ -436,84 +457,47 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         }
     };
     progress.finish();
-    let (text, first, code) = match &answer {
-        Ok(Answer::Found(i)) => (
-            format!(
-                "first failing {} at {}: `{}` (configuration `{}`)",
-                args.axis,
-                &rev.sha[..10],
-                ladder[*i],
-                configs[*i].id
-            ),
-            Some(ladder[*i].clone()),
-            crate::error::exit::FOUND,
-        ),
-        Ok(Answer::Ambiguous(ix)) => (
-            format!(
-                "the first failing {} is one of {} (skips hide the boundary)",
-                args.axis,
-                ix.iter()
-                    .map(|&i| format!("`{}`", ladder[i]))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            None,
-            crate::error::exit::INCONCLUSIVE,
-        ),
-        Err((which, got)) => {
-            let (i, claim) = match which {
-                Endpoint::Good => (0, "the first value should behave as old"),
-                Endpoint::Bad => (ladder.len() - 1, "the last value should behave as new"),
-            };
-            (
-                format!(
-                    "{claim}, but {}=`{}` was {got:?}: nothing to bisect on this ladder",
-                    args.axis, ladder[i]
-                ),
-                None,
-                crate::error::exit::INCONCLUSIVE,
-            )
-        }
+    let conclusion = match answer {
+        Ok(Answer::Found(i)) => Conclusion::Found { index: i },
+        Ok(Answer::Ambiguous(indices)) => Conclusion::Ambiguous { indices },
+        Err((which, got)) => Conclusion::BadEndpoint { which, got },
     };
-    let mut md = format!(
-        "## Configuration bisection: `{}` at `{}`\n\n{text}\n\n| {} | id | outcome | verdict | signature |\n|---|---|---|---|---|\n",
-        args.axis, &rev.sha[..10], args.axis
-    );
+    let found = match conclusion {
+        Conclusion::Found { index } => Some(index),
+        _ => None,
+    };
     probed.sort_by_key(|(i, _, _)| *i);
-    for (i, cell, v) in &probed {
-        md.push_str(&format!(
-            "| `{}` | `{}` | {} | {v:?} | {} |\n",
-            ladder[*i],
-            configs[*i].id,
-            cell.outcome,
-            cell.signature
-                .as_deref()
-                .unwrap_or("")
-                .replace('|', "\\|")
-                .replace('\n', " ")
-        ));
+    let mut result = BisectConfigResult {
+        schema: Kind::BisectConfig.tag(),
+        axis: args.axis.clone(),
+        ladder: ladder.clone(),
+        rev: rev.rev.clone(),
+        sha: rev.sha.clone(),
+        predicate: predicate.describe(),
+        exit_code: crate::report::bisect::exit_code(&conclusion),
+        conclusion,
+        first_failing: found.map(|i| ladder[i].clone()),
+        first_failing_config: found.map(|i| config_details(&configs[i])),
+        probes: probed
+            .into_iter()
+            .map(|(i, cell, verdict)| ConfigProbe {
+                value: ladder[i].clone(),
+                config: configs[i].id.clone(),
+                verdict,
+                cell,
+            })
+            .collect(),
+        commit_bisect: None,
+    };
+    if let (Some(good), Some(i)) = (&args.good_rev, found) {
+        let b = bisect_commits_in(&args, &runner, &configs[i], &rev, good, &predicate)?;
+        result.exit_code = b.exit_code;
+        result.commit_bisect = Some(Box::new(b));
     }
-    let json = json!({
-        "axis": args.axis, "ladder": ladder, "rev": rev.rev, "sha": rev.sha,
-        "predicate": predicate.describe(), "first_failing": first,
-        "first_failing_config": first.as_ref().and_then(|f| ladder.iter().position(|l| l == f)).map(|i| config_json(&configs[i])),
-        "probes": probed.iter().map(|(i, c, v)| json!({"value": ladder[*i], "config": configs[*i].id, "verdict": v, "cell": c})).collect::<Vec<_>>(),
-    });
-    let mut json = json;
-    let mut code = code;
-    if let (Some(good), Ok(Answer::Found(i))) = (&args.good_rev, &answer) {
-        let (cmd_md, cmd_json, cmd_code) =
-            bisect_commits_in(&args, &runner, &configs[*i], &rev, good, &predicate)?;
-        md.push_str(&format!(
-            "\n### First bad commit in configuration `{}`\n\n{cmd_md}",
-            configs[*i].id
-        ));
-        json["commit_bisect"] = cmd_json;
-        code = cmd_code;
-    }
-    write_results(&args.run.out, "bisect-config", &json, &md)?;
+    let md = crate::report::config::markdown(&result);
+    write_results(&args.run.out, "bisect-config", &result, &md)?;
     out(&md)?;
-    Ok(code)
+    Ok(result.exit_code)
 }
 
 /// The second level: a commit bisection (the driver, store and report of `setrows-bisect`) with
@@ -525,7 +509,7 @@ fn bisect_commits_in(
     bad: &Rev,
     good: &str,
     predicate: &Predicate,
-) -> anyhow::Result<(String, serde_json::Value, i32)> {
+) -> anyhow::Result<BisectResult> {
     use crate::cli::bisect::git_error;
     use crate::run::git;
     let repo = git::open(&args.run.repo).map_err(git_error)?;
@@ -560,11 +544,10 @@ fn bisect_commits_in(
         crate::run::driver::DriverError::Git(g) => git_error(g),
         other => CliError::infra(other.to_string()),
     })?;
-    let md = crate::report::bisect::markdown(&plan.range, predicate, &outcome, None);
-    let json = crate::report::bisect::json(&plan.range, predicate, &outcome);
-    Ok((
-        md,
-        json,
-        crate::report::bisect::exit_code(&outcome.conclusion),
+    Ok(crate::report::bisect::result(
+        &plan.range,
+        predicate,
+        &outcome,
+        None,
     ))
 }

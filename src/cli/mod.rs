@@ -5,6 +5,7 @@ pub mod bisect;
 pub mod demo;
 pub mod matrix;
 pub mod report;
+pub mod schema;
 
 use clap::{Parser, Subcommand};
 
@@ -35,6 +36,8 @@ pub enum Command {
     BisectConfig(crate::cli::matrix::BisectConfigArgs),
     /// Render stored results as markdown and (with --post) keep one GitHub issue comment current.
     Report(crate::cli::report::ReportArgs),
+    /// Print the JSON Schema of a result document (bisect, matrix, bisect-config).
+    Schema(crate::cli::schema::SchemaArgs),
 }
 
 /// Runs the parsed command; returns the process exit code.
@@ -46,6 +49,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Matrix(a)) => crate::cli::matrix::run_matrix(a),
         Some(Command::BisectConfig(a)) => crate::cli::matrix::run_bisect_config(a),
         Some(Command::Report(a)) => crate::cli::report::run(a),
+        Some(Command::Schema(a)) => crate::cli::schema::run(a),
     }
 }
 

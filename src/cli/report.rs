@@ -4,9 +4,9 @@
 //! The library entry points here ([`render_values`], [`post_values`]) are what `bisect --post-to`
 //! and `matrix --post-to` use, so every path to GitHub renders the same way.
 
+use crate::core::result::{self, AnyResult};
 use crate::error::CliError;
 use crate::github::{self, GithubOptions, IssueRef, Post, PostAction, PostOutcome, Token};
-use crate::report::summary::{self, ResultFile};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,8 +19,9 @@ pub struct ReportArgs {
     /// Create or edit the comment(s) on the issue. Without it the body is printed (dry run).
     #[arg(long)]
     pub post: bool,
-    /// Result files written by `bisect --json FILE` or `matrix --json FILE`. Matrix files are
-    /// merged into one comment (key `matrix`); each bisect gets its own (`bisect:<id>`).
+    /// Result files written by `bisect --json FILE`, `matrix` or `bisect-config` (their
+    /// `"schema"` says which; others are refused). Matrix files are merged into one comment
+    /// (key `matrix`); each bisection gets its own (`bisect:<id>`, `bisect-config:<id>`).
     #[arg(long, num_args = 1.., value_name = "FILE")]
     pub results: Vec<PathBuf>,
     /// Use this comment key for all results instead of the derived ones.
@@ -37,22 +38,25 @@ pub struct ReportArgs {
     pub github: GithubOptions,
 }
 
-/// One comment's worth: its key, body, and the parsed results behind it.
+/// One comment's worth: its key, body, and the results behind it (the state block).
 pub struct Rendered {
     pub key: String,
     pub doc: github::Document,
     pub state: serde_json::Value,
 }
 
-/// Groups results by comment key (first appearance order) and renders each group.
+/// Groups results by comment key (first appearance order) and renders each group with the one
+/// renderer, plus a line saying where it was posted from.
 pub fn render_values(
-    results: &[ResultFile],
+    results: &[AnyResult],
     key: Option<&str>,
     run_url: Option<&str>,
 ) -> Vec<Rendered> {
-    let mut groups: Vec<(String, Vec<&ResultFile>)> = Vec::new();
+    let mut groups: Vec<(String, Vec<&AnyResult>)> = Vec::new();
     for r in results {
-        let k = key.map(str::to_string).unwrap_or_else(|| r.key());
+        let k = key
+            .map(str::to_string)
+            .unwrap_or_else(|| crate::report::key(r));
         match groups.iter_mut().find(|(g, _)| *g == k) {
             Some((_, v)) => v.push(r),
             None => groups.push((k, vec![r])),
@@ -60,37 +64,30 @@ pub fn render_values(
     }
     groups
         .into_iter()
-        .map(|(k, rs)| Rendered {
-            doc: summary::render(&rs, run_url),
-            state: summary::state(&k, &rs),
-            key: k,
+        .map(|(k, rs)| {
+            let mut doc = crate::report::render(&rs);
+            doc.push_markdown(match run_url {
+                Some(url) => format!("<sub>Posted by setrows-bisect from [this workflow run]({url}); logs and JSON are in its artifacts.</sub>"),
+                None => "<sub>Posted by setrows-bisect.</sub>".into(),
+            });
+            let state = github::state::state(&k, &rs);
+            Rendered {
+                doc,
+                state: serde_json::to_value(&state).unwrap_or_default(),
+                key: k,
+            }
         })
         .collect()
 }
 
-/// Result JSON values (what `--json` writes) parsed and rendered, one entry per comment key.
-pub fn render_json(values: Vec<serde_json::Value>) -> anyhow::Result<Vec<Rendered>> {
-    let results = values
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| summary::parse(v, &format!("result {}", i + 1)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CliError::infra(e.to_string()))?;
-    Ok(render_values(
-        &results,
-        None,
-        github::run_url_from_env().as_deref(),
-    ))
-}
-
-/// Renders result JSON values and creates/edits one comment per key on `issue`. For
-/// `bisect --post-to` / `matrix --post-to`: call with the JSON you would write with `--json`.
+/// Renders results and creates/edits one comment per key on `issue` (what `bisect --post-to`
+/// and `matrix --post-to` do with the results they wrote).
 pub fn post_values(
     github: &GithubOptions,
     issue: &IssueRef,
-    values: Vec<serde_json::Value>,
+    results: Vec<AnyResult>,
 ) -> anyhow::Result<Vec<PostOutcome>> {
-    let rendered = render_json(values)?;
+    let rendered = render_values(&results, None, github::run_url_from_env().as_deref());
     post_rendered(
         github,
         issue,
@@ -160,14 +157,14 @@ impl PostToArgs {
         Ok(Some(issue))
     }
 
-    /// Posts the result JSON (what `--json` writes) when `--post-to` was given, after appending
-    /// the same markdown to `$GITHUB_STEP_SUMMARY` (when set); says what it did on stderr.
-    pub fn post(&self, values: Vec<serde_json::Value>) -> anyhow::Result<()> {
+    /// Posts the results when `--post-to` was given, after appending the same markdown to
+    /// `$GITHUB_STEP_SUMMARY` (when set); says what it did on stderr.
+    pub fn post(&self, results: Vec<AnyResult>) -> anyhow::Result<()> {
         let Some(issue) = self.check()? else {
             return Ok(());
         };
         let run_url = github::run_url_from_env();
-        let rendered = render_json(values)?;
+        let rendered = render_values(&results, None, run_url.as_deref());
         append_step_summary(&rendered, run_url.as_deref())?;
         let outcomes = post_rendered(&self.github, &issue, &rendered, run_url.as_deref())?;
         for (r, o) in rendered.iter().zip(outcomes) {
@@ -191,11 +188,11 @@ impl PostToArgs {
     /// Returns the exit code: `code` unchanged, except that a successful run (0) whose post
     /// failed exits 3 (infrastructure), so CI notices the comment is stale; an inconclusive
     /// run keeps its own code, which already fails the job.
-    pub fn publish(&self, values: Vec<serde_json::Value>, code: i32, written: &str) -> i32 {
+    pub fn publish(&self, results: Vec<AnyResult>, code: i32, written: &str) -> i32 {
         let Some(raw) = &self.post_to else {
             return code;
         };
-        match self.post(values) {
+        match self.post(results) {
             Ok(()) => code,
             Err(e) => {
                 eprintln!(
@@ -296,16 +293,10 @@ impl BisectPostArgs {
     }
 }
 
-/// The comment key a bisection's JSON will get (`bisect:<hash of good, bad, predicate>`), known
-/// before the run so `--resume-from-issue` can find the comment. Derived through the same reader
-/// as the posted JSON, so the two cannot drift apart.
+/// The comment key a bisection's result will get, known before the run so
+/// `--resume-from-issue` can find the comment (the same function keys the posted result).
 pub fn bisect_key(good: &str, bad: &str, predicate: &str) -> String {
-    let skeleton = serde_json::json!({
-        "kind": "bisect", "range": {"good": good, "bad": bad}, "predicate": predicate, "probes": [],
-    });
-    summary::parse(skeleton, "bisect")
-        .map(|r| r.key())
-        .unwrap_or_else(|_| "bisect".into())
+    crate::report::bisect_key(good, bad, predicate)
 }
 
 fn parse_issue(args: &ReportArgs, why: &str) -> anyhow::Result<IssueRef> {
@@ -316,7 +307,9 @@ fn parse_issue(args: &ReportArgs, why: &str) -> anyhow::Result<IssueRef> {
     raw.parse().map_err(|e: github::GithubError| e.into_cli())
 }
 
-fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<ResultFile>> {
+/// Reads result files; one whose schema is missing or unknown is refused with one line naming
+/// the file (exit 2), before anything is posted.
+fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<AnyResult>> {
     paths
         .iter()
         .map(|p| {
@@ -330,7 +323,7 @@ fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<ResultFile>> {
                     e.column()
                 ))
             })?;
-            summary::parse(v, &origin).map_err(|e| CliError::usage(format!("--results {e}")))
+            result::read(v).map_err(|e| CliError::usage(format!("--results {origin}: {e}")))
         })
         .collect()
 }
@@ -366,7 +359,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let rendered = render_values(&results, args.key.as_deref(), run_url.as_deref());
 
     if let Some(path) = &args.junit {
-        std::fs::write(path, crate::report::junit::render(&results)).map_err(|e| {
+        let all: Vec<&AnyResult> = results.iter().collect();
+        std::fs::write(path, crate::report::junit::render(&all)).map_err(|e| {
             CliError::infra(format!("--junit {}: cannot write: {e}", path.display()))
         })?;
     }

@@ -3,12 +3,15 @@
 //! Every part of the tool (host runs, container runs, the bundled reproducer, the matrix, the
 //! GitHub report) speaks in these words, so a result stored by one part means the same to all.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What happened when a probe ran. Classification lives with whoever ran the probe; the
 /// meaning of each word is fixed here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The test ran and reported success.
@@ -77,7 +80,7 @@ impl fmt::Display for Outcome {
 }
 
 /// Which side of the boundary a probe landed on, in the terms of the question being asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Behaves like the `--good` endpoint.

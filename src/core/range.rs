@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Title, author and date of a commit, for reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommitInfo {
     pub sha: String,
     pub title: String,

@@ -1,12 +1,84 @@
 //! The results every writer produces and every reader consumes: one serde schema.
+//!
+//! A result file outlives the binary that wrote it (CI artifacts, the state block of a GitHub
+//! comment), so each one names its schema (`"schema": "setrows-bisect/<kind>/<version>"`) and
+//! readers refuse what they do not know instead of guessing at field spellings. The JSON Schema
+//! (`setrows-bisect schema KIND`) is generated from these same structs, so it cannot drift.
+//!
+//! Two layers live here: what the driver hands back while running (`ProbeRecord`,
+//! `BisectOutcome`), and the documents written to disk (`BisectResult`, `MatrixResults`,
+//! `BisectConfigResult`). The first may change freely; the second only with a version bump.
 
 use crate::core::build::{Backend, TreeFacts};
+use crate::core::flaky::Assessment;
+use crate::core::judge::{Finding, Observations};
+use crate::core::matrix::Value as AxisValue;
 use crate::core::outcome::{Outcome, Verdict};
 use crate::core::range::CommitInfo;
 use crate::core::search::Endpoint;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+/// The schema version every writer writes. Bump it (and teach [`read`] the old one, or refuse
+/// it) whenever a field changes meaning or becomes required.
+pub const VERSION: u32 = 1;
+
+/// The kinds of result document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Bisect,
+    Matrix,
+    BisectConfig,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Bisect, Kind::Matrix, Kind::BisectConfig];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Bisect => "bisect",
+            Kind::Matrix => "matrix",
+            Kind::BisectConfig => "bisect-config",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The value of the `schema` field for this kind at the current version.
+    pub fn tag(self) -> String {
+        format!("setrows-bisect/{}/{VERSION}", self.as_str())
+    }
+
+    /// The JSON Schema of this kind's document.
+    pub fn json_schema(self) -> Schema {
+        match self {
+            Kind::Bisect => schemars::schema_for!(BisectResult),
+            Kind::Matrix => schemars::schema_for!(MatrixResults),
+            Kind::BisectConfig => schemars::schema_for!(BisectConfigResult),
+        }
+    }
+}
+
+fn tag_schema(kind: Kind) -> Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "const": kind.tag(),
+        "description": "Which document this is and its version; readers refuse other values."
+    })
+}
+fn bisect_tag(_: &mut SchemaGenerator) -> Schema {
+    tag_schema(Kind::Bisect)
+}
+fn matrix_tag(_: &mut SchemaGenerator) -> Schema {
+    tag_schema(Kind::Matrix)
+}
+fn config_tag(_: &mut SchemaGenerator) -> Schema {
+    tag_schema(Kind::BisectConfig)
+}
 
 /// One run of one candidate, as the report shows it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -23,7 +95,8 @@ pub struct ProbeRecord {
     pub cached: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// How a search ended; indices are into the candidates (bisect) or the ladder (bisect-config).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Conclusion {
     Found {
@@ -61,8 +134,154 @@ impl BisectOutcome {
     }
 }
 
+/// `bisect --json`: everything a person or a later job needs to act on a bisection without the
+/// work dir that produced it (the comment renders from this alone).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BisectResult {
+    #[schemars(schema_with = "bisect_tag")]
+    pub schema: String,
+    /// The culprit when one was found (null when inconclusive).
+    pub first_bad: Option<String>,
+    /// "first bad commit", or "first fixed commit" for `--regress success`.
+    pub term: String,
+    pub conclusion: Conclusion,
+    /// What the command exited with (before any failure to post).
+    pub exit_code: i32,
+    /// The commits that may be the answer: the culprit, or every one skips hide it among.
+    pub candidates: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidate_classes: Vec<CandidateClass>,
+    pub range: BisectRange,
+    pub steps: usize,
+    pub executed: usize,
+    pub probes: Vec<BisectProbe>,
+    /// `regress=<error|success|crash>[ match=<regex>]`.
+    pub predicate: String,
+    pub policy: String,
+    pub elapsed_s: f64,
+    /// Metadata of the endpoints and every probed commit (absent in a compacted state block).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<CommitInfo>,
+    /// Shell lines that repeat the probe of the answer (the prober's own steps), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduce: Option<String>,
+    /// `--confidence`: how sure the answer is and the estimated reproduction rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<FlakySchema>")]
+    pub flaky: Option<Assessment>,
+    /// `--validate N`: the culprit re-run, its parent, and the revert check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<ValidationResult>,
+    /// The stored runs behind the probes, so `--resume-from-issue` repeats none of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_runs: Option<StoreRuns>,
+}
+
+impl BisectResult {
+    pub fn info(&self, sha: &str) -> Option<&CommitInfo> {
+        self.commits.iter().find(|c| c.sha == sha)
+    }
+
+    /// `regress=` of the predicate (`error` when it does not say).
+    pub fn regress(&self) -> &str {
+        self.predicate
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("regress="))
+            .unwrap_or("error")
+    }
+
+    /// The `--match` regex of the predicate, if any.
+    pub fn matcher(&self) -> Option<&str> {
+        self.predicate.split_once(" match=").map(|(_, re)| re)
+    }
+}
+
+/// Mirror of `flaky::Assessment` for the JSON Schema (the pure model does not derive it).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct FlakySchema {
+    confidence: f64,
+    requested: f64,
+    rate: f64,
+    rate_low: f64,
+    rate_high: f64,
+    runs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CandidateClass {
+    pub sha: String,
+    pub tree: String,
+    /// Later commits that test the same tree (they behave the same).
+    pub members: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BisectRange {
+    pub good: String,
+    pub bad: String,
+    pub first_parent: bool,
+    pub path: Option<String>,
+    pub commits: usize,
+    /// Distinct tested trees in the range.
+    pub candidates: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BisectProbe {
+    pub sha: String,
+    pub outcome: Outcome,
+    pub verdict: Verdict,
+    pub duration_s: f64,
+    pub log: PathBuf,
+    pub signature: Option<String>,
+    /// Answered by the result store rather than run now.
+    #[serde(default)]
+    pub cached: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ValidationResult {
+    /// Runs asked for per check (`--validate N`).
+    pub runs: u32,
+    pub confirmed: bool,
+    #[schemars(with = "Vec<serde_json::Value>")]
+    pub findings: Vec<Finding>,
+    #[schemars(with = "serde_json::Value")]
+    pub observations: Observations,
+}
+
+/// The `store_runs` section: the prober identity once, then what a store needs per run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoreRuns {
+    pub version: u32,
+    pub identity: String,
+    pub runs: Vec<StoreRunEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoreRunEntry {
+    pub tree: String,
+    pub commit: String,
+    pub run: usize,
+    #[serde(default)]
+    pub recorded_at: String,
+    pub outcome: Outcome,
+    #[serde(default)]
+    pub signature: Option<String>,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub signal: Option<i32>,
+    #[serde(default)]
+    pub duration_s: f64,
+    /// The output tail of a failure, kept only when a `--match` regex judges it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_text: Option<String>,
+}
+
 /// A revision checked out for the matrix.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Rev {
     /// As the user wrote it.
     pub rev: String,
@@ -77,7 +296,7 @@ pub struct Rev {
 }
 
 /// One configuration at one revision.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Cell {
     pub config: String,
     pub rev: String,
@@ -89,6 +308,8 @@ pub struct Cell {
     pub test_s: f64,
     pub attempts: u32,
     pub log: PathBuf,
+    /// Image, toolchain and device facts (absent in a compacted state block).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub provenance: BTreeMap<String, String>,
     /// Answered by the result store (an earlier run of the same tree and configuration).
     #[serde(default)]
@@ -96,8 +317,10 @@ pub struct Cell {
 }
 
 /// Everything a matrix run produced (the `matrix-results.json` file).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MatrixResults {
+    #[schemars(schema_with = "matrix_tag")]
+    pub schema: String,
     pub matrix: String,
     pub engine: String,
     pub revisions: Vec<Rev>,
@@ -105,10 +328,119 @@ pub struct MatrixResults {
     pub cells: Vec<Cell>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConfigRow {
     pub id: String,
     pub label: String,
     pub backend: Backend,
     pub image: Option<String>,
+}
+
+/// `bisect-config`: the first failing value along one ordered axis at a fixed commit, and with
+/// `--good-rev` the commit bisection in that configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BisectConfigResult {
+    #[schemars(schema_with = "config_tag")]
+    pub schema: String,
+    pub axis: String,
+    pub ladder: Vec<String>,
+    pub rev: String,
+    pub sha: String,
+    pub predicate: String,
+    /// Indices are into `ladder`.
+    pub conclusion: Conclusion,
+    pub exit_code: i32,
+    pub first_failing: Option<String>,
+    pub first_failing_config: Option<ConfigDetails>,
+    /// In ladder order.
+    pub probes: Vec<ConfigProbe>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_bisect: Option<Box<BisectResult>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigProbe {
+    pub value: String,
+    pub config: String,
+    pub verdict: Verdict,
+    pub cell: Cell,
+}
+
+/// One configuration spelled out: what `matrix --list --format json` prints, and the culprit
+/// configuration of a `bisect-config` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigDetails {
+    pub id: String,
+    pub label: String,
+    pub values: BTreeMap<String, AxisValue>,
+    pub backend: Backend,
+    pub image: Option<String>,
+    pub cmake_args: Vec<String>,
+    pub launch_env: Vec<String>,
+    pub repro_args: Vec<String>,
+}
+
+/// Any result document, as a reader gets it from [`read`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AnyResult {
+    Bisect(Box<BisectResult>),
+    Matrix(MatrixResults),
+    BisectConfig(Box<BisectConfigResult>),
+}
+
+impl AnyResult {
+    pub fn kind(&self) -> Kind {
+        match self {
+            AnyResult::Bisect(_) => Kind::Bisect,
+            AnyResult::Matrix(_) => Kind::Matrix,
+            AnyResult::BisectConfig(_) => Kind::BisectConfig,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AnyResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        read(v).map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("no \"schema\" field: not a setrows-bisect result, or one written before result schemas existed (expected one of {known})", known = known())]
+    NoSchema,
+    #[error("schema {0:?} is not one this setrows-bisect reads (it reads {known})", known = known())]
+    Unknown(String),
+    #[error("not a valid {schema} document: {message}")]
+    Invalid { schema: String, message: String },
+}
+
+fn known() -> String {
+    Kind::ALL.map(Kind::tag).join(", ")
+}
+
+/// Reads one result document: the `schema` field decides the type, then the whole document must
+/// match it. Nothing is guessed from the shape.
+pub fn read(v: serde_json::Value) -> Result<AnyResult, ReadError> {
+    let tag = match v.get("schema") {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => return Err(ReadError::Unknown(other.to_string())),
+        None => return Err(ReadError::NoSchema),
+    };
+    let kind = Kind::ALL
+        .into_iter()
+        .find(|k| k.tag() == tag)
+        .ok_or_else(|| ReadError::Unknown(tag.clone()))?;
+    let invalid = |e: serde_json::Error| ReadError::Invalid {
+        schema: tag.clone(),
+        message: e.to_string(),
+    };
+    Ok(match kind {
+        Kind::Bisect => AnyResult::Bisect(Box::new(serde_json::from_value(v).map_err(invalid)?)),
+        Kind::Matrix => AnyResult::Matrix(serde_json::from_value(v).map_err(invalid)?),
+        Kind::BisectConfig => {
+            AnyResult::BisectConfig(Box::new(serde_json::from_value(v).map_err(invalid)?))
+        }
+    })
 }

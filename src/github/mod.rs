@@ -6,6 +6,8 @@
 //!   with specific errors and bounded rate-limit retries; `http`: the pure status/rate-limit/
 //!   pagination rules it follows.
 //! - [`blocking`]: the same for synchronous callers.
+//! - [`state`]: what the state block carries (the typed results, compacted to fit);
+//!   [`resume`]: how `bisect --resume-from-issue` reads its stored runs back.
 //!
 //! The token lives in [`Token`], whose `Debug` is redacted and which has no `Display`, so it
 //! cannot reach a log, an error or a report by accident.
@@ -15,6 +17,7 @@ pub mod body;
 pub mod client;
 mod http;
 pub mod resume;
+pub mod state;
 
 pub use crate::report::document::{Document, Section};
 pub use blocking::{load_state_blocking, post_all_blocking, post_or_update_blocking, Post};

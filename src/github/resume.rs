@@ -13,12 +13,14 @@
 //! with the current prober identity are seeded, and a run already on disk is never overwritten.
 
 use crate::core::outcome::Outcome;
+use crate::core::result::{StoreRunEntry, StoreRuns};
 use crate::probe::ProbeReport;
 use crate::run::store::{Store, StoreError, StoreKey, StoredRun};
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Name of the section in the bisect JSON (and so in the state block).
+/// Name of the section in the bisect result (and so in the state block).
 pub const FIELD: &str = "store_runs";
 
 /// Runs beyond this index are refused when seeding (a forged state cannot make us write
@@ -27,12 +29,12 @@ const MAX_RUN_INDEX: usize = 10_000;
 
 /// The stored runs of `trees` (the tested trees of the probed candidates) under `identity`, in
 /// store order. `keep_match_text`: keep the output tail of failures (see the module docs).
-pub fn runs_json<'a>(
+pub fn store_runs<'a>(
     store: &Store,
     trees: impl IntoIterator<Item = &'a str>,
     identity: &str,
     keep_match_text: bool,
-) -> Result<Value, StoreError> {
+) -> Result<StoreRuns, StoreError> {
     let mut seen = std::collections::BTreeSet::new();
     let mut runs = Vec::new();
     for tree in trees {
@@ -41,20 +43,27 @@ pub fn runs_json<'a>(
         }
         let key = StoreKey::new(tree, identity);
         for (index, run) in store.load(&key)?.into_iter().enumerate() {
-            let r = &run.report;
-            let mut v = json!({
-                "tree": run.tree, "commit": run.commit, "run": index,
-                "recorded_at": run.recorded_at, "outcome": r.outcome,
-                "signature": r.signature, "exit_code": r.exit_code, "signal": r.signal,
-                "duration_s": r.duration_s,
+            let r = run.report;
+            let keep = keep_match_text && r.outcome.is_failure() && !r.output_tail.is_empty();
+            runs.push(StoreRunEntry {
+                tree: run.tree,
+                commit: run.commit,
+                run: index,
+                recorded_at: run.recorded_at,
+                outcome: r.outcome,
+                signature: r.signature,
+                exit_code: r.exit_code,
+                signal: r.signal,
+                duration_s: r.duration_s,
+                match_text: keep.then_some(r.output_tail),
             });
-            if keep_match_text && r.outcome.is_failure() && !r.output_tail.is_empty() {
-                v["match_text"] = Value::String(r.output_tail.clone());
-            }
-            runs.push(v);
         }
     }
-    Ok(json!({ "version": 1, "identity": identity, "runs": runs }))
+    Ok(StoreRuns {
+        version: 1,
+        identity: identity.to_string(),
+        runs,
+    })
 }
 
 /// What seeding did, for the one line the user sees.
@@ -72,67 +81,86 @@ pub struct Seeded {
     pub dropped_by_compaction: bool,
 }
 
-fn hex_id(v: &Value) -> Option<&str> {
-    v.as_str()
-        .filter(|s| (4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit()))
+fn hex_id(s: &str) -> Option<&str> {
+    ((4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())).then_some(s)
 }
 
 /// The tested tree is `absent` when the `--path` subtree does not exist at a commit.
-fn tree_id(v: &Value) -> Option<&str> {
-    hex_id(v).or(v.as_str().filter(|s| *s == "absent"))
+fn tree_id(s: &str) -> Option<&str> {
+    hex_id(s).or((s == "absent").then_some(s))
 }
 
 fn stored_run(store: &Store, v: &Value, identity: &str) -> Option<(StoreKey, usize, StoredRun)> {
-    let tree = tree_id(&v["tree"])?;
-    let commit = hex_id(&v["commit"])?;
-    let index = usize::try_from(v["run"].as_u64()?).ok()?;
-    if index > MAX_RUN_INDEX {
-        return None;
-    }
-    let outcome: Outcome = serde_json::from_value(v["outcome"].clone()).ok()?;
-    if outcome == Outcome::InfraError {
+    let e = StoreRunEntry::deserialize(v).ok()?;
+    let tree = tree_id(&e.tree)?;
+    let commit = hex_id(&e.commit)?;
+    if e.run > MAX_RUN_INDEX || e.outcome == Outcome::InfraError {
         return None;
     }
     let key = StoreKey::new(tree, identity);
-    let int = |name: &str| v[name].as_i64().and_then(|x| i32::try_from(x).ok());
     let report = ProbeReport {
-        outcome,
-        signature: v["signature"].as_str().map(str::to_string),
-        exit_code: int("exit_code"),
-        signal: int("signal"),
-        duration_s: v["duration_s"].as_f64().unwrap_or(0.0),
+        outcome: e.outcome,
+        signature: e.signature.clone(),
+        exit_code: e.exit_code,
+        signal: e.signal,
+        duration_s: e.duration_s,
         build_s: 0.0,
         test_s: 0.0,
-        log_path: store.log_path(&key, index),
-        output_tail: v["match_text"].as_str().unwrap_or("").to_string(),
+        log_path: store.log_path(&key, e.run),
+        output_tail: e.match_text.clone().unwrap_or_default(),
         provenance: BTreeMap::from([("resumed_from".to_string(), "issue comment".to_string())]),
     };
     let run = StoredRun {
         tree: tree.to_string(),
         identity: identity.to_string(),
         commit: commit.to_string(),
-        recorded_at: v["recorded_at"].as_str().unwrap_or("").to_string(),
+        recorded_at: e.recorded_at.clone(),
         report,
     };
-    Some((key, index, run))
+    Some((key, e.run, run))
 }
 
-/// Writes the runs of a state block (`{"key", "results": [bisect JSON...]}`, as
+/// What seeding reads of a state block: only each result's `store_runs`, and each run on its
+/// own, so that one forged entry (or a result of another kind, or one written before result
+/// schemas) costs that entry, not the resume.
+#[derive(Deserialize)]
+struct ResumeState {
+    #[serde(default)]
+    results: Vec<Value>,
+    #[serde(default)]
+    compacted: Option<u8>,
+}
+
+#[derive(Deserialize)]
+struct ResumeView {
+    identity: String,
+    #[serde(default)]
+    runs: Vec<Value>,
+}
+
+/// Writes the runs of a state block (`{"key", "results": [bisect result...]}`, as
 /// `load_state` returns it) into `store`, for the prober `identity` only.
 pub fn seed(store: &Store, state: &Value, identity: &str) -> Result<Seeded, StoreError> {
+    let st = ResumeState::deserialize(state).unwrap_or(ResumeState {
+        results: Vec::new(),
+        compacted: None,
+    });
     let mut out = Seeded {
-        dropped_by_compaction: state["compacted"].as_u64() == Some(2),
+        dropped_by_compaction: st.compacted == Some(2),
         ..Seeded::default()
     };
-    let results = state["results"].as_array().cloned().unwrap_or_default();
-    for result in &results {
-        let section = &result[FIELD];
-        let runs = section["runs"].as_array().cloned().unwrap_or_default();
-        if section["identity"].as_str() != Some(identity) {
-            out.other_identity += runs.len();
+    for result in &st.results {
+        let Some(section) = result
+            .get(FIELD)
+            .and_then(|s| ResumeView::deserialize(s).ok())
+        else {
+            continue;
+        };
+        if section.identity != identity {
+            out.other_identity += section.runs.len();
             continue;
         }
-        for v in &runs {
+        for v in &section.runs {
             match stored_run(store, v, identity) {
                 None => out.invalid += 1,
                 Some((key, index, _)) if store.has_run(&key, index) => out.present += 1,
@@ -171,6 +199,7 @@ impl Seeded {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn report(outcome: Outcome, tail: &str) -> ProbeReport {
         ProbeReport {
@@ -206,12 +235,9 @@ mod tests {
             };
             src.save(&key, i, &run).unwrap();
         }
-        let section = runs_json(&src, [tree.as_str(), tree.as_str()], "id-1", true).unwrap();
-        assert_eq!(section["runs"].as_array().unwrap().len(), 2, "{section}");
-        assert!(
-            section["runs"][0].get("match_text").is_none(),
-            "passes keep no text"
-        );
+        let section = store_runs(&src, [tree.as_str(), tree.as_str()], "id-1", true).unwrap();
+        assert_eq!(section.runs.len(), 2, "{section:?}");
+        assert!(section.runs[0].match_text.is_none(), "passes keep no text");
         let state = json!({"key": "bisect:x", "results": [{ FIELD: section }]});
 
         let b = tempfile::tempdir().unwrap();

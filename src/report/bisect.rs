@@ -1,16 +1,19 @@
-//! The result of a bisection, as a person pastes it into an issue (markdown) and as a machine
-//! reads it (`--json`). Pure functions of the outcome: rendering never touches git or disk.
+//! A bisection: the result document built from the driver's outcome, and its one markdown
+//! rendering (terminal, `--report`, the GitHub comment and the job summary all show this).
 //!
 //! The wording follows the question asked: `first bad commit` for regressions, `first fixed
 //! commit` for `--regress success`. When skipped candidates hide the boundary the report says
 //! so and lists every commit that may be the answer, rather than guessing.
 
+use super::document::Document;
+use super::{code, escape, icon, secs, short};
 use crate::core::outcome::{Predicate, Verdict};
 use crate::core::range::{Candidate, Range};
-use crate::core::result::{BisectOutcome, Conclusion};
+use crate::core::result::{
+    BisectOutcome, BisectProbe, BisectRange, BisectResult, CandidateClass, Conclusion, Kind,
+};
 use crate::core::search::Endpoint;
 use crate::error::exit;
-use serde_json::{json, Value};
 
 /// Exit code for a conclusion: 0 found, 1 inconclusive (ambiguous, or an endpoint that does
 /// not behave as claimed).
@@ -29,42 +32,6 @@ fn verdict_text(v: Verdict) -> &'static str {
     }
 }
 
-/// One line explaining a wrong endpoint, naming it and what it showed.
-pub fn endpoint_message(range: &Range, which: Endpoint, got: Verdict, o: &BisectOutcome) -> String {
-    let (flag, sha, claimed) = match which {
-        Endpoint::Good => ("--good", &range.good, "old"),
-        Endpoint::Bad => ("--bad", &range.bad, "new"),
-    };
-    let cand_sha = match which {
-        Endpoint::Good => &range.candidates[0].sha,
-        Endpoint::Bad => &range.candidates[range.candidates.len() - 1].sha,
-    };
-    let seen = o
-        .probes
-        .iter()
-        .rev()
-        .find(|p| &p.sha == cand_sha)
-        .map(|p| {
-            format!(
-                "{}{}",
-                p.outcome,
-                p.signature
-                    .as_deref()
-                    .map(|s| format!(": {s}"))
-                    .unwrap_or_default()
-            )
-        })
-        .unwrap_or_else(|| "?".into());
-    let what = match got {
-        Verdict::Skip => "could not be tested".to_string(),
-        v => format!("shows the {} behaviour", verdict_text(v)),
-    };
-    format!(
-        "{flag} {} {what} ({seen}), but it must show the {claimed} behaviour; check the endpoints, --regress and --match",
-        &sha[..sha.len().min(12)]
-    )
-}
-
 fn suspects<'a>(range: &'a Range, c: &Conclusion) -> Vec<&'a Candidate> {
     match c {
         Conclusion::Found { index } => vec![&range.candidates[*index]],
@@ -75,56 +42,131 @@ fn suspects<'a>(range: &'a Range, c: &Conclusion) -> Vec<&'a Candidate> {
     }
 }
 
-/// The machine-readable result (`--json FILE`).
-pub fn json(range: &Range, predicate: &Predicate, o: &BisectOutcome) -> Value {
-    let first_bad = match &o.conclusion {
-        Conclusion::Found { index } => Value::String(range.candidates[*index].sha.clone()),
-        _ => Value::Null,
-    };
-    let sus = suspects(range, &o.conclusion);
-    json!({
-        "first_bad": first_bad,
-        "term": predicate.regress.culprit_term(),
-        "conclusion": o.conclusion,
-        "exit_code": exit_code(&o.conclusion),
-        "candidates": sus.iter().map(|c| c.sha.clone()).collect::<Vec<_>>(),
-        "candidate_classes": sus.iter().map(|c| json!({
-            "sha": c.sha, "tree": c.tree, "members": c.members,
-        })).collect::<Vec<_>>(),
-        "range": {
-            "good": range.good, "bad": range.bad,
-            "first_parent": range.spec.first_parent, "path": range.spec.path,
-            "commits": range.commits, "candidates": range.candidates.len(),
-        },
-        "steps": o.steps,
-        "executed": o.executed,
-        "probes": o.probes.iter().map(|p| json!({
-            "sha": p.sha, "outcome": p.outcome, "verdict": p.verdict,
-            "duration_s": p.duration_s, "log": p.log, "signature": p.signature,
-            "cached": p.cached,
-        })).collect::<Vec<_>>(),
-        "predicate": o.predicate,
-        "policy": o.policy,
-        "elapsed_s": o.elapsed_s,
-        "commits": o.commits,
-    })
-}
-
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-/// The markdown report. `reproduce` is a shell snippet with `{sha}` for the commit to probe.
-pub fn markdown(
+/// The result document of a finished bisection. `reproduce` is the prober's shell snippet with
+/// `{sha}` for the commit to probe; it is filled in with the commit the answer hinges on.
+/// `flaky`, `validation` and `store_runs` are the command's to add.
+pub fn result(
     range: &Range,
     predicate: &Predicate,
     o: &BisectOutcome,
     reproduce: Option<&str>,
-) -> String {
-    let term = predicate.regress.culprit_term();
-    let short = |s: &str| s[..s.len().min(12)].to_string();
+) -> BisectResult {
+    let sus = suspects(range, &o.conclusion);
+    let mut r = BisectResult {
+        schema: Kind::Bisect.tag(),
+        first_bad: match &o.conclusion {
+            Conclusion::Found { index } => Some(range.candidates[*index].sha.clone()),
+            _ => None,
+        },
+        term: predicate.regress.culprit_term().into(),
+        conclusion: o.conclusion.clone(),
+        exit_code: exit_code(&o.conclusion),
+        candidates: sus.iter().map(|c| c.sha.clone()).collect(),
+        candidate_classes: sus
+            .iter()
+            .map(|c| CandidateClass {
+                sha: c.sha.clone(),
+                tree: c.tree.clone(),
+                members: c.members.clone(),
+            })
+            .collect(),
+        range: BisectRange {
+            good: range.good.clone(),
+            bad: range.bad.clone(),
+            first_parent: range.spec.first_parent,
+            path: range.spec.path.clone(),
+            commits: range.commits,
+            candidates: range.candidates.len(),
+        },
+        steps: o.steps,
+        executed: o.executed,
+        probes: o
+            .probes
+            .iter()
+            .map(|p| BisectProbe {
+                sha: p.sha.clone(),
+                outcome: p.outcome,
+                verdict: p.verdict,
+                duration_s: p.duration_s,
+                log: p.log.clone(),
+                signature: p.signature.clone(),
+                cached: p.cached,
+            })
+            .collect(),
+        predicate: o.predicate.clone(),
+        policy: o.policy.clone(),
+        elapsed_s: o.elapsed_s,
+        commits: o.commits.clone(),
+        reproduce: None,
+        flaky: None,
+        validation: None,
+        store_runs: None,
+    };
+    if let (Some(tpl), Some(sha)) = (reproduce, target(&r).map(str::to_string)) {
+        r.reproduce = Some(tpl.replace("{sha}", &sha));
+    }
+    r
+}
+
+/// The commit the answer hinges on: the culprit, the last suspect, or the wrong endpoint.
+fn target(b: &BisectResult) -> Option<&str> {
+    match &b.conclusion {
+        Conclusion::Found { .. } | Conclusion::Ambiguous { .. } => {
+            b.candidates.last().map(String::as_str)
+        }
+        Conclusion::BadEndpoint {
+            which: Endpoint::Good,
+            ..
+        } => Some(&b.range.good),
+        Conclusion::BadEndpoint {
+            which: Endpoint::Bad,
+            ..
+        } => Some(&b.range.bad),
+    }
+}
+
+/// One line explaining a wrong endpoint, naming it and what it showed (`None` otherwise).
+/// The search stops at a wrong endpoint, so its probe is the last one with that verdict.
+pub fn endpoint_message(b: &BisectResult) -> Option<String> {
+    let Conclusion::BadEndpoint { which, got } = b.conclusion else {
+        return None;
+    };
+    let (flag, sha, claimed) = match which {
+        Endpoint::Good => ("--good", &b.range.good, "old"),
+        Endpoint::Bad => ("--bad", &b.range.bad, "new"),
+    };
+    let seen = b
+        .probes
+        .iter()
+        .rev()
+        .find(|p| p.verdict == got)
+        .map(|p| match &p.signature {
+            Some(s) => format!("{}: {s}", p.outcome),
+            None => p.outcome.to_string(),
+        })
+        .unwrap_or_else(|| "?".into());
+    let what = match got {
+        Verdict::Skip => "could not be tested".to_string(),
+        v => format!("shows the {} behaviour", verdict_text(v)),
+    };
+    Some(format!(
+        "{flag} {} {what} ({seen}), but it must show the {claimed} behaviour; check the endpoints, --regress and --match",
+        &sha[..sha.len().min(12)]
+    ))
+}
+
+fn capitalized(s: &str) -> String {
+    let mut cs = s.chars();
+    cs.next()
+        .map(|f| f.to_uppercase().chain(cs).collect())
+        .unwrap_or_default()
+}
+
+/// The verdict, the range and how it was searched, and every probe.
+fn summary(b: &BisectResult) -> String {
+    let term = escape::inline(&b.term);
     let mut md = String::new();
-    let headline = match &o.conclusion {
+    let headline = match &b.conclusion {
         Conclusion::Found { .. } => format!("{term} found"),
         Conclusion::Ambiguous { indices } => {
             format!(
@@ -135,134 +177,196 @@ pub fn markdown(
         Conclusion::BadEndpoint { .. } => "stopped: an endpoint does not behave as claimed".into(),
     };
     md.push_str(&format!("## setrows-bisect: {headline}\n\n"));
-    match &o.conclusion {
-        Conclusion::Found { index } => {
-            let c = &range.candidates[*index];
-            if let Some(info) = o.info(&c.sha) {
-                md.push_str(&format!("**{term}:** `{}` {}\n\n", info.sha, info.title));
+    match (&b.conclusion, &b.first_bad) {
+        (Conclusion::Found { .. }, Some(sha)) => {
+            md.push_str(&format!("**{}:** {}", capitalized(&term), short(sha, 40)));
+            if let Some(info) = b.info(sha) {
+                md.push_str(&format!(" {}\n\n", escape::inline_short(&info.title, 120)));
                 md.push_str(&format!(
                     "- author: {}\n- date: {}\n",
-                    info.author, info.date
+                    escape::inline_short(&info.author, 80),
+                    escape::inline_short(&info.date, 40)
                 ));
             } else {
-                md.push_str(&format!("**{term}:** `{}`\n\n", c.sha));
+                md.push_str("\n\n");
             }
-            if c.members.len() > 1 {
+            let members = b
+                .candidate_classes
+                .iter()
+                .find(|c| &c.sha == sha)
+                .map(|c| c.members.as_slice())
+                .unwrap_or_default();
+            if members.len() > 1 {
+                let shown: Vec<String> =
+                    members[1..].iter().take(8).map(|m| short(m, 12)).collect();
                 md.push_str(&format!(
                     "- {} later commits leave the tested tree unchanged and behave the same: {}\n",
-                    c.members.len() - 1,
-                    c.members[1..]
-                        .iter()
-                        .take(8)
-                        .map(|m| format!("`{}`", short(m)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    members.len() - 1,
+                    shown.join(", ")
                 ));
             }
         }
-        Conclusion::Ambiguous { indices } => {
+        (Conclusion::BadEndpoint { .. }, _) => {
+            md.push_str(&escape::inline(&endpoint_message(b).unwrap_or_default()));
+            md.push_str("\n\n");
+        }
+        _ => {
             md.push_str(&format!(
                 "Commits next to the boundary could not be tested (build failed or untestable), so the {term} is one of these {}:\n\n",
-                indices.len()
+                b.candidates.len()
             ));
-            for &i in indices {
-                let c = &range.candidates[i];
-                let info = o.info(&c.sha);
+            for sha in b.candidates.iter().take(40) {
+                let info = b.info(sha);
                 md.push_str(&format!(
-                    "- `{}` {}{}\n",
-                    c.sha,
-                    info.map(|i| i.title.as_str()).unwrap_or(""),
-                    info.map(|i| format!(" ({}, {})", i.author, i.date))
-                        .unwrap_or_default()
+                    "- {} {}{}\n",
+                    short(sha, 40),
+                    info.map(|i| escape::inline_short(&i.title, 120))
+                        .unwrap_or_default(),
+                    info.map(|i| format!(
+                        " ({}, {})",
+                        escape::inline_short(&i.author, 80),
+                        escape::inline_short(&i.date, 40)
+                    ))
+                    .unwrap_or_default()
                 ));
+            }
+            if b.candidates.len() > 40 {
+                md.push_str(&format!("- and {} more\n", b.candidates.len() - 40));
             }
             md.push('\n');
         }
-        Conclusion::BadEndpoint { which, got } => {
-            md.push_str(&endpoint_message(range, *which, *got, o));
-            md.push_str("\n\n");
-        }
     }
-    let g = o.info(&range.good);
-    let b = o.info(&range.bad);
+    let title = |sha: &str| {
+        b.info(sha)
+            .map(|i| escape::inline_short(&i.title, 80))
+            .unwrap_or_default()
+    };
+    let r = &b.range;
     md.push_str(&format!(
-        "- range: good `{}` {} .. bad `{}` {}\n",
-        short(&range.good),
-        g.map(|i| i.title.as_str()).unwrap_or(""),
-        short(&range.bad),
-        b.map(|i| i.title.as_str()).unwrap_or("")
+        "- range: good {} {} .. bad {} {}\n",
+        short(&r.good, 12),
+        title(&r.good),
+        short(&r.bad, 12),
+        title(&r.bad)
     ));
     md.push_str(&format!(
         "- {} commits ({}), {} candidates after merging commits with identical {}\n",
-        range.commits,
-        if range.spec.first_parent {
+        r.commits,
+        if r.first_parent {
             "first-parent"
         } else {
             "full ancestry path"
         },
-        range.candidates.len(),
-        range
-            .spec
-            .path
-            .as_ref()
-            .map(|p| format!("`{p}` trees"))
+        r.candidates,
+        r.path
+            .as_deref()
+            .map(|p| format!("{} trees", code(p)))
             .unwrap_or_else(|| "trees".into())
     ));
     md.push_str(&format!(
-        "- predicate: {}; policy: {}\n- {} probes in {} steps ({} run now, {} from the result store), {:.1}s\n\n",
-        o.predicate,
-        o.policy,
-        o.probes.len(),
-        o.steps,
-        o.executed,
-        o.probes.len() - o.executed,
-        o.elapsed_s
+        "- predicate: {}; policy: {}\n",
+        code(&b.predicate),
+        escape::inline_short(&b.policy, 80)
     ));
-    md.push_str("| # | commit | title | outcome | verdict | duration | signature |\n");
-    md.push_str("|---|--------|-------|---------|---------|----------|-----------|\n");
-    for (n, p) in o.probes.iter().enumerate() {
-        let title: String = p.title.chars().take(50).collect();
+    md.push_str(&format!(
+        "- {} probes in {} steps ({} run now, {} from the result store), {}\n\n",
+        b.probes.len(),
+        b.steps,
+        b.executed,
+        b.probes.len().saturating_sub(b.executed),
+        secs(b.elapsed_s)
+    ));
+    md.push_str("| # | commit | title | outcome | verdict | time | signature |\n");
+    md.push_str("|---|---|---|---|---|---|---|\n");
+    for (n, p) in b.probes.iter().enumerate() {
         md.push_str(&format!(
-            "| {} | `{}` | {} | {} | {} | {:.1}s{} | {} |\n",
+            "| {} | {} | {} | {} {} | {} | {}{} | {} |\n",
             n + 1,
-            &p.sha[..p.sha.len().min(10)],
-            cell(&title),
+            short(&p.sha, 10),
+            b.info(&p.sha)
+                .map(|i| escape::inline_short(&i.title, 50))
+                .unwrap_or_default(),
+            icon(p.outcome),
             p.outcome,
             verdict_text(p.verdict),
-            p.duration_s,
+            secs(p.duration_s),
             if p.cached { " (stored)" } else { "" },
-            cell(p.signature.as_deref().unwrap_or(""))
+            p.signature
+                .as_deref()
+                .map(|s| escape::inline_short(s, 100))
+                .unwrap_or_default()
         ));
-    }
-    let target = match &o.conclusion {
-        Conclusion::Found { index } => Some(range.candidates[*index].sha.as_str()),
-        Conclusion::Ambiguous { indices } => {
-            indices.last().map(|&i| range.candidates[i].sha.as_str())
-        }
-        Conclusion::BadEndpoint {
-            which: Endpoint::Good,
-            ..
-        } => Some(range.good.as_str()),
-        Conclusion::BadEndpoint {
-            which: Endpoint::Bad,
-            ..
-        } => Some(range.bad.as_str()),
-    };
-    if let (Some(tpl), Some(sha)) = (reproduce, target) {
-        md.push_str(&format!(
-            "\nReproduce the probe of `{}`:\n\n```sh\n{}\n```\n",
-            short(sha),
-            tpl.replace("{sha}", sha)
-        ));
-    }
-    if let Some(log) = o
-        .probes
-        .iter()
-        .rev()
-        .find(|p| Some(p.sha.as_str()) == target)
-        .map(|p| p.log.display().to_string())
-    {
-        md.push_str(&format!("\nIts log: `{log}`\n"));
     }
     md
+}
+
+/// What the checks after the search said: the flaky-fault confidence and the validation.
+fn checks(b: &BisectResult) -> Option<String> {
+    let mut md = String::new();
+    if let Some(a) = &b.flaky {
+        md.push_str(&format!("**Flaky-fault check:** {}\n\n", a.line()));
+    }
+    if let Some(v) = &b.validation {
+        md.push_str(&format!(
+            "**Validation** ({} runs each of the culprit, its parent and the bad endpoint with the culprit reverted): {}\n",
+            v.runs,
+            if v.confirmed { "confirmed" } else { "DOUBTFUL" }
+        ));
+        for f in &v.findings {
+            md.push_str(&format!("- {}\n", escape::inline(&f.to_string())));
+        }
+    }
+    (!md.is_empty()).then_some(md)
+}
+
+/// How to see it again: the prober's own steps when the result has them, otherwise the
+/// question rebuilt from range and predicate (the prober flags are not in the result).
+fn reproduce(b: &BisectResult) -> Option<String> {
+    let target = target(b)?;
+    if let Some(snippet) = &b.reproduce {
+        let mut md = format!(
+            "Reproduce the probe of {}:\n\n{}",
+            short(target, 12),
+            escape::code_block(snippet).replacen("text\n", "sh\n", 1)
+        );
+        if let Some(p) = b.probes.iter().rev().find(|p| p.sha == target) {
+            md.push_str(&format!(
+                "\n\nIts log: {}",
+                code(&p.log.display().to_string())
+            ));
+        }
+        return Some(md);
+    }
+    let mut c = format!(
+        "setrows-bisect --good {} --bad {} --regress {}",
+        b.range.good,
+        b.range.bad,
+        b.regress()
+    );
+    if let Some(re) = b.matcher() {
+        c.push_str(&format!(" --match '{}'", re.replace('\'', r"'\''")));
+    }
+    Some(format!(
+        "**Re-run this bisection** (with the original run's prober flags, e.g. `--backend`, \
+         `--build`/`--script`, if it used any):\n\n{}",
+        escape::code_block(&c).replacen("text\n", "sh\n", 1)
+    ))
+}
+
+/// Appends the bisection to `doc`, most important first: the comment cuts from the end.
+pub fn render(b: &BisectResult, doc: &mut Document) {
+    doc.push_markdown(summary(b));
+    if let Some(md) = checks(b) {
+        doc.push_markdown(md);
+    }
+    if let Some(md) = reproduce(b) {
+        doc.push_markdown(md);
+    }
+}
+
+/// The whole report as one markdown text (terminal and `--report`).
+pub fn markdown(b: &BisectResult) -> String {
+    let mut doc = Document::default();
+    render(b, &mut doc);
+    doc.to_markdown(None)
 }

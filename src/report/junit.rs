@@ -2,8 +2,7 @@
 //! the CI's test view shows which configuration/commit failed and how.
 
 use crate::core::outcome::Outcome;
-use crate::report::summary::{ResultFile, ResultKind};
-use serde_json::Value;
+use crate::core::result::{AnyResult, BisectResult, Cell};
 
 /// Escapes text for XML attributes and content; drops characters XML 1.0 cannot carry.
 pub fn xml_escape(text: &str) -> String {
@@ -23,13 +22,42 @@ pub fn xml_escape(text: &str) -> String {
     out
 }
 
+/// What a test case reports: a probe outcome, or a verdict (an inconclusive one is an error).
+#[derive(Clone, Copy)]
+enum Status {
+    Probe(Outcome),
+    Found,
+    Inconclusive,
+}
+
+impl Status {
+    fn failure(self) -> bool {
+        matches!(self, Status::Probe(o) if o.is_failure())
+    }
+    fn skipped(self) -> bool {
+        matches!(self, Status::Probe(o) if o.is_skip())
+    }
+    fn error(self) -> bool {
+        matches!(
+            self,
+            Status::Probe(Outcome::InfraError) | Status::Inconclusive
+        )
+    }
+    fn text(self) -> &'static str {
+        match self {
+            Status::Probe(o) => o.as_str(),
+            Status::Found => "pass",
+            Status::Inconclusive => "inconclusive",
+        }
+    }
+}
+
 struct Case {
     classname: String,
     name: String,
-    outcome: String,
+    status: Status,
     time: f64,
     signature: Option<String>,
-    output: Option<String>,
 }
 
 impl Case {
@@ -40,92 +68,107 @@ impl Case {
             xml_escape(&self.name),
             self.time
         );
-        let msg = xml_escape(self.signature.as_deref().unwrap_or(&self.outcome));
-        let parsed = serde_json::from_value::<Outcome>(Value::String(self.outcome.clone())).ok();
-        let inner = match parsed {
-            Some(Outcome::Pass) => String::new(),
-            Some(o) if o.is_failure() => format!(
-                "      <failure message=\"{msg}\" type=\"{}\"/>\n",
-                xml_escape(&self.outcome)
-            ),
-            Some(o) if o.is_skip() => format!(
-                "      <skipped message=\"{}\"/>\n",
-                xml_escape(&self.outcome)
-            ),
-            _ => format!(
-                "      <error message=\"{msg}\" type=\"{}\"/>\n",
-                xml_escape(&self.outcome)
-            ),
+        let kind = self.status.text();
+        let msg = xml_escape(self.signature.as_deref().unwrap_or(kind));
+        let inner = if self.status.failure() {
+            format!("      <failure message=\"{msg}\" type=\"{kind}\"/>\n")
+        } else if self.status.skipped() {
+            format!("      <skipped message=\"{kind}\"/>\n")
+        } else if self.status.error() {
+            format!("      <error message=\"{msg}\" type=\"{kind}\"/>\n")
+        } else {
+            String::new()
         };
-        let out = self
-            .output
-            .as_deref()
-            .filter(|o| !o.is_empty())
-            .map(|o| format!("      <system-out>{}</system-out>\n", xml_escape(o)))
-            .unwrap_or_default();
-        if inner.is_empty() && out.is_empty() {
+        if inner.is_empty() {
             s.push_str("/>\n");
         } else {
-            s.push_str(&format!(">\n{inner}{out}    </testcase>\n"));
+            s.push_str(&format!(">\n{inner}    </testcase>\n"));
         }
         s
     }
 }
 
-fn cases(r: &ResultFile) -> Vec<Case> {
-    match &r.kind {
-        ResultKind::Matrix(m) => m
+fn cell_case(classname: String, name: String, c: &Cell) -> Case {
+    Case {
+        classname,
+        name,
+        status: Status::Probe(c.outcome),
+        time: c.duration_s,
+        signature: c.signature.clone(),
+    }
+}
+
+fn bisect_cases(class: &str, b: &BisectResult) -> Vec<Case> {
+    let mut v: Vec<Case> = b
+        .probes
+        .iter()
+        .map(|p| Case {
+            classname: class.to_string(),
+            name: format!("probe {}", p.sha),
+            status: Status::Probe(p.outcome),
+            time: p.duration_s,
+            signature: p.signature.clone(),
+        })
+        .collect();
+    v.push(Case {
+        classname: class.to_string(),
+        name: "verdict".into(),
+        status: if b.first_bad.is_some() {
+            Status::Found
+        } else {
+            Status::Inconclusive
+        },
+        time: 0.0,
+        signature: Some(match &b.first_bad {
+            Some(s) => format!("{} {s}", b.term),
+            None => "no single commit identified".into(),
+        }),
+    });
+    v
+}
+
+fn cases(r: &AnyResult) -> Vec<Case> {
+    let class = super::key(r);
+    match r {
+        AnyResult::Matrix(m) => m
             .cells
             .iter()
-            .map(|c| Case {
-                classname: format!("matrix.{}", c.config),
-                name: c.revision.clone(),
-                outcome: c.outcome.clone(),
-                time: c.duration_s.unwrap_or(0.0),
-                signature: c.signature.clone(),
-                output: c.output_tail.clone(),
-            })
+            .map(|c| cell_case(format!("matrix.{}", c.config), c.sha.clone(), c))
             .collect(),
-        ResultKind::Bisect(b) => {
-            let class = r.key();
-            let mut v: Vec<Case> = b
+        AnyResult::Bisect(b) => bisect_cases(&class, b),
+        AnyResult::BisectConfig(c) => {
+            let mut v: Vec<Case> = c
                 .probes
                 .iter()
-                .map(|p| Case {
-                    classname: class.clone(),
-                    name: format!("probe {}", p.sha),
-                    outcome: p.outcome.clone(),
-                    time: p.duration_s.unwrap_or(0.0),
-                    signature: p.signature.clone(),
-                    output: p.output_tail.clone(),
-                })
+                .map(|p| cell_case(class.clone(), format!("{}={}", c.axis, p.value), &p.cell))
                 .collect();
-            // The verdict itself: an inconclusive bisect is an error in CI terms.
             v.push(Case {
-                classname: class,
+                classname: class.clone(),
                 name: "verdict".into(),
-                outcome: if b.first_bad.is_some() {
-                    "pass".into()
+                status: if c.first_failing.is_some() {
+                    Status::Found
                 } else {
-                    "inconclusive".into()
+                    Status::Inconclusive
                 },
                 time: 0.0,
-                signature: Some(match &b.first_bad {
-                    Some(s) => format!("first bad commit {s}"),
-                    None => "no single commit identified".into(),
+                signature: Some(match &c.first_failing {
+                    Some(f) => format!("first failing {} {f}", c.axis),
+                    None => "no single value identified".into(),
                 }),
-                output: None,
             });
+            if let Some(b) = &c.commit_bisect {
+                v.extend(bisect_cases(&class, b));
+            }
             v
         }
     }
 }
 
 /// One `<testsuite>` per comment key (matrix files from fan-out jobs merge into one suite).
-pub fn render(results: &[ResultFile]) -> String {
+pub fn render(results: &[&AnyResult]) -> String {
     let mut groups: Vec<(String, Vec<Case>)> = Vec::new();
     for r in results {
-        let key = r.key();
+        let key = super::key(r);
         let cs = cases(r);
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, v)) => v.extend(cs),
@@ -135,14 +178,9 @@ pub fn render(results: &[ResultFile]) -> String {
     let mut suites = String::new();
     let (mut total, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
     for (key, cs) in groups {
-        let count = |f: &dyn Fn(Option<Outcome>) -> bool| {
-            cs.iter()
-                .filter(|c| f(serde_json::from_value(Value::String(c.outcome.clone())).ok()))
-                .count()
-        };
-        let f = count(&|o| o.is_some_and(Outcome::is_failure));
-        let s = count(&|o| o.is_some_and(Outcome::is_skip));
-        let e = count(&|o| o.is_none() || o == Some(Outcome::InfraError));
+        let f = cs.iter().filter(|c| c.status.failure()).count();
+        let s = cs.iter().filter(|c| c.status.skipped()).count();
+        let e = cs.iter().filter(|c| c.status.error()).count();
         let time: f64 = cs.iter().map(|c| c.time).sum();
         suites.push_str(&format!(
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" errors=\"{e}\" skipped=\"{s}\" time=\"{time:.3}\">\n",
@@ -166,18 +204,19 @@ pub fn render(results: &[ResultFile]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::summary::parse;
-    use serde_json::json;
+    use crate::report::tests::{bisect_found, cell, matrix};
 
     #[test]
     fn cells_become_cases_with_escaped_text() {
-        let v = json!({"cells": [
-            {"config_id": "rocm<6.4>", "revision": "abc", "outcome": "gpu_fault", "signature": "fault \"x\" & \u{1} y", "duration_s": 2.0},
-            {"config_id": "rocm-7", "revision": "abc", "outcome": "pass", "duration_s": 1.0},
-            {"config_id": "rocm-7", "revision": "def", "outcome": "build_failed"},
-            {"config_id": "rocm-7", "revision": "fed", "outcome": "infra_error"}
-        ]});
-        let x = render(&[parse(v, "m").unwrap()]);
+        let mut bad = cell("rocm<6.4>", "abc", Outcome::GpuFault);
+        bad.signature = Some("fault \"x\" & \u{1} y".into());
+        let m = matrix(vec![
+            bad,
+            cell("rocm-7", "abc", Outcome::Pass),
+            cell("rocm-7", "def", Outcome::BuildFailed),
+            cell("rocm-7", "fed", Outcome::InfraError),
+        ]);
+        let x = render(&[&AnyResult::Matrix(m)]);
         assert!(
             x.contains("tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\""),
             "{x}"
@@ -192,8 +231,9 @@ mod tests {
 
     #[test]
     fn inconclusive_bisect_is_an_error_case() {
-        let v = json!({"probes": [{"sha": "a", "outcome": "pass"}], "candidates": ["b", "c"]});
-        let x = render(&[parse(v, "b").unwrap()]);
+        let mut b = bisect_found();
+        b.first_bad = None;
+        let x = render(&[&AnyResult::Bisect(Box::new(b))]);
         assert!(x.contains("name=\"verdict\""), "{x}");
         assert!(
             x.contains("<error message=\"no single commit identified\" type=\"inconclusive\"/>"),

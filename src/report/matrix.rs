@@ -1,10 +1,16 @@
-//! The results table of a matrix run: `matrix-results.json` (what the workflow merges and the
-//! GitHub report reads) and its markdown rendering. Pure: cells in, text out.
+//! The configuration matrix as one table: a row per configuration, a column per revision, and
+//! the provenance of each image below. Several result files (one per fan-out job, e.g. one per
+//! ROCm version) merge into the one table, so the comment and the job that wrote one file show
+//! the same layout.
 
+use super::document::Document;
+use super::{code, escape, icon, secs};
 use crate::core::outcome::Outcome;
 use crate::core::result::{Cell, MatrixResults};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// Provenance keys that describe an image on a machine (the same for every cell in it).
+/// Provenance keys that describe an image on a machine (the same for every cell in it);
+/// per-run values (throughput, steps) stay in the JSON, where they belong to their cell.
 const IMAGE_FACTS: &[&str] = &[
     "engine",
     "image",
@@ -20,15 +26,6 @@ const IMAGE_FACTS: &[&str] = &[
     "provenance_error",
 ];
 
-/// Text from logs cannot break the table.
-fn cell_text(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
-        .chars()
-        .take(120)
-        .collect()
-}
-
 impl MatrixResults {
     pub fn cell(&self, config: &str, sha: &str) -> Option<&Cell> {
         self.cells
@@ -43,67 +40,138 @@ impl MatrixResults {
             .count()
     }
 
-    /// One row per configuration, one column per revision, then provenance per image.
+    /// The table alone, as the terminal and `matrix-results.md` show it.
     pub fn markdown(&self) -> String {
-        let mut s = format!(
-            "## Matrix results: `{}`\n\n| id | configuration |",
-            self.matrix
-        );
-        for r in &self.revisions {
-            s.push_str(&format!(" `{}` ({}) |", cell_text(&r.rev), &r.sha[..10]));
-        }
-        s.push_str("\n|---|---|");
-        s.push_str(&"---|".repeat(self.revisions.len()));
-        s.push('\n');
-        for c in &self.configs {
-            s.push_str(&format!("| `{}` | {} |", c.id, cell_text(&c.label)));
-            for r in &self.revisions {
-                match self.cell(&c.id, &r.sha) {
-                    None => s.push_str(" not run |"),
-                    Some(cell) => {
-                        let sig = cell
-                            .signature
-                            .as_deref()
-                            .map(|t| format!(": {}", cell_text(t)))
-                            .unwrap_or_default();
-                        let stored = if cell.cached { ", stored" } else { "" };
-                        s.push_str(&format!(
-                            " **{}**{sig} ({:.1}s{stored}) |",
-                            cell.outcome, cell.duration_s
-                        ));
-                    }
-                }
-            }
-            s.push('\n');
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        let mut prov = String::new();
-        for cell in &self.cells {
-            let key = cell
-                .provenance
-                .get("image")
-                .cloned()
-                .unwrap_or_else(|| "host".into());
-            if cell.provenance.is_empty() || !seen.insert(key.clone()) {
-                continue;
-            }
-            // Facts of the image and machine only; per-run values (throughput, steps) stay in
-            // the JSON, where they belong to their cell.
-            let facts: Vec<String> = cell
-                .provenance
-                .iter()
-                .filter(|(k, _)| IMAGE_FACTS.contains(&k.as_str()))
-                .map(|(k, v)| format!("{k}: `{}`", cell_text(v)))
-                .collect();
-            prov.push_str(&format!(
-                "- **{}**: {}\n",
-                cell_text(&key),
-                facts.join(", ")
-            ));
-        }
-        if !prov.is_empty() {
-            s.push_str(&format!("\n### Provenance ({})\n\n{prov}", self.engine));
-        }
-        s
+        let mut doc = Document::default();
+        render(&[self], &mut doc);
+        doc.to_markdown(None)
     }
+}
+
+fn cell_text(c: &Cell) -> String {
+    let sig = c
+        .signature
+        .as_deref()
+        .map(|t| format!(": {}", escape::inline_short(t, 100)))
+        .unwrap_or_default();
+    let stored = if c.cached { ", stored" } else { "" };
+    format!(
+        "{} **{}**{sig} ({}{stored})",
+        icon(c.outcome),
+        c.outcome,
+        secs(c.duration_s)
+    )
+}
+
+/// Appends the merged table of `files` to `doc`.
+pub fn render(files: &[&MatrixResults], doc: &mut Document) {
+    let cells: Vec<&Cell> = files.iter().flat_map(|m| &m.cells).collect();
+    // Rows and columns in first-appearance order across files; a cell whose configuration has
+    // no row in its file still gets one.
+    let mut rows: Vec<(String, Option<String>)> = Vec::new();
+    let mut add_row = |id: &str, label: Option<&str>| {
+        if !rows.iter().any(|(r, _)| r == id) {
+            rows.push((id.to_string(), label.map(str::to_string)));
+        }
+    };
+    for m in files {
+        for c in &m.configs {
+            add_row(&c.id, Some(&c.label));
+        }
+    }
+    for c in &cells {
+        add_row(&c.config, None);
+    }
+    let mut cols: Vec<(String, String)> = Vec::new();
+    for m in files {
+        for r in &m.revisions {
+            if !cols.iter().any(|(s, _)| *s == r.sha) {
+                cols.push((r.sha.clone(), r.rev.clone()));
+            }
+        }
+    }
+    for c in &cells {
+        if !cols.iter().any(|(s, _)| *s == c.sha) {
+            cols.push((c.sha.clone(), c.rev.clone()));
+        }
+    }
+
+    let mut counts: BTreeMap<Outcome, usize> = BTreeMap::new();
+    for c in &cells {
+        *counts.entry(c.outcome).or_default() += 1;
+    }
+    let tally: Vec<String> = counts
+        .iter()
+        .map(|(o, n)| format!("{} {n} {o}", icon(*o)))
+        .collect();
+    let sources: BTreeSet<String> = files.iter().map(|m| code(&m.matrix)).collect();
+    let engines: BTreeSet<String> = files.iter().map(|m| escape::inline(&m.engine)).collect();
+    let mut md = format!(
+        "## setrows-bisect: configuration matrix\n\n{} · engine {} · **{} cell(s):** {}\n\n| id | configuration |",
+        sources.into_iter().collect::<Vec<_>>().join(", "),
+        engines.into_iter().collect::<Vec<_>>().join(", "),
+        cells.len(),
+        tally.join(" · ")
+    );
+    for (sha, rev) in &cols {
+        let name = escape::inline_short(rev, 40);
+        let sha10 = &sha[..sha.len().min(10)];
+        if name.is_empty() || rev == sha || sha.starts_with(rev.as_str()) {
+            md.push_str(&format!(" {} |", code(sha10)));
+        } else {
+            md.push_str(&format!(" {name} ({}) |", code(sha10)));
+        }
+    }
+    md.push_str("\n|---|---|");
+    md.push_str(&"---|".repeat(cols.len()));
+    md.push('\n');
+    for (id, label) in &rows {
+        md.push_str(&format!(
+            "| {} | {} |",
+            code(id),
+            label
+                .as_deref()
+                .map(|l| escape::inline_short(l, 100))
+                .unwrap_or_default()
+        ));
+        for (sha, _) in &cols {
+            match cells.iter().find(|c| c.config == *id && c.sha == *sha) {
+                None => md.push_str(" not run |"),
+                Some(c) => md.push_str(&format!(" {} |", cell_text(c))),
+            }
+        }
+        md.push('\n');
+    }
+    doc.push_markdown(md);
+    if let Some(p) = provenance(files) {
+        doc.push_markdown(p);
+    }
+}
+
+/// The facts of each image once (every cell of an image shares them).
+fn provenance(files: &[&MatrixResults]) -> Option<String> {
+    let mut seen = BTreeSet::new();
+    let mut out = String::new();
+    for c in files.iter().flat_map(|m| &m.cells) {
+        let image = c
+            .provenance
+            .get("image")
+            .cloned()
+            .unwrap_or_else(|| "host".into());
+        if c.provenance.is_empty() || !seen.insert(image.clone()) {
+            continue;
+        }
+        let facts: Vec<String> = c
+            .provenance
+            .iter()
+            .filter(|(k, _)| IMAGE_FACTS.contains(&k.as_str()))
+            .map(|(k, v)| format!("{}: {}", escape::inline(k), code(v)))
+            .collect();
+        out.push_str(&format!(
+            "- **{}**: {}\n",
+            escape::inline_short(&image, 120),
+            facts.join(", ")
+        ));
+    }
+    (!out.is_empty()).then(|| format!("### Provenance\n\n{out}"))
 }

@@ -1,8 +1,104 @@
-//! Results -> text: markdown for the terminal, `--report`, the GitHub comment and the job
-//! summary; JSON; JUnit. Rendering never touches git, disk or the network.
+//! Results -> text. One renderer per result kind, used by every destination: the terminal,
+//! `--report`/`.md` files, the GitHub comment and the job summary. They build a [`Document`]
+//! so the comment can cut logs and trailing sections to fit GitHub's limit while the other
+//! destinations print it whole; a second renderer per destination is how wording drifted before.
+//!
+//! Everything taken from a result file is untrusted (commit titles, signatures, paths) and goes
+//! through [`escape`]; rendering never touches git, disk or the network.
 pub mod bisect;
+pub mod config;
 pub mod document;
 pub mod escape;
 pub mod junit;
 pub mod matrix;
-pub mod summary;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use crate::core::outcome::Outcome;
+use crate::core::result::{AnyResult, MatrixResults};
+use document::Document;
+use sha2::Digest;
+
+/// All results sharing one comment key: matrix files (one per fan-out job) merge into one table
+/// placed first, then every other result in order.
+pub fn render(results: &[&AnyResult]) -> Document {
+    let mut doc = Document::default();
+    let matrices: Vec<&MatrixResults> = results
+        .iter()
+        .filter_map(|r| match r {
+            AnyResult::Matrix(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    if !matrices.is_empty() {
+        matrix::render(&matrices, &mut doc);
+    }
+    for r in results {
+        match r {
+            AnyResult::Bisect(b) => bisect::render(b, &mut doc),
+            AnyResult::BisectConfig(c) => config::render(c, &mut doc),
+            AnyResult::Matrix(_) => {}
+        }
+    }
+    doc
+}
+
+/// The comment key: `matrix` for every matrix file (fan-out jobs share one comment), otherwise
+/// derived from the question asked, so a rerun of the same question edits the same comment.
+pub fn key(r: &AnyResult) -> String {
+    match r {
+        AnyResult::Matrix(_) => "matrix".into(),
+        AnyResult::Bisect(b) => bisect_key(&b.range.good, &b.range.bad, &b.predicate),
+        AnyResult::BisectConfig(c) => format!(
+            "bisect-config:{}",
+            short_hash(&format!("{}|{}|{}", c.axis, c.sha, c.predicate))
+        ),
+    }
+}
+
+/// The key of a bisection, known before it runs (`--resume-from-issue` looks the comment up).
+/// The hashed text keeps the layout of the first release (an empty configuration slot
+/// included), so comments posted by earlier versions are still found.
+pub fn bisect_key(good: &str, bad: &str, predicate: &str) -> String {
+    let regress = predicate
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("regress="))
+        .unwrap_or("");
+    format!("bisect:{}", short_hash(&format!("{good}|{bad}||{regress}")))
+}
+
+fn short_hash(text: &str) -> String {
+    hex::encode(&sha2::Sha256::digest(text.as_bytes())[..6])
+}
+
+/// One glyph per outcome class, so a long table is scannable.
+pub(crate) fn icon(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "✅",
+        o if o.is_failure() => "❌",
+        o if o.is_skip() => "⏭️",
+        _ => "⚠️",
+    }
+}
+
+pub(crate) fn secs(s: f64) -> String {
+    if s >= 120.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// Untrusted text as a code span when it can be one (nothing renders inside), else escaped.
+pub(crate) fn code(text: &str) -> String {
+    if !text.is_empty() && !text.contains(['`', '\n', '\r', '|']) && text.len() <= 300 {
+        format!("`{}`", escape::sanitize(text))
+    } else {
+        escape::inline_short(text, 200)
+    }
+}
+
+/// A commit id shortened to `n`; whatever else is escaped.
+pub(crate) fn short(sha: &str, n: usize) -> String {
+    escape::sha(sha, n)
+}

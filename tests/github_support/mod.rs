@@ -225,3 +225,81 @@ pub async fn run(mut c: assert_cmd::Command) -> (i32, String, String) {
     );
     (out.status.code().unwrap_or(-1), so, se)
 }
+
+/// A bisect result document as `bisect --json` writes it (schema 1), built from the typed
+/// structs so the tests cannot drift from the writers.
+pub fn bisect_result(
+    first_bad: &str,
+    good: &str,
+    bad: &str,
+    predicate: &str,
+) -> setrows_bisect::core::result::BisectResult {
+    use setrows_bisect::core::outcome::{Outcome, Verdict};
+    use setrows_bisect::core::result::*;
+    BisectResult {
+        schema: Kind::Bisect.tag(),
+        first_bad: Some(first_bad.into()),
+        term: "first bad commit".into(),
+        conclusion: Conclusion::Found { index: 1 },
+        exit_code: 0,
+        candidates: vec![first_bad.into()],
+        candidate_classes: vec![],
+        range: BisectRange {
+            good: good.into(),
+            bad: bad.into(),
+            first_parent: true,
+            path: None,
+            commits: 12,
+            candidates: 12,
+        },
+        steps: 4,
+        executed: 1,
+        probes: vec![BisectProbe {
+            sha: first_bad.into(),
+            outcome: Outcome::GpuFault,
+            verdict: Verdict::New,
+            duration_s: 3.0,
+            log: "/tmp/x.log".into(),
+            signature: Some("Memory access fault by GPU node-1 @oncall <script>".into()),
+            cached: false,
+        }],
+        predicate: predicate.into(),
+        policy: "single run".into(),
+        elapsed_s: 30.0,
+        commits: vec![],
+        reproduce: None,
+        flaky: None,
+        validation: None,
+        store_runs: None,
+    }
+}
+
+/// A matrix result document with one cell per `(config, outcome)`.
+pub fn matrix_result(cells: &[(&str, &str)]) -> setrows_bisect::core::result::MatrixResults {
+    use setrows_bisect::core::result::*;
+    MatrixResults {
+        schema: Kind::Matrix.tag(),
+        matrix: "matrix.toml".into(),
+        engine: "podman".into(),
+        revisions: vec![],
+        configs: vec![],
+        cells: cells
+            .iter()
+            .map(|(config, outcome)| Cell {
+                config: config.to_string(),
+                rev: "master".into(),
+                sha: "53859c2aaaaaaaaa".into(),
+                outcome: serde_json::from_value(json!(outcome)).unwrap(),
+                signature: (*outcome != "pass")
+                    .then(|| "Memory access fault by GPU node-1 @oncall <script>".into()),
+                duration_s: 41.5,
+                build_s: 40.0,
+                test_s: 1.5,
+                attempts: 1,
+                log: "logs/a.log".into(),
+                provenance: [("gpu".to_string(), "gfx1151".to_string())].into(),
+                cached: false,
+            })
+            .collect(),
+    }
+}

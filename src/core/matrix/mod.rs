@@ -35,7 +35,9 @@ pub struct MatrixError {
 }
 
 /// One axis value: matrix values are strings, integers or booleans.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(untagged)]
 pub enum Value {
     Bool(bool),

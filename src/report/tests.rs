@@ -1,0 +1,289 @@
+//! The one renderer, fed typed results as the writers build them; fixtures shared with the
+//! JUnit and state-block tests.
+
+use super::*;
+use crate::core::outcome::Verdict;
+use crate::core::range::CommitInfo;
+use crate::core::result::{
+    read, BisectProbe, BisectRange, BisectResult, Cell, Conclusion, ConfigRow, Kind, Rev,
+};
+use std::collections::BTreeMap;
+
+pub(crate) const CULPRIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+pub(crate) fn cell(config: &str, sha: &str, outcome: Outcome) -> Cell {
+    Cell {
+        config: config.into(),
+        rev: "master".into(),
+        sha: sha.into(),
+        outcome,
+        signature: None,
+        duration_s: 40.0,
+        build_s: 30.0,
+        test_s: 10.0,
+        attempts: 1,
+        log: "logs/x.log".into(),
+        provenance: BTreeMap::new(),
+        cached: false,
+    }
+}
+
+pub(crate) fn matrix(cells: Vec<Cell>) -> MatrixResults {
+    MatrixResults {
+        schema: Kind::Matrix.tag(),
+        matrix: "matrix.toml".into(),
+        engine: "podman".into(),
+        revisions: vec![],
+        configs: vec![],
+        cells,
+    }
+}
+
+fn probe(sha: &str, outcome: Outcome, verdict: Verdict) -> BisectProbe {
+    BisectProbe {
+        sha: sha.into(),
+        outcome,
+        verdict,
+        duration_s: 3.25,
+        log: "/l/2.log".into(),
+        signature: None,
+        cached: false,
+    }
+}
+
+/// A found culprit whose title and signature try to ping, link and inject HTML.
+pub(crate) fn bisect_found() -> BisectResult {
+    let mut culprit = probe(CULPRIT, Outcome::GpuFault, Verdict::New);
+    culprit.signature = Some("Memory access fault by GPU node-1 @everyone <img src=x>".into());
+    BisectResult {
+        schema: Kind::Bisect.tag(),
+        first_bad: Some(CULPRIT.into()),
+        term: "first bad commit".into(),
+        conclusion: Conclusion::Found { index: 3 },
+        exit_code: 0,
+        candidates: vec![CULPRIT.into()],
+        candidate_classes: vec![],
+        range: BisectRange {
+            good: "aaaaaaaaaaaa".into(),
+            bad: "bbbbbbbbbbbb".into(),
+            first_parent: true,
+            path: None,
+            commits: 40,
+            candidates: 37,
+        },
+        steps: 6,
+        executed: 2,
+        probes: vec![probe("cccccccccccc", Outcome::Pass, Verdict::Old), culprit],
+        predicate: "regress=crash match=Memory access fault".into(),
+        policy: "single run".into(),
+        elapsed_s: 300.0,
+        commits: vec![CommitInfo {
+            sha: CULPRIT.into(),
+            title: "HIP: @someone set_rows tweak #42 <b>".into(),
+            author: "a".into(),
+            date: "2026-01-01".into(),
+        }],
+        reproduce: None,
+        flaky: None,
+        validation: None,
+        store_runs: None,
+    }
+}
+
+/// The markdown outside fenced code blocks (where mentions, references and HTML would render).
+fn outside_fences(md: &str) -> String {
+    let mut out = String::new();
+    let mut fence: Option<usize> = None;
+    for line in md.lines() {
+        let ticks = line.len() - line.trim_start_matches('`').len();
+        match fence {
+            None if ticks >= 3 => fence = Some(ticks),
+            Some(n) if ticks >= n && line[ticks..].trim().is_empty() => fence = None,
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn bisect_verdict_renders_escaped_everywhere() {
+    let r = AnyResult::Bisect(Box::new(bisect_found()));
+    let md = render(&[&r]).to_markdown(None);
+    assert!(
+        md.contains("## setrows-bisect: first bad commit found"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("**First bad commit:** `{CULPRIT}` HIP: ")),
+        "{md}"
+    );
+    assert!(
+        md.contains("40 commits (first-parent), 37 candidates"),
+        "{md}"
+    );
+    assert!(md.contains("2 probes in 6 steps (2 run now, 0 from the result store)"));
+    assert!(md.contains("| 2 | `0123456789` | HIP: "), "{md}");
+    assert!(
+        md.contains("| ❌ gpu_fault | new | 3.2 s | Memory access fault"),
+        "{md}"
+    );
+    let prose = outside_fences(&md);
+    for bad in ["@someone", "@everyone", "#42", "<img", "<b>"] {
+        assert!(!prose.contains(bad), "{bad} in {prose}");
+    }
+    assert!(
+        md.contains("setrows-bisect --good aaaaaaaaaaaa --bad bbbbbbbbbbbb --regress crash --match 'Memory access fault'"),
+        "{md}"
+    );
+    // The terminal gets the same text as the comment.
+    let AnyResult::Bisect(b) = &r else { panic!() };
+    assert_eq!(bisect::markdown(b), md);
+}
+
+#[test]
+fn inconclusive_and_bad_endpoint_say_so() {
+    let mut b = bisect_found();
+    b.first_bad = None;
+    b.conclusion = Conclusion::Ambiguous {
+        indices: vec![2, 3],
+    };
+    b.candidates = vec!["aaaa".into(), "bbbb".into()];
+    let md = bisect::markdown(&b);
+    assert!(
+        md.contains("inconclusive: the first bad commit is one of 2 commits")
+            && md.contains("one of these 2:\n\n- `aaaa`")
+            && md.contains("- `bbbb`"),
+        "{md}"
+    );
+    b.conclusion = Conclusion::BadEndpoint {
+        which: crate::core::search::Endpoint::Bad,
+        got: Verdict::Old,
+    };
+    b.probes[0].verdict = Verdict::Old;
+    let md = bisect::markdown(&b);
+    assert!(
+        md.contains("stopped: an endpoint does not behave as claimed"),
+        "{md}"
+    );
+    assert!(
+        md.contains("\\-\\-bad bbbbbbbbbbbb shows the old behaviour (pass)")
+            || md.contains("--bad bbbbbbbbbbbb shows the old behaviour (pass)"),
+        "{md}"
+    );
+}
+
+#[test]
+fn bisect_key_is_stable_and_ignores_the_match() {
+    let a = key(&AnyResult::Bisect(Box::new(bisect_found())));
+    assert_eq!(
+        a,
+        bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=crash")
+    );
+    assert!(
+        a.starts_with("bisect:") && a.len() == "bisect:".len() + 12,
+        "{a}"
+    );
+    assert_ne!(
+        a,
+        bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=error")
+    );
+}
+
+#[test]
+fn matrix_files_merge_into_one_table() {
+    let file = |rocm: &str, outcome: Outcome| {
+        let mut c = cell(&format!("rocm{rocm}"), "53859c2aaaaa", outcome);
+        c.provenance = BTreeMap::from([
+            ("image".into(), format!("rocm/dev-ubuntu-24.04:{rocm}")),
+            ("gpu".into(), "gfx1151 @oncall".into()),
+            ("throughput".into(), "9".into()),
+        ]);
+        if outcome != Outcome::Pass {
+            c.signature = Some("HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION | x".into());
+        }
+        let mut m = matrix(vec![c]);
+        m.revisions = vec![Rev {
+            rev: "master".into(),
+            sha: "53859c2aaaaa".into(),
+            tree: String::new(),
+            checkout: Default::default(),
+            facts: Default::default(),
+        }];
+        m.configs = vec![ConfigRow {
+            id: format!("rocm{rocm}"),
+            label: format!("hip rocm={rocm} wave_size=32"),
+            backend: crate::core::build::Backend::Hip,
+            image: None,
+        }];
+        AnyResult::Matrix(m)
+    };
+    let a = file("6.4.1", Outcome::GpuFault);
+    let b = file("7.0", Outcome::Pass);
+    assert_eq!(key(&a), "matrix");
+    let md = render(&[&a, &b]).to_markdown(None);
+    assert!(
+        md.contains("**2 cell(s):** ✅ 1 pass · ❌ 1 gpu_fault"),
+        "{md}"
+    );
+    assert_eq!(
+        md.matches("| `rocm").count(),
+        2,
+        "one row per configuration: {md}"
+    );
+    assert!(
+        md.contains("| id | configuration | master (`53859c2aaa`) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| `rocm6.4.1` | hip rocm=6.4.1 wave\\_size=32 | ❌ **gpu_fault**: HSA\\_STATUS"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("APERTURE\\_VIOLATION \\| x (40.0 s) |"),
+        "a pipe cannot split the row: {md}"
+    );
+    assert!(
+        md.contains("- **rocm/dev-ubuntu-24.04:7.0**: gpu: `gfx1151 @oncall`, image:"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("throughput"),
+        "per-run facts stay in the JSON: {md}"
+    );
+    // The terminal/`matrix-results.md` table of one file is the same renderer.
+    let AnyResult::Matrix(m) = &a else { panic!() };
+    assert!(m.markdown().contains("| `rocm6.4.1` | hip rocm=6.4.1"));
+}
+
+#[test]
+fn every_kind_round_trips_and_others_are_refused() {
+    let b = bisect_found();
+    let v = serde_json::to_value(&b).unwrap();
+    assert_eq!(v["schema"], "setrows-bisect/bisect/1");
+    assert_eq!(read(v).unwrap(), AnyResult::Bisect(Box::new(b)));
+    let m = matrix(vec![cell("c", "abc", Outcome::Crash)]);
+    assert_eq!(
+        read(serde_json::to_value(&m).unwrap()).unwrap(),
+        AnyResult::Matrix(m)
+    );
+    let none = read(serde_json::json!({"first_bad": "abc", "probes": []})).unwrap_err();
+    assert!(none.to_string().contains("no \"schema\" field"), "{none}");
+    let future = read(serde_json::json!({"schema": "setrows-bisect/bisect/2"})).unwrap_err();
+    assert!(
+        future
+            .to_string()
+            .contains("\"setrows-bisect/bisect/2\" is not one"),
+        "{future}"
+    );
+    let broken = read(serde_json::json!({"schema": "setrows-bisect/matrix/1", "cells": 3}));
+    assert!(broken
+        .unwrap_err()
+        .to_string()
+        .contains("not a valid setrows-bisect/matrix/1"));
+}
