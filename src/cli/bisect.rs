@@ -467,7 +467,7 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     let mut result = report::result(r, &p.plan.predicate, &outcome, p.reproduce.as_deref());
     result.flaky = args
         .confidence
-        .and_then(|c| crate::core::flaky::assess(r.candidates.len(), &outcome, c));
+        .and_then(|c| outcome.assess(r.candidates.len(), c));
     if let Some(a) = &result.flaky {
         eprintln!("setrows-bisect: {}", a.line());
     }

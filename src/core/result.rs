@@ -129,6 +129,20 @@ pub struct BisectOutcome {
 }
 
 impl BisectOutcome {
+    /// How far a `--confidence` bisection's answer can be trusted, from every run it made
+    /// (`None` for a bad endpoint, whose runs contradict the model).
+    pub fn assess(&self, candidates: usize, requested: f64) -> Option<Assessment> {
+        let answer = match &self.conclusion {
+            Conclusion::Found { index } => crate::core::search::Answer::Found(*index),
+            Conclusion::Ambiguous { indices } => {
+                crate::core::search::Answer::Ambiguous(indices.clone())
+            }
+            Conclusion::BadEndpoint { .. } => return None,
+        };
+        let runs = self.probes.iter().map(|p| (p.candidate, p.verdict));
+        Assessment::of(candidates, runs, &answer, requested)
+    }
+
     pub fn info(&self, sha: &str) -> Option<&CommitInfo> {
         self.commits.iter().find(|c| c.sha == sha)
     }

@@ -273,22 +273,6 @@ impl Assessment {
     }
 }
 
-/// The assessment of a finished driver bisection (`None` for a bad endpoint).
-pub fn assess(
-    candidates: usize,
-    outcome: &crate::core::result::BisectOutcome,
-    requested: f64,
-) -> Option<Assessment> {
-    use crate::core::result::Conclusion;
-    let answer = match &outcome.conclusion {
-        Conclusion::Found { index } => Answer::Found(*index),
-        Conclusion::Ambiguous { indices } => Answer::Ambiguous(indices.clone()),
-        Conclusion::BadEndpoint { .. } => return None,
-    };
-    let runs = outcome.probes.iter().map(|p| (p.candidate, p.verdict));
-    Assessment::of(candidates, runs, &answer, requested)
-}
-
 /// The posterior over which candidate is the first bad one, given every run so far.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Posterior {
