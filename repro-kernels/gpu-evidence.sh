@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The CUDA evidence run recorded in repro-kernels/README.md, as one script so it can be repeated.
 #   repro-kernels/gpu-evidence.sh OUTDIR PART GGML_SRC [STEPS]
-# PART: "kernel" (setrows-kernel under compute-sanitizer), "replay" (build ggml+replay, run both
-# modes with CUDA graphs on and off), or "all". Every log is tee'd into OUTDIR.
+# PART: "kernel" (setrows-kernel under compute-sanitizer), "facts" (setrows-kernel's wave_size/arch
+# keys), "graphs" (or "graphs-on" / "graphs-off" for one build: ggml built twice, -DGGML_CUDA_GRAPHS=ON and OFF, the definition grepped from the
+# build, then the replay runs on each), "graphs+facts", "graphs+types", or "all".
+# Every log goes into OUTDIR; OUTDIR/summary.txt has the build line before every figure.
 set -u
 out=$1; part=$2; src=${3:-}; steps=${4:-100000}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,41 +49,70 @@ kernel_part() {
   say "rc=${PIPESTATUS[0]}"
 }
 
-replay_part() {
-  local b=/tmp/build-$(basename "$src")
-  local t0=$(date +%s)
+# ggml's CUDA graphs are a BUILD option: standalone ggml defaults GGML_CUDA_GRAPHS to OFF (only
+# llama.cpp turns it on), and GGML_CUDA_DISABLE_GRAPHS=1 at run time only matters when it was on.
+# So every build passes -DGGML_CUDA_GRAPHS=ON|OFF explicitly, the compile definition is grepped
+# from the generated build, and the replay's own result line must list (or not) USE_GRAPHS.
+build_variant() {  # $1 = on|off -> builds /tmp/build-<tree>-graphs-$1
+  local g=$1 name=$(basename "$src") t0=$(date +%s)
+  local b=/tmp/build-$name-graphs-$g flag=OFF
+  [ "$g" = on ] && flag=ON
+  local line="cmake -S repro-kernels -B $b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_SOURCE_DIR=$src -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF -DGGML_CUDA_GRAPHS=$flag -DSETROWS_KERNEL=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON && ninja -C $b -j16 setrows-replay"
+  say "build line (graphs-$g): $line"
   cmake -S "$here" -B $b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_SOURCE_DIR="$src" -DGGML_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF -DSETROWS_KERNEL=OFF >"$out/build-$(basename "$src").log" 2>&1
-  ninja -C $b -j16 setrows-replay >>"$out/build-$(basename "$src").log" 2>&1
-  say "build $(basename "$src") rc=$? in $(( $(date +%s) - t0 )) s"
-  for graphs in on off; do
-    for mode in reuse rebuild; do
-      say "replay $(basename "$src") mode=$mode cuda_graphs=$graphs steps=$steps"
-      if [ $graphs = off ]; then export GGML_CUDA_DISABLE_GRAPHS=1; else unset GGML_CUDA_DISABLE_GRAPHS; fi
-      timeout 100 $b/setrows-replay --backend CUDA0 --mode $mode --steps $steps 2>&1 \
-        | tee "$out/replay-$(basename "$src")-$mode-graphs$graphs.log" | tail -2 | tee -a "$out/summary.txt"
-      say "rc=${PIPESTATUS[0]}"
-    done
-  done
-  unset GGML_CUDA_DISABLE_GRAPHS
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF -DGGML_CUDA_GRAPHS=$flag -DSETROWS_KERNEL=OFF \
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$out/build-$name-graphs-$g.log" 2>&1
+  ninja -C $b -j16 setrows-replay >>"$out/build-$name-graphs-$g.log" 2>&1
+  say "build $name graphs-$g rc=$? in $(( $(date +%s) - t0 )) s"
+  say "GGML_CUDA_GRAPHS in CMakeCache: $(grep -E '^GGML_CUDA_GRAPHS:' $b/CMakeCache.txt)"
+  say "compile commands defining GGML_CUDA_USE_GRAPHS: $(grep -c -- '-DGGML_CUDA_USE_GRAPHS' $b/compile_commands.json) of $(grep -c '"command"' $b/compile_commands.json); build.ninja lines: $(grep -c -- '-DGGML_CUDA_USE_GRAPHS' $b/build.ninja)"
+  say "set-rows.cu compile command has it: $(grep '"command"' $b/compile_commands.json | grep 'set-rows.cu' | grep -o -- '-DGGML_CUDA_USE_GRAPHS' | head -1 || true)"
 }
 
-types_part() {
-  local b=/tmp/build-$(basename "$src")
-  for t in f16 bf16 q8_0 q4_0; do
-    say "replay $(basename "$src") reuse dst=$t idx=i32 ring 2^20 rows, start-row high, 10000 steps"
-    timeout 60 $b/setrows-replay --backend CUDA0 --mode reuse --dst-type $t --index-type i32 --ring-rows 1048576 \
-      --start-row 1040000 --check-every 2000 --steps 10000 2>&1 | tail -1 | tee -a "$out/summary.txt"
+# One run: $1 = build variant, $2 = label, rest = replay flags. The last line (SETROWS_RESULT) and
+# the count of ggml's own CUDA-graph log lines (printed by ggml-cuda.cu when it captures a graph)
+# go into the summary.
+run_replay() {
+  local g=$1 label=$2; shift 2
+  local b=/tmp/build-$(basename "$src")-graphs-$g log="$out/replay-graphs-$g-$label.log"
+  say "graphs-$g $label: setrows-replay --backend CUDA0 $*"
+  timeout 150 $b/setrows-replay --backend CUDA0 "$@" >"$log" 2>&1
+  local rc=$?
+  grep -E "^setrows-replay: (backend|pass)|SETROWS_MISMATCH" "$log" | tee -a "$out/summary.txt"
+  tail -1 "$log" | tee -a "$out/summary.txt"
+  say "rc=$rc; ggml 'CUDA graph warmup complete' lines: $(grep -c 'CUDA graph warmup complete' "$log"); 'warmup reset': $(grep -c 'CUDA graph warmup reset' "$log")"
+}
+
+graphs_variant() {  # $1 = on|off: build, then every run on that build
+  local g=$1 s=${steps}
+  build_variant $g
+  run_replay $g reuse-ce1 --mode reuse --steps $s --check-every 1
+  run_replay $g reuse-ce100 --mode reuse --steps $s --check-every 100
+  run_replay $g rebuild --mode rebuild --steps 20000
+  run_replay $g loop-nocheck --mode reuse --steps $s --check-every 1000000
+  run_replay $g inject-stale-ce1 --mode reuse --steps 20000 --check-every 1 --inject stale-read --inject-step 12345
+  run_replay $g inject-stale-ce100 --mode reuse --steps 20000 --check-every 100 --inject stale-read --inject-step 12345
+}
+graphs_part() { graphs_variant on; graphs_variant off; }
+
+facts_part() {  # setrows-kernel's new wave_size / arch keys, both DFLASH_WAVE_SIZE builds, small run
+  local kd=/tmp/setrows-kernel
+  mkdir -p $kd
+  for w in 32 64; do
+    say "nvcc -O2 -std=c++17 -arch=sm_90 -DDFLASH_WAVE_SIZE=$w -I repro-kernels/setrows-kernel repro-kernels/setrows-kernel/setrows-kernel.cu"
+    nvcc -O2 -std=c++17 -arch=sm_90 -DDFLASH_WAVE_SIZE=$w -I "$here/setrows-kernel" \
+      "$here/setrows-kernel/setrows-kernel.cu" -o $kd/k$w >>"$out/kernel.log" 2>&1
+    $kd/k$w --rows 4096 --launches 8 --block-size 256 2>&1 | tee -a "$out/kernel.log" | tail -2 | tee -a "$out/summary.txt"
     say "rc=${PIPESTATUS[0]}"
   done
 }
 
-inject_part() {
-  local b=/tmp/build-$(basename "$src")
-  for inj in corrupt skip-write stale-read; do
-    say "replay $(basename "$src") reuse inject=$inj (must be caught: exit 1)"
-    timeout 60 $b/setrows-replay --backend CUDA0 --mode reuse --steps 2000 --inject $inj 2>&1 | grep -v "^setrows-replay: device" \
-      | tee -a "$out/summary.txt" | tail -1 >/dev/null
+types_part() {
+  local b=/tmp/build-$(basename "$src")-graphs-on
+  for t in f16 bf16 q8_0 q4_0; do
+    say "replay $(basename "$src") graphs-on reuse dst=$t idx=i32 ring 2^20 rows, start-row high, 10000 steps"
+    timeout 60 $b/setrows-replay --backend CUDA0 --mode reuse --dst-type $t --index-type i32 --ring-rows 1048576 \
+      --start-row 1040000 --check-every 2000 --steps 10000 2>&1 | tail -1 | tee -a "$out/summary.txt"
     say "rc=${PIPESTATUS[0]}"
   done
 }
@@ -89,7 +120,12 @@ inject_part() {
 nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
 case $part in
   kernel) kernel_part ;;
-  replay) replay_part ;;
-  replay+types) replay_part; types_part; inject_part ;;
-  all) kernel_part; replay_part ;;
+  facts) facts_part ;;
+  graphs) graphs_part ;;
+  graphs-on) graphs_variant on ;;
+  graphs-off) graphs_variant off ;;
+  graphs+facts) facts_part; graphs_part ;;
+  graphs+types) graphs_part; types_part ;;
+  all) kernel_part; facts_part; graphs_part ;;
+  *) echo "unknown PART $part" >&2; exit 2 ;;
 esac
