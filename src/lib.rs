@@ -11,3 +11,4 @@ pub mod github;
 pub mod probe;
 pub mod report;
 pub mod run;
+pub mod secrets;

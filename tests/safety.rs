@@ -136,6 +136,15 @@ test "$(cat state)" = good"#;
         seen += n;
     }
     assert!(logs_read > 0, "the probe logs were looked at: {files:?}");
+    // Not hidden by the redaction either: the probe never saw the value at all.
+    let redacted: usize = files
+        .iter()
+        .map(|p| occurrences(&std::fs::read(p).unwrap(), "[REDACTED]"))
+        .sum();
+    assert_eq!(
+        redacted, 0,
+        "the value reached the probe (and was only redacted)"
+    );
     assert_eq!(seen, 0, "token leaked to stdout/stderr or {leaked:?}");
 }
 
@@ -355,7 +364,10 @@ fn numeric_flags_out_of_range_are_one_line_usage_errors() {
         &["--validate", "1000000"],
     ] {
         let err = one_line_usage_error(&with(bad));
-        assert!(err.contains(bad[0]) || err.contains(bad[bad.len() - 2]), "{err}");
+        assert!(
+            err.contains(bad[0]) || err.contains(bad[bad.len() - 2]),
+            "{err}"
+        );
     }
     one_line_usage_error(&["demo", "--commits", "0"]);
     one_line_usage_error(&["demo", "--commits", "100000000"]);
