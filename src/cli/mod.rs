@@ -169,3 +169,44 @@ pub mod ranges {
         Ok(v)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_reject_what_would_panic_or_mean_nothing() {
+        assert_eq!(ranges::secs("2.5"), Ok(2.5));
+        for bad in ["0", "-1", "1e20", "NaN", "inf", "x"] {
+            assert!(ranges::secs(bad).is_err(), "{bad}");
+        }
+        assert!(ranges::confidence("0.95").is_ok());
+        assert!(ranges::confidence("1").is_err() && ranges::confidence("0").is_err());
+        assert_eq!(ranges::jobs("4"), Ok(4));
+        assert!(ranges::jobs("0").is_err() && ranges::jobs("257").is_err());
+        assert!(ranges::whole_secs("0").is_err() && ranges::whole_secs("60").is_ok());
+    }
+
+    #[test]
+    fn parse_errors_are_one_line() {
+        let e = Cli::try_parse_from([
+            "setrows-bisect",
+            "bisect",
+            "--good",
+            "a",
+            "--bad",
+            "b",
+            "--timeout",
+            "1e20",
+        ])
+        .unwrap_err();
+        let line = one_line_parse_error(&e);
+        assert!(
+            !line.contains('\n') && line.contains("--timeout") && line.contains("out of range"),
+            "{line}"
+        );
+        let e = Cli::try_parse_from(["setrows-bisect", "bisect", "--good", "a"]).unwrap_err();
+        let line = one_line_parse_error(&e);
+        assert!(!line.contains('\n') && line.contains("--bad"), "{line}");
+    }
+}

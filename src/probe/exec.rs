@@ -146,6 +146,14 @@ fn parents() -> Vec<(i32, i32)> {
     out
 }
 
+/// When `pid` started (clock ticks since boot), to tell it from a later process with its pid.
+fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let i = stat.rfind(')')?;
+    // Fields after comm start at 3 (state); starttime is field 22.
+    stat[i + 1..].split_whitespace().nth(19)?.parse().ok()
+}
+
 /// Every process descended from `root` (not `root` itself).
 pub fn descendants(root: i32) -> Vec<i32> {
     let all = parents();
@@ -492,6 +500,12 @@ pub fn run(
         }
         if deadline.is_some_and(|d| Instant::now() >= d) && !timed_out {
             timed_out = true;
+            // Who is below the step now: a shell that dies of the SIGTERM hands its setsid'd
+            // children to our reaper (or init, without a supervisor), out of the tree's reach.
+            let below: Vec<(i32, Option<u64>)> = descendants(pgid)
+                .into_iter()
+                .map(|p| (p, start_time(p)))
+                .collect();
             kill_group(pgid, libc::SIGTERM);
             let grace_end = Instant::now() + GRACE;
             while Instant::now() < grace_end {
@@ -502,6 +516,12 @@ pub fn run(
             }
             // Everything below the step, whichever session it moved to, then the group.
             kill_tree(pgid, true);
+            for (p, started) in below {
+                // The same process, not a new one that reused its pid since.
+                if started.is_some() && start_time(p) == started {
+                    kill_tree(p, true);
+                }
+            }
             kill_group(pgid, libc::SIGKILL);
             break child.wait()?;
         }
@@ -727,6 +747,111 @@ mod tests {
         let r = run(&cmd, None, &d.path().join("s.log"), &|| {}).unwrap();
         std::env::remove_var("GITHUB_TOKEN");
         assert_eq!(r.output.trim(), "[unset] [unset] [42]");
+    }
+
+    #[test]
+    fn credentials_in_step_output_are_redacted_in_the_output_and_the_log() {
+        let d = tempfile::tempdir().unwrap();
+        let secret = "ghp_redact_me_0123456789";
+        crate::secrets::register_redaction(secret);
+        let mut cmd = sh("echo \"got $LEAKED here\"; echo \"$LEAKED\" >&2", d.path());
+        cmd.env.push(("LEAKED".into(), secret.into()));
+        let log = d.path().join("r.log");
+        let r = run(&cmd, None, &log, &|| {}).unwrap();
+        assert!(!r.output.contains(secret), "{}", r.output);
+        assert!(r.output.contains("got [REDACTED] here"), "{}", r.output);
+        let whole = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            !whole.contains(secret) && whole.matches("[REDACTED]").count() == 2,
+            "{whole}"
+        );
+    }
+
+    #[test]
+    fn redaction_streams_across_chunk_boundaries() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("big.log");
+        let secret = "tok_across_the_boundary".to_string();
+        let mut body = b"header\n".to_vec();
+        body.extend(std::iter::repeat_n(b'x', (1 << 20) - 10));
+        body.extend_from_slice(secret.as_bytes());
+        body.extend(std::iter::repeat_n(b'y', 5000));
+        body.extend_from_slice(secret.as_bytes());
+        std::fs::write(&path, &body).unwrap();
+        let mut f = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
+        redact_log(&mut f, &path, 7, std::slice::from_ref(&secret)).unwrap();
+        let out = std::fs::read(&path).unwrap();
+        assert_eq!(
+            out.len(),
+            body.len() - 2 * secret.len() + 2 * "[REDACTED]".len()
+        );
+        assert!(out.starts_with(b"header\n"));
+        assert_eq!(out.windows(10).filter(|w| *w == b"[REDACTED]").count(), 2);
+    }
+
+    #[test]
+    fn timeout_kills_setsid_descendants_too() {
+        let d = tempfile::tempdir().unwrap();
+        let marker = d.path().join("escaped");
+        // In its own session and group: the group kill alone misses it.
+        let script = format!(
+            "setsid sh -c 'sleep 2; touch {}' & sleep 30",
+            marker.display()
+        );
+        let r = run(
+            &sh(&script, d.path()),
+            Some(Duration::from_millis(300)),
+            &d.path().join("t.log"),
+            &|| {},
+        )
+        .unwrap();
+        assert!(r.timed_out);
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(
+            !marker.exists(),
+            "a setsid'd descendant survived the timeout"
+        );
+    }
+
+    #[test]
+    fn strays_in_a_slot_are_killed() {
+        let d = tempfile::tempdir().unwrap();
+        let slot = d.path().join("slot/src");
+        std::fs::create_dir_all(&slot).unwrap();
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30"])
+            .current_dir(&slot)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while descendants(child.id() as i32).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(kill_strays_in(&d.path().join("slot")) >= 2);
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert!(descendants(child.id() as i32).is_empty());
+        assert_eq!(kill_strays_in(&d.path().join("slot")), 0);
+    }
+
+    #[test]
+    fn disk_full_is_one_text_rule() {
+        let r = |out: &str| RunResult {
+            exit_code: Some(1),
+            signal: None,
+            timed_out: false,
+            duration: Duration::ZERO,
+            output: out.into(),
+        };
+        assert!(out_of_space(&r("dd: error writing 'x': No space left on device")).is_some());
+        assert!(out_of_space(&r("error: boom")).is_none());
+        assert!(crate::probe::container::disk_full(
+            "NO SPACE LEFT ON DEVICE"
+        ));
     }
 
     #[test]
