@@ -11,4 +11,3 @@ pub mod github;
 pub mod probe;
 pub mod report;
 pub mod run;
-pub mod secrets;

@@ -1,5 +1,5 @@
 use clap::Parser;
-use setrows_bisect::{cli, error, probe, secrets};
+use setrows_bisect::{cli, error, probe};
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -11,7 +11,7 @@ fn main() {
     }
     // Before anything else (no thread exists yet): credentials leave the environment that
     // probes could read through /proc, and this process becomes non-dumpable.
-    secrets::protect_process();
+    probe::secrets::protect_process();
     // Whatever a probe double-forks or setsids away re-parents below us, never to init; every
     // step runs under a supervisor that kills its whole tree on timeout or when we die.
     probe::exec::become_subreaper();

@@ -101,7 +101,7 @@ impl Token {
         })?;
         let t = Token::new(&raw, &format!("token file {}", path.display()))?;
         // Probe output must never carry it either.
-        crate::secrets::register_redaction(&t.0);
+        crate::probe::secrets::register_redaction(&t.0);
         Ok(t)
     }
 
@@ -110,7 +110,7 @@ impl Token {
     pub fn resolve(token_file: Option<&PathBuf>) -> Result<Token, GithubError> {
         match token_file {
             Some(p) => Token::from_file(p),
-            None => match crate::secrets::get("GITHUB_TOKEN") {
+            None => match crate::probe::secrets::get("GITHUB_TOKEN") {
                 Some(v) => Token::new(&v, "GITHUB_TOKEN"),
                 None => Err(GithubError::Token(
                     "no token: set GITHUB_TOKEN or pass --token-file FILE".to_string(),

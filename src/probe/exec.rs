@@ -7,6 +7,8 @@
 //! the same command resumes cleanly.
 
 use crate::probe::launch::Cmd;
+pub use crate::probe::reaper::{become_subreaper, kill_strays_in, supervise, SUPERVISOR_ARG};
+use crate::probe::reaper::{descendants, kill_tree, start_time};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -21,7 +23,7 @@ pub const OUTPUT_KEEP: u64 = 1 << 20;
 
 /// Credentials the tool itself may hold (for `--post-to`) that the code under test must never see:
 /// a probe runs arbitrary revisions of someone else's build scripts.
-pub use crate::secrets::SECRET_ENV;
+pub use crate::probe::secrets::SECRET_ENV;
 
 /// Grace period between SIGTERM and SIGKILL on timeout.
 const GRACE: Duration = Duration::from_secs(2);
@@ -99,9 +101,6 @@ fn kill_group(pgid: i32, sig: i32) {
     }
 }
 
-/// The argument that makes the binary a step supervisor (see [`supervise`]); never a user flag.
-pub const SUPERVISOR_ARG: &str = "__setrows-step-supervisor";
-
 /// The binary that supervises steps; set by `main` ([`use_supervisor`]). A library caller (unit
 /// tests) runs steps directly, with only the process group and the parent-death signal.
 static SUPERVISOR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
@@ -110,127 +109,6 @@ static SUPERVISOR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock
 /// value for the binary itself (still valid when the file was replaced since).
 pub fn use_supervisor(exe: std::path::PathBuf) {
     let _ = SUPERVISOR.set(exe);
-}
-
-/// Makes this process the reaper of every orphan below it, so a descendant that double-forks or
-/// `setsid`s away stays findable from here (and is not handed to init).
-pub fn become_subreaper() {
-    // SAFETY: prctl with integer arguments only.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    }
-}
-
-/// The parent of every process, from `/proc/*/stat`.
-fn parents() -> Vec<(i32, i32)> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in dir.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid ...": comm may contain anything, so split after its last ')'.
-        let ppid = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok());
-        if let Some(ppid) = ppid {
-            out.push((pid, ppid));
-        }
-    }
-    out
-}
-
-/// When `pid` started (clock ticks since boot), to tell it from a later process with its pid.
-fn start_time(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let i = stat.rfind(')')?;
-    // Fields after comm start at 3 (state); starttime is field 22.
-    stat[i + 1..].split_whitespace().nth(19)?.parse().ok()
-}
-
-/// Every process descended from `root` (not `root` itself).
-pub fn descendants(root: i32) -> Vec<i32> {
-    let all = parents();
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for &(pid, ppid) in &all {
-            if ppid == p && pid != root && !out.contains(&pid) {
-                out.push(pid);
-                frontier.push(pid);
-            }
-        }
-    }
-    out
-}
-
-/// SIGKILLs every descendant of `root` (and `root` when `include_root`), whatever session or
-/// group they moved to. Each one found is stopped first, then the tree is walked again, until
-/// nothing new appears: a process cannot fork a new one past the walk.
-pub fn kill_tree(root: i32, include_root: bool) {
-    let me = std::process::id() as i32;
-    let mut stopped: Vec<i32> = Vec::new();
-    let stop = |p: i32, stopped: &mut Vec<i32>| {
-        if p != me && p > 1 {
-            // SAFETY: kill(2) on a pid; no memory involved.
-            unsafe {
-                libc::kill(p, libc::SIGSTOP);
-            }
-            stopped.push(p);
-        }
-    };
-    if include_root {
-        stop(root, &mut stopped);
-    }
-    for _ in 0..64 {
-        let new: Vec<i32> = descendants(root)
-            .into_iter()
-            .filter(|p| !stopped.contains(p))
-            .collect();
-        if new.is_empty() {
-            break;
-        }
-        for p in new {
-            stop(p, &mut stopped);
-        }
-    }
-    for p in stopped {
-        // SAFETY: as above.
-        unsafe {
-            libc::kill(p, libc::SIGKILL);
-        }
-    }
-}
-
-/// Kills every process whose working directory is inside `dir` (a slot's checkout or build
-/// dir), with all its descendants; returns how many were found. For the run loop to call after
-/// taking a slot whose previous holder died (SIGKILL, power loss of a container host): a step
-/// that outlived it must not race the resumed run in the same checkout.
-pub fn kill_strays_in(dir: &Path) -> usize {
-    let Ok(dir) = dir.canonicalize() else {
-        return 0;
-    };
-    let me = std::process::id() as i32;
-    let mut found = 0;
-    for (pid, _) in parents() {
-        if pid == me {
-            continue;
-        }
-        let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd")) else {
-            continue;
-        };
-        if cwd.starts_with(&dir) {
-            found += 1;
-            kill_tree(pid, true);
-        }
-    }
-    found
 }
 
 /// Free space under this floor (MiB; `SETROWS_MIN_FREE_MB` overrides) stops a step before it
@@ -325,93 +203,6 @@ fn check_startable(program: &str, cwd: &Path, env: &[(String, String)]) -> std::
     }
 }
 
-/// The step supervisor: `setrows-bisect SUPERVISOR_ARG MODE PROGRAM ARGS...`, the step's group
-/// leader. It is a child subreaper (whatever the step double-forks or `setsid`s stays below it),
-/// starts PROGRAM with a parent-death SIGKILL, ignores SIGTERM (a timeout's SIGTERM is for the
-/// step; it stays to clean up), and exits as PROGRAM did. It kills the whole tree below it when
-///
-/// - its stdin reaches EOF: the tool holds the other end, so the tool died (even by SIGKILL);
-/// - PROGRAM has exited, in MODE `sweep`: daemons a step forked do not outlive it. MODE `keep`
-///   (a container engine client, whose `conmon` finishes the container's removal after the
-///   client exits) leaves them.
-pub fn supervise(args: &[std::ffi::OsString]) -> ! {
-    let code = supervise_inner(args).unwrap_or_else(|e| {
-        eprintln!("setrows-bisect: step supervisor: {e}");
-        127
-    });
-    std::process::exit(code)
-}
-
-fn supervise_inner(args: &[std::ffi::OsString]) -> std::io::Result<i32> {
-    let (mode, argv) = args
-        .split_first()
-        .ok_or_else(|| std::io::Error::other("no mode"))?;
-    let sweep = mode != "keep";
-    let (program, rest) = argv
-        .split_first()
-        .ok_or_else(|| std::io::Error::other("no command"))?;
-    become_subreaper();
-    let me = std::process::id() as i32;
-    let mut command = Command::new(program);
-    command.args(rest).stdin(Stdio::null());
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        command.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            if libc::getppid() != me {
-                libc::_exit(137);
-            }
-            Ok(())
-        });
-    }
-    let mut child = command.spawn()?;
-    // SAFETY: setting dispositions to SIG_IGN; the step was started with the defaults.
-    unsafe {
-        libc::signal(libc::SIGTERM, libc::SIG_IGN);
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-    }
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 64];
-        let mut stdin = std::io::stdin().lock();
-        loop {
-            match stdin.read(&mut buf) {
-                Ok(0) => break,
-                Err(e) if e.kind() != std::io::ErrorKind::Interrupted => break,
-                _ => {}
-            }
-        }
-        kill_tree(me, false);
-        // SAFETY: leaving at once; nothing of ours to flush.
-        unsafe { libc::_exit(137) }
-    });
-    let status = child.wait()?;
-    if sweep {
-        kill_tree(me, false);
-    }
-    // Reap what was killed (we are their reaper now).
-    // SAFETY: waitpid on any child, non-blocking.
-    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-    match (status.code(), status.signal()) {
-        (Some(c), _) => Ok(c),
-        (None, Some(sig)) => {
-            // Die the same way, so the tool sees the signal; without a core file of our own.
-            // SAFETY: plain libc calls on our own process.
-            unsafe {
-                let zero = libc::rlimit {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                libc::setrlimit(libc::RLIMIT_CORE, &zero);
-                libc::signal(sig, libc::SIG_DFL);
-                libc::kill(libc::getpid(), sig);
-            }
-            Ok(128 + sig)
-        }
-        _ => Ok(127),
-    }
-}
-
 /// Runs `cmd`, appending its output to `log_path`. `on_timeout` runs after the process group was
 /// killed for exceeding `timeout` (a container launcher stops its container there).
 ///
@@ -475,7 +266,7 @@ pub fn run(
     for secret in SECRET_ENV {
         command.env_remove(secret);
     }
-    command.env_remove(crate::secrets::CRED_FD_ENV);
+    command.env_remove(crate::probe::secrets::CRED_FD_ENV);
     command
         .stdout(log.try_clone()?)
         .stderr(log.try_clone()?)
@@ -551,7 +342,7 @@ pub fn run(
             duration.as_secs_f64()
         )?;
     }
-    let secrets = crate::secrets::redactions();
+    let secrets = crate::probe::secrets::redactions();
     if !secrets.is_empty() {
         redact_log(&mut log, log_path, body_offset.max(start_offset), &secrets)?;
     }
@@ -583,7 +374,7 @@ fn replace_bytes(buf: &[u8], secrets: &[String]) -> Vec<u8> {
         let mut i = 0;
         while let Some(at) = find_bytes(&cur[i..], needle) {
             out.extend_from_slice(&cur[i..i + at]);
-            out.extend_from_slice(crate::secrets::REDACTED.as_bytes());
+            out.extend_from_slice(crate::probe::secrets::REDACTED.as_bytes());
             i += at + needle.len();
         }
         out.extend_from_slice(&cur[i..]);
@@ -659,208 +450,4 @@ fn read_tail(log: &mut File, from: u64) -> std::io::Result<String> {
 pub use crate::core::build::{shell_quote, shell_words};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::Cell;
-
-    fn sh(script: &str, dir: &Path) -> Cmd {
-        Cmd {
-            argv: vec!["sh".into(), "-c".into(), script.into()],
-            cwd: dir.to_path_buf(),
-            env: vec![("PROBE_VAR".into(), "42".into())],
-        }
-    }
-
-    #[test]
-    fn exit_codes_signals_and_output() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("logs/a.log");
-        let r = run(
-            &sh("echo out; echo err >&2; exit 3", d.path()),
-            None,
-            &log,
-            &|| {},
-        )
-        .unwrap();
-        assert_eq!((r.exit_code, r.signal, r.timed_out), (Some(3), None, false));
-        assert!(
-            r.output.contains("out\n") && r.output.contains("err\n"),
-            "{}",
-            r.output
-        );
-        let r = run(
-            &sh("echo $PROBE_VAR; kill -SEGV $$", d.path()),
-            None,
-            &log,
-            &|| {},
-        )
-        .unwrap();
-        assert_eq!((r.exit_code, r.signal), (None, Some(libc::SIGSEGV)));
-        assert_eq!(r.output.trim(), "42", "only this step's output");
-        let whole = std::fs::read_to_string(&log).unwrap();
-        assert!(
-            whole.contains("out") && whole.contains("42"),
-            "log keeps everything"
-        );
-    }
-
-    #[test]
-    fn timeout_kills_the_whole_tree() {
-        let d = tempfile::tempdir().unwrap();
-        let marker = d.path().join("survivor");
-        let script = format!("(sleep 3; touch {}) & sleep 30", marker.display());
-        let called = Cell::new(false);
-        let r = run(
-            &sh(&script, d.path()),
-            Some(Duration::from_millis(200)),
-            &d.path().join("t.log"),
-            &|| called.set(true),
-        )
-        .unwrap();
-        assert!(r.timed_out && called.get());
-        std::thread::sleep(Duration::from_millis(3500));
-        assert!(!marker.exists(), "a grandchild survived the timeout");
-    }
-
-    #[test]
-    fn missing_program_is_an_error_not_a_result() {
-        let d = tempfile::tempdir().unwrap();
-        let cmd = Cmd {
-            argv: vec!["/nonexistent/prog".into()],
-            cwd: d.path().into(),
-            env: vec![],
-        };
-        let err = run(&cmd, None, &d.path().join("x.log"), &|| {}).unwrap_err();
-        assert!(err.to_string().contains("/nonexistent/prog"));
-    }
-
-    #[test]
-    fn tokens_never_reach_the_step() {
-        let d = tempfile::tempdir().unwrap();
-        let mut cmd = sh(
-            "echo \"[${GITHUB_TOKEN:-unset}] [${GH_TOKEN:-unset}] [$PROBE_VAR]\"",
-            d.path(),
-        );
-        // Even a caller that forwards them explicitly cannot leak them into the probe.
-        cmd.env.push(("GH_TOKEN".into(), "ghp_explicit".into()));
-        std::env::set_var("GITHUB_TOKEN", "ghp_inherited");
-        let r = run(&cmd, None, &d.path().join("s.log"), &|| {}).unwrap();
-        std::env::remove_var("GITHUB_TOKEN");
-        assert_eq!(r.output.trim(), "[unset] [unset] [42]");
-    }
-
-    #[test]
-    fn credentials_in_step_output_are_redacted_in_the_output_and_the_log() {
-        let d = tempfile::tempdir().unwrap();
-        let secret = "ghp_redact_me_0123456789";
-        crate::secrets::register_redaction(secret);
-        let mut cmd = sh("echo \"got $LEAKED here\"; echo \"$LEAKED\" >&2", d.path());
-        cmd.env.push(("LEAKED".into(), secret.into()));
-        let log = d.path().join("r.log");
-        let r = run(&cmd, None, &log, &|| {}).unwrap();
-        assert!(!r.output.contains(secret), "{}", r.output);
-        assert!(r.output.contains("got [REDACTED] here"), "{}", r.output);
-        let whole = std::fs::read_to_string(&log).unwrap();
-        assert!(
-            !whole.contains(secret) && whole.matches("[REDACTED]").count() == 2,
-            "{whole}"
-        );
-    }
-
-    #[test]
-    fn redaction_streams_across_chunk_boundaries() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("big.log");
-        let secret = "tok_across_the_boundary".to_string();
-        let mut body = b"header\n".to_vec();
-        body.extend(std::iter::repeat_n(b'x', (1 << 20) - 10));
-        body.extend_from_slice(secret.as_bytes());
-        body.extend(std::iter::repeat_n(b'y', 5000));
-        body.extend_from_slice(secret.as_bytes());
-        std::fs::write(&path, &body).unwrap();
-        let mut f = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(&path)
-            .unwrap();
-        redact_log(&mut f, &path, 7, std::slice::from_ref(&secret)).unwrap();
-        let out = std::fs::read(&path).unwrap();
-        assert_eq!(
-            out.len(),
-            body.len() - 2 * secret.len() + 2 * "[REDACTED]".len()
-        );
-        assert!(out.starts_with(b"header\n"));
-        assert_eq!(out.windows(10).filter(|w| *w == b"[REDACTED]").count(), 2);
-    }
-
-    #[test]
-    fn timeout_kills_setsid_descendants_too() {
-        let d = tempfile::tempdir().unwrap();
-        let marker = d.path().join("escaped");
-        // In its own session and group: the group kill alone misses it.
-        let script = format!(
-            "setsid sh -c 'sleep 2; touch {}' & sleep 30",
-            marker.display()
-        );
-        let r = run(
-            &sh(&script, d.path()),
-            Some(Duration::from_millis(300)),
-            &d.path().join("t.log"),
-            &|| {},
-        )
-        .unwrap();
-        assert!(r.timed_out);
-        std::thread::sleep(Duration::from_millis(2500));
-        assert!(
-            !marker.exists(),
-            "a setsid'd descendant survived the timeout"
-        );
-    }
-
-    #[test]
-    fn strays_in_a_slot_are_killed() {
-        let d = tempfile::tempdir().unwrap();
-        let slot = d.path().join("slot/src");
-        std::fs::create_dir_all(&slot).unwrap();
-        let mut child = Command::new("sh")
-            .args(["-c", "sleep 30 & sleep 30"])
-            .current_dir(&slot)
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while descendants(child.id() as i32).is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(kill_strays_in(&d.path().join("slot")) >= 2);
-        let status = child.wait().unwrap();
-        assert_eq!(status.signal(), Some(libc::SIGKILL));
-        assert!(descendants(child.id() as i32).is_empty());
-        assert_eq!(kill_strays_in(&d.path().join("slot")), 0);
-    }
-
-    #[test]
-    fn disk_full_is_one_text_rule() {
-        let r = |out: &str| RunResult {
-            exit_code: Some(1),
-            signal: None,
-            timed_out: false,
-            duration: Duration::ZERO,
-            output: out.into(),
-        };
-        assert!(out_of_space(&r("dd: error writing 'x': No space left on device")).is_some());
-        assert!(out_of_space(&r("error: boom")).is_none());
-        assert!(crate::probe::container::disk_full(
-            "NO SPACE LEFT ON DEVICE"
-        ));
-    }
-
-    #[test]
-    fn quoting() {
-        assert_eq!(shell_quote("a-b"), "a-b");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(
-            shell_words(&["sh".into(), "-c".into(), "x y".into()]),
-            "sh -c 'x y'"
-        );
-    }
-}
+mod tests;

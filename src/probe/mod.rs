@@ -9,8 +9,10 @@
 pub mod container;
 pub mod exec;
 pub mod launch;
+pub mod reaper;
 pub mod repro;
 pub mod script;
+pub mod secrets;
 
 use crate::core::build::{BuildError, TreeFacts};
 use crate::core::outcome::Outcome;
