@@ -103,8 +103,11 @@ pub fn protect_process() {
     if let Some(fd) = std::env::var_os(CRED_FD_ENV) {
         // SAFETY: single-threaded at this point (first thing in main).
         unsafe { std::env::remove_var(CRED_FD_ENV) };
+        // Only a pipe we were handed (never stdin/stdout/stderr, whatever the variable says).
         if let Some(fd) = fd.to_str().and_then(|s| s.parse::<i32>().ok()) {
-            receive(fd);
+            if fd > 2 && is_pipe(fd) {
+                receive(fd);
+            }
         }
     } else {
         let present: Vec<(&str, String)> = SECRET_ENV
@@ -127,6 +130,12 @@ pub fn protect_process() {
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
+}
+
+fn is_pipe(fd: i32) -> bool {
+    // SAFETY: fstat fills the zeroed struct we pass.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    unsafe { libc::fstat(fd, &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFIFO }
 }
 
 /// Reads `NAME=VALUE\0...` from `fd` until EOF, then closes it.
@@ -156,7 +165,7 @@ fn reexec_without(present: &[(&str, String)]) -> std::io::Result<std::convert::I
         payload.push(0);
     }
     let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two fds into the array. The write end is close-on-exec; the read end
+    // SAFETY: pipe writes two fds into the array. The write end is close-on-exec; the read end
     // is inherited by the new image.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
         return Err(std::io::Error::last_os_error());
@@ -167,13 +176,20 @@ fn reexec_without(present: &[(&str, String)]) -> std::io::Result<std::convert::I
     // SAFETY: fcntl on our own fd.
     unsafe {
         libc::fcntl(fds[1], libc::F_SETFD, libc::FD_CLOEXEC);
-        if payload.len() >= 65536 {
+        if payload.len() >= 4096 {
             libc::fcntl(
                 fds[1],
                 libc::F_SETPIPE_SZ,
                 (payload.len() + 4096) as libc::c_int,
             );
         }
+    }
+    // SAFETY: as above.
+    let capacity = unsafe { libc::fcntl(fds[1], libc::F_GETPIPE_SZ) };
+    if capacity < 0 || (capacity as usize) < payload.len() {
+        return Err(std::io::Error::other(
+            "the credentials do not fit in a pipe buffer",
+        ));
     }
     let mut w = std::fs::File::from(write_end);
     // The pipe holds it all (checked above), so this does not block with no reader yet.
