@@ -118,20 +118,19 @@ pub fn kill_strays_in(dir: &Path) -> usize {
         return 0;
     };
     let me = std::process::id() as i32;
-    let mut found = 0;
-    for (pid, _) in parents() {
-        if pid == me {
-            continue;
-        }
-        let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd")) else {
-            continue;
-        };
-        if cwd.starts_with(&dir) {
-            found += 1;
-            kill_tree(pid, true);
-        }
+    // Find them all first: killing one tree takes its descendants with it.
+    let found: Vec<i32> = parents()
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&dir))
+        })
+        .collect();
+    for &pid in &found {
+        kill_tree(pid, true);
     }
-    found
+    found.len()
 }
 
 /// The step supervisor: `setrows-bisect SUPERVISOR_ARG MODE PROGRAM ARGS...`, the step's group
