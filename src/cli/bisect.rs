@@ -51,7 +51,7 @@ pub struct BisectArgs {
     #[arg(long = "match", value_name = "REGEX")]
     pub match_: Option<String>,
     /// Kill the test after SECS seconds and call it a hang.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
     /// Follow only the first-parent chain from bad back to good (the default).
     #[arg(long, overrides_with = "no_first_parent")]
@@ -65,24 +65,24 @@ pub struct BisectArgs {
     #[arg(long, value_name = "DIR")]
     pub path: Option<String>,
     /// Probe K commits in parallel (K checkouts and build dirs; the search multisects).
-    #[arg(long, short = 'j', default_value_t = 1, value_name = "K")]
+    #[arg(long, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs)]
     pub jobs: usize,
     /// Run every probed commit N times; one new-behaviour run decides new.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub repeat: Option<u32>,
     /// For intermittent faults: a failure is bad at once, a pass is re-run until "good" is
     /// believable, so that the answer holds at confidence C (e.g. 0.95); the report states the
     /// confidence reached and the estimated reproduction rate.
-    #[arg(long, value_name = "C", conflicts_with = "repeat")]
+    #[arg(long, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence)]
     pub confidence: Option<f64>,
     /// With --confidence: stop after N runs in all; commits left undecided become skips, so
     /// the answer is "inconclusive" with the candidates that remain instead of a guess.
-    #[arg(long, value_name = "N", requires = "confidence")]
+    #[arg(long, value_name = "N", requires = "confidence", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub max_runs: Option<u64>,
     /// After a culprit is found, run it, its parent and the bad endpoint with the culprit
     /// reverted at least N times each (more when the fault is rare), and flag suspicious
     /// answers (0 = off). A doubtful answer exits 1.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub validate: u32,
     /// Print the next wave of probes for --jobs K slots as JSON, from the stored results
     /// only, and exit without probing (for fanning a round out over CI runners).
@@ -93,7 +93,7 @@ pub struct BisectArgs {
     #[arg(long, value_name = "SHA", conflicts_with = "plan_only")]
     pub probe: Option<String>,
     /// With --probe: the run index the plan assigned (default: the next free one here).
-    #[arg(long, value_name = "R", requires = "probe")]
+    #[arg(long, value_name = "R", requires = "probe", value_parser = |s: &str| crate::cli::ranges::int(s, 0, 1_000_000).map(|v| v as usize))]
     pub run_index: Option<usize>,
     /// Test the endpoints only when the answer depends on them (fewer probes; a wrong endpoint
     /// is found late).

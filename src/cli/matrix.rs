@@ -41,10 +41,10 @@ pub struct RunFlags {
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
     /// Probe timeout in seconds (overrides [probe] timeout_s).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::ranges::whole_secs)]
     pub timeout: Option<u64>,
     /// Further attempts after an infrastructure error (engine down, image missing, full disk).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub retries: u32,
     /// Run every cell again instead of answering from stored results (and store nothing).
     #[arg(long)]

@@ -76,3 +76,141 @@ impl clap::ValueEnum for crate::core::outcome::Regress {
         })
     }
 }
+
+/// Prints a command-line parse error as the tool prints its own (`setrows-bisect: error: ...`,
+/// one line) and returns the exit code; `--help` and `--version` keep clap's output as is.
+pub fn render_parse_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return e.exit_code();
+    }
+    eprintln!("setrows-bisect: error: {}", one_line_parse_error(&e));
+    crate::error::exit::USAGE
+}
+
+/// clap's message up to its usage/tip part, on one line, without the `error: ` prefix.
+pub fn one_line_parse_error(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut parts = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            if parts.is_empty() {
+                continue;
+            }
+            break;
+        }
+        if line.starts_with("Usage:") || line.starts_with("tip:") || line.starts_with("For more") {
+            break;
+        }
+        parts.push(line.strip_prefix("error: ").unwrap_or(line).to_string());
+    }
+    let mut s = parts.join(" ");
+    if s.is_empty() {
+        s = "invalid command line".into();
+    }
+    format!("{s} (see --help)")
+}
+
+/// Flag value parsers with ranges, shared by the subcommands: a value outside the range is a
+/// one-line usage error naming the flag, never a panic further down (`--timeout 1e20` overflowed
+/// `Duration`).
+pub mod ranges {
+    /// Longest accepted timeout: a year.
+    pub const MAX_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
+    /// Seconds, finite, > 0 and at most a year.
+    pub fn secs(s: &str) -> Result<f64, String> {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+        if !v.is_finite() || v <= 0.0 || v > MAX_SECS {
+            return Err(format!(
+                "{s} is out of range (more than 0, at most {MAX_SECS} seconds)"
+            ));
+        }
+        Ok(v)
+    }
+
+    /// Whole seconds, 1 to a year.
+    pub fn whole_secs(s: &str) -> Result<u64, String> {
+        int(s, 1, MAX_SECS as u64)
+    }
+
+    /// A probability strictly between 0 and 1.
+    pub fn confidence(s: &str) -> Result<f64, String> {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a number"))?;
+        if !(v > 0.0 && v < 1.0) {
+            return Err(format!("{s} is out of range (between 0 and 1, e.g. 0.95)"));
+        }
+        Ok(v)
+    }
+
+    /// Parallel probes: 1 to 256.
+    pub fn jobs(s: &str) -> Result<usize, String> {
+        int(s, 1, 256).map(|v| v as usize)
+    }
+
+    /// An integer in `lo..=hi`.
+    pub fn int(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
+        let v: u64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a whole number"))?;
+        if v < lo || v > hi {
+            return Err(format!("{s} is out of range ({lo} to {hi})"));
+        }
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_reject_what_would_panic_or_mean_nothing() {
+        assert_eq!(ranges::secs("2.5"), Ok(2.5));
+        for bad in ["0", "-1", "1e20", "NaN", "inf", "x"] {
+            assert!(ranges::secs(bad).is_err(), "{bad}");
+        }
+        assert!(ranges::confidence("0.95").is_ok());
+        assert!(ranges::confidence("1").is_err() && ranges::confidence("0").is_err());
+        assert_eq!(ranges::jobs("4"), Ok(4));
+        assert!(ranges::jobs("0").is_err() && ranges::jobs("257").is_err());
+        assert!(ranges::whole_secs("0").is_err() && ranges::whole_secs("60").is_ok());
+    }
+
+    #[test]
+    fn parse_errors_are_one_line() {
+        let e = Cli::try_parse_from([
+            "setrows-bisect",
+            "bisect",
+            "--good",
+            "a",
+            "--bad",
+            "b",
+            "--timeout",
+            "1e20",
+        ])
+        .unwrap_err();
+        let line = one_line_parse_error(&e);
+        assert!(
+            !line.contains('\n') && line.contains("--timeout") && line.contains("out of range"),
+            "{line}"
+        );
+        let e = Cli::try_parse_from(["setrows-bisect", "bisect", "--good", "a"]).unwrap_err();
+        let line = one_line_parse_error(&e);
+        assert!(!line.contains('\n') && line.contains("--bad"), "{line}");
+    }
+}

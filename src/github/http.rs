@@ -32,23 +32,40 @@ pub(crate) fn error_message(text: &str) -> String {
     one_line.chars().take(300).collect()
 }
 
-/// Is this a rate limit, and how long does GitHub ask us to wait?
-/// Primary: `x-ratelimit-remaining: 0` (wait until `x-ratelimit-reset`). Secondary:
+/// `Retry-After` as RFC 9110 allows it: delay-seconds, or an HTTP date (the wait is until then,
+/// zero when it is past). Anything else is ignored.
+pub(crate) fn retry_after(
+    headers: &HeaderMap,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Duration> {
+    let v = headers.get("retry-after")?.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<i64>() {
+        return Some(Duration::from_secs(secs.max(0) as u64));
+    }
+    // IMF-fixdate ("Wed, 21 Oct 2015 07:28:00 GMT") is RFC 2822 with the zone spelled GMT.
+    let at = chrono::DateTime::parse_from_rfc2822(v).ok()?;
+    let wait = (at.with_timezone(&chrono::Utc) - now).num_seconds().max(0);
+    Some(Duration::from_secs(wait as u64))
+}
+
+/// Is this a rate limit (or a 503 that says when to come back), and how long does GitHub ask us
+/// to wait? Primary: `x-ratelimit-remaining: 0` (wait until `x-ratelimit-reset`). Secondary:
 /// `retry-after`, or a 403/429 whose message says so (GitHub: wait at least a minute).
 pub(crate) fn rate_limit(
     status: StatusCode,
     headers: &HeaderMap,
     message: &str,
 ) -> Option<(&'static str, Duration)> {
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        // Without Retry-After a 503 is a server error like any other (backoff).
+        return retry_after(headers, chrono::Utc::now()).map(|w| ("service unavailable", w));
+    }
     if status != StatusCode::FORBIDDEN && status != StatusCode::TOO_MANY_REQUESTS {
         return None;
     }
     let num = |name: &str| -> Option<i64> { headers.get(name)?.to_str().ok()?.trim().parse().ok() };
-    if let Some(secs) = num("retry-after") {
-        return Some((
-            "secondary rate limit",
-            Duration::from_secs(secs.max(0) as u64),
-        ));
+    if let Some(wait) = retry_after(headers, chrono::Utc::now()) {
+        return Some(("secondary rate limit", wait));
     }
     if num("x-ratelimit-remaining") == Some(0) {
         let now = chrono::Utc::now().timestamp();
@@ -176,6 +193,60 @@ mod tests {
         )
         .is_some());
         assert!(rate_limit(StatusCode::NOT_FOUND, &hm(&[("retry-after", "1")]), "").is_none());
+    }
+
+    #[test]
+    fn retry_after_as_seconds_or_http_date() {
+        let now = chrono::DateTime::parse_from_rfc3339("2015-10-21T07:27:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let at = |v: &str| retry_after(&hm(&[("retry-after", v)]), now);
+        assert_eq!(at("7"), Some(Duration::from_secs(7)));
+        assert_eq!(at("-3"), Some(Duration::ZERO));
+        assert_eq!(
+            at("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            at("Wed, 21 Oct 2015 07:00:00 GMT"),
+            Some(Duration::ZERO),
+            "past"
+        );
+        assert_eq!(at("soon"), None);
+        assert_eq!(retry_after(&HeaderMap::new(), now), None);
+        // Through rate_limit: a date on 429/403, and a 503 that names a wait.
+        let future = (chrono::Utc::now() + chrono::Duration::seconds(90)).to_rfc2822();
+        let future = future.replace("+0000", "GMT");
+        let (kind, wait) = rate_limit(
+            StatusCode::TOO_MANY_REQUESTS,
+            &hm(&[("retry-after", &future)]),
+            "",
+        )
+        .unwrap();
+        assert_eq!(kind, "secondary rate limit");
+        assert!(
+            wait >= Duration::from_secs(85) && wait <= Duration::from_secs(90),
+            "{wait:?}"
+        );
+        let (kind, wait) = rate_limit(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &hm(&[("retry-after", "5")]),
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            (kind, wait),
+            ("service unavailable", Duration::from_secs(5))
+        );
+        let (_, wait) = rate_limit(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &hm(&[("retry-after", &future)]),
+            "",
+        )
+        .unwrap();
+        assert!(wait >= Duration::from_secs(85), "{wait:?}");
+        assert!(rate_limit(StatusCode::SERVICE_UNAVAILABLE, &HeaderMap::new(), "").is_none());
+        assert!(rate_limit(StatusCode::BAD_GATEWAY, &hm(&[("retry-after", "5")]), "").is_none());
     }
 
     #[test]

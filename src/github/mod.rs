@@ -102,16 +102,20 @@ impl Token {
         let raw = std::fs::read_to_string(path).map_err(|e| {
             GithubError::Token(format!("cannot read token file {}: {e}", path.display()))
         })?;
-        Token::new(&raw, &format!("token file {}", path.display()))
+        let t = Token::new(&raw, &format!("token file {}", path.display()))?;
+        // Probe output must never carry it either.
+        crate::probe::secrets::register_redaction(&t.0);
+        Ok(t)
     }
 
-    /// `--token-file` if given, else `GITHUB_TOKEN`.
+    /// `--token-file` if given, else `GITHUB_TOKEN` (as handed over at start by
+    /// `secrets::protect_process`, which takes it out of the process environment).
     pub fn resolve(token_file: Option<&PathBuf>) -> Result<Token, GithubError> {
         match token_file {
             Some(p) => Token::from_file(p),
-            None => match std::env::var("GITHUB_TOKEN") {
-                Ok(v) => Token::new(&v, "GITHUB_TOKEN"),
-                Err(_) => Err(GithubError::Token(
+            None => match crate::probe::secrets::get("GITHUB_TOKEN") {
+                Some(v) => Token::new(&v, "GITHUB_TOKEN"),
+                None => Err(GithubError::Token(
                     "no token: set GITHUB_TOKEN or pass --token-file FILE".to_string(),
                 )),
             },

@@ -7,6 +7,8 @@
 //! the same command resumes cleanly.
 
 use crate::probe::launch::Cmd;
+pub use crate::probe::reaper::{become_subreaper, kill_strays_in, supervise, SUPERVISOR_ARG};
+use crate::probe::reaper::{descendants, kill_tree, start_time};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -21,17 +23,7 @@ pub const OUTPUT_KEEP: u64 = 1 << 20;
 
 /// Credentials the tool itself may hold (for `--post-to`) that the code under test must never see:
 /// a probe runs arbitrary revisions of someone else's build scripts.
-pub const SECRET_ENV: &[&str] = &[
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "GITHUB_PAT",
-    "GH_ENTERPRISE_TOKEN",
-    "GITHUB_ENTERPRISE_TOKEN",
-    "RESULTS_TOKEN",
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_URL",
-];
+pub use crate::probe::secrets::SECRET_ENV;
 
 /// Grace period between SIGTERM and SIGKILL on timeout.
 const GRACE: Duration = Duration::from_secs(2);
@@ -91,6 +83,9 @@ pub fn install_interrupt_handler() {
 fn kill_live_groups(sig: i32) {
     if let Ok(groups) = LIVE_GROUPS.lock() {
         for &pgid in groups.iter() {
+            // The group leader is the step's supervisor (or its shell): everything descended
+            // from it goes too, including what left the group with setsid.
+            kill_tree(pgid, true);
             // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
             unsafe {
                 libc::kill(-pgid, sig);
@@ -106,10 +101,113 @@ fn kill_group(pgid: i32, sig: i32) {
     }
 }
 
+/// The binary that supervises steps; set by `main` ([`use_supervisor`]). A library caller (unit
+/// tests) runs steps directly, with only the process group and the parent-death signal.
+static SUPERVISOR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Runs every step under `exe SUPERVISOR_ARG ...` from now on. `/proc/self/exe` is the right
+/// value for the binary itself (still valid when the file was replaced since).
+pub fn use_supervisor(exe: std::path::PathBuf) {
+    let _ = SUPERVISOR.set(exe);
+}
+
+/// Free space under this floor (MiB; `SETROWS_MIN_FREE_MB` overrides) stops a step before it
+/// starts: a build that runs out of space fails for no reason of its own.
+pub const DEFAULT_MIN_FREE_MB: u64 = 1024;
+
+fn min_free_bytes() -> u64 {
+    std::env::var("SETROWS_MIN_FREE_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(DEFAULT_MIN_FREE_MB)
+        .saturating_mul(1 << 20)
+}
+
+/// Bytes an unprivileged process can still write on the file system of `dir`.
+pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("path with a NUL byte"))?;
+    // SAFETY: statvfs fills the zeroed struct we pass; the path is a valid C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+fn check_free_space(dir: &Path) -> std::io::Result<()> {
+    let floor = min_free_bytes();
+    if floor == 0 {
+        return Ok(());
+    }
+    let free = free_bytes(dir)?;
+    if free < floor {
+        return Err(std::io::Error::other(format!(
+            "disk full: only {} MiB free on {} (the floor is {} MiB; SETROWS_MIN_FREE_MB overrides)",
+            free >> 20,
+            dir.display(),
+            floor >> 20
+        )));
+    }
+    Ok(())
+}
+
+/// A full disk fails a build or a test without saying anything about the code under test. One
+/// rule for every launcher (the host and containers).
+pub fn disk_full(output: &str) -> bool {
+    output.to_lowercase().contains("no space left on device")
+}
+
+/// Why a finished step says nothing about the code under test, as far as the step's own output
+/// tells (a launcher adds its engine's failures): today, the disk ran out of space.
+pub fn out_of_space(r: &RunResult) -> Option<String> {
+    disk_full(&r.output).then(|| "disk full: no space left on device".to_string())
+}
+
+/// Where a program would be found, as `Command` looks for it, so a missing one is an error of
+/// ours before the supervisor starts (not an exit 127 that reads like a failing test).
+fn check_startable(program: &str, cwd: &Path, env: &[(String, String)]) -> std::io::Result<()> {
+    let missing = |what: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("cannot start `{program}` in {}: {what}", cwd.display()),
+        )
+    };
+    if !cwd.is_dir() {
+        return Err(missing("no such directory".into()));
+    }
+    if program.contains('/') {
+        let p = if Path::new(program).is_absolute() {
+            Path::new(program).to_path_buf()
+        } else {
+            cwd.join(program)
+        };
+        return if p.is_file() {
+            Ok(())
+        } else {
+            Err(missing("no such file".into()))
+        };
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    if std::env::split_paths(&path).any(|d| d.join(program).is_file()) {
+        Ok(())
+    } else {
+        Err(missing("not found in PATH".into()))
+    }
+}
+
 /// Runs `cmd`, appending its output to `log_path`. `on_timeout` runs after the process group was
 /// killed for exceeding `timeout` (a container launcher stops its container there).
 ///
-/// Errors are failures to start or to log (infrastructure), never the step's own failure.
+/// Errors are failures to start or to log (infrastructure), never the step's own failure; so is
+/// free space on the log's file system below the floor ([`DEFAULT_MIN_FREE_MB`]).
 pub fn run(
     cmd: &Cmd,
     timeout: Option<Duration>,
@@ -118,6 +216,7 @@ pub fn run(
 ) -> std::io::Result<RunResult> {
     if let Some(parent) = log_path.parent() {
         std::fs::create_dir_all(parent)?;
+        check_free_space(parent)?;
     }
     let mut log = OpenOptions::new()
         .create(true)
@@ -131,16 +230,44 @@ pub fn run(
         .argv
         .split_first()
         .ok_or_else(|| std::io::Error::other("empty command line"))?;
-    let mut command = Command::new(program);
+    let mut command = match SUPERVISOR.get() {
+        Some(exe) => {
+            check_startable(program, &cmd.cwd, &cmd.env)?;
+            let base = Path::new(program)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mode = if base == "podman" || base == "docker" {
+                "keep"
+            } else {
+                "sweep"
+            };
+            let mut c = Command::new(exe);
+            c.arg(SUPERVISOR_ARG).arg(mode).arg(program).args(args);
+            c.stdin(Stdio::piped());
+            c
+        }
+        None => {
+            let mut c = Command::new(program);
+            c.args(args).stdin(Stdio::null());
+            // SAFETY: one async-signal-safe prctl between fork and exec.
+            unsafe {
+                c.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                    Ok(())
+                });
+            }
+            c
+        }
+    };
     command
-        .args(args)
         .current_dir(&cmd.cwd)
         .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     for secret in SECRET_ENV {
         command.env_remove(secret);
     }
+    command.env_remove(crate::probe::secrets::CRED_FD_ENV);
     command
-        .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log.try_clone()?)
         .process_group(0);
@@ -151,6 +278,8 @@ pub fn run(
             format!("cannot start `{program}` in {}: {e}", cmd.cwd.display()),
         )
     })?;
+    // The supervisor's lifeline: closed when we exit, however we exit.
+    let lifeline = child.stdin.take();
     let pgid = child.id() as i32;
     LIVE_GROUPS.lock().map(|mut g| g.push(pgid)).ok();
     let deadline = timeout.map(|t| started + t);
@@ -162,6 +291,12 @@ pub fn run(
         }
         if deadline.is_some_and(|d| Instant::now() >= d) && !timed_out {
             timed_out = true;
+            // Who is below the step now: a shell that dies of the SIGTERM hands its setsid'd
+            // children to our reaper (or init, without a supervisor), out of the tree's reach.
+            let below: Vec<(i32, Option<u64>)> = descendants(pgid)
+                .into_iter()
+                .map(|p| (p, start_time(p)))
+                .collect();
             kill_group(pgid, libc::SIGTERM);
             let grace_end = Instant::now() + GRACE;
             while Instant::now() < grace_end {
@@ -169,6 +304,14 @@ pub fn run(
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(20));
+            }
+            // Everything below the step, whichever session it moved to, then the group.
+            kill_tree(pgid, true);
+            for (p, started) in below {
+                // The same process, not a new one that reused its pid since.
+                if started.is_some() && start_time(p) == started {
+                    kill_tree(p, true);
+                }
             }
             kill_group(pgid, libc::SIGKILL);
             break child.wait()?;
@@ -186,6 +329,7 @@ pub fn run(
     let duration = started.elapsed();
     // Stragglers (daemons the step forked) do not outlive their step.
     kill_group(pgid, libc::SIGKILL);
+    drop(lifeline);
     LIVE_GROUPS
         .lock()
         .map(|mut g| g.retain(|&p| p != pgid))
@@ -198,6 +342,10 @@ pub fn run(
             duration.as_secs_f64()
         )?;
     }
+    let secrets = crate::probe::secrets::redactions();
+    if !secrets.is_empty() {
+        redact_log(&mut log, log_path, body_offset.max(start_offset), &secrets)?;
+    }
     let output = read_tail(&mut log, body_offset.max(start_offset))?;
     Ok(RunResult {
         exit_code: status.code(),
@@ -206,6 +354,88 @@ pub fn run(
         duration,
         output,
     })
+}
+
+fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn replace_bytes(buf: &[u8], secrets: &[String]) -> Vec<u8> {
+    let mut cur = buf.to_vec();
+    for s in secrets {
+        let needle = s.as_bytes();
+        if find_bytes(&cur, needle).is_none() {
+            continue;
+        }
+        let mut out = Vec::with_capacity(cur.len());
+        let mut i = 0;
+        while let Some(at) = find_bytes(&cur[i..], needle) {
+            out.extend_from_slice(&cur[i..i + at]);
+            out.extend_from_slice(crate::probe::secrets::REDACTED.as_bytes());
+            i += at + needle.len();
+        }
+        out.extend_from_slice(&cur[i..]);
+        cur = out;
+    }
+    cur
+}
+
+/// Replaces every credential value in the log from `from` on by `[REDACTED]`: the one point where
+/// a step's text enters the tool (the output kept in memory is read back from here), so no
+/// report, store entry, comment or message can carry one. Streams, so a huge log costs no memory.
+fn redact_log(
+    log: &mut File,
+    log_path: &Path,
+    from: u64,
+    secrets: &[String],
+) -> std::io::Result<()> {
+    const CHUNK: usize = 1 << 20;
+    let keep = secrets.iter().map(String::len).max().unwrap_or(1) - 1;
+    let scan = |log: &mut File, mut sink: Option<&mut File>| -> std::io::Result<bool> {
+        log.seek(SeekFrom::Start(from))?;
+        let mut carry: Vec<u8> = Vec::new();
+        let mut chunk = vec![0u8; CHUNK];
+        let mut found = false;
+        loop {
+            let n = log.read(&mut chunk)?;
+            let eof = n == 0;
+            carry.extend_from_slice(&chunk[..n]);
+            let hit = secrets
+                .iter()
+                .any(|s| find_bytes(&carry, s.as_bytes()).is_some());
+            found |= hit;
+            let replaced = if hit {
+                replace_bytes(&carry, secrets)
+            } else {
+                carry
+            };
+            let cut = if eof {
+                replaced.len()
+            } else {
+                replaced.len().saturating_sub(keep)
+            };
+            if let Some(out) = sink.as_deref_mut() {
+                out.write_all(&replaced[..cut])?;
+            }
+            carry = replaced[cut..].to_vec();
+            if eof {
+                return Ok(found);
+            }
+        }
+    };
+    if !scan(log, None)? {
+        return Ok(());
+    }
+    let dir = log_path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::tempfile_in(dir)?;
+    scan(log, Some(&mut tmp))?;
+    log.set_len(from)?;
+    tmp.seek(SeekFrom::Start(0))?;
+    std::io::copy(&mut tmp, log)?;
+    Ok(())
 }
 
 fn read_tail(log: &mut File, from: u64) -> std::io::Result<String> {
@@ -220,103 +450,4 @@ fn read_tail(log: &mut File, from: u64) -> std::io::Result<String> {
 pub use crate::core::build::{shell_quote, shell_words};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::Cell;
-
-    fn sh(script: &str, dir: &Path) -> Cmd {
-        Cmd {
-            argv: vec!["sh".into(), "-c".into(), script.into()],
-            cwd: dir.to_path_buf(),
-            env: vec![("PROBE_VAR".into(), "42".into())],
-        }
-    }
-
-    #[test]
-    fn exit_codes_signals_and_output() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("logs/a.log");
-        let r = run(
-            &sh("echo out; echo err >&2; exit 3", d.path()),
-            None,
-            &log,
-            &|| {},
-        )
-        .unwrap();
-        assert_eq!((r.exit_code, r.signal, r.timed_out), (Some(3), None, false));
-        assert!(
-            r.output.contains("out\n") && r.output.contains("err\n"),
-            "{}",
-            r.output
-        );
-        let r = run(
-            &sh("echo $PROBE_VAR; kill -SEGV $$", d.path()),
-            None,
-            &log,
-            &|| {},
-        )
-        .unwrap();
-        assert_eq!((r.exit_code, r.signal), (None, Some(libc::SIGSEGV)));
-        assert_eq!(r.output.trim(), "42", "only this step's output");
-        let whole = std::fs::read_to_string(&log).unwrap();
-        assert!(
-            whole.contains("out") && whole.contains("42"),
-            "log keeps everything"
-        );
-    }
-
-    #[test]
-    fn timeout_kills_the_whole_tree() {
-        let d = tempfile::tempdir().unwrap();
-        let marker = d.path().join("survivor");
-        let script = format!("(sleep 3; touch {}) & sleep 30", marker.display());
-        let called = Cell::new(false);
-        let r = run(
-            &sh(&script, d.path()),
-            Some(Duration::from_millis(200)),
-            &d.path().join("t.log"),
-            &|| called.set(true),
-        )
-        .unwrap();
-        assert!(r.timed_out && called.get());
-        std::thread::sleep(Duration::from_millis(3500));
-        assert!(!marker.exists(), "a grandchild survived the timeout");
-    }
-
-    #[test]
-    fn missing_program_is_an_error_not_a_result() {
-        let d = tempfile::tempdir().unwrap();
-        let cmd = Cmd {
-            argv: vec!["/nonexistent/prog".into()],
-            cwd: d.path().into(),
-            env: vec![],
-        };
-        let err = run(&cmd, None, &d.path().join("x.log"), &|| {}).unwrap_err();
-        assert!(err.to_string().contains("/nonexistent/prog"));
-    }
-
-    #[test]
-    fn tokens_never_reach_the_step() {
-        let d = tempfile::tempdir().unwrap();
-        let mut cmd = sh(
-            "echo \"[${GITHUB_TOKEN:-unset}] [${GH_TOKEN:-unset}] [$PROBE_VAR]\"",
-            d.path(),
-        );
-        // Even a caller that forwards them explicitly cannot leak them into the probe.
-        cmd.env.push(("GH_TOKEN".into(), "ghp_explicit".into()));
-        std::env::set_var("GITHUB_TOKEN", "ghp_inherited");
-        let r = run(&cmd, None, &d.path().join("s.log"), &|| {}).unwrap();
-        std::env::remove_var("GITHUB_TOKEN");
-        assert_eq!(r.output.trim(), "[unset] [unset] [42]");
-    }
-
-    #[test]
-    fn quoting() {
-        assert_eq!(shell_quote("a-b"), "a-b");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(
-            shell_words(&["sh".into(), "-c".into(), "x y".into()]),
-            "sh -c 'x y'"
-        );
-    }
-}
+mod tests;

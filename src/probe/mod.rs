@@ -9,8 +9,10 @@
 pub mod container;
 pub mod exec;
 pub mod launch;
+pub mod reaper;
 pub mod repro;
 pub mod script;
+pub mod secrets;
 
 use crate::core::build::{BuildError, TreeFacts};
 use crate::core::outcome::Outcome;
@@ -117,6 +119,14 @@ impl ProbeReport {
             provenance: BTreeMap::new(),
         }
     }
+}
+
+/// Whether a finished step failed for a reason of the machinery rather than of the code under
+/// test, so the prober reports `InfraError` (retried, never stored): one rule for every
+/// launcher (a full disk, see `exec::out_of_space`) plus the launcher's own (a container
+/// engine's errors).
+pub fn step_infra_failure(launcher: &dyn launch::Launcher, r: &exec::RunResult) -> Option<String> {
+    exec::out_of_space(r).or_else(|| launcher.infra_failure(r.exit_code, &r.output))
 }
 
 pub trait Prober: Send + Sync {

@@ -391,11 +391,7 @@ impl Prober for ReproProber {
         };
         let build_s = built.duration.as_secs_f64();
         if !built.success() {
-            if let Some(why) = self
-                .opts
-                .launcher
-                .infra_failure(built.exit_code, &built.output)
-            {
+            if let Some(why) = crate::probe::step_infra_failure(&*self.opts.launcher, &built) {
                 return ProbeReport::infra(why, req.log_path);
             }
             let sig = if built.timed_out {
@@ -424,7 +420,7 @@ impl Prober for ReproProber {
         };
         if !ran.success() {
             // a container engine that failed is not the reproducer failing
-            if let Some(why) = self.opts.launcher.infra_failure(ran.exit_code, &ran.output) {
+            if let Some(why) = crate::probe::step_infra_failure(&*self.opts.launcher, &ran) {
                 return ProbeReport::infra(why, req.log_path);
             }
         }

@@ -3,7 +3,8 @@
 //!
 //! The build step runs in the persistent build directory (`$WORK`), the test in the checkout
 //! (`$SRC`), both through `sh -c` via a `Launcher` (the host, or a container). A build failure is
-//! `BuildFailed` (a skip, never a verdict). The test's exit status maps as git maps it: 0 good,
+//! `BuildFailed` (a skip, never a verdict), unless the machinery failed (a full disk, an engine
+//! error: `InfraError`, retried and never stored). The test's exit status maps as git maps it: 0 good,
 //! 125 skip, 1..=127 bad (`WrongResult`), killed by a signal or >= 128 bad (`Crash`), and past
 //! `--timeout` `Hang`. A crash or wrong result whose output carries a GPU fault message is
 //! reported as `GpuFault` so `--regress crash` and reports can tell them apart.
@@ -141,7 +142,7 @@ impl Prober for ScriptProber {
                     return report;
                 }
                 Ok(r) => {
-                    if let Some(why) = self.launcher.infra_failure(r.exit_code, &r.output) {
+                    if let Some(why) = crate::probe::step_infra_failure(&*self.launcher, &r) {
                         report.signature = Some(format!("build step: {why}"));
                         return report;
                     }
@@ -166,7 +167,7 @@ impl Prober for ScriptProber {
             }
             Ok(r) => r,
         };
-        if let Some(why) = self.launcher.infra_failure(r.exit_code, &r.output) {
+        if let Some(why) = crate::probe::step_infra_failure(&*self.launcher, &r) {
             report.signature = Some(format!("test step: {why}"));
             return report;
         }

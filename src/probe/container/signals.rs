@@ -38,10 +38,8 @@ pub fn parse_provenance(output: &str) -> BTreeMap<String, String> {
     out
 }
 
-/// A full disk fails a build or a test without saying anything about the code under test.
-pub fn disk_full(output: &str) -> bool {
-    output.to_lowercase().contains("no space left on device")
-}
+/// A full disk: the one rule of `exec`, for the host and containers alike.
+pub use crate::probe::exec::disk_full;
 
 /// Whether a finished step failed because of the engine rather than the test: the engine's
 /// own exit code (125, shared with `git bisect`'s skip, so the text decides) with its error
