@@ -499,7 +499,20 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
         eprintln!("setrows-bisect: {}", a.line());
         md.push_str(&format!("\n**Flaky-fault check:** {}\n", a.line()));
     }
-    let validation = crate::run::validate::after_bisect(&args, &p, &outcome, &mut md)?;
+    // The bundled reproducer without --backend tests the CPU; a --script's backend is unknown.
+    let backend = args
+        .backend
+        .as_deref()
+        .or(args.script.is_none().then_some("cpu"));
+    let validation = crate::run::validate::after_bisect(
+        &p.plan,
+        p.prober.as_ref(),
+        &p.store,
+        &outcome,
+        args.validate,
+        backend,
+        &mut md,
+    )?;
     println!("{md}");
     if let Some(path) = &args.report {
         std::fs::write(path, &md)

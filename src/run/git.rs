@@ -156,6 +156,22 @@ fn tested_tree(tree: &Tree<'_>, path: Option<&str>) -> String {
     }
 }
 
+/// The id `plan_range` keys a commit by: its whole tree, or the subtree at `path`. Runs
+/// outside the range (validation's parent and revert) are keyed the same way, so they share
+/// the store with the bisection's.
+pub fn tested_tree_of(
+    repo: &Repository,
+    commit: &str,
+    path: Option<&str>,
+) -> Result<String, GitError> {
+    let id = Oid::from_str(commit).map_err(ctx(format!("parsing {commit}")))?;
+    let tree = repo
+        .find_commit(id)
+        .and_then(|c| c.tree())
+        .map_err(ctx(format!("reading tree of {commit}")))?;
+    Ok(tested_tree(&tree, path))
+}
+
 /// Number of commits on the first-parent chain ending at `id` (the root has depth 1).
 fn first_parent_depth(repo: &Repository, id: Oid) -> Result<u64, GitError> {
     let mut walk = repo.revwalk().map_err(ctx("revwalk"))?;

@@ -51,6 +51,7 @@ fn obs(culprit: Evidence, parent: Evidence) -> Observations {
         culprit,
         parent,
         paths: vec![("src/ggml-cuda/set-rows.cu".into(), PathClass::Relevant)],
+        backend: Some("hip".into()),
         ..Default::default()
     }
 }
