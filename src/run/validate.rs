@@ -279,7 +279,16 @@ impl Runs<'_> {
                         log: None,
                     };
                     next += 1;
-                    let r = self.probing.run_in(&self.slot, &run, &Hooks::QUIET)?;
+                    let hooks = Hooks {
+                        phase: &|_| {},
+                        infra: &|attempt, msg| {
+                            (self.progress)(&format!(
+                                "validate {role} {short}: infrastructure error (attempt {attempt}/{}): {msg}",
+                                self.probing.attempts
+                            ))
+                        },
+                    };
+                    let r = self.probing.run_in(&self.slot, &run, &hooks)?;
                     built = true;
                     (r, false)
                 }
