@@ -235,8 +235,15 @@ fn two_concurrent_probes_in_one_work_dir_do_not_share_a_slot() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let second = probe(&r.shas[7]).output().unwrap();
+    // Without the lock the second probe would run in the same checkout and wait on the
+    // release too: give it a bounded time, then let both go.
+    let mut second = probe(&r.shas[7]).spawn().unwrap();
+    let t1 = std::time::Instant::now();
+    while second.try_wait().unwrap().is_none() && t1.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     std::fs::write(&release, "").unwrap();
+    let second = second.wait_with_output().unwrap();
     let first = first.wait_with_output().unwrap();
     let err = stderr(&second);
     assert_eq!(second.status.code(), Some(3), "{err}");
