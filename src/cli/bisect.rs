@@ -406,6 +406,19 @@ fn repro_prober(
     Ok(Box::new(placement::PerTreeRepro::new(opts, recipe, facts)))
 }
 
+/// What `--plan-only` replays the store into: the policy of `--confidence`/`--repeat`.
+fn session_mode(args: &BisectArgs) -> crate::core::flaky::session::Mode {
+    use crate::core::flaky::session::Mode;
+    match (args.confidence, args.repeat) {
+        (Some(c), _) => Mode::Adaptive {
+            confidence: c,
+            prior: crate::core::flaky::Beta::UNIFORM,
+        },
+        (None, Some(n)) => Mode::Repeat(n.max(1)),
+        (None, None) => Mode::Repeat(1),
+    }
+}
+
 pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     crate::probe::exec::install_interrupt_handler();
     // Issue and token are checked before anything runs (exit 2), not after hours of probing.
@@ -415,12 +428,24 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     let key = crate::cli::report::bisect_key(&range.good, &range.bad, &pred);
     args.github.resume(&key, &p.store, &p.prober.identity())?;
     if args.plan_only {
-        let v = crate::run::distributed::plan_next(&args, &p)?;
+        let v = crate::run::distributed::plan_next(
+            &p.plan,
+            p.prober.as_ref(),
+            &p.store,
+            session_mode(&args),
+            args.max_runs,
+        )?;
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok(0);
     }
     if let Some(sha) = &args.probe {
-        let v = crate::run::distributed::probe_one(&p, sha, args.run_index)?;
+        let v = crate::run::distributed::probe_one(
+            &p.plan,
+            p.prober.as_ref(),
+            &p.store,
+            sha,
+            args.run_index,
+        )?;
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok(0);
     }
@@ -471,15 +496,19 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     if let Some(a) = &result.flaky {
         eprintln!("setrows-bisect: {}", a.line());
     }
-    // The validation's own markdown is not used: the report renders it from the result.
-    let validation = crate::run::validate::after_bisect(&args, &p, &outcome, &mut String::new())?;
-    result.validation = validation
-        .map(|mut v| {
-            v["runs"] = args.validate.into();
-            serde_json::from_value(v)
-        })
-        .transpose()
-        .map_err(|e| CliError::infra(format!("validation result: {e}")))?;
+    // The bundled reproducer without --backend tests the CPU; a --script's backend is unknown.
+    let backend = args
+        .backend
+        .as_deref()
+        .or(args.script.is_none().then_some("cpu"));
+    result.validation = crate::run::validate::after_bisect(
+        &p.plan,
+        p.prober.as_ref(),
+        &p.store,
+        &outcome,
+        args.validate,
+        backend,
+    )?;
     // The stored runs behind the probes: what --resume-from-issue seeds a fresh store from.
     let trees = outcome
         .probes

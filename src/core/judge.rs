@@ -76,6 +76,15 @@ pub fn classify(path: &str, backend: &str) -> PathClass {
     PathClass::Relevant
 }
 
+/// `classify` for a backend that may be unknown: with `None` (a `--script` bisect, which may
+/// build Vulkan as well as HIP) no backend directory can be called irrelevant.
+pub fn classify_for(path: &str, backend: Option<&str>) -> PathClass {
+    match (backend, classify(path, backend.unwrap_or(""))) {
+        (None, PathClass::OtherBackend) => PathClass::Relevant,
+        (_, c) => c,
+    }
+}
+
 /// How reverting the culprit on top of the bad endpoint went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -103,6 +112,10 @@ pub struct Observations {
     pub identical_build: Option<bool>,
     /// Paths the culprit changed, classified.
     pub paths: Vec<(String, PathClass)>,
+    /// The backend the test exercises; `None` for a `--script`, which may build any backend,
+    /// so no backend's sources are called irrelevant (`classify_for`).
+    #[serde(default)]
+    pub backend: Option<String>,
 }
 
 /// Something that makes the answer doubtful (or, for `RevertFixes`, confirms it).
@@ -140,6 +153,9 @@ pub enum Finding {
     OnlyIrrelevantPaths {
         paths: Vec<String>,
     },
+    /// Not a doubt, a limit: without a known backend, changes to backend sources count as
+    /// relevant, so a culprit in another backend's directory is not flagged.
+    BackendUnknown,
 }
 
 impl Finding {
@@ -147,7 +163,7 @@ impl Finding {
     pub fn suspicious(&self) -> bool {
         !matches!(
             self,
-            Finding::RevertFixes { .. } | Finding::RevertConflicts { .. }
+            Finding::RevertFixes { .. } | Finding::RevertConflicts { .. } | Finding::BackendUnknown
         )
     }
 }
@@ -162,6 +178,7 @@ impl fmt::Display for Finding {
             Finding::RevertConflicts { paths } => write!(f, "the culprit does not revert cleanly onto the bad endpoint (conflicts in {})", paths.join(", ")),
             Finding::IdenticalBuild => f.write_str("the culprit's built libraries and programs are byte-identical to its parent's: it cannot have changed behaviour"),
             Finding::OnlyIrrelevantPaths { paths } => write!(f, "the culprit only touches files that are not built for this test: {}", paths.join(", ")),
+            Finding::BackendUnknown => f.write_str("backend unknown: path relevance not judged (backend sources count as relevant)"),
         }
     }
 }
@@ -214,6 +231,9 @@ pub fn judge(obs: &Observations, rate: Beta) -> Validation {
         findings.push(Finding::OnlyIrrelevantPaths {
             paths: obs.paths.iter().map(|(p, _)| p.clone()).collect(),
         });
+    }
+    if obs.backend.is_none() && !obs.paths.is_empty() {
+        findings.push(Finding::BackendUnknown);
     }
     let confirmed = obs.culprit.new > 0 && !findings.iter().any(Finding::suspicious);
     Validation {

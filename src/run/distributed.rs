@@ -16,46 +16,42 @@
 //! policy needs (e.g. a store filled by `--confidence` and replanned without it) a decision can
 //! differ from the driver's, which consumes stored runs one at a time.
 
-use crate::cli::bisect::{BisectArgs, Prepared};
 use crate::core::flaky::session::{self, Action, Mode, Session};
-use crate::core::flaky::Beta;
-use crate::core::outcome::Outcome;
+use crate::core::plan::Plan;
 use crate::error::CliError;
-use crate::run::store::{StoreKey, StoredRun};
+use crate::probe::Prober;
+use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
+use crate::run::store::{Store, StoreKey};
 use serde_json::json;
 
 /// The next wave for `--jobs K` slots as JSON (`done: false` with `probes`, or `done: true`
 /// with the conclusion and the first bad commit when there is one).
-pub fn plan_next(args: &BisectArgs, p: &Prepared) -> anyhow::Result<serde_json::Value> {
-    let r = &p.plan.range;
-    let mode = match (args.confidence, args.repeat) {
-        (Some(c), _) => Mode::Adaptive {
-            confidence: c,
-            prior: Beta::UNIFORM,
-        },
-        (None, Some(n)) => Mode::Repeat(n.max(1)),
-        (None, None) => Mode::Repeat(1),
-    };
+pub fn plan_next(
+    plan: &Plan,
+    prober: &dyn Prober,
+    store: &Store,
+    mode: Mode,
+    max_runs: Option<u64>,
+) -> anyhow::Result<serde_json::Value> {
+    let r = &plan.range;
     let keys = r.candidates.iter().map(|c| c.depth).collect();
-    let mut s = Session::new(keys, p.plan.endpoints, mode, args.max_runs);
-    let identity = p.prober.identity();
+    let mut s = Session::new(keys, plan.endpoints, mode, max_runs);
+    let identity = prober.identity();
     let mut stored = Vec::with_capacity(r.candidates.len());
     for (i, c) in r.candidates.iter().enumerate() {
-        let runs = p
-            .store
+        let runs = store
             .load(&StoreKey::new(&c.tree, &identity))
             .map_err(|e| CliError::infra(e.to_string()))?;
         stored.push(runs.len());
         for run in runs {
-            let v = p
-                .plan
+            let v = plan
                 .predicate
                 .judge(run.report.outcome, &run.report.output_tail);
             s.record(i, v);
         }
     }
     let total: usize = stored.iter().sum();
-    Ok(match s.next(p.plan.jobs) {
+    Ok(match s.next(plan.jobs) {
         Action::Run(ix) => {
             let mut next = stored.clone();
             let probes: Vec<serde_json::Value> = ix
@@ -82,18 +78,18 @@ pub fn plan_next(args: &BisectArgs, p: &Prepared) -> anyhow::Result<serde_json::
     })
 }
 
-/// Attempts when our own machinery fails, as in the driver.
-const INFRA_ATTEMPTS: u32 = 3;
-
-/// `--probe SHA --run-index R`: one run of one planned candidate, stored under run index R
-/// (the driver's numbering), reported as JSON. The checkout and build dir are private to
-/// planned probes (`<work>/checkouts/planned`), so a runner can also hold a normal bisection.
+/// `--probe SHA --run-index R`: one run of one planned candidate through the one slot loop,
+/// stored under run index R (the driver's numbering), reported as JSON. Its slot is private to
+/// planned probes (`planned`), so a runner can also hold a normal bisection, and locked like
+/// every slot, so two `--probe`s in one work dir never share a checkout.
 pub fn probe_one(
-    p: &Prepared,
+    plan: &Plan,
+    prober: &dyn Prober,
+    store: &Store,
     sha: &str,
     run_index: Option<usize>,
 ) -> anyhow::Result<serde_json::Value> {
-    let r = &p.plan.range;
+    let r = &plan.range;
     let cand = r
         .candidates
         .iter()
@@ -105,57 +101,39 @@ pub fn probe_one(
                 &r.bad[..10.min(r.bad.len())]
             ))
         })?;
-    let identity = p.prober.identity();
-    let key = StoreKey::new(&cand.tree, &identity);
-    let infra = |e: &dyn std::fmt::Display| CliError::infra(e.to_string());
-    let index = match run_index {
-        Some(i) => i,
-        None => p.store.load(&key).map_err(|e| infra(&e))?.len(),
+    let fail = |e: DriverError| match e {
+        DriverError::Git(g) if g.is_usage() => CliError::usage(g.to_string()),
+        e => CliError::infra(e.to_string()),
     };
-    let dir = p.plan.work_dir.join("checkouts").join("planned");
-    let src = dir.join("src");
-    let build = dir.join("build");
-    let repo = crate::run::git::open(&p.plan.repo_path).map_err(crate::cli::bisect::git_error)?;
-    let log = p.store.log_path(&key, index);
-    let mut last = String::new();
-    for _ in 0..INFRA_ATTEMPTS {
-        crate::run::git::Checkout::new(src.clone(), dir.join("checkout.state"))
-            .checkout(&repo, &cand.sha)
-            .map_err(crate::cli::bisect::git_error)?;
-        let name = format!(
-            "setrows-planned-{}-{index}-{}",
-            &cand.sha[..10],
-            std::process::id()
-        );
-        let req = crate::probe::ProbeRequest {
-            commit: &cand.sha,
-            checkout: &src,
-            build_dir: &build,
-            log_path: &log,
-            run_name: &name,
-        };
-        let report = p.prober.probe(&req, &|_| {});
-        if report.outcome == Outcome::InfraError {
-            last = report.signature.unwrap_or_default();
-            continue;
-        }
-        let verdict = p.plan.predicate.judge(report.outcome, &report.output_tail);
-        let run = StoredRun {
-            tree: cand.tree.clone(),
-            identity: identity.clone(),
-            commit: cand.sha.clone(),
-            recorded_at: chrono::Utc::now().to_rfc3339(),
-            report,
-        };
-        p.store.save(&key, index, &run).map_err(|e| infra(&e))?;
-        return Ok(json!({
-            "sha": cand.sha, "run_index": index, "outcome": run.report.outcome,
-            "verdict": verdict, "result_dir": p.store.root().join("results").join(&key.0),
-        }));
-    }
-    Err(CliError::infra(format!(
-        "infrastructure failure probing {} ({INFRA_ATTEMPTS} attempts): {last}; log: {}",
-        cand.sha,
-        log.display()
-    )))
+    let probing = Probing::new(prober, store);
+    let index = run_index.unwrap_or_else(|| probing.next_index(&cand.tree));
+    let dir = Slot::dir(
+        &plan.work_dir,
+        &plan.repo_path,
+        &probing.identity,
+        "planned",
+    );
+    let slot = Slot::lock(dir).map_err(fail)?;
+    let repo = crate::run::git::open(&plan.repo_path).map_err(|e| fail(e.into()))?;
+    let name = format!(
+        "setrows-planned-{}-{index}-{}",
+        &cand.sha[..10],
+        std::process::id()
+    );
+    let run = RunSpec {
+        repo: &repo,
+        sha: &cand.sha,
+        tree: &cand.tree,
+        index,
+        name: &name,
+        build: None,
+        log: None,
+    };
+    let report = probing.run_in(&slot, &run, &Hooks::QUIET).map_err(fail)?;
+    let verdict = plan.predicate.judge(report.outcome, &report.output_tail);
+    let key = StoreKey::new(&cand.tree, &probing.identity);
+    Ok(json!({
+        "sha": cand.sha, "run_index": index, "outcome": report.outcome,
+        "verdict": verdict, "result_dir": store.root().join("results").join(&key.0),
+    }))
 }

@@ -8,81 +8,24 @@
 //! persistent build and ccache directory per (image, recipe)), infrastructure retries, and the
 //! results table. Infrastructure errors stay what they are in the table: never a pass or fail.
 
+mod probers;
+
 use crate::core::build::{Backend, TreeFacts};
 use crate::core::matrix::{Config, RawProbe};
-use crate::core::outcome::Outcome;
 use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
 use crate::probe::exec::shell_words;
-use crate::probe::launch::{Cmd, HostLauncher, Launcher, ShellJob};
-use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
+use crate::probe::launch::{HostLauncher, Launcher};
+use crate::probe::{Phase, ProbeReport, Prober};
+use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
+pub use probers::{hipconfig_env, parse_hip_env, InfraAware};
+use probers::{Shared, Unavailable};
 
 pub use crate::core::result::{Cell, ConfigRow, MatrixResults, Rev};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Shares one launcher (and its cached provenance) between the probers of many cells.
-struct Shared(Arc<dyn Launcher>);
-
-impl Launcher for Shared {
-    fn identity(&self) -> String {
-        self.0.identity()
-    }
-    fn command(&self, job: &ShellJob) -> Cmd {
-        self.0.command(job)
-    }
-    fn cleanup(&self, job: &ShellJob) {
-        self.0.cleanup(job)
-    }
-    fn provenance(&self) -> BTreeMap<String, String> {
-        self.0.provenance()
-    }
-    fn infra_failure(&self, exit_code: Option<i32>, output: &str) -> Option<String> {
-        self.0.infra_failure(exit_code, output)
-    }
-}
-
-/// A prober whose launcher may veto its verdict: a step that "failed" because the engine did
-/// (exit 125 with the engine's error, a full disk) is an `InfraError`, whatever the prober
-/// concluded from the exit code alone.
-pub struct InfraAware {
-    inner: Box<dyn Prober>,
-    launcher: Arc<dyn Launcher>,
-    /// The configuration's environment: the script prober leaves its `env` out of its identity,
-    /// but here it *is* the configuration (recipe arguments, launch settings, reproducer flags),
-    /// so stored results of one configuration are never reused for another.
-    config_identity: String,
-}
-
-impl Prober for InfraAware {
-    fn identity(&self) -> String {
-        format!(
-            "{}\nconfig:\n{}",
-            self.inner.identity(),
-            self.config_identity
-        )
-    }
-
-    fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
-        let mut report = self.inner.probe(req, phase);
-        if !matches!(report.outcome, Outcome::InfraError | Outcome::Pass) {
-            let why = self
-                .launcher
-                .infra_failure(report.exit_code, &report.output_tail)
-                .or_else(|| {
-                    crate::probe::container::disk_full(&report.output_tail)
-                        .then(|| "disk full: no space left on device".to_string())
-                });
-            if let Some(why) = why {
-                report.outcome = Outcome::InfraError;
-                report.signature = Some(why);
-            }
-        }
-        report
-    }
-}
 
 pub struct Runner {
     pub repo: PathBuf,
@@ -99,8 +42,9 @@ pub struct Runner {
     /// Where finished cells are stored and looked up (the bisection's store: a matrix cell and
     /// a bisection probe of the same tree and configuration are the same result).
     pub store: Option<crate::run::store::Store>,
-    /// Held from the first checkout on: one matrix run per work dir moves its checkout.
-    lock: Mutex<Option<std::fs::File>>,
+    /// The matrix's one slot (`<work>/matrix`: its checkout and every build dir), locked from
+    /// the first checkout on: one matrix run per work dir moves them.
+    slot: Mutex<Option<Slot>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +53,9 @@ pub enum RunError {
     Busy(PathBuf),
     #[error(transparent)]
     Git(#[from] crate::run::git::GitError),
+    /// The store refused a result.
+    #[error(transparent)]
+    Run(DriverError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -146,7 +93,7 @@ impl Runner {
             launchers: Mutex::new(HashMap::new()),
             hip_envs: Mutex::new(HashMap::new()),
             store: None,
-            lock: Mutex::new(None),
+            slot: Mutex::new(None),
         }
     }
 
@@ -167,57 +114,32 @@ impl Runner {
         })
     }
 
-    /// Moves the one private checkout of this repository to `rev` (never the user's tree).
-    /// One directory for every revision, rewritten file by file, so that files which change
-    /// get new mtimes and the persistent build directories rebuild them: a fresh directory per
+    /// Moves the matrix slot's one private checkout to `rev` (never the user's tree). One
+    /// directory for every revision, rewritten file by file, so that files which change get
+    /// new mtimes and the persistent build directories rebuild them: a fresh directory per
     /// revision would hand the build system sources *older* than its last outputs.
     pub fn checkout(&self, rev: &mut Rev) -> Result<(), RunError> {
-        self.lock_work_dir()?;
         let repo = crate::run::git::open(&self.repo)?;
-        let canon = std::fs::canonicalize(&self.repo).unwrap_or(self.repo.clone());
-        let base = self
-            .work_dir
-            .join("matrix/src")
-            .join(short_hash(&[&canon.to_string_lossy()]));
-        std::fs::create_dir_all(&base).map_err(|source| RunError::Io {
-            path: base.clone(),
-            source,
-        })?;
-        let co = crate::run::git::Checkout::new(base.join("tree"), base.join("state"));
-        co.checkout(&repo, &rev.sha)?;
+        let guard = self.slot()?;
+        let slot = guard.as_ref().ok_or_else(|| self.busy())?;
+        slot.checkout(&repo, &rev.sha).map_err(slot_error)?;
         // A tree that is not ggml (a script probe's own project) keeps today's spelling.
-        rev.facts = crate::probe::tree_facts(&co.dir).unwrap_or_default();
-        rev.checkout = co.dir;
+        rev.facts = crate::probe::tree_facts(slot.src()).unwrap_or_default();
+        rev.checkout = slot.src().to_path_buf();
         Ok(())
     }
 
-    fn lock_work_dir(&self) -> Result<(), RunError> {
-        let mut held = self
-            .lock
-            .lock()
-            .map_err(|_| RunError::Busy(self.work_dir.clone()))?;
-        if held.is_some() {
-            return Ok(());
+    fn busy(&self) -> RunError {
+        RunError::Busy(self.work_dir.join("matrix"))
+    }
+
+    /// The slot, locked on first use and held for the runner's life.
+    fn slot(&self) -> Result<std::sync::MutexGuard<'_, Option<Slot>>, RunError> {
+        let mut held = self.slot.lock().map_err(|_| self.busy())?;
+        if held.is_none() {
+            *held = Some(Slot::lock(self.work_dir.join("matrix")).map_err(slot_error)?);
         }
-        let dir = self.work_dir.join("matrix");
-        let io = |source| RunError::Io {
-            path: dir.clone(),
-            source,
-        };
-        std::fs::create_dir_all(&dir).map_err(io)?;
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("lock"))
-            .map_err(io)?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on a descriptor we own; released when the file is closed.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(RunError::Busy(dir));
-        }
-        *held = Some(f);
-        Ok(())
+        Ok(held)
     }
 
     /// Key of the persistent build and ccache directories: (image, recipe).
@@ -354,7 +276,10 @@ impl Runner {
         Ok(env)
     }
 
-    /// Runs one cell, retrying infrastructure errors. Never fails: what went wrong is the cell.
+    /// Runs one cell through the one slot loop: answered from the store when this (tree,
+    /// configuration) has a run, else probed with `retries` further attempts after an
+    /// infrastructure error, and stored. Never fails: what went wrong is the cell (an
+    /// `InfraError` cell is never a pass or fail).
     pub fn run_cell(&self, config: &Config, rev: &Rev, phase: &dyn Fn(Phase)) -> Cell {
         let build_dir = self
             .work_dir
@@ -363,28 +288,36 @@ impl Runner {
         let log = self
             .log_dir
             .join(format!("{}-{}.log", config.id, &rev.sha[..10]));
-        // One log per cell and run (attempts append to it); not the previous run's.
-        let _ = std::fs::remove_file(&log);
-        let mut attempts = 0;
+        let prober: Box<dyn Prober> = match self.prober(config, rev) {
+            Ok(p) => Box::new(p),
+            Err(e) => Box::new(Unavailable(e)),
+        };
+        let probing = Probing {
+            identity: prober.identity(),
+            prober: prober.as_ref(),
+            store: self.store.as_ref().filter(|_| !rev.tree.is_empty()),
+            attempts: self.retries + 1,
+            backoff: Some(Duration::from_millis(500)),
+        };
         let mut cached = false;
-        let report = loop {
-            attempts += 1;
-            let report = match self.stored(config, rev) {
-                Some(r) => {
-                    cached = true;
-                    // This run's results directory gets the stored log too.
-                    if let Some(parent) = log.parent() {
-                        let _ = std::fs::create_dir_all(parent);
-                    }
-                    let _ = std::fs::copy(&r.log_path, &log);
-                    r
+        let stored = probing
+            .stored(&rev.tree)
+            .ok()
+            .and_then(|runs| runs.into_iter().next());
+        let (report, attempts) = match stored {
+            Some(run) => {
+                cached = true;
+                // This run's results directory gets the stored log too.
+                if let Some(parent) = log.parent() {
+                    let _ = std::fs::create_dir_all(parent);
                 }
-                None => self.attempt(config, rev, &build_dir, &log, attempts, phase),
-            };
-            if report.outcome != Outcome::InfraError || attempts > self.retries {
-                break report;
+                let _ = std::fs::copy(&run.report.log_path, &log);
+                (run.report, 1)
             }
-            std::thread::sleep(Duration::from_millis(500 << attempts.min(6)));
+            None => match self.attempt(&probing, rev, &build_dir, &log, &config.id, phase) {
+                Ok(a) => (a.report, a.attempts),
+                Err(e) => (ProbeReport::infra(e.to_string(), &log), 1),
+            },
         };
         let mut provenance = report.provenance.clone();
         if self.engine.is_none() {
@@ -409,151 +342,47 @@ impl Runner {
         }
     }
 
-    fn store_key(&self, config: &Config, rev: &Rev) -> Option<crate::run::store::StoreKey> {
-        let prober = self.prober(config, rev).ok()?;
-        (!rev.tree.is_empty())
-            .then(|| crate::run::store::StoreKey::new(&rev.tree, &prober.identity()))
-    }
-
-    /// The first stored run of this (tree, configuration), if any.
-    fn stored(&self, config: &Config, rev: &Rev) -> Option<ProbeReport> {
-        let store = self.store.as_ref()?;
-        let key = self.store_key(config, rev)?;
-        store.load(&key).ok()?.into_iter().next().map(|r| r.report)
-    }
-
-    fn save(&self, config: &Config, rev: &Rev, report: &ProbeReport) {
-        let (Some(store), Some(key)) = (self.store.as_ref(), self.store_key(config, rev)) else {
-            return;
-        };
-        // The log moves into the store with the result: `--out` directories come and go.
-        let mut report = report.clone();
-        let stored_log = store.log_path(&key, 0);
-        let copied = stored_log
-            .parent()
-            .map(std::fs::create_dir_all)
-            .and_then(Result::ok)
-            .and_then(|_| std::fs::copy(&report.log_path, &stored_log).ok());
-        if copied.is_some() {
-            report.log_path = stored_log;
-        }
-        let run = crate::run::store::StoredRun {
-            tree: rev.tree.clone(),
-            identity: self
-                .prober(config, rev)
-                .map(|p| p.identity())
-                .unwrap_or_default(),
-            commit: rev.sha.clone(),
-            recorded_at: chrono::Utc::now().to_rfc3339(),
-            report,
-        };
-        if let Err(e) = store.save(&key, 0, &run) {
-            eprintln!(
-                "setrows-bisect: warning: result of {} not stored: {e}",
-                config.id
-            );
-        }
-    }
-
+    /// One cell's run in the matrix slot (run index 0: a cell is one run of its tree).
     fn attempt(
         &self,
-        config: &Config,
+        probing: &Probing<'_>,
         rev: &Rev,
-        build_dir: &Path,
-        log: &Path,
-        attempt: u32,
+        build_dir: &std::path::Path,
+        log: &std::path::Path,
+        config_id: &str,
         phase: &dyn Fn(Phase),
-    ) -> ProbeReport {
-        let prober = match self.prober(config, rev) {
-            Ok(p) => p,
-            Err(e) => return ProbeReport::infra(e, log),
-        };
-        let run_name = format!(
-            "setrows-{}-{}-{}-{attempt}",
+    ) -> Result<crate::run::slots::Attempted, RunError> {
+        let repo = crate::run::git::open(&self.repo)?;
+        let guard = self.slot()?;
+        let slot = guard.as_ref().ok_or_else(|| self.busy())?;
+        let name = format!(
+            "setrows-{}-{config_id}-{}",
             std::process::id(),
-            config.id,
             &rev.sha[..8]
         );
-        let req = ProbeRequest {
-            commit: &rev.sha,
-            checkout: &rev.checkout,
-            build_dir,
-            log_path: log,
-            run_name: &run_name,
+        let run = RunSpec {
+            repo: &repo,
+            sha: &rev.sha,
+            tree: &rev.tree,
+            index: 0,
+            name: &name,
+            build: Some(build_dir),
+            log: Some(log),
         };
-        let report = prober.probe(&req, phase);
-        if report.outcome != Outcome::InfraError {
-            self.save(config, rev, &report);
-        }
-        report
+        let hooks = Hooks {
+            phase,
+            infra: &|_, _| {},
+        };
+        probing.attempt_in(slot, &run, &hooks).map_err(slot_error)
     }
 }
 
-/// `HIPCXX` and `HIP_PATH` as `hipconfig` reports them where `launcher` runs (an image or the
-/// host): ROCm versions differ in where clang lives, and a recipe must not guess.
-pub fn hipconfig_env(launcher: &dyn Launcher) -> Result<Vec<(String, String)>, String> {
-    let key = launcher.identity();
-    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
-    let job = ShellJob {
-        script: "echo \"HIPCXX=$(hipconfig -l)/clang\"; echo \"HIP_PATH=$(hipconfig -R)\"".into(),
-        src: dir.path().into(),
-        work: dir.path().into(),
-        cwd_is_work: true,
-        env: Vec::new(),
-        timeout: Some(Duration::from_secs(120)),
-        name: format!("setrows-hipconfig-{}", std::process::id()),
-    };
-    let log = dir.path().join("hipconfig.log");
-    let r = crate::probe::exec::run(&launcher.command(&job), job.timeout, &log, &|| {
-        launcher.cleanup(&job)
-    })
-    .map_err(|e| format!("running hipconfig in {key}: {e}"))?;
-    let env = parse_hip_env(&r.output);
-    if !r.success() || env.len() != 2 {
-        return Err(format!(
-            "hipconfig in {key} did not give HIPCXX and HIP_PATH (is this a ROCm image?): {}",
-            r.output.trim()
-        ));
-    }
-    Ok(env)
-}
-
-/// `HIPCXX=/abs/clang` and `HIP_PATH=/abs` lines; anything else (an empty `hipconfig` answer
-/// gives `HIPCXX=/clang`) is left out, so the caller sees fewer than two and reports it.
-pub fn parse_hip_env(output: &str) -> Vec<(String, String)> {
-    output
-        .lines()
-        .filter_map(|l| l.trim().split_once('='))
-        .filter(|(k, v)| ["HIPCXX", "HIP_PATH"].contains(k) && v.len() > 1 && v.starts_with('/'))
-        .filter(|(k, v)| *k != "HIPCXX" || *v != "/clang")
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::probe::launch::HostLauncher;
-
-    #[test]
-    fn hipconfig_answer_or_a_clear_error() {
-        match crate::probe::script::which("hipconfig") {
-            Some(_) => {
-                let env = hipconfig_env(&HostLauncher).expect("hipconfig on PATH answers");
-                assert_eq!(env.len(), 2, "{env:?}");
-            }
-            None => {
-                let err = hipconfig_env(&HostLauncher).unwrap_err();
-                assert!(err.contains("did not give HIPCXX and HIP_PATH"), "{err}");
-            }
-        }
-        assert_eq!(
-            parse_hip_env("HIPCXX=/opt/rocm/llvm/bin/clang\nHIP_PATH=/opt/rocm\nnoise\n"),
-            vec![
-                ("HIPCXX".to_string(), "/opt/rocm/llvm/bin/clang".to_string()),
-                ("HIP_PATH".to_string(), "/opt/rocm".to_string())
-            ]
-        );
-        assert!(parse_hip_env("HIPCXX=/clang\nHIP_PATH=\n").is_empty());
+/// The slot's errors in the matrix's terms (a busy slot is another matrix run).
+fn slot_error(e: DriverError) -> RunError {
+    match e {
+        DriverError::Busy(p) => RunError::Busy(p),
+        DriverError::Git(g) => RunError::Git(g),
+        DriverError::Io { path, source } => RunError::Io { path, source },
+        other => RunError::Run(other),
     }
 }

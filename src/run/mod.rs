@@ -5,5 +5,6 @@ pub mod driver;
 pub mod git;
 pub mod matrix;
 pub mod progress;
+pub mod slots;
 pub mod store;
 pub mod validate;

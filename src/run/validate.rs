@@ -14,8 +14,12 @@
 use crate::core::evidence::Evidence;
 use crate::core::flaky::Beta;
 pub use crate::core::judge::{
-    classify, judge, run_limit, Finding, Observations, PathClass, Revert, Validation,
+    classify, classify_for, judge, run_limit, Finding, Observations, PathClass, Revert, Validation,
 };
+use crate::core::plan::Plan;
+use crate::core::result::{BisectOutcome, Conclusion, ValidationResult};
+use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
+use crate::run::store::Store;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -56,8 +60,9 @@ pub enum ValidateError {
         context: String,
         source: git2::Error,
     },
-    #[error("checking out {sha} for validation: {message}")]
-    Checkout { sha: String, message: String },
+    /// A validation run failed: the slot is busy, or the machinery failed after retries.
+    #[error(transparent)]
+    Run(#[from] DriverError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -209,72 +214,120 @@ fn revert_in(repo: &git2::Repository, culprit: &str, onto: &str) -> Result<Rever
 pub struct Setup<'a> {
     pub repo_path: &'a Path,
     pub prober: &'a dyn crate::probe::Prober,
+    /// The bisection's store: a validation run of a tree is a run of that tree like any
+    /// other, used by later bisections and validations alike.
+    pub store: &'a Store,
     pub predicate: &'a crate::core::outcome::Predicate,
+    /// The subtree that keys runs (`--path`), as in the bisected range.
+    pub path: Option<&'a str>,
     /// Runs of the culprit, of its parent and of the reverted bad endpoint (each).
     pub runs: u32,
-    /// Validation's own checkout, build dir, logs and scratch repository live under here.
+    /// Validation's slot and scratch repository live under here.
     pub work_dir: &'a Path,
-    /// Backend the test exercises, for path classification (`hip`, `cuda`, `cpu`, ...).
-    pub backend: &'a str,
+    /// Backend the test exercises, for path classification (`hip`, `cuda`, `cpu`, ...);
+    /// `None` when unknown (a `--script`): then no backend's sources count as irrelevant.
+    pub backend: Option<&'a str>,
     /// Reproduction rate estimated by the bisection.
     pub rate: Beta,
 }
 
-/// Runs probes of `sha` (from `repo`) up to `run_limit`, stopping once a failure has been
-/// seen and at least `stop_on_failure_after` runs were made (one failure settles a parent or a
-/// revert; the culprit still gets its `n` runs) in validation's private checkout; infrastructure
-/// errors are retried once and then left out (they are never evidence).
-fn probe_n(
-    setup: &Setup<'_>,
-    repo: &git2::Repository,
-    sha: &str,
-    role: &str,
-    stop_on_failure_after: u32,
-    progress: &dyn Fn(&str),
-) -> Result<Evidence, ValidateError> {
-    let dir = setup.work_dir.join("validate");
-    let src = dir.join("src");
-    let build = dir.join("build");
-    let logs = dir.join("logs");
-    std::fs::create_dir_all(&logs).map_err(io(&logs))?;
-    crate::run::git::Checkout::new(src.clone(), dir.join("checkout.state"))
-        .checkout(repo, sha)
-        .map_err(|e| ValidateError::Checkout {
-            sha: sha.to_string(),
-            message: e.to_string(),
-        })?;
-    let short = &sha[..sha.len().min(10)];
-    let mut ev = Evidence::default();
-    let limit = run_limit(setup.runs, setup.rate);
-    for i in 0..limit {
-        if ev.new > 0 && ev.runs() >= stop_on_failure_after {
-            break;
-        }
-        for attempt in 0..2 {
-            let log = logs.join(format!("{short}-{role}-{i}-{attempt}.log"));
-            let name = format!("setrows-validate-{short}-{i}-{}", std::process::id());
-            let req = crate::probe::ProbeRequest {
-                commit: sha,
-                checkout: &src,
-                build_dir: &build,
-                log_path: &log,
-                run_name: &name,
-            };
-            let r = setup.prober.probe(&req, &|_| {});
-            if r.outcome == crate::core::outcome::Outcome::InfraError {
-                continue;
+/// Validation's runs: one locked slot, the bisection's store and prober.
+struct Runs<'a> {
+    setup: &'a Setup<'a>,
+    probing: Probing<'a>,
+    slot: Slot,
+    progress: &'a dyn Fn(&str),
+}
+
+impl Runs<'_> {
+    /// Gathers evidence for `sha` (from `repo`, the user's or the scratch one) up to
+    /// `run_limit` runs, stored runs of its tree first, stopping once a failure has been seen
+    /// and at least `stop_on_failure_after` runs were used (one failure settles a parent or a
+    /// revert; the culprit still gets its `n` runs). New runs go through the one slot loop:
+    /// stored, and an infrastructure failure is an error, never left out. Also says whether
+    /// the slot's build dir now holds this tree's build.
+    fn probe_n(
+        &self,
+        repo: &git2::Repository,
+        sha: &str,
+        role: &str,
+        stop_on_failure_after: u32,
+    ) -> Result<(Evidence, String, bool), ValidateError> {
+        let tree = crate::run::git::tested_tree_of(repo, sha, self.setup.path)
+            .map_err(DriverError::from)?;
+        let mut stored = self.probing.stored(&tree)?.into_iter();
+        let mut next = self.probing.next_index(&tree);
+        let short = &sha[..sha.len().min(10)];
+        let name = format!("setrows-validate-{short}-{}", std::process::id());
+        let mut ev = Evidence::default();
+        let mut built = false;
+        let limit = run_limit(self.setup.runs, self.setup.rate);
+        for i in 0..limit {
+            if ev.new > 0 && ev.runs() >= stop_on_failure_after {
+                break;
             }
-            let v = setup.predicate.judge(r.outcome, &r.output_tail);
-            progress(&format!(
-                "validate {role} {short} run {}: {} ({v:?})",
+            let (report, cached) = match stored.next() {
+                Some(run) => (run.report, true),
+                None => {
+                    let run = RunSpec {
+                        repo,
+                        sha,
+                        tree: &tree,
+                        index: next,
+                        name: &name,
+                        build: None,
+                        log: None,
+                    };
+                    next += 1;
+                    let hooks = Hooks {
+                        phase: &|_| {},
+                        infra: &|attempt, msg| {
+                            (self.progress)(&format!(
+                                "validate {role} {short}: infrastructure error (attempt {attempt}/{}): {msg}",
+                                self.probing.attempts
+                            ))
+                        },
+                    };
+                    let r = self.probing.run_in(&self.slot, &run, &hooks)?;
+                    built = true;
+                    (r, false)
+                }
+            };
+            let v = self
+                .setup
+                .predicate
+                .judge(report.outcome, &report.output_tail);
+            (self.progress)(&format!(
+                "validate {role} {short} run {}: {} ({v:?}){}",
                 i + 1,
-                r.outcome
+                report.outcome,
+                if cached { " [stored]" } else { "" }
             ));
             ev.add(v);
-            break;
         }
+        Ok((ev, tree, built))
     }
-    Ok(ev)
+
+    /// Hashes of the build outputs of `tree`: measured now when the slot just built it,
+    /// else as measured when it last did (kept next to the slot), so a validation answered
+    /// from the store compares the same builds as the one that ran them.
+    fn outputs(&self, tree: &str, built: bool) -> Option<BTreeMap<String, String>> {
+        let file = self
+            .setup
+            .work_dir
+            .join("validate")
+            .join("outputs")
+            .join(format!("{}.json", self.probing.key(tree).0));
+        if built {
+            let h = hash_outputs(&self.slot.build()).ok()?;
+            if let Some(dir) = file.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = std::fs::write(&file, serde_json::to_string(&h).unwrap_or_default());
+            return Some(h);
+        }
+        serde_json::from_str(&std::fs::read_to_string(&file).ok()?).ok()
+    }
 }
 
 /// Re-runs the culprit and its parent, reverts the culprit onto `bad` and runs that, compares
@@ -298,20 +351,35 @@ pub fn validate_culprit(
         paths: changed_paths(&repo, cid)?
             .into_iter()
             .map(|p| {
-                let c = classify(&p, setup.backend);
+                let c = classify_for(&p, setup.backend);
                 (p, c)
             })
             .collect(),
+        backend: setup.backend.map(str::to_string),
         ..Default::default()
     };
-    let build = setup.work_dir.join("validate").join("build");
+    let probing = Probing::new(setup.prober, setup.store);
+    let dir = Slot::dir(
+        setup.work_dir,
+        setup.repo_path,
+        &probing.identity,
+        "validate",
+    );
+    let runs = Runs {
+        setup,
+        slot: Slot::lock(dir)?,
+        probing,
+        progress,
+    };
     let mut parent_hash = None;
     if let Some(p) = &parent {
-        obs.parent = probe_n(setup, &repo, p, "parent", 1, progress)?;
-        parent_hash = hash_outputs(&build).ok();
+        let (ev, tree, built) = runs.probe_n(&repo, p, "parent", 1)?;
+        obs.parent = ev;
+        parent_hash = runs.outputs(&tree, built);
     }
-    obs.culprit = probe_n(setup, &repo, culprit, "culprit", setup.runs, progress)?;
-    if let (Some(a), Ok(b)) = (parent_hash, hash_outputs(&build)) {
+    let (ev, tree, built) = runs.probe_n(&repo, culprit, "culprit", setup.runs)?;
+    obs.culprit = ev;
+    if let (Some(a), Some(b)) = (parent_hash, runs.outputs(&tree, built)) {
         if !a.is_empty() && !b.is_empty() {
             obs.identical_build = Some(a == b);
         }
@@ -319,59 +387,43 @@ pub fn validate_culprit(
     let scratch = setup.work_dir.join("validate").join("scratch.git");
     let (scratch_repo, revert) = revert_in_scratch(setup.repo_path, culprit, bad, &scratch)?;
     if let Revert::Clean { commit } = &revert {
-        obs.reverted = Some(probe_n(
-            setup,
-            &scratch_repo,
-            commit,
-            "reverted",
-            1,
-            progress,
-        )?);
+        obs.reverted = Some(runs.probe_n(&scratch_repo, commit, "reverted", 1)?.0);
     }
     obs.revert = Some(revert);
     let v = judge(&obs, setup.rate);
     Ok((obs, v))
 }
 
-/// Markdown for the report: the verdict of validation and every finding.
-pub fn markdown(v: &Validation, runs: u32) -> String {
-    let mut s = format!(
-        "\n**Validation** ({runs} runs each of the culprit, its parent and the bad endpoint with the culprit reverted): {}\n",
-        if v.confirmed { "confirmed" } else { "DOUBTFUL" }
-    );
-    for f in &v.findings {
-        s.push_str(&format!("- {f}\n"));
-    }
-    s
-}
-
-/// The CLI's `--validate N` step after a bisection: validates a found culprit, appends the
-/// findings to the markdown report and returns them as JSON (`None` when off or nothing was
-/// found). Errors are the machinery's (exit 3).
+/// The CLI's `--validate N` step after a bisection: validates a found culprit and returns what
+/// the result records (`None` when off or nothing was found); the report renders it. Errors are the machinery's (exit 3), an infrastructure failure of any run included.
 pub fn after_bisect(
-    args: &crate::cli::bisect::BisectArgs,
-    p: &crate::cli::bisect::Prepared,
-    outcome: &crate::run::driver::BisectOutcome,
-    md: &mut String,
-) -> anyhow::Result<Option<serde_json::Value>> {
-    let crate::run::driver::Conclusion::Found { index } = &outcome.conclusion else {
+    plan: &Plan,
+    prober: &dyn crate::probe::Prober,
+    store: &Store,
+    outcome: &BisectOutcome,
+    runs: u32,
+    backend: Option<&str>,
+) -> anyhow::Result<Option<ValidationResult>> {
+    let Conclusion::Found { index } = &outcome.conclusion else {
         return Ok(None);
     };
-    if args.validate == 0 {
+    if runs == 0 {
         return Ok(None);
     }
-    let r = &p.plan.range;
+    let r = &plan.range;
     let ev = crate::core::flaky::evidence_from_runs(
         r.candidates.len(),
         outcome.probes.iter().map(|x| (x.candidate, x.verdict)),
     );
     let setup = Setup {
-        repo_path: &p.plan.repo_path,
-        prober: p.prober.as_ref(),
-        predicate: &p.plan.predicate,
-        runs: args.validate,
-        work_dir: &p.plan.work_dir,
-        backend: args.backend.as_deref().unwrap_or("hip"),
+        repo_path: &plan.repo_path,
+        prober,
+        store,
+        predicate: &plan.predicate,
+        path: r.spec.path.as_deref(),
+        runs,
+        work_dir: &plan.work_dir,
+        backend,
         rate: crate::core::flaky::rate_posterior(&ev, Beta::UNIFORM),
     };
     let say = |l: &str| eprintln!("setrows-bisect: {l}");
@@ -380,12 +432,12 @@ pub fn after_bisect(
     for f in &v.findings {
         say(&format!("validation: {f}"));
     }
-    md.push_str(&markdown(&v, args.validate));
-    Ok(Some(serde_json::json!({
-        "confirmed": v.confirmed,
-        "findings": v.findings,
-        "observations": obs,
-    })))
+    Ok(Some(ValidationResult {
+        runs,
+        confirmed: v.confirmed,
+        findings: v.findings,
+        observations: obs,
+    }))
 }
 
 #[cfg(test)]

@@ -51,6 +51,7 @@ fn obs(culprit: Evidence, parent: Evidence) -> Observations {
         culprit,
         parent,
         paths: vec![("src/ggml-cuda/set-rows.cu".into(), PathClass::Relevant)],
+        backend: Some("hip".into()),
         ..Default::default()
     }
 }
@@ -254,4 +255,21 @@ fn run_limit_grows_for_rare_faults_and_is_capped() {
     );
     // Nothing known: capped.
     assert_eq!(run_limit(3, Beta::UNIFORM), 20);
+}
+
+#[test]
+fn an_unknown_backend_judges_no_backend_dir_irrelevant_and_says_so() {
+    let vulkan = "ggml/src/ggml-vulkan/set-rows.comp";
+    assert_eq!(classify_for(vulkan, Some("hip")), PathClass::OtherBackend);
+    assert_eq!(classify_for(vulkan, None), PathClass::Relevant);
+    assert_eq!(classify_for("docs/x.md", None), PathClass::Docs);
+    let mut o = obs(ev(1, 2), ev(3, 0));
+    o.paths = vec![(vulkan.into(), classify_for(vulkan, None))];
+    o.backend = None;
+    let v = judge(&o, Beta::UNIFORM);
+    assert!(v.confirmed, "{v:?}");
+    assert_eq!(v.findings.last(), Some(&Finding::BackendUnknown));
+    o.backend = Some("hip".into());
+    o.paths = vec![(vulkan.into(), classify_for(vulkan, Some("hip")))];
+    assert!(!judge(&o, Beta::UNIFORM).confirmed);
 }

@@ -1,0 +1,151 @@
+//! The `--confidence` driver loop: `flaky::session::Session` hands out waves of `--jobs` runs
+//! and this loop answers each from the store first, running the rest on the job slots. It is
+//! separate from the deterministic loop because its store reading differs: runs are consumed
+//! one wave at a time, in run-index order, rather than all at once per candidate.
+
+use super::{drive, execute, in_slots, note, range_label, Shared};
+use crate::core::evidence::Evidence;
+use crate::core::flaky::session::{Action, Conclusion as SessionConclusion, Mode, Session};
+use crate::core::flaky::Beta;
+use crate::core::plan::Plan;
+use crate::core::result::{BisectOutcome, Conclusion};
+use crate::probe::Prober;
+use crate::run::progress::Progress;
+use crate::run::slots::DriverError;
+use crate::run::store::{Store, StoredRun};
+use std::collections::VecDeque;
+
+/// `--confidence C` (and `--max-runs`): the bisection is driven by `flaky::session::Session`,
+/// which hands out waves of `plan.jobs` runs. Slots the search's proposals leave free re-run
+/// undecided candidates, so K slots shorten the wall time instead of waiting on one candidate's
+/// repeated runs; at the end the culprit's parent is re-run until the answer holds at C.
+///
+/// Same contract as `bisect_commits`: every run is stored before it is recorded, a run the
+/// session asks for is answered by the store first (so a resumed bisection replays the same
+/// waves and reaches the same answer), infrastructure failures are retried.
+pub fn bisect_session(
+    plan: &Plan,
+    prober: &dyn Prober,
+    confidence: f64,
+    max_runs: Option<u64>,
+    store: &Store,
+    progress: &Progress,
+) -> Result<BisectOutcome, DriverError> {
+    let mode = Mode::Adaptive {
+        confidence,
+        prior: Beta::UNIFORM,
+    };
+    let describe = |s: Option<&Session>| {
+        let base = match s {
+            Some(s) => s.policy().describe(),
+            None => format!("adaptive, {:.1}% confidence", confidence * 100.0),
+        };
+        let cap = max_runs
+            .map(|m| format!(", at most {m} runs"))
+            .unwrap_or_default();
+        format!(
+            "{base}{cap}; waves of {} runs, the culprit's parent re-run until the answer holds",
+            plan.jobs.max(1)
+        )
+    };
+    let mut last_policy = describe(None);
+    let outcome = drive(plan, prober, store, progress, describe(None), |shared| {
+        let (c, steps, session) = session_loop(shared, mode, max_runs)?;
+        last_policy = describe(Some(&session));
+        Ok((c, steps))
+    })?;
+    Ok(BisectOutcome {
+        policy: last_policy,
+        ..outcome
+    })
+}
+
+/// The `--confidence` loop over `Session` waves. Per candidate, stored runs are loaded the
+/// first time the session asks for it and consumed (in run-index order) before anything is
+/// executed; new runs are numbered after the last stored one.
+fn session_loop(
+    shared: &Shared<'_>,
+    mode: Mode,
+    max_runs: Option<u64>,
+) -> Result<(Conclusion, usize, Session), DriverError> {
+    let plan = shared.plan;
+    let cands = &plan.range.candidates;
+    let jobs = plan.jobs.max(1);
+    let mut session = Session::new(
+        cands.iter().map(|c| c.depth).collect(),
+        plan.endpoints,
+        mode,
+        max_runs,
+    );
+    let mut stored: Vec<Option<VecDeque<StoredRun>>> = vec![None; cands.len()];
+    let mut consumed = vec![0usize; cands.len()];
+    let mut next_free = vec![0usize; cands.len()];
+    let label = range_label(plan);
+    loop {
+        let done = shared.records.lock().map(|r| r.len()).unwrap_or(0);
+        shared
+            .progress
+            .steps(waves_left(session.evidence(), jobs), done, &label);
+        let wave = match session.next(jobs) {
+            Action::Run(wave) => wave,
+            Action::Finished => break,
+        };
+        let mut fresh: Vec<(usize, usize)> = Vec::new();
+        for i in wave {
+            let queue = match &mut stored[i] {
+                Some(q) => q,
+                slot => {
+                    next_free[i] = shared.probing.next_index(&cands[i].tree);
+                    slot.insert(shared.probing.stored(&cands[i].tree)?.into())
+                }
+            };
+            if let Some(run) = queue.pop_front() {
+                let v = note(shared, i, &run.report, true, consumed[i]);
+                consumed[i] += 1;
+                session.record(i, v?);
+                continue;
+            }
+            fresh.push((i, next_free[i]));
+            next_free[i] += 1;
+            consumed[i] += 1;
+        }
+        let run_one = |i: usize, run_index: usize, slot: usize| {
+            let report = execute(shared, i, run_index, slot)?;
+            note(shared, i, &report, false, run_index)
+        };
+        let verdicts = in_slots(plan, &fresh, |&(i, r), slot| run_one(i, r, slot));
+        for (&(i, _), v) in fresh.iter().zip(verdicts) {
+            session.record(i, v?);
+        }
+    }
+    let conclusion = match session.conclusion().cloned() {
+        Some(SessionConclusion::Found { culprit, .. }) => Conclusion::Found { index: culprit },
+        Some(SessionConclusion::Ambiguous { candidates, .. })
+        | Some(SessionConclusion::Inconclusive { candidates, .. }) => Conclusion::Ambiguous {
+            indices: candidates,
+        },
+        Some(SessionConclusion::BadEndpoint { which, got }) => {
+            Conclusion::BadEndpoint { which, got }
+        }
+        // `next` returns Finished only with a conclusion; an empty answer is the honest one.
+        None => Conclusion::Ambiguous {
+            indices: (1..cands.len()).collect(),
+        },
+    };
+    let waves = session.waves() as usize;
+    Ok((conclusion, waves, session))
+}
+
+/// Rough rounds still needed, for the progress line: the gap between the last candidate seen
+/// only passing and the first seen failing, cut K+1 ways per wave.
+fn waves_left(ev: &[Evidence], jobs: usize) -> u32 {
+    let hi = ev.iter().position(|e| e.new > 0).unwrap_or(ev.len());
+    let lo = ev[..hi].iter().rposition(|e| e.old > 0).unwrap_or(0);
+    let mut gap = hi.saturating_sub(lo + 1);
+    let mut waves = 0;
+    while gap > 0 {
+        gap /= jobs + 1;
+        waves += 1;
+    }
+    waves
+}
