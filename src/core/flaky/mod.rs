@@ -688,6 +688,70 @@ pub fn top_block(culprit: &[f64], untestable: &[bool]) -> (Vec<usize>, f64) {
     (best, best_mass.clamp(0.0, 1.0))
 }
 
+/// How far below its estimate the reproduction rate is taken when deciding to stop, in
+/// standard errors (Wilson score bound). See `robust_mass`.
+pub const RATE_MARGIN_Z: f64 = 2.0;
+
+/// Lower Wilson score bound for a rate seen `k` times in `n` runs (0 when n = 0).
+pub fn wilson_lower(k: u32, n: u32, z: f64) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    let (k, n) = (f64::from(k), f64::from(n));
+    let ph = k / n;
+    let d = 1.0 + z * z / n;
+    let c = (ph + z * z / (2.0 * n)) / d;
+    let h = z / d * (ph * (1.0 - ph) / n + z * z / (4.0 * n * n)).sqrt();
+    (c - h).max(0.0)
+}
+
+/// Posterior mass of `block` (ascending; its last candidate the one that was tested) with
+/// the reproduction rate fixed at a pessimistic value instead of integrated out: the lower
+/// Wilson bound (`z` standard errors) of the rate seen at and after the block's last
+/// candidate.
+///
+/// Why: the integrated posterior is calibrated on average over the prior on p, not for each
+/// p. With a rare fault the few failures seen can make it look more reproducible than it is,
+/// every pass then counts too much, and the answer is wrong more often than it claims (at
+/// p = 0.1, 9.7% wrong at a stated 0.95). With p known the posterior is calibrated for that p
+/// whatever the stopping rule, and a pass at a good-looking candidate proves less the smaller
+/// p is, so the mass at a lower bound of p is a lower bound of the mass at the true p
+/// whenever the bound holds. The Session stops only when both this and the integrated mass
+/// reach the target. z = 2 (simulation, 400 histories of 1000 candidates): 0.5-2.5% wrong at
+/// p = 0.5, 0.3, 0.1 for 1.6x the information limit; z = 1.645 was 5.0% wrong at p = 0.3, z = 1
+/// 6.5%, z = 2.5 cost 1.75x.
+pub fn robust_mass(evidence: &[Evidence], block: &[usize], z: f64) -> f64 {
+    let n = evidence.len();
+    let Some(&h) = block.last() else {
+        return 0.0;
+    };
+    let last = evidence
+        .iter()
+        .position(|e| e.new > 0)
+        .unwrap_or(n - 1);
+    let (fh, sh) = evidence[h..]
+        .iter()
+        .fold((0u32, 0u32), |(f, s), e| (f + e.new, s + e.old));
+    let p = wilson_lower(fh, fh + sh, z).min(1.0 - 1e-12);
+    if p <= 0.0 {
+        return 0.0;
+    }
+    let (lp, lq) = (p.ln(), (1.0 - p).ln());
+    let mut logw = vec![f64::NEG_INFINITY; n];
+    let (mut f, mut s) = (0.0f64, 0.0f64);
+    for j in (1..n).rev() {
+        f += f64::from(evidence[j].new);
+        s += f64::from(evidence[j].old);
+        if j <= last {
+            logw[j] = f * lp + s * lq;
+        }
+    }
+    let max = logw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let total: f64 = logw.iter().map(|w| (w - max).exp()).sum();
+    let mass: f64 = block.iter().map(|&j| (logw[j] - max).exp()).sum();
+    (mass / total).clamp(0.0, 1.0)
+}
+
 /// The Session's rule for `--confidence`, as the report describes it. `decide` is the
 /// per-candidate rule still used for one thing: when the bad endpoint, never seen failing,
 /// has passed often enough to be called good (a bad endpoint).

@@ -324,3 +324,22 @@ fn skipped_candidates_share_a_block_with_the_next_one() {
     let (block, _) = top_block(&culprit, &[false; 6]);
     assert_eq!(block, vec![4]);
 }
+
+#[test]
+fn robust_mass_takes_the_rate_at_its_lower_bound() {
+    // Wilson: 8 failures in 10 runs, z = 2 -> about 0.49.
+    let lo = wilson_lower(8, 10, 2.0);
+    assert!((lo - 0.490).abs() < 0.005, "{lo}");
+    assert_eq!(wilson_lower(0, 0, 2.0), 0.0);
+    // 9 passed twice, 10 failed 4 of 5 runs, the bad endpoint failed 4 of 5.
+    let mut runs = vec![(20, 0); 9];
+    runs.extend([(2, 0), (1, 4), (1, 4)]);
+    let e = evs(&runs);
+    let integrated = belief(&e, Beta::UNIFORM).unwrap().culprit[10];
+    let robust = robust_mass(&e, &[10], 2.0);
+    // A lower rate makes the two passes at 9 prove less.
+    assert!(robust < integrated, "{robust} vs {integrated}");
+    let p = wilson_lower(8, 10, 2.0);
+    let want = 1.0 / (1.0 + (1.0 - p).powi(2));
+    assert!((robust - want).abs() < 0.01, "{robust} vs {want}");
+}
