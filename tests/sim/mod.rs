@@ -316,7 +316,10 @@ mod tests {
             assert!((got - want).abs() < 0.5, "p={p}: {got}");
         }
         let (lo, hi) = wilson(95, 100);
-        assert!((lo - 0.888).abs() < 0.002 && (hi - 0.978).abs() < 0.002, "{lo} {hi}");
+        assert!(
+            (lo - 0.888).abs() < 0.002 && (hi - 0.978).abs() < 0.002,
+            "{lo} {hi}"
+        );
     }
 
     #[test]

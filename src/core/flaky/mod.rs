@@ -579,8 +579,9 @@ impl<'a> Planner<'a> {
             for (s, a) in acc.iter_mut().enumerate().take(active + 1).skip(1) {
                 *a += self.range(s, active - s, lo, at[f]);
             }
-            for s in 1..=active {
-                hy -= self.binom[active - 1][s - 1] * xlnx(acc[s].max(0.0));
+            let ways = &self.binom[active - 1];
+            for (s, &a) in acc.iter().enumerate().take(active + 1).skip(1) {
+                hy -= ways[s - 1] * xlnx(a.max(0.0));
             }
         }
         hy -= xlnx(p0.max(0.0));
@@ -592,13 +593,7 @@ impl<'a> Planner<'a> {
     /// each the candidate (among `allowed`) that adds the most information to the runs chosen
     /// before it. `keys` steer ties (see `STABLE_TOLERANCE`). Stops early when no run adds
     /// information. Deterministic: a function of its arguments.
-    pub fn pick(
-        &self,
-        wave: &[usize],
-        free: usize,
-        allowed: &[bool],
-        keys: &[u64],
-    ) -> Vec<usize> {
+    pub fn pick(&self, wave: &[usize], free: usize, allowed: &[bool], keys: &[u64]) -> Vec<usize> {
         let mut chosen: Vec<usize> = wave.to_vec();
         let n = self.belief.culprit.len();
         // Runs after the first failure tell only what a run at it tells: never better.
@@ -622,10 +617,7 @@ impl<'a> Planner<'a> {
             let before = self.information(&base);
             let mut scored: Vec<(usize, f64)> = Vec::new();
             let mut trial = Vec::with_capacity(base.len() + 1);
-            for x in 1..=last {
-                if !allowed[x] {
-                    continue;
-                }
+            for x in (1..=last).filter(|&x| allowed[x]) {
                 trial.clear();
                 let at = base.partition_point(|&b| b <= x);
                 trial.extend_from_slice(&base[..at]);
@@ -725,10 +717,7 @@ pub fn robust_mass(evidence: &[Evidence], block: &[usize], z: f64) -> f64 {
     let Some(&h) = block.last() else {
         return 0.0;
     };
-    let last = evidence
-        .iter()
-        .position(|e| e.new > 0)
-        .unwrap_or(n - 1);
+    let last = evidence.iter().position(|e| e.new > 0).unwrap_or(n - 1);
     let (fh, sh) = evidence[h..]
         .iter()
         .fold((0u32, 0u32), |(f, s), e| (f + e.new, s + e.old));

@@ -19,8 +19,8 @@
 //! or all at once as `--plan-only` does) resumes exactly.
 
 use super::{
-    belief, expected_good_verdicts, posterior, rate_posterior, top_block, Beta, FlakyPolicy,
-    Planner, PosteriorRule, robust_mass, RATE_MARGIN_Z,
+    belief, expected_good_verdicts, posterior, rate_posterior, robust_mass, top_block, Beta,
+    FlakyPolicy, Planner, PosteriorRule, RATE_MARGIN_Z,
 };
 use crate::core::evidence::{Decision, Evidence, Fixed, Policy};
 use crate::core::outcome::Verdict;
@@ -634,7 +634,12 @@ mod tests {
 
     #[test]
     fn endpoints_that_lie_are_reported() {
-        let mut s = Session::new((0..50).collect(), EndpointCheck::First, adaptive(0.95), None);
+        let mut s = Session::new(
+            (0..50).collect(),
+            EndpointCheck::First,
+            adaptive(0.95),
+            None,
+        );
         drive(&mut s, 2, |_| Verdict::New);
         assert_eq!(
             s.conclusion(),
@@ -643,7 +648,12 @@ mod tests {
                 got: Verdict::New
             })
         );
-        let mut s = Session::new((0..50).collect(), EndpointCheck::First, adaptive(0.95), None);
+        let mut s = Session::new(
+            (0..50).collect(),
+            EndpointCheck::First,
+            adaptive(0.95),
+            None,
+        );
         drive(&mut s, 1, |_| Verdict::Old);
         assert_eq!(
             s.conclusion(),

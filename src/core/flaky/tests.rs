@@ -156,7 +156,12 @@ fn belief_is_the_exact_posterior() {
             let want = posterior(e, prior).unwrap();
             let got = belief(e, prior).unwrap();
             for (a, b) in want.culprit.iter().zip(&got.culprit) {
-                assert!((a - b).abs() < 1e-9, "{:?} vs {:?}", want.culprit, got.culprit);
+                assert!(
+                    (a - b).abs() < 1e-9,
+                    "{:?} vs {:?}",
+                    want.culprit,
+                    got.culprit
+                );
             }
             assert!((want.rate_mean - got.rate_mean).abs() < 1e-9);
         }
@@ -207,7 +212,17 @@ fn brute_information(b: &Belief, at: &[usize]) -> f64 {
 
 #[test]
 fn one_run_carries_the_z_channel_information() {
-    let e = evs(&[(1, 0), (2, 0), (0, 0), (1, 0), (0, 0), (0, 0), (0, 2), (0, 0), (0, 3)]);
+    let e = evs(&[
+        (1, 0),
+        (2, 0),
+        (0, 0),
+        (1, 0),
+        (0, 0),
+        (0, 0),
+        (0, 2),
+        (0, 0),
+        (0, 3),
+    ]);
     let b = belief(&e, Beta::UNIFORM).unwrap();
     let pl = Planner::new(&b, 1);
     for x in 0..e.len() {
@@ -221,7 +236,18 @@ fn one_run_carries_the_z_channel_information() {
 
 #[test]
 fn wave_information_matches_enumeration() {
-    let e = evs(&[(1, 0), (2, 0), (0, 0), (1, 0), (0, 0), (3, 0), (0, 0), (0, 0), (0, 1), (0, 2)]);
+    let e = evs(&[
+        (1, 0),
+        (2, 0),
+        (0, 0),
+        (1, 0),
+        (0, 0),
+        (3, 0),
+        (0, 0),
+        (0, 0),
+        (0, 1),
+        (0, 2),
+    ]);
     let b = belief(&e, Beta::UNIFORM).unwrap();
     let pl = Planner::new(&b, 4);
     for at in [
