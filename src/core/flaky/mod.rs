@@ -11,11 +11,14 @@
 //!   often, averaged over `p`'s posterior, is below this verdict's share of the error budget.
 //!   The share is `(1 - confidence) / expected_good_verdicts`, because the answer is wrong as
 //!   soon as one of the ~log2(N) "good" verdicts on its way was wrong.
-//! * `posterior`: the exact posterior over the culprit given *all* runs (p integrated out), so
-//!   the report states the confidence in the answer it gives, not the confidence of each step.
-//!   The error of an answer `h` is the probability that its parent is bad; `session` re-runs the
-//!   parent until the posterior confidence reaches the target (or the budget runs out and the
-//!   answer is "inconclusive" with the candidates that remain).
+//! * `posterior` / `belief`: the exact posterior over the culprit given *all* runs (p
+//!   integrated out), so the report states the confidence in the answer it gives, not the
+//!   confidence of each step.
+//! * `Planner`: where the next runs tell the most about the culprit (expected information
+//!   under `belief`); `session` runs there until one candidate holds the target confidence,
+//!   both integrated and with p at a lower bound (`robust_mass`), or the budget runs out and
+//!   the answer is "inconclusive" with the candidates that remain. `FlakyPolicy` is now used
+//!   only to call a never-failing bad endpoint good.
 //!
 //! Pure: no I/O. The driver feeds runs in and asks what to run next (`session::Session`).
 
