@@ -2,35 +2,58 @@
 //! runs) costs and how often it is wrong under each, on the same simulated histories as
 //! `flaky_sim`. The default is the uniform prior.
 //!
-//! cargo run --release --example flaky_tune
+//! cargo run --release --example flaky_tune -- [trials] [candidates] [slots] [priors]
+//!
+//! `priors`: how many of (uniform, Jeffreys, Beta(1, 2)) to try, in that order (default 3).
 #[path = "../tests/sim/mod.rs"]
 mod sim;
 
 use setrows_bisect::core::flaky::session::Mode;
 use setrows_bisect::core::flaky::Beta;
 use setrows_bisect::core::search::EndpointCheck;
-use sim::{batch, trial, History};
+use sim::{batch, info_limit, trial, wilson, History};
+
+fn arg(i: usize, default: u64) -> u64 {
+    std::env::args()
+        .nth(i)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
 
 fn main() {
-    println!("| prior | p | wrong | runs/answer | stated confidence |");
-    println!("|---|---|---|---|---|");
+    let trials = arg(1, 1000) as u32;
+    let n = arg(2, 1000) as usize;
+    let slots = arg(3, 1) as usize;
+    let priors = arg(4, 3) as usize;
+    println!("{trials} histories of {n} candidates, K = {slots}\n");
+    println!("| prior | p | right (95% CI) | wrong | runs/answer | x log2(N)/C(p) | waves | stated confidence |");
+    println!("|---|---|---|---|---|---|---|---|");
     for (name, prior) in [
         ("uniform (default)", Beta::UNIFORM),
         ("jeffreys", Beta { a: 0.5, b: 0.5 }),
         ("B(1,2)", Beta { a: 1.0, b: 2.0 }),
-    ] {
+    ]
+    .into_iter()
+    .take(priors)
+    {
         let mode = Mode::Adaptive {
             confidence: 0.95,
             prior,
         };
-        for p in [1.0, 0.3, 0.1] {
-            let s = batch(1000, p, 1000, 1, |h: &History, s| {
-                trial(h, mode, EndpointCheck::First, 1, None, s)
+        for p in [1.0, 0.5, 0.3, 0.1] {
+            let s = batch(n, p, trials, 1, |h: &History, s| {
+                trial(h, mode, EndpointCheck::First, slots, None, s)
             });
+            let (lo, hi) = wilson(s.right, s.trials);
             println!(
-                "| {name} | {p} | {:.1}% | {:.1} | {:.3} |",
+                "| {name} | {p} | {:.1}% ({:.1}-{:.1}) | {:.1}% | {:.1} | {:.2} | {:.1} | {:.3} |",
+                100.0 * s.success_rate(),
+                100.0 * lo,
+                100.0 * hi,
                 100.0 * s.error_rate(),
                 s.mean_runs,
+                s.mean_runs / info_limit(n, p),
+                s.mean_waves,
                 s.mean_confidence
             );
         }

@@ -13,7 +13,7 @@ use setrows_bisect::core::flaky::session::Mode;
 use setrows_bisect::core::flaky::Beta;
 use setrows_bisect::core::search::EndpointCheck;
 mod sim;
-use sim::{batch, driver_trial, trial, History, Summary};
+use sim::{batch, driver_trial, info_limit, trial, History, Summary};
 
 const TRIALS: u32 = 300;
 const CANDIDATES: usize = 200;
@@ -118,4 +118,19 @@ fn more_slots_mean_fewer_waves() {
         .map(|&k| session(0.3, k, 41).mean_waves)
         .collect();
     assert!(w[0] > w[1] && w[1] > w[2], "{w:?}");
+}
+
+#[test]
+fn runs_stay_near_the_information_limit() {
+    // Probabilistic bisection: log2(N) / C(p) runs is the least any strategy needs on average
+    // (43 at p = 0.3, N = 200); 2.5x leaves room for the endpoint checks and the rate's
+    // uncertainty, and catches a fall back to "re-run passes until believable" (about 4x).
+    let s = session(0.3, 1, 13);
+    let limit = info_limit(CANDIDATES, 0.3);
+    assert!(
+        s.mean_runs < 2.5 * limit,
+        "{:.1} runs per answer, {:.2}x the limit {limit:.1}: {s:?}",
+        s.mean_runs,
+        s.mean_runs / limit
+    );
 }

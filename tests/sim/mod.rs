@@ -254,6 +254,32 @@ pub fn batch(
     sum
 }
 
+/// Capacity of the Z-channel a run is (a bad candidate fails with probability p, a good one
+/// never), in bits per run: log2(1 + p (1-p)^((1-p)/p)).
+pub fn capacity(p: f64) -> f64 {
+    if p >= 1.0 {
+        return 1.0;
+    }
+    (1.0 + p * (1.0 - p).powf((1.0 - p) / p)).log2()
+}
+
+/// Fewest runs any strategy needs on average to single out one of `n` candidates at rate p:
+/// log2(n) / C(p).
+pub fn info_limit(n: usize, p: f64) -> f64 {
+    (n as f64).log2() / capacity(p)
+}
+
+/// Wilson 95% interval for `k` successes in `n` trials.
+pub fn wilson(k: u32, n: u32) -> (f64, f64) {
+    let (k, n) = (f64::from(k), f64::from(n.max(1)));
+    let z = 1.96f64;
+    let ph = k / n;
+    let d = 1.0 + z * z / n;
+    let c = (ph + z * z / (2.0 * n)) / d;
+    let h = z / d * (ph * (1.0 - ph) / n + z * z / (4.0 * n * n)).sqrt();
+    ((c - h).max(0.0), (c + h).min(1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +306,20 @@ mod tests {
             .filter(|_| h.run(4, &mut r) == Verdict::New)
             .count();
         assert!((4700..5300).contains(&fails), "{fails}");
+    }
+
+    #[test]
+    fn information_limits_match_the_issue() {
+        // Issue 13: about 31, 56 and 182 runs for 1,000 commits at p = 0.5, 0.3, 0.1.
+        for (p, want) in [(1.0, 10.0), (0.5, 31.0), (0.3, 56.3), (0.1, 181.9)] {
+            let got = info_limit(1000, p);
+            assert!((got - want).abs() < 0.5, "p={p}: {got}");
+        }
+        let (lo, hi) = wilson(95, 100);
+        assert!(
+            (lo - 0.888).abs() < 0.002 && (hi - 0.978).abs() < 0.002,
+            "{lo} {hi}"
+        );
     }
 
     #[test]

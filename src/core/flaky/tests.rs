@@ -138,3 +138,234 @@ fn quantile_of_uniform_is_identity() {
     let q = Beta { a: 2.0, b: 1.0 }.quantile(0.25);
     assert!((q - 0.5).abs() < 1e-3, "{q}");
 }
+
+/// Evidence with `runs[i] = (passes, failures)`.
+fn evs(runs: &[(u32, u32)]) -> Vec<Evidence> {
+    runs.iter().map(|&(o, f)| ev(o, f)).collect()
+}
+
+#[test]
+fn belief_is_the_exact_posterior() {
+    let cases = [
+        evs(&[(1, 0), (2, 0), (0, 1)]),
+        evs(&[(1, 0), (3, 0), (0, 0), (2, 1), (0, 0), (0, 4)]),
+        evs(&[(0, 0), (0, 0), (5, 0), (0, 0), (1, 0)]),
+    ];
+    for e in &cases {
+        for prior in [Beta::UNIFORM, Beta { a: 0.5, b: 2.0 }] {
+            let want = posterior(e, prior).unwrap();
+            let got = belief(e, prior).unwrap();
+            for (a, b) in want.culprit.iter().zip(&got.culprit) {
+                assert!(
+                    (a - b).abs() < 1e-9,
+                    "{:?} vs {:?}",
+                    want.culprit,
+                    got.culprit
+                );
+            }
+            assert!((want.rate_mean - got.rate_mean).abs() < 1e-9);
+        }
+    }
+    assert!(belief(&evs(&[(0, 1), (0, 1)]), Beta::UNIFORM).is_none());
+}
+
+fn h2(q: f64) -> f64 {
+    if q <= 0.0 || q >= 1.0 {
+        0.0
+    } else {
+        -q * q.log2() - (1.0 - q) * (1.0 - q).log2()
+    }
+}
+
+/// Brute force: enumerate every outcome of a wave (runs independent given c at E[p | c]).
+fn brute_information(b: &Belief, at: &[usize]) -> f64 {
+    let k = at.len();
+    let mut hy = 0.0;
+    for pattern in 0..(1u32 << k) {
+        let mut p = 0.0;
+        for (c, &w) in b.culprit.iter().enumerate() {
+            let m = b.rate_given[c];
+            let mut l = w;
+            for (r, &x) in at.iter().enumerate() {
+                let fail = pattern >> r & 1 == 1;
+                l *= match (x >= c, fail) {
+                    (true, true) => m,
+                    (true, false) => 1.0 - m,
+                    (false, true) => 0.0,
+                    (false, false) => 1.0,
+                };
+            }
+            p += l;
+        }
+        if p > 0.0 {
+            hy -= p * p.log2();
+        }
+    }
+    let hyc: f64 = b
+        .culprit
+        .iter()
+        .enumerate()
+        .map(|(c, &w)| w * at.iter().filter(|&&x| x >= c).count() as f64 * h2(b.rate_given[c]))
+        .sum();
+    hy - hyc
+}
+
+#[test]
+fn one_run_carries_the_z_channel_information() {
+    let e = evs(&[
+        (1, 0),
+        (2, 0),
+        (0, 0),
+        (1, 0),
+        (0, 0),
+        (0, 0),
+        (0, 2),
+        (0, 0),
+        (0, 3),
+    ]);
+    let b = belief(&e, Beta::UNIFORM).unwrap();
+    let pl = Planner::new(&b, 1);
+    for x in 0..e.len() {
+        // h(P(fail)) - E_c[h(fail | c)].
+        let q: f64 = (0..=x).map(|c| b.culprit[c] * b.rate_given[c]).sum();
+        let a: f64 = (0..=x).map(|c| b.culprit[c] * h2(b.rate_given[c])).sum();
+        let want = h2(q) - a;
+        assert!((pl.information(&[x]) - want).abs() < 1e-9, "x={x}");
+    }
+}
+
+#[test]
+fn wave_information_matches_enumeration() {
+    let e = evs(&[
+        (1, 0),
+        (2, 0),
+        (0, 0),
+        (1, 0),
+        (0, 0),
+        (3, 0),
+        (0, 0),
+        (0, 0),
+        (0, 1),
+        (0, 2),
+    ]);
+    let b = belief(&e, Beta::UNIFORM).unwrap();
+    let pl = Planner::new(&b, 4);
+    for at in [
+        vec![3],
+        vec![2, 5],
+        vec![4, 4],
+        vec![1, 3, 7],
+        vec![2, 2, 6, 8],
+        vec![5, 6, 7, 9],
+    ] {
+        let (got, want) = (pl.information(&at), brute_information(&b, &at));
+        assert!((got - want).abs() < 1e-9, "{at:?}: {got} vs {want}");
+    }
+}
+
+/// Uniform culprit over 1..n-1, the bad endpoint seen failing `fails` of `fails + passes`.
+fn flat(n: usize, fails: u32, passes: u32) -> Belief {
+    let mut e = vec![Evidence::default(); n];
+    e[n - 1] = ev(passes, fails);
+    belief(&e, Beta::UNIFORM).unwrap()
+}
+
+#[test]
+fn a_reliable_fault_is_cut_at_the_median() {
+    let b = flat(101, 40, 0);
+    let keys: Vec<u64> = (1..=101).map(|k| k * 3).collect(); // no power of two dominates
+    let wave = Planner::new(&b, 1).pick(&[], 1, &[true; 101], &keys);
+    assert_eq!(wave.len(), 1);
+    assert!((45..=55).contains(&wave[0]), "{wave:?}");
+}
+
+#[test]
+fn a_rare_fault_is_probed_below_the_median() {
+    // The Z-channel's best input makes "bad" less likely than "good": a failure is proof, a
+    // pass is weak, so the probe sits where P(culprit <= x) is about 0.4, not 0.5.
+    let b = flat(1001, 10, 90);
+    let all = vec![true; 1001];
+    let keys: Vec<u64> = (0..1001).collect();
+    let x = Planner::new(&b, 1).pick(&[], 1, &all, &keys)[0];
+    let below: f64 = b.culprit[..=x].iter().sum();
+    assert!((0.33..0.47).contains(&below), "x={x}, P(c<=x)={below}");
+}
+
+#[test]
+fn stable_keys_win_among_equally_good_probes() {
+    let b = flat(101, 40, 0);
+    let keys: Vec<u64> = (0..101).collect();
+    let x = Planner::new(&b, 1).pick(&[], 1, &[true; 101], &keys)[0];
+    // 48 = 16 * 3 is within a percent of the best information; 50 is not as round.
+    assert_eq!(x, 48);
+}
+
+#[test]
+fn the_parent_of_a_likely_culprit_is_what_gets_run() {
+    // 10 failed, 9 passed once, everything before passed a lot: only c = 9 vs 10 is open.
+    let mut runs = vec![(6, 0); 9];
+    runs[0] = (1, 0);
+    runs.extend([(1, 0), (0, 3), (0, 0), (0, 0), (0, 5)]);
+    let e = evs(&runs);
+    let b = belief(&e, Beta::UNIFORM).unwrap();
+    let keys: Vec<u64> = (0..e.len() as u64).collect();
+    let allowed = vec![true; e.len()];
+    assert_eq!(Planner::new(&b, 1).pick(&[], 1, &allowed, &keys), vec![9]);
+    // With more slots the parent is worth several runs at once.
+    let wave = Planner::new(&b, 3).pick(&[], 3, &allowed, &keys);
+    assert!(wave.iter().filter(|&&x| x == 9).count() >= 2, "{wave:?}");
+}
+
+#[test]
+fn a_wave_splits_the_posterior_instead_of_stacking() {
+    let b = flat(1000, 40, 0);
+    let keys: Vec<u64> = (0..1000).map(|k| k * 3 + 1).collect();
+    let wave = Planner::new(&b, 3).pick(&[], 3, &[true; 1000], &keys);
+    assert_eq!(wave.len(), 3);
+    // A reliable fault: three runs split 1000 candidates about in quarters.
+    for (x, want) in wave.iter().zip([250, 500, 750]) {
+        assert!(x.abs_diff(want) < 80, "{wave:?}");
+    }
+}
+
+#[test]
+fn untestable_candidates_are_never_picked() {
+    let b = flat(101, 40, 0);
+    let keys: Vec<u64> = (0..101).collect();
+    let mut allowed = vec![true; 101];
+    for a in &mut allowed[30..70] {
+        *a = false;
+    }
+    let x = Planner::new(&b, 1).pick(&[], 1, &allowed, &keys)[0];
+    assert!(!(30..70).contains(&x), "{x}");
+}
+
+#[test]
+fn skipped_candidates_share_a_block_with_the_next_one() {
+    let culprit = [0.0, 0.01, 0.3, 0.3, 0.35, 0.04];
+    let untestable = [false, false, true, true, false, false];
+    let (block, mass) = top_block(&culprit, &untestable);
+    assert_eq!(block, vec![2, 3, 4]);
+    assert!((mass - 0.95).abs() < 1e-12);
+    let (block, _) = top_block(&culprit, &[false; 6]);
+    assert_eq!(block, vec![4]);
+}
+
+#[test]
+fn robust_mass_takes_the_rate_at_its_lower_bound() {
+    // Wilson: 8 failures in 10 runs, z = 2 -> about 0.484.
+    let lo = wilson_lower(8, 10, 2.0);
+    assert!((lo - 0.484).abs() < 0.002, "{lo}");
+    assert_eq!(wilson_lower(0, 0, 2.0), 0.0);
+    // 9 passed twice, 10 failed 4 of 5 runs, the bad endpoint failed 4 of 5.
+    let mut runs = vec![(20, 0); 9];
+    runs.extend([(2, 0), (1, 4), (1, 4)]);
+    let e = evs(&runs);
+    let integrated = belief(&e, Beta::UNIFORM).unwrap().culprit[10];
+    let robust = robust_mass(&e, &[10], 2.0);
+    // A lower rate makes the two passes at 9 prove less.
+    assert!(robust < integrated, "{robust} vs {integrated}");
+    let p = wilson_lower(8, 10, 2.0);
+    let want = 1.0 / (1.0 + (1.0 - p).powi(2));
+    assert!((robust - want).abs() < 0.01, "{robust} vs {want}");
+}
