@@ -52,7 +52,7 @@ static INTERRUPT_HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 /// back to the caller as the step's own outcome (a "crash" that could be stored as a result).
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Registers a function the interrupt handler runs after killing the live process groups. A
+/// Registers a function the interrupt handler runs before it kills the live process groups. A
 /// container launcher stops its containers there: killing the `podman run` client does not stop
 /// the container, which would otherwise keep the GPU busy after Ctrl-C. Register once.
 pub fn on_interrupt(hook: fn()) {
@@ -68,12 +68,15 @@ pub fn install_interrupt_handler() {
     ONCE.call_once(|| {
         let _ = ctrlc::set_handler(|| {
             INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-            kill_live_groups(libc::SIGKILL);
+            // Hooks first: the engine removes its containers while their conmon is alive.
+            // Killing the step trees first would also kill conmon (the supervisor is its
+            // subreaper), leaving an exited container the engine cannot remove in time.
             if let Ok(hooks) = INTERRUPT_HOOKS.lock() {
                 for hook in hooks.iter() {
                     hook();
                 }
             }
+            kill_live_groups(libc::SIGKILL);
             eprintln!("\nsetrows-bisect: interrupted; finished probes are stored, re-run the same command to resume");
             std::process::exit(130);
         });

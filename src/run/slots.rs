@@ -81,6 +81,15 @@ impl Slot {
         if rc != 0 {
             return Err(DriverError::Busy(dir));
         }
+        // The lock was free, so whoever held it is gone; a step it left running (a SIGKILLed
+        // tool whose supervisor had no time to act) must not race us in this checkout.
+        let strays = crate::probe::exec::kill_strays_in(&dir);
+        if strays > 0 {
+            eprintln!(
+                "setrows-bisect: {}: stopped {strays} process(es) a previous run left behind",
+                dir.display()
+            );
+        }
         Ok(Slot {
             checkout: Checkout::new(dir.join("src"), dir.join("checkout.state")),
             dir,

@@ -1,0 +1,325 @@
+use super::*;
+
+fn drive(s: &mut Session, slots: usize, mut run: impl FnMut(usize) -> Verdict) {
+    while let Action::Run(ix) = s.next(slots) {
+        assert!(!ix.is_empty() && ix.len() <= slots);
+        for i in ix {
+            let v = run(i);
+            s.record(i, v);
+        }
+    }
+}
+
+fn adaptive(c: f64) -> Mode {
+    Mode::Adaptive {
+        confidence: c,
+        prior: Beta::UNIFORM,
+    }
+}
+
+#[test]
+fn deterministic_fault_is_found_with_confidence() {
+    let mut s = Session::new(
+        (0..65).collect(),
+        EndpointCheck::First,
+        adaptive(0.95),
+        None,
+    );
+    drive(
+        &mut s,
+        1,
+        |i| if i >= 40 { Verdict::New } else { Verdict::Old },
+    );
+    match s.conclusion().unwrap() {
+        Conclusion::Found {
+            culprit,
+            confidence,
+            ..
+        } => {
+            assert_eq!(*culprit, 40);
+            assert!(confidence.unwrap() >= 0.95);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn plain_bisect_states_its_low_confidence() {
+    let mut s = Session::new(
+        (0..65).collect(),
+        EndpointCheck::First,
+        Mode::Repeat(1),
+        None,
+    );
+    drive(
+        &mut s,
+        1,
+        |i| if i >= 40 { Verdict::New } else { Verdict::Old },
+    );
+    let Some(Conclusion::Found {
+        culprit,
+        confidence,
+        ..
+    }) = s.conclusion()
+    else {
+        panic!()
+    };
+    assert_eq!(*culprit, 40);
+    // One pass at the parent cannot make a possibly-rare fault unlikely.
+    assert!(confidence.unwrap() < 0.95);
+}
+
+#[test]
+fn budget_exhaustion_is_inconclusive_with_candidates() {
+    let mut s = Session::new(
+        (0..200).collect(),
+        EndpointCheck::First,
+        adaptive(0.95),
+        Some(6),
+    );
+    drive(&mut s, 1, |i| {
+        if i >= 120 {
+            Verdict::New
+        } else {
+            Verdict::Old
+        }
+    });
+    assert_eq!(s.runs(), 6);
+    match s.conclusion().unwrap() {
+        Conclusion::Inconclusive {
+            candidates, mass, ..
+        } => {
+            assert!(candidates.contains(&120), "{candidates:?}");
+            assert!(*mass >= 0.95);
+            assert!(candidates.len() > 1);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_failure_at_the_reinforced_parent_moves_the_answer() {
+    // Candidate 30 fails only on its 4th run: the search first settles on 31 and then must
+    // discover 30 while reinforcing.
+    let mut runs30 = 0;
+    let mut s = Session::new((0..64).collect(), EndpointCheck::First, adaptive(0.9), None);
+    drive(&mut s, 1, |i| match i {
+        30 => {
+            runs30 += 1;
+            if runs30 >= 4 {
+                Verdict::New
+            } else {
+                Verdict::Old
+            }
+        }
+        i if i > 30 => Verdict::New,
+        _ => Verdict::Old,
+    });
+    assert!(matches!(
+        s.conclusion(),
+        Some(Conclusion::Found { culprit: 30, .. })
+    ));
+}
+
+#[test]
+fn replayed_evidence_is_not_run_again() {
+    let oracle = |i: usize| if i >= 10 { Verdict::New } else { Verdict::Old };
+    let mut first = Session::new(
+        (0..32).collect(),
+        EndpointCheck::First,
+        adaptive(0.95),
+        None,
+    );
+    let mut journal = Vec::new();
+    drive(&mut first, 2, |i| {
+        journal.push(i);
+        oracle(i)
+    });
+    let mut second = Session::new(
+        (0..32).collect(),
+        EndpointCheck::First,
+        adaptive(0.95),
+        None,
+    );
+    for &i in &journal {
+        second.record(i, oracle(i));
+    }
+    let mut fresh = 0;
+    drive(&mut second, 2, |i| {
+        fresh += 1;
+        oracle(i)
+    });
+    assert_eq!(fresh, 0);
+    assert_eq!(first.conclusion(), second.conclusion());
+}
+
+/// A seeded flaky oracle: candidates from `culprit` on fail with probability `p`.
+fn flaky(culprit: usize, p: f64, seed: u64) -> impl FnMut(usize) -> Verdict {
+    let mut state = seed;
+    move |i| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+        if i >= culprit && u < p {
+            Verdict::New
+        } else {
+            Verdict::Old
+        }
+    }
+}
+
+#[test]
+fn resuming_wave_by_wave_replays_the_same_decisions() {
+    // The driver replays a stored journal wave by wave: each wave the Session asks for is
+    // answered from the store. The waves asked must be the first run's, in order.
+    let keys: Vec<u64> = (0..300).collect();
+    let mut first = Session::new(keys.clone(), EndpointCheck::First, adaptive(0.95), None);
+    let mut oracle = flaky(170, 0.4, 5);
+    let mut waves = Vec::new();
+    while let Action::Run(ix) = first.next(3) {
+        let got: Vec<Verdict> = ix.iter().map(|&i| oracle(i)).collect();
+        for (&i, &v) in ix.iter().zip(&got) {
+            first.record(i, v);
+        }
+        waves.push((ix, got));
+    }
+    let mut second = Session::new(keys, EndpointCheck::First, adaptive(0.95), None);
+    for (ix, got) in &waves {
+        assert_eq!(second.next(3), Action::Run(ix.clone()));
+        for (&i, &v) in ix.iter().zip(got) {
+            second.record(i, v);
+        }
+    }
+    assert_eq!(second.next(3), Action::Finished);
+    assert_eq!(first.conclusion(), second.conclusion());
+    assert!(matches!(
+        first.conclusion(),
+        Some(Conclusion::Found { culprit: 170, .. })
+    ));
+}
+
+#[test]
+fn a_reliable_fault_costs_a_few_runs_more_than_git_bisect() {
+    // p = 1 with the rate unknown: ceil(log2 N) + 2 endpoint runs is what git bisect
+    // spends; the Session must also make the passes believable, which costs some more.
+    for culprit in [1, 17, 300, 512, 998, 999] {
+        let mut s = Session::new(
+            (0..1000).collect(),
+            EndpointCheck::First,
+            adaptive(0.95),
+            None,
+        );
+        drive(&mut s, 1, |i| {
+            if i >= culprit {
+                Verdict::New
+            } else {
+                Verdict::Old
+            }
+        });
+        assert!(
+            matches!(s.conclusion(), Some(Conclusion::Found { culprit: c, .. }) if *c == culprit),
+            "{:?}",
+            s.conclusion()
+        );
+        assert!(s.runs() <= 30, "culprit {culprit}: {} runs", s.runs());
+    }
+}
+
+#[test]
+fn a_skipped_parent_leaves_an_ambiguous_answer() {
+    let mut s = Session::new((0..40).collect(), EndpointCheck::First, adaptive(0.9), None);
+    drive(&mut s, 1, |i| match i {
+        20 => Verdict::Skip,
+        i if i >= 21 => Verdict::New,
+        _ => Verdict::Old,
+    });
+    match s.conclusion().unwrap() {
+        Conclusion::Ambiguous {
+            candidates,
+            confidence,
+            ..
+        } => {
+            assert_eq!(candidates, &vec![20, 21]);
+            assert!(confidence.unwrap() >= 0.9);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Skipped candidates are not run again.
+    assert_eq!(s.evidence()[20].runs(), 1);
+}
+
+#[test]
+fn endpoints_that_lie_are_reported() {
+    let mut s = Session::new(
+        (0..50).collect(),
+        EndpointCheck::First,
+        adaptive(0.95),
+        None,
+    );
+    drive(&mut s, 2, |_| Verdict::New);
+    assert_eq!(
+        s.conclusion(),
+        Some(&Conclusion::BadEndpoint {
+            which: Endpoint::Good,
+            got: Verdict::New
+        })
+    );
+    let mut s = Session::new(
+        (0..50).collect(),
+        EndpointCheck::First,
+        adaptive(0.95),
+        None,
+    );
+    drive(&mut s, 1, |_| Verdict::Old);
+    assert_eq!(
+        s.conclusion(),
+        Some(&Conclusion::BadEndpoint {
+            which: Endpoint::Bad,
+            got: Verdict::Old
+        })
+    );
+    // Only the bad endpoint ran: it is checked first.
+    assert_eq!(s.evidence()[49].runs() as u64, s.runs());
+}
+
+#[test]
+fn a_rare_fault_is_found_near_the_information_limit() {
+    // p = 0.2 over 256 candidates: log2(256) / C(0.2) = 8 / 0.117 = 68 runs at best.
+    let mut total = 0;
+    for seed in 0..10 {
+        let mut s = Session::new(
+            (0..256).collect(),
+            EndpointCheck::First,
+            adaptive(0.95),
+            None,
+        );
+        drive(&mut s, 1, flaky(100 + seed as usize, 0.2, seed));
+        total += s.runs();
+    }
+    assert!(total / 10 < 2 * 68 + 20, "{} runs per answer", total / 10);
+}
+
+#[test]
+fn spare_slots_repeat_pending_candidates() {
+    let mut s = Session::new(
+        (0..1000).collect(),
+        EndpointCheck::Lazy,
+        adaptive(0.95),
+        None,
+    );
+    let Action::Run(ix) = s.next(4) else { panic!() };
+    assert_eq!(ix.len(), 4);
+    let Action::Run(ix) = Session::new(
+        (0..1000).collect(),
+        EndpointCheck::Lazy,
+        Mode::Repeat(1),
+        None,
+    )
+    .next(4) else {
+        panic!()
+    };
+    let mut d = ix.clone();
+    d.dedup();
+    assert_eq!(d.len(), 4, "plain bisect never repeats: {ix:?}");
+}
