@@ -30,7 +30,14 @@ pub fn validate_key(key: &str) -> Result<(), GithubError> {
     if ok {
         Ok(())
     } else {
-        Err(GithubError::InvalidKey(key.to_string()))
+        // Never echo an oversized key whole (a 10 MB key once went to stderr).
+        let shown: String = key.chars().take(80).collect();
+        let more = key.chars().count().saturating_sub(80);
+        Err(GithubError::InvalidKey(if more > 0 {
+            format!("{shown}... ({more} more characters)")
+        } else {
+            shown
+        }))
     }
 }
 
@@ -106,13 +113,42 @@ pub fn assemble(
             bytes: foot.len(),
         });
     }
-    let md = fit(doc, MAX_BODY - reserve, artifact_url);
-    Ok(format!("{head}{}{foot}", md.trim_end()))
+    // A state that had to be emptied to fit must say so where people look: a later
+    // `--resume-from-issue` finds nothing to resume, and that must not be a surprise.
+    let dropped = state.is_some_and(|s| s.get("compacted").and_then(|c| c.as_u64()) == Some(2));
+    let note = if dropped {
+        "\n\n_The saved state was dropped: these results are too large for a comment's state \
+         block, so `--resume-from-issue` starts from nothing here. Keep the JSON results as \
+         workflow artifacts to resume._"
+    } else {
+        ""
+    };
+    let md = fit(doc, MAX_BODY - reserve - note.len(), artifact_url);
+    Ok(format!("{head}{}{note}{foot}", md.trim_end()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dropped_state_is_said_in_the_visible_body() {
+        let doc = Document::markdown("## report");
+        let st = serde_json::json!({"key": "matrix", "results": [], "compacted": 2});
+        let b = assemble("matrix", &doc, Some(&st), None).unwrap();
+        assert!(b.contains("saved state was dropped"), "{b}");
+        let kept = serde_json::json!({"key": "matrix", "results": [], "compacted": 1});
+        let b = assemble("matrix", &doc, Some(&kept), None).unwrap();
+        assert!(!b.contains("saved state was dropped"), "{b}");
+    }
+
+    #[test]
+    fn an_oversized_key_is_not_echoed_whole() {
+        let key = "x".repeat(100_000) + " ";
+        let err = validate_key(&key).unwrap_err().to_string();
+        assert!(err.len() < 400, "{} bytes", err.len());
+        assert!(err.contains("more characters"), "{err}");
+    }
     use crate::report::document::open_fence;
     use serde_json::json;
 

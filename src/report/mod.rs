@@ -60,11 +60,21 @@ pub fn key(r: &AnyResult) -> String {
 /// The hashed text keeps the layout of the first release (an empty configuration slot
 /// included), so comments posted by earlier versions are still found.
 pub fn bisect_key(good: &str, bad: &str, predicate: &str) -> String {
+    // `Predicate::describe` is `regress=R[ match=RE]`; the signature may contain spaces. A
+    // bisect with another --match is another question, so it gets its own comment; without one
+    // the key is what it always was (the empty slot), so existing comments keep their key.
     let regress = predicate
         .split_whitespace()
         .find_map(|w| w.strip_prefix("regress="))
         .unwrap_or("");
-    format!("bisect:{}", short_hash(&format!("{good}|{bad}||{regress}")))
+    let signature = predicate
+        .split_once(" match=")
+        .map(|(_, re)| re)
+        .unwrap_or("");
+    format!(
+        "bisect:{}",
+        short_hash(&format!("{good}|{bad}|{signature}|{regress}"))
+    )
 }
 
 fn short_hash(text: &str) -> String {

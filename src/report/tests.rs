@@ -1,5 +1,6 @@
 //! The one renderer, fed typed results as the writers build them; fixtures shared with the
 //! JUnit and state-block tests.
+use sha2::Digest;
 
 use super::*;
 use crate::core::outcome::Verdict;
@@ -177,20 +178,39 @@ fn inconclusive_and_bad_endpoint_say_so() {
 }
 
 #[test]
-fn bisect_key_is_stable_and_ignores_the_match() {
+fn bisect_key_is_stable_and_a_signature_is_another_question() {
     let a = key(&AnyResult::Bisect(Box::new(bisect_found())));
     assert_eq!(
         a,
-        bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=crash")
+        bisect_key(
+            "aaaaaaaaaaaa",
+            "bbbbbbbbbbbb",
+            "regress=crash match=Memory access fault"
+        )
     );
     assert!(
         a.starts_with("bisect:") && a.len() == "bisect:".len() + 12,
         "{a}"
     );
+    // Without --match the key is the one comments were posted under before signatures counted.
+    let plain = bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=crash");
+    let old = format!(
+        "bisect:{}",
+        hex::encode(&sha2::Sha256::digest(b"aaaaaaaaaaaa|bbbbbbbbbbbb||crash")[..6])
+    );
+    assert_eq!(plain, old);
     assert_ne!(
-        a,
+        plain,
         bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=error")
     );
+    // Another --match must not overwrite this bisect's comment (issue 12, item 6).
+    let m2 = bisect_key(
+        "aaaaaaaaaaaa",
+        "bbbbbbbbbbbb",
+        "regress=crash match=illegal",
+    );
+    assert_ne!(a, plain);
+    assert_ne!(a, m2);
 }
 
 #[test]

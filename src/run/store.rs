@@ -178,6 +178,11 @@ impl Store {
             path: target.clone(),
             source: e.error,
         })?;
+        // The rename is durable only once the directory entry is: without this a power loss
+        // can keep the data blocks and lose the name, and the run is probed again.
+        fs::File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&dir))?;
         Ok(())
     }
 
