@@ -45,6 +45,11 @@ pub struct Runner {
     /// The matrix's one slot (`<work>/matrix`: its checkout and every build dir), locked from
     /// the first checkout on: one matrix run per work dir moves them.
     slot: Mutex<Option<Slot>>,
+    /// Cells already run, by resolved identity (`shared_key`): a second configuration whose build
+    /// and run are identical gets the first one's result instead of running again.
+    shared: Mutex<HashMap<String, Cell>>,
+    /// Per tree: whether its ggml reads `DFLASH_WAVE_SIZE` (so a wave size changes its build).
+    reads_wave: Mutex<HashMap<String, bool>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +99,47 @@ impl Runner {
             hip_envs: Mutex::new(HashMap::new()),
             store: None,
             slot: Mutex::new(None),
+            shared: Mutex::new(HashMap::new()),
+            reads_wave: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The configuration as it really builds and runs at `rev`: a wave size that nothing in the
+    /// build reads (the replay on a tree that does not define `DFLASH_WAVE_SIZE`) is dropped, so
+    /// `wave_size = [32, 64]` multiplies only the cells it changes.
+    pub fn effective(&self, config: &Config, rev: &Rev) -> Config {
+        let mut c = config.clone();
+        let replay = self.probe.kind.as_deref().unwrap_or("replay") == "replay";
+        if c.recipe.wave_size.is_some() && replay && !self.tree_reads_wave_size(rev) {
+            c.recipe.wave_size = None;
+        }
+        c
+    }
+
+    fn tree_reads_wave_size(&self, rev: &Rev) -> bool {
+        if rev.checkout.as_os_str().is_empty() {
+            return true; // not checked out: cannot tell, so do not collapse
+        }
+        let key = format!("{}\n{}", rev.tree, rev.sha);
+        if let Some(v) = self.reads_wave.lock().ok().and_then(|m| m.get(&key).copied()) {
+            return v;
+        }
+        let v = reads_wave_size(&rev.checkout);
+        if let Ok(mut m) = self.reads_wave.lock() {
+            m.insert(key, v);
+        }
+        v
+    }
+
+    /// What makes two cells the same run: the tree, and the configuration's resolved build and
+    /// run (image, recipe, launch environment, reproducer arguments), not its id.
+    fn shared_key(&self, effective: &Config, rev: &Rev) -> String {
+        format!(
+            "{}\n{}\n{}",
+            if rev.tree.is_empty() { &rev.sha } else { &rev.tree },
+            self.build_key(effective),
+            effective.identity()
+        )
     }
 
     /// Resolves `rev` to a commit (nothing is written yet).
@@ -280,7 +325,42 @@ impl Runner {
     /// configuration) has a run, else probed with `retries` further attempts after an
     /// infrastructure error, and stored. Never fails: what went wrong is the cell (an
     /// `InfraError` cell is never a pass or fail).
-    pub fn run_cell(&self, config: &Config, rev: &Rev, phase: &dyn Fn(Phase)) -> Cell {
+    ///
+    /// Two configurations that resolve to the same build and run at this tree share one result:
+    /// the second cell carries the first one's outcome and says so (`shared_with` in its
+    /// provenance) instead of running twice.
+    pub fn run_cell(&self, asked: &Config, rev: &Rev, phase: &dyn Fn(Phase)) -> Cell {
+        let effective = self.effective(asked, rev);
+        let key = self.shared_key(&effective, rev);
+        let first = self.shared.lock().ok().and_then(|m| m.get(&key).cloned());
+        if let Some(first) = first {
+            let mut cell = first.clone();
+            cell.config = asked.id.clone();
+            cell.rev = rev.rev.clone();
+            cell.provenance
+                .insert("shared_with".into(), first.config.clone());
+            if effective.recipe != asked.recipe {
+                cell.provenance.insert(
+                    "shared_because".into(),
+                    "wave_size is not read by this build (no DFLASH_WAVE_SIZE in the tree)".into(),
+                );
+            }
+            return cell;
+        }
+        let cell = self.run_cell_once(asked, &effective, rev, phase);
+        if let Ok(mut m) = self.shared.lock() {
+            m.insert(key, cell.clone());
+        }
+        cell
+    }
+
+    fn run_cell_once(
+        &self,
+        asked: &Config,
+        config: &Config,
+        rev: &Rev,
+        phase: &dyn Fn(Phase),
+    ) -> Cell {
         let build_dir = self
             .work_dir
             .join("matrix/build")
@@ -325,6 +405,12 @@ impl Runner {
                 provenance.insert("kernel".into(), k.trim().into());
             }
             provenance.insert("engine".into(), "none (host)".into());
+        }
+        if config.recipe != asked.recipe {
+            provenance.insert(
+                "wave_size".into(),
+                "not read by this build (no DFLASH_WAVE_SIZE in the tree): not passed".into(),
+            );
         }
         Cell {
             config: config.id.clone(),
@@ -375,6 +461,37 @@ impl Runner {
         };
         probing.attempt_in(slot, &run, &hooks).map_err(slot_error)
     }
+}
+
+/// Whether a checkout's ggml mentions `DFLASH_WAVE_SIZE` in its GPU sources or CMake files
+/// (upstream ggml does not; the reported fork forces it).
+fn reads_wave_size(checkout: &std::path::Path) -> bool {
+    fn scan(dir: &std::path::Path, depth: usize) -> bool {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        rd.flatten().any(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                return depth > 0 && scan(&p, depth - 1);
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let wanted = [".cu", ".cuh", ".h", ".hpp", ".cmake", ".txt"]
+                .iter()
+                .any(|x| name.ends_with(x));
+            wanted
+                && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
+        })
+    }
+    ["", "ggml"].iter().any(|sub| {
+        let root = checkout.join(sub);
+        ["src/ggml-cuda", "src/ggml-hip"]
+            .iter()
+            .any(|d| scan(&root.join(d), 2))
+            || ["CMakeLists.txt", "src/CMakeLists.txt"]
+                .iter()
+                .any(|f| std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE")))
+    })
 }
 
 /// The slot's errors in the matrix's terms (a busy slot is another matrix run).
