@@ -212,10 +212,17 @@ fn the_shipped_matrix_says_what_is_true() {
     // rocm/dev-ubuntu-24.04:<v>-complete tags that exist (7.1.0-complete was never published)
     const PUBLISHED: [&str; 5] = ["6.4.1", "6.4.3", "6.4.4", "7.0.2", "7.1.1"];
     let readme = std::fs::read_to_string(root.join("containers/README.md")).unwrap();
-    let hip: Vec<_> = m.configs.iter().filter(|c| c.backend == Backend::Hip).collect();
+    let hip: Vec<_> = m
+        .configs
+        .iter()
+        .filter(|c| c.backend == Backend::Hip)
+        .collect();
     for c in &hip {
         let v = c.values["rocm"].to_string();
-        assert!(PUBLISHED.contains(&v.as_str()), "rocm {v} is not a published tag");
+        assert!(
+            PUBLISHED.contains(&v.as_str()),
+            "rocm {v} is not a published tag"
+        );
         assert!(
             readme.contains(&format!(" {v} ")) || readme.contains(&format!(" {v};")),
             "containers/README.md does not build rocm {v}"
@@ -232,7 +239,11 @@ fn the_shipped_matrix_says_what_is_true() {
     let high = m
         .configs
         .iter()
-        .find(|c| c.values.get("params").is_some_and(|p| p.to_string() == "high-offset"))
+        .find(|c| {
+            c.values
+                .get("params")
+                .is_some_and(|p| p.to_string() == "high-offset")
+        })
         .expect("a high-offset configuration");
     let a = &high.repro_args;
     let (rows, width, start, steps) = (
@@ -251,5 +262,8 @@ fn the_shipped_matrix_says_what_is_true() {
     );
     // f32 ring on the device + whole-ring get_rows + host model (2x) + initial + read-back
     let bytes = rows * width * 4 * 6;
-    assert!(bytes < 64_000_000_000, "{bytes} B does not fit a 128 GB APU");
+    assert!(
+        bytes < 64_000_000_000,
+        "{bytes} B does not fit a 128 GB APU"
+    );
 }

@@ -340,7 +340,10 @@ launch = ["plain", "also-plain", "blocking"]
         "and the shared one says so"
     );
     assert!(!cells[0].provenance.contains_key("shared_with"));
-    assert!(!cells[2].provenance.contains_key("shared_with"), "a real difference runs");
+    assert!(
+        !cells[2].provenance.contains_key("shared_with"),
+        "a real difference runs"
+    );
     let runs: usize = walk_count(&work, "runs");
     assert_eq!(runs, 2, "plain and also-plain ran once between them");
 }
@@ -392,7 +395,11 @@ fn wave_size_collapses_where_the_build_does_not_read_it() {
             .iter()
             .map(|c| runner.effective(c, &rev).identity())
             .collect();
-        assert_eq!(resolved.len(), distinct, "defines DFLASH_WAVE_SIZE: {defines}");
+        assert_eq!(
+            resolved.len(),
+            distinct,
+            "defines DFLASH_WAVE_SIZE: {defines}"
+        );
         let kept = runner.effective(&m.configs[1], &rev).recipe.wave_size;
         assert_eq!(kept, defines.then_some(64));
     }

@@ -242,7 +242,13 @@ fn graphs_asked_on_the_cpu_come_out_untestable() {
     let args = ["--backend", "CPU", "--steps", "300"];
     let plain = prober(&f, "", &args);
     let r = probe(&plain, &f, "plain");
-    assert_eq!(r.outcome, Outcome::Pass, "{:?}\n{}", r.signature, r.output_tail);
+    assert_eq!(
+        r.outcome,
+        Outcome::Pass,
+        "{:?}\n{}",
+        r.signature,
+        r.output_tail
+    );
     assert!(
         r.provenance
             .get("repro_features")
@@ -260,16 +266,28 @@ fn graphs_asked_on_the_cpu_come_out_untestable() {
         ..Expectations::default()
     };
     let r = probe(&ReproProber::new(o.clone()), &f, "cpu-asked");
-    assert_eq!(r.outcome, Outcome::Pass, "asking for the CPU on the CPU holds");
+    assert_eq!(
+        r.outcome,
+        Outcome::Pass,
+        "asking for the CPU on the CPU holds"
+    );
 
     o.expect.graphs = Some(true);
     let guarded = ReproProber::new(o.clone());
-    assert_ne!(guarded.identity(), plain.identity(), "what is asked is in the key");
+    assert_ne!(
+        guarded.identity(),
+        plain.identity(),
+        "what is asked is in the key"
+    );
     let r = probe(&guarded, &f, "graphs");
     assert_eq!(r.outcome, Outcome::Untestable, "{}", r.output_tail);
     let sig = r.signature.unwrap_or_default();
     assert!(sig.contains("CPU backend has no graphs"), "{sig}");
-    assert_eq!(r.exit_code, Some(0), "the reproducer itself passed: the guard decided");
+    assert_eq!(
+        r.exit_code,
+        Some(0),
+        "the reproducer itself passed: the guard decided"
+    );
 
     // asking for a GPU backend that did not run is the same kind of skip
     o.expect = Expectations {

@@ -121,7 +121,12 @@ impl Runner {
             return true; // not checked out: cannot tell, so do not collapse
         }
         let key = format!("{}\n{}", rev.tree, rev.sha);
-        if let Some(v) = self.reads_wave.lock().ok().and_then(|m| m.get(&key).copied()) {
+        if let Some(v) = self
+            .reads_wave
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).copied())
+        {
             return v;
         }
         let v = reads_wave_size(&rev.checkout);
@@ -136,7 +141,11 @@ impl Runner {
     fn shared_key(&self, effective: &Config, rev: &Rev) -> String {
         format!(
             "{}\n{}\n{}",
-            if rev.tree.is_empty() { &rev.sha } else { &rev.tree },
+            if rev.tree.is_empty() {
+                &rev.sha
+            } else {
+                &rev.tree
+            },
             self.build_key(effective),
             effective.identity()
         )
@@ -479,8 +488,7 @@ fn reads_wave_size(checkout: &std::path::Path) -> bool {
             let wanted = [".cu", ".cuh", ".h", ".hpp", ".cmake", ".txt"]
                 .iter()
                 .any(|x| name.ends_with(x));
-            wanted
-                && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
+            wanted && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
         })
     }
     ["", "ggml"].iter().any(|sub| {
@@ -488,9 +496,9 @@ fn reads_wave_size(checkout: &std::path::Path) -> bool {
         ["src/ggml-cuda", "src/ggml-hip"]
             .iter()
             .any(|d| scan(&root.join(d), 2))
-            || ["CMakeLists.txt", "src/CMakeLists.txt"]
-                .iter()
-                .any(|f| std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE")))
+            || ["CMakeLists.txt", "src/CMakeLists.txt"].iter().any(|f| {
+                std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
+            })
     })
 }
 

@@ -92,12 +92,37 @@ pub enum ContainerError {
     },
     #[error("image `{image}` is not present in {engine}; build it first (see containers/README.md), nothing is pulled during a run")]
     ImageMissing { engine: &'static str, image: String },
+    #[error("the work dir {dir} is not writable inside {image} as {user}: {detail} (rootless podman maps the caller's uid with --userns=keep-id; on SELinux hosts label=disable is used; check the directory's owner and mode)")]
+    WorkNotWritable {
+        dir: String,
+        image: String,
+        user: String,
+        detail: String,
+    },
     #[error("`{engine} {action}` failed: {detail}")]
     Failed {
         engine: &'static str,
         action: String,
         detail: String,
     },
+}
+
+/// The launcher's one-shot write probe: `touch` in `$WORK` (mounted from `dir`).
+pub fn write_probe_job(dir: &Path) -> ShellJob {
+    ShellJob {
+        script: "touch \"$WORK/.setrows-write-probe\" && rm -f \"$WORK/.setrows-write-probe\""
+            .into(),
+        src: dir.to_path_buf(),
+        work: dir.to_path_buf(),
+        cwd_is_work: true,
+        env: Vec::new(),
+        timeout: Some(Duration::from_secs(120)),
+        name: format!(
+            "setrows-write-probe-{}-{:x}",
+            std::process::id(),
+            rand_suffix()
+        ),
+    }
 }
 
 /// A container engine binary that answered.
@@ -309,13 +334,14 @@ impl ContainerLauncher {
             detail: e.to_string(),
         })?;
         let gpu_groups = if gpu == GpuAccess::Amd {
-            gpu_group_ids(&std::fs::read_to_string("/etc/group").unwrap_or_default())
+            host_gpu_group_ids()
         } else {
             Vec::new()
         };
         // SAFETY: getuid/getgid cannot fail and touch no memory.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        Ok(ContainerLauncher {
+        let (rootless, selinux) = RunSpec::host_security(engine.kind, uid);
+        let launcher = ContainerLauncher {
             spec: RunSpec {
                 engine: engine.kind,
                 program: engine.program.display().to_string(),
@@ -325,11 +351,41 @@ impl ContainerLauncher {
                 uid,
                 gid,
                 gpu_groups,
+                rootless,
+                selinux,
             },
             engine,
             digest,
             provenance: OnceLock::new(),
-        })
+        };
+        launcher.check_writable(ccache_dir)?;
+        Ok(launcher)
+    }
+
+    /// One `touch` in the image, with the same mounts and user as every step, on a directory
+    /// under the work dir: a work dir the container cannot write (rootless uid mapping, SELinux
+    /// labels, ownership) is one clear infrastructure error here, before any probe, instead of
+    /// a run of build failures.
+    fn check_writable(&self, dir: &Path) -> Result<(), ContainerError> {
+        let job = write_probe_job(dir);
+        let cmd = self.command(&job);
+        let log = dir.join(".setrows-write-probe.log");
+        let out = crate::probe::exec::run(&cmd, job.timeout, &log, &|| self.cleanup(&job));
+        let _ = std::fs::remove_file(&log);
+        match out {
+            Ok(r) if r.success() => Ok(()),
+            Ok(r) => Err(ContainerError::WorkNotWritable {
+                dir: dir.display().to_string(),
+                image: self.spec.image.clone(),
+                user: format!("{}:{}", self.spec.uid, self.spec.gid),
+                detail: r.output.trim().chars().take(400).collect(),
+            }),
+            Err(e) => Err(ContainerError::Failed {
+                engine: self.engine.kind.as_str(),
+                action: "run the work-dir write probe".into(),
+                detail: e.to_string(),
+            }),
+        }
     }
 
     pub fn image(&self) -> &str {

@@ -181,7 +181,10 @@ pub fn mismatch(
     if let Some(w) = exp.wave_size {
         for (what, got) in [
             ("the device code runs wave size", r.wave_size),
-            ("the kernel was compiled with DFLASH_WAVE_SIZE", r.dflash_wave_size),
+            (
+                "the kernel was compiled with DFLASH_WAVE_SIZE",
+                r.dflash_wave_size,
+            ),
         ] {
             if let Some(got) = got.filter(|g| *g != w) {
                 return Some(format!("wave size {w} asked for, but {what} {got}"));
@@ -191,7 +194,9 @@ pub fn mismatch(
     if let Some(t) = exp.gpu_target.as_deref() {
         let arch = r.arch.as_deref().map(bare_arch);
         if let Some(a) = arch.filter(|a| exp.backend == Some(Backend::Hip) && *a != bare_arch(t)) {
-            return Some(format!("GPU target {t} asked for, but the device code that ran is {a}"));
+            return Some(format!(
+                "GPU target {t} asked for, but the device code that ran is {a}"
+            ));
         }
         if exp.backend == Some(Backend::Cuda) {
             if let Some(c) = r.compiled_archs.as_deref() {
@@ -236,10 +241,11 @@ fn graphs_mismatch(
     match backend {
         // ggml's HIP build defines GGML_HIP_GRAPHS and never lists USE_GRAPHS: the build proves it.
         Some(Backend::Hip) => from_build("GGML_HIP_GRAPHS", |d| d.hip_graphs),
-        Some(Backend::Cuda) => match r.and_then(|r| r.features.as_ref().zip(r.features_source.as_deref())) {
-            Some((f, "ggml_backend_get_features")) => {
-                let listed = f.contains_key("USE_GRAPHS");
-                match (want, listed) {
+        Some(Backend::Cuda) => {
+            match r.and_then(|r| r.features.as_ref().zip(r.features_source.as_deref())) {
+                Some((f, "ggml_backend_get_features")) => {
+                    let listed = f.contains_key("USE_GRAPHS");
+                    match (want, listed) {
                     (true, false) => Some(
                         "CUDA graphs on asked for, but the backend's features do not list USE_GRAPHS (built without GGML_CUDA_GRAPHS)".into(),
                     ),
@@ -248,10 +254,11 @@ fn graphs_mismatch(
                     ),
                     _ => None,
                 }
+                }
+                // ggml too old for the feature API (or a format-1 line): the build has to say.
+                _ => from_build("GGML_CUDA_USE_GRAPHS", |d| d.cuda_graphs),
             }
-            // ggml too old for the feature API (or a format-1 line): the build has to say.
-            _ => from_build("GGML_CUDA_USE_GRAPHS", |d| d.cuda_graphs),
-        },
+        }
         _ => None,
     }
 }

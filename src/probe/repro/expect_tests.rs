@@ -29,7 +29,11 @@ fn format2_lines_parse_with_their_facts() {
     let r = parse_result(CUDA_ON).expect("graphs-on line");
     assert_eq!(r.format, Some(2));
     assert_eq!(r.backend_reg.as_deref(), Some("CUDA"));
-    assert!(r.features.as_ref().expect("features").contains_key("USE_GRAPHS"));
+    assert!(r
+        .features
+        .as_ref()
+        .expect("features")
+        .contains_key("USE_GRAPHS"));
     assert_eq!(r.compiled_archs.as_deref(), Some("900"));
     assert_eq!(r.wave_size, None);
     let r = parse_result(CUDA_OFF).expect("graphs-off line");
@@ -73,7 +77,11 @@ fn cuda_graphs_negative_control_on_the_h200_outputs() {
     e.graphs = Some(true);
     assert_eq!(run(CUDA_ON, &e, None).0, Outcome::Pass);
     let (o, why) = run(CUDA_OFF, &e, None);
-    assert_eq!(o, Outcome::Untestable, "graphs ON asked on the graphs-off build");
+    assert_eq!(
+        o,
+        Outcome::Untestable,
+        "graphs ON asked on the graphs-off build"
+    );
     assert!(why.contains("USE_GRAPHS"), "{why}");
     e.graphs = Some(false);
     assert_eq!(run(CUDA_OFF, &e, None).0, Outcome::Pass);
