@@ -9,6 +9,8 @@
 //! results table. Infrastructure errors stay what they are in the table: never a pass or fail.
 
 mod probers;
+mod wave;
+use wave::reads_wave_size;
 
 use crate::core::build::{Backend, TreeFacts};
 use crate::core::matrix::{Config, RawProbe};
@@ -470,36 +472,6 @@ impl Runner {
         };
         probing.attempt_in(slot, &run, &hooks).map_err(slot_error)
     }
-}
-
-/// Whether a checkout's ggml mentions `DFLASH_WAVE_SIZE` in its GPU sources or CMake files
-/// (upstream ggml does not; the reported fork forces it).
-fn reads_wave_size(checkout: &std::path::Path) -> bool {
-    fn scan(dir: &std::path::Path, depth: usize) -> bool {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return false;
-        };
-        rd.flatten().any(|e| {
-            let p = e.path();
-            if p.is_dir() {
-                return depth > 0 && scan(&p, depth - 1);
-            }
-            let name = e.file_name().to_string_lossy().into_owned();
-            let wanted = [".cu", ".cuh", ".h", ".hpp", ".cmake", ".txt"]
-                .iter()
-                .any(|x| name.ends_with(x));
-            wanted && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
-        })
-    }
-    ["", "ggml"].iter().any(|sub| {
-        let root = checkout.join(sub);
-        ["src/ggml-cuda", "src/ggml-hip"]
-            .iter()
-            .any(|d| scan(&root.join(d), 2))
-            || ["CMakeLists.txt", "src/CMakeLists.txt"].iter().any(|f| {
-                std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
-            })
-    })
 }
 
 /// The slot's errors in the matrix's terms (a busy slot is another matrix run).
