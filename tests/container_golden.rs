@@ -27,6 +27,8 @@ fn spec(engine: EngineKind, gpu: GpuAccess) -> RunSpec {
         uid: 1000,
         gid: 1000,
         gpu_groups: vec![44, 992],
+        rootless: false,
+        selinux: false,
     }
 }
 
@@ -43,10 +45,100 @@ fn golden_podman_hip() {
         shell_words(&argv),
         format!(
             "podman run {COMMON} --device /dev/kfd --device /dev/dri --group-add 44 \
-             --group-add 992 {ENV} localhost/setrows-rocm:6.4.1 sh -c 'cmake --build \"$WORK\"'"
+             --group-add 992 --security-opt seccomp=unconfined {ENV} localhost/setrows-rocm:6.4.1 \
+             sh -c 'cmake --build \"$WORK\"'"
         )
     );
     assert!(!argv.iter().any(|a| a.contains("privileged")));
+}
+
+/// A user's own podman (no root): the caller's uid kept inside, the caller's own groups for the
+/// GPU (host gids are not mapped into the user namespace), AMD's seccomp setting.
+#[test]
+fn golden_rootless_podman_hip() {
+    let mut s = spec(EngineKind::Podman, GpuAccess::Amd);
+    s.rootless = true;
+    let argv = run_argv(&s, &job(true));
+    assert_eq!(
+        shell_words(&argv),
+        "podman run --rm --name setrows-probe-1 --pull never --network none --user 1000:1000 \
+         --userns=keep-id --volume /cache/checkouts/abc:/src:ro --volume /cache/build/k1:/work \
+         --volume /cache/ccache/k1:/ccache --workdir /work --device /dev/kfd --device /dev/dri \
+         --group-add keep-groups --security-opt seccomp=unconfined --env HIP_LAUNCH_BLOCKING=1 \
+         --env SRC=/src --env WORK=/work --env CCACHE_DIR=/ccache --env HOME=/tmp \
+         --env GGML_NO_BACKTRACE=1 localhost/setrows-rocm:6.4.1 sh -c 'cmake --build \"$WORK\"'"
+    );
+    // rootless CPU: keep-id, no devices, no groups, no seccomp change
+    let cpu = shell_words(&run_argv(
+        &RunSpec {
+            gpu: GpuAccess::None,
+            ..s.clone()
+        },
+        &job(true),
+    ));
+    assert!(
+        cpu.contains("--user 1000:1000 --userns=keep-id --volume"),
+        "{cpu}"
+    );
+    assert!(
+        !cpu.contains("--group-add") && !cpu.contains("seccomp"),
+        "{cpu}"
+    );
+}
+
+/// SELinux hosts: labelling off for the container (bind mounts and /dev/kfd stay reachable),
+/// rootful and rootless alike, docker too.
+#[test]
+fn golden_selinux() {
+    let mut s = spec(EngineKind::Podman, GpuAccess::Amd);
+    s.selinux = true;
+    assert_eq!(
+        shell_words(&run_argv(&s, &job(true))),
+        "podman run --rm --name setrows-probe-1 --pull never --network none --user 1000:1000 \
+         --security-opt label=disable --volume /cache/checkouts/abc:/src:ro \
+         --volume /cache/build/k1:/work --volume /cache/ccache/k1:/ccache --workdir /work \
+         --device /dev/kfd --device /dev/dri --group-add 44 --group-add 992 \
+         --security-opt seccomp=unconfined --env HIP_LAUNCH_BLOCKING=1 --env SRC=/src \
+         --env WORK=/work --env CCACHE_DIR=/ccache --env HOME=/tmp --env GGML_NO_BACKTRACE=1 \
+         localhost/setrows-rocm:6.4.1 sh -c 'cmake --build \"$WORK\"'"
+    );
+    s.rootless = true;
+    let r = shell_words(&run_argv(&s, &job(true)));
+    assert!(
+        r.contains("--user 1000:1000 --userns=keep-id --security-opt label=disable --volume"),
+        "{r}"
+    );
+    let mut d = spec(EngineKind::Docker, GpuAccess::Amd);
+    d.selinux = true;
+    let d = shell_words(&run_argv(&d, &job(true)));
+    assert!(
+        d.contains("--user 1000:1000 --security-opt label=disable --volume"),
+        "{d}"
+    );
+    assert!(!d.contains("keep-id"), "{d}");
+}
+
+#[test]
+fn gpu_groups_come_from_the_device_nodes_too() {
+    // /dev/kfd owned by `render` (992), renderD128 by a gid /etc/group does not call video/render
+    assert_eq!(
+        merge_gpu_groups(&[992, 105, 0], "root:x:0:\nvideo:x:44:\nrender:x:992:\n"),
+        vec![44, 105, 992]
+    );
+    assert_eq!(merge_gpu_groups(&[], ""), Vec::<u32>::new());
+}
+
+#[test]
+fn the_write_probe_touches_the_work_mount() {
+    let j = write_probe_job(std::path::Path::new("/cache/ccache/k1"));
+    let argv = shell_words(&run_argv(&spec(EngineKind::Podman, GpuAccess::None), &j));
+    assert!(argv.contains("--volume /cache/ccache/k1:/work "), "{argv}");
+    assert!(
+        argv.ends_with(
+            "sh -c 'touch \"$WORK/.setrows-write-probe\" && rm -f \"$WORK/.setrows-write-probe\"'"
+        ),
+        "{argv}"
+    );
 }
 
 #[test]

@@ -65,7 +65,7 @@ fn ids_are_stable_and_depend_only_on_a_configs_own_values() {
     let a = matrix::parse("a.toml", "[matrix]\nrocm = [\"6.4.1\", \"7.0.2\"]\n").unwrap();
     let b = matrix::parse(
         "b.toml",
-        "[matrix]\nrocm = [\"7.0.2\", \"7.1.0\", \"6.4.1\"]\n",
+        "[matrix]\nrocm = [\"7.0.2\", \"7.1.1\", \"6.4.1\"]\n",
     )
     .unwrap();
     let id = |m: &matrix::Matrix, v: &str| {
@@ -82,7 +82,7 @@ fn ids_are_stable_and_depend_only_on_a_configs_own_values() {
     // Order follows the file: the ladder bisect-config walks.
     assert_eq!(
         b.axis_values["rocm"],
-        ["7.0.2", "7.1.0", "6.4.1"].map(|s| Value::Str(s.into()))
+        ["7.0.2", "7.1.1", "6.4.1"].map(|s| Value::Str(s.into()))
     );
 }
 
@@ -194,4 +194,76 @@ fn the_shipped_matrix_parses() {
     assert!(m.configs.iter().all(|c| c.image.is_some()));
     let ids: std::collections::HashSet<_> = m.configs.iter().map(|c| &c.id).collect();
     assert_eq!(ids.len(), m.configs.len());
+}
+
+fn arg(args: &[String], flag: &str) -> Option<i64> {
+    let i = args.iter().position(|a| a == flag)?;
+    args.get(i + 1)?.parse().ok()
+}
+
+/// matrix.toml says what is true: ROCm tags that are published (and that containers/README.md
+/// builds), HIP graphs both ways, and a high-offset preset that really writes past 2^31 elements
+/// within a 128 GB unified-memory APU.
+#[test]
+fn the_shipped_matrix_says_what_is_true() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let m = setrows_bisect::cli::matrix::read_matrix(&root.join("matrix.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    // rocm/dev-ubuntu-24.04:<v>-complete tags that exist (7.1.0-complete was never published)
+    const PUBLISHED: [&str; 5] = ["6.4.1", "6.4.3", "6.4.4", "7.0.2", "7.1.1"];
+    let readme = std::fs::read_to_string(root.join("containers/README.md")).unwrap();
+    let hip: Vec<_> = m
+        .configs
+        .iter()
+        .filter(|c| c.backend == Backend::Hip)
+        .collect();
+    for c in &hip {
+        let v = c.values["rocm"].to_string();
+        assert!(
+            PUBLISHED.contains(&v.as_str()),
+            "rocm {v} is not a published tag"
+        );
+        assert!(
+            readme.contains(&format!(" {v} ")) || readme.contains(&format!(" {v};")),
+            "containers/README.md does not build rocm {v}"
+        );
+        assert!(c.image.as_deref().is_some_and(|i| i.ends_with(&v)));
+    }
+    assert!(!readme.contains("7.1.0;"), "7.1.0-complete is not a tag");
+    for g in [false, true] {
+        assert!(
+            hip.iter().any(|c| c.recipe.graphs == Some(g)),
+            "HIP graphs={g} is in the matrix"
+        );
+    }
+    let high = m
+        .configs
+        .iter()
+        .find(|c| {
+            c.values
+                .get("params")
+                .is_some_and(|p| p.to_string() == "high-offset")
+        })
+        .expect("a high-offset configuration");
+    let a = &high.repro_args;
+    let (rows, width, start, steps) = (
+        arg(a, "--ring-rows").unwrap(),
+        arg(a, "--width").unwrap_or(128),
+        arg(a, "--start-row").unwrap(),
+        arg(a, "--steps").unwrap(),
+    );
+    assert_eq!(arg(a, "--buffers"), Some(1));
+    // raw_kv's row = (start + step) % rows; its destination offset is row * width elements
+    let top_row = (0..steps).map(|s| (start + s) % rows).max().unwrap();
+    assert!(top_row * width > 1i64 << 31, "offsets stay below 2^31");
+    assert!(
+        (0..steps).any(|s| (start + s) % rows == 0),
+        "the ring wraps within the run"
+    );
+    // f32 ring on the device + whole-ring get_rows + host model (2x) + initial + read-back
+    let bytes = rows * width * 4 * 6;
+    assert!(
+        bytes < 64_000_000_000,
+        "{bytes} B does not fit a 128 GB APU"
+    );
 }

@@ -273,7 +273,7 @@ fn golden_hip_replay_build_from_the_shipped_matrix() {
     let c = &m.configs[0];
     assert_eq!(
         c.label(),
-        "backend=hip rocm=6.4.1 gfx=gfx1151 wave_size=32 graphs=true launch=default params=decode-reuse"
+        "backend=hip rocm=6.4.1 gfx=gfx1151 wave_size=32 graphs=false launch=default params=decode-reuse"
     );
     let mut opts = setrows_bisect::probe::repro::ReproOptions::new(std::sync::Arc::new(
         setrows_bisect::probe::launch::HostLauncher,
@@ -288,7 +288,119 @@ fn golden_hip_replay_build_from_the_shipped_matrix() {
         "-DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER_LAUNCHER=ccache \
          -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGGML_CCACHE=OFF \
          -DCMAKE_HIP_COMPILER_LAUNCHER=ccache -DGGML_HIP=ON -DGPU_TARGETS=gfx1151 \
-         -DCMAKE_HIP_FLAGS=-DDFLASH_WAVE_SIZE=32 -DGGML_HIP_GRAPHS=ON"
+         -DCMAKE_HIP_FLAGS=-DDFLASH_WAVE_SIZE=32 -DGGML_HIP_GRAPHS=OFF"
     );
     assert!(script.contains("--target setrows-replay"), "{script}");
+}
+
+/// Two configurations whose resolved build and run are identical share one result: the second
+/// cell carries the first one's outcome and names it, and the probe ran once.
+#[test]
+fn identical_cells_share_one_result() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    old_ggml_repo(&repo);
+    let text = r#"
+[probe]
+kind = "script"
+build = 'echo x >> "$WORK/builds"'
+script = 'echo run >> "$WORK/runs"; test "$(cat "$SRC/state")" = bad'
+[launch.plain]
+[launch.also-plain]
+[launch.blocking]
+hip_launch_blocking = true
+[matrix]
+backend = ["hip"]
+gfx = ["gfx1151"]
+launch = ["plain", "also-plain", "blocking"]
+"#;
+    let m = matrix::parse("m.toml", text).unwrap();
+    let work = d.path().join("work");
+    let runner = Runner::new(
+        repo,
+        work.clone(),
+        None,
+        m.probe.clone(),
+        0,
+        d.path().join("logs"),
+    );
+    let mut rev = runner.resolve("HEAD").unwrap();
+    runner.checkout(&mut rev).unwrap();
+    let cells: Vec<_> = m
+        .configs
+        .iter()
+        .map(|c| runner.run_cell(c, &rev, &|_| {}))
+        .collect();
+    assert_eq!(cells[0].config, m.configs[0].id);
+    assert_eq!(cells[1].config, m.configs[1].id, "both cells are reported");
+    assert_eq!(cells[1].outcome, cells[0].outcome);
+    assert_eq!(
+        cells[1].provenance.get("shared_with"),
+        Some(&m.configs[0].id),
+        "and the shared one says so"
+    );
+    assert!(!cells[0].provenance.contains_key("shared_with"));
+    assert!(
+        !cells[2].provenance.contains_key("shared_with"),
+        "a real difference runs"
+    );
+    let runs: usize = walk_count(&work, "runs");
+    assert_eq!(runs, 2, "plain and also-plain ran once between them");
+}
+
+fn walk_count(dir: &Path, name: &str) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            n += walk_count(&p, name);
+        } else if e.file_name() == name {
+            n += std::fs::read_to_string(&p).unwrap().lines().count();
+        }
+    }
+    n
+}
+
+/// For the replay, `wave_size` only makes cells where the build reads it: on a tree without
+/// `DFLASH_WAVE_SIZE` the values collapse to one build and run; a tree that defines it keeps them.
+#[test]
+fn wave_size_collapses_where_the_build_does_not_read_it() {
+    let text = "[matrix]\nbackend = [\"hip\"]\ngfx = [\"gfx1151\"]\nwave_size = [32, 64]\n";
+    let m = matrix::parse("m.toml", text).unwrap();
+    for (defines, distinct) in [(false, 1), (true, 2)] {
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("repo");
+        let r = git2::Repository::init(&repo).unwrap();
+        std::fs::create_dir_all(repo.join("src/ggml-cuda")).unwrap();
+        std::fs::write(repo.join("CMakeLists.txt"), "option(GGML_HIP \"\" OFF)\n").unwrap();
+        let body = if defines {
+            "#ifndef DFLASH_WAVE_SIZE\n#define DFLASH_WAVE_SIZE 32\n#endif\n"
+        } else {
+            "#define WARP_SIZE 32\n"
+        };
+        std::fs::write(repo.join("src/ggml-cuda/common.cuh"), body).unwrap();
+        commit_all(&r, "tree");
+        let runner = Runner::new(
+            repo,
+            d.path().join("work"),
+            None,
+            m.probe.clone(),
+            0,
+            d.path().join("logs"),
+        );
+        let mut rev = runner.resolve("HEAD").unwrap();
+        runner.checkout(&mut rev).unwrap();
+        let resolved: std::collections::BTreeSet<String> = m
+            .configs
+            .iter()
+            .map(|c| runner.effective(c, &rev).identity())
+            .collect();
+        assert_eq!(
+            resolved.len(),
+            distinct,
+            "defines DFLASH_WAVE_SIZE: {defines}"
+        );
+        let kept = runner.effective(&m.configs[1], &rev).recipe.wave_size;
+        assert_eq!(kept, defines.then_some(64));
+    }
 }

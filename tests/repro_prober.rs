@@ -230,3 +230,71 @@ fn tail_lines(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
+
+/// The vacuous-pass guard through the real reproducer: the same CPU build and run is a pass when
+/// nothing is asked, and `untestable` (with the reason) when the configuration asks for graphs
+/// the CPU backend does not have.
+#[test]
+fn graphs_asked_on_the_cpu_come_out_untestable() {
+    use setrows_bisect::core::build::Backend;
+    use setrows_bisect::probe::repro::Expectations;
+    let Some(f) = fixture("") else { return };
+    let args = ["--backend", "CPU", "--steps", "300"];
+    let plain = prober(&f, "", &args);
+    let r = probe(&plain, &f, "plain");
+    assert_eq!(
+        r.outcome,
+        Outcome::Pass,
+        "{:?}\n{}",
+        r.signature,
+        r.output_tail
+    );
+    assert!(
+        r.provenance
+            .get("repro_features")
+            .is_some_and(|v| !v.contains("USE_GRAPHS")),
+        "the run's own features are recorded: {:?}",
+        r.provenance
+    );
+
+    let mut o = ReproOptions::new(Arc::new(HostLauncher));
+    o.cmake_args = vec![format!("-Dggml_DIR={}", f.ggml.display())];
+    o.repro_args = args.iter().map(|s| s.to_string()).collect();
+    o.jobs = Some(2);
+    o.expect = Expectations {
+        backend: Some(Backend::Cpu),
+        ..Expectations::default()
+    };
+    let r = probe(&ReproProber::new(o.clone()), &f, "cpu-asked");
+    assert_eq!(
+        r.outcome,
+        Outcome::Pass,
+        "asking for the CPU on the CPU holds"
+    );
+
+    o.expect.graphs = Some(true);
+    let guarded = ReproProber::new(o.clone());
+    assert_ne!(
+        guarded.identity(),
+        plain.identity(),
+        "what is asked is in the key"
+    );
+    let r = probe(&guarded, &f, "graphs");
+    assert_eq!(r.outcome, Outcome::Untestable, "{}", r.output_tail);
+    let sig = r.signature.unwrap_or_default();
+    assert!(sig.contains("CPU backend has no graphs"), "{sig}");
+    assert_eq!(
+        r.exit_code,
+        Some(0),
+        "the reproducer itself passed: the guard decided"
+    );
+
+    // asking for a GPU backend that did not run is the same kind of skip
+    o.expect = Expectations {
+        backend: Some(Backend::Hip),
+        ..Expectations::default()
+    };
+    let r = probe(&ReproProber::new(o), &f, "hip-asked");
+    assert_eq!(r.outcome, Outcome::Untestable);
+    assert!(r.signature.unwrap_or_default().contains("ran on cpu"));
+}

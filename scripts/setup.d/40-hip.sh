@@ -2,7 +2,8 @@
 # A HIP device compiler for scripts/hip-compile.sh: clang 19 (AMDGPU target, gfx1151 known) with
 # lld, and the HIP runtime headers from Debian 12's main archive (libamdhip64-dev 5.2.3). No AMD GPU
 # is needed: hip-compile.sh only compiles device code to AMDGPU assembly and checks it.
-# Idempotent. Logs go to stderr; stdout carries only KEY=VALUE lines:
+# Idempotent. Logs go to stderr; stdout carries only KEY=VALUE lines (tests/hip_compile.rs needs
+# HIP_CLANG and HIP_INCLUDE; under CI it fails without them):
 #   HIP_CLANG=/usr/bin/clang++-19  HIP_INCLUDE=/usr/include  HIP_VERSION=5.2.21153
 # Not root and the tools missing: says so and prints nothing (hip-compile.sh then fails clearly).
 set -euo pipefail

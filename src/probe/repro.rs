@@ -22,8 +22,12 @@
 //! embedded sources are written to a content-hashed folder and the CMake build tree lives).
 
 pub mod classify;
+pub mod expect;
+mod sources;
 
-pub use classify::{classify, parse_result, Classified, ReproResult};
+pub use classify::{classify, classify_expected, parse_result, Classified, ReproResult};
+pub use expect::{CompileDefs, Expectations};
+pub use sources::{materialize_sources, sources_hash, SOURCES};
 
 use crate::core::outcome::Outcome;
 use crate::probe::exec;
@@ -34,74 +38,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The reproducer sources, embedded: (path relative to the repro-kernels root, contents).
-pub const SOURCES: [(&str, &str); 4] = [
-    (
-        "CMakeLists.txt",
-        include_str!("../../repro-kernels/CMakeLists.txt"),
-    ),
-    (
-        "setrows-replay/setrows-replay.cpp",
-        include_str!("../../repro-kernels/setrows-replay/setrows-replay.cpp"),
-    ),
-    (
-        "setrows-kernel/setrows-kernel.cu",
-        include_str!("../../repro-kernels/setrows-kernel/setrows-kernel.cu"),
-    ),
-    (
-        "setrows-kernel/gpu-portability.h",
-        include_str!("../../repro-kernels/setrows-kernel/gpu-portability.h"),
-    ),
-];
-
-/// Hex sha256 over the embedded sources (paths and contents), identical on every machine.
-pub fn sources_hash() -> String {
-    let mut h = Sha256::new();
-    for (path, text) in SOURCES {
-        h.update(path.as_bytes());
-        h.update([0]);
-        h.update((text.len() as u64).to_le_bytes());
-        h.update(text.as_bytes());
-    }
-    hex::encode(h.finalize())
-}
-
-/// Writes the embedded sources under `dir/setrows-repro-<hash12>` (once: an existing complete
-/// copy is reused) and returns that folder's name. The copy is made in a temp folder and renamed,
-/// so a killed run never leaves a half-written tree that a later probe would trust.
-pub fn materialize_sources(dir: &Path) -> std::io::Result<String> {
-    let name = format!("setrows-repro-{}", &sources_hash()[..12]);
-    let target = dir.join(&name);
-    if target.join(".complete").is_file() {
-        return Ok(name);
-    }
-    std::fs::create_dir_all(dir)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".setrows-repro-")
-        .tempdir_in(dir)?;
-    for (path, text) in SOURCES {
-        let p = tmp.path().join(path);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(p, text)?;
-    }
-    std::fs::write(tmp.path().join(".complete"), b"")?;
-    let tmp_path = tmp.keep();
-    if target.exists() && !target.join(".complete").is_file() {
-        // left half-written by a killed run of an older version: replace it
-        let _ = std::fs::remove_dir_all(&target);
-    }
-    if let Err(e) = std::fs::rename(&tmp_path, &target) {
-        // Another process won the race with identical content: use theirs.
-        let _ = std::fs::remove_dir_all(&tmp_path);
-        if !target.join(".complete").is_file() {
-            return Err(e);
-        }
-    }
-    Ok(name)
-}
 
 /// Which bundled reproducer a probe runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +77,9 @@ pub struct ReproOptions {
     pub build_timeout: Option<Duration>,
     pub run_timeout: Option<Duration>,
     pub launcher: Arc<dyn Launcher>,
+    /// What the configuration asked for; a run that shows otherwise is `untestable`
+    /// (`expect::mismatch`). Default: nothing asked, nothing checked.
+    pub expect: Expectations,
 }
 
 impl ReproOptions {
@@ -156,6 +95,7 @@ impl ReproOptions {
             build_timeout: Some(Duration::from_secs(3600)),
             run_timeout: Some(Duration::from_secs(900)),
             launcher,
+            expect: Expectations::default(),
         }
     }
 }
@@ -167,6 +107,7 @@ impl std::fmt::Debug for ReproOptions {
             .field("cmake_args", &self.cmake_args)
             .field("reproducer", &self.reproducer)
             .field("repro_args", &self.repro_args)
+            .field("expect", &self.expect)
             .field("launcher", &self.launcher.identity())
             .finish_non_exhaustive()
     }
@@ -249,11 +190,27 @@ impl ReproProber {
              fi\n\
              gen=''\n\
              if command -v ninja >/dev/null 2>&1 && [ ! -f \"{bdir}/Makefile\" ]; then gen='-G Ninja'; fi\n\
-             cmake -S \"$WORK/{src_dir_name}\" -B \"{bdir}\" $gen -DCMAKE_BUILD_TYPE=Release \"-DGGML_SOURCE_DIR={sub}\" $launcher {extra}\n\
+             cmake -S \"$WORK/{src_dir_name}\" -B \"{bdir}\" $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \"-DGGML_SOURCE_DIR={sub}\" $launcher {extra}\n\
              cmake --build \"{bdir}\" --target {target}{jobs}\n",
             extra = extra.join(" "),
             target = self.opts.reproducer.target(),
         )
+    }
+
+    /// The compile definitions of this prober's build tree (`compile_commands.json`, exported by
+    /// every configure): the proof of what the features cannot show (HIP graphs).
+    pub fn compile_defs(&self, build_dir: &Path) -> CompileDefs {
+        let path = build_dir
+            .join(self.build_dir_name())
+            .join("compile_commands.json");
+        let source = format!("{}/compile_commands.json", self.build_dir_name());
+        std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| CompileDefs::from_compile_commands(&source, &t))
+            .unwrap_or(CompileDefs {
+                source: format!("{source} missing or unreadable"),
+                ..CompileDefs::default()
+            })
     }
 
     pub fn run_script(&self) -> String {
@@ -309,8 +266,15 @@ impl Prober for ReproProber {
                 .collect::<Vec<_>>()
                 .join(",")
         };
+        // Asked-for facts change the outcome, so they are part of the identity; nothing asked
+        // keeps the identity (and every stored result) of before the guard.
+        let expect = if self.opts.expect.is_empty() {
+            String::new()
+        } else {
+            format!(" expect={:?}", self.opts.expect)
+        };
         format!(
-            "repro:v1 sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}] run_env=[{}] args={:?} run_timeout_s={} launcher={}",
+            "repro:v1 sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}] run_env=[{}] args={:?} run_timeout_s={} launcher={}{expect}",
             &self.sources[..16],
             self.opts.reproducer.target(),
             self.opts.ggml_subdir,
@@ -394,6 +358,16 @@ impl Prober for ReproProber {
             if let Some(why) = crate::probe::step_infra_failure(&*self.opts.launcher, &built) {
                 return ProbeReport::infra(why, req.log_path);
             }
+            if let Some(line) = classify::toolchain_cannot_target(&built.output) {
+                return report(
+                    Outcome::Untestable,
+                    Some(format!("the toolchain cannot target this GPU: {line}")),
+                    Some(&built),
+                    build_s,
+                    0.0,
+                    provenance,
+                );
+            }
             let sig = if built.timed_out {
                 "build timed out".to_string()
             } else {
@@ -424,8 +398,42 @@ impl Prober for ReproProber {
                 return ProbeReport::infra(why, req.log_path);
             }
         }
-        let c = classify(ran.exit_code, ran.signal, ran.timed_out, &ran.output);
+        let defs = self
+            .opts
+            .expect
+            .needs_compile_defs()
+            .then(|| self.compile_defs(req.build_dir));
+        let c = classify_expected(
+            ran.exit_code,
+            ran.signal,
+            ran.timed_out,
+            &ran.output,
+            &self.opts.expect,
+            defs.as_ref(),
+        );
         if let Some(r) = parse_result(&ran.output) {
+            if let Some(f) = &r.features {
+                let list: Vec<String> = f
+                    .iter()
+                    .map(|(k, v)| match v {
+                        serde_json::Value::String(s) => format!("{k}={s}"),
+                        other => format!("{k}={other}"),
+                    })
+                    .collect();
+                provenance.insert("repro_features".into(), list.join(" "));
+            }
+            for (k, v) in [
+                ("repro_device_name", &r.device_description),
+                ("repro_compiled_archs", &r.compiled_archs),
+                ("repro_arch", &r.arch),
+            ] {
+                if let Some(v) = v {
+                    provenance.insert(k.into(), v.clone());
+                }
+            }
+            if let Some(w) = r.wave_size {
+                provenance.insert("repro_wave_size".into(), w.to_string());
+            }
             for (k, v) in [
                 ("device", r.device),
                 ("backend", r.backend),

@@ -55,8 +55,13 @@ fn cell_text(c: &Cell) -> String {
         .map(|t| format!(": {}", escape::inline_short(t, 100)))
         .unwrap_or_default();
     let stored = if c.cached { ", stored" } else { "" };
+    let shared = c
+        .provenance
+        .get("shared_with")
+        .map(|id| format!(", same build and run as `{}`", escape::inline_short(id, 40)))
+        .unwrap_or_default();
     format!(
-        "{} **{}**{sig} ({}{stored})",
+        "{} **{}**{sig} ({}{stored}{shared})",
         icon(c.outcome),
         c.outcome,
         secs(c.duration_s)

@@ -9,6 +9,8 @@
 //! results table. Infrastructure errors stay what they are in the table: never a pass or fail.
 
 mod probers;
+mod wave;
+use wave::reads_wave_size;
 
 use crate::core::build::{Backend, TreeFacts};
 use crate::core::matrix::{Config, RawProbe};
@@ -45,6 +47,11 @@ pub struct Runner {
     /// The matrix's one slot (`<work>/matrix`: its checkout and every build dir), locked from
     /// the first checkout on: one matrix run per work dir moves them.
     slot: Mutex<Option<Slot>>,
+    /// Cells already run, by resolved identity (`shared_key`): a second configuration whose build
+    /// and run are identical gets the first one's result instead of running again.
+    shared: Mutex<HashMap<String, Cell>>,
+    /// Per tree: whether its ggml reads `DFLASH_WAVE_SIZE` (so a wave size changes its build).
+    reads_wave: Mutex<HashMap<String, bool>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +101,56 @@ impl Runner {
             hip_envs: Mutex::new(HashMap::new()),
             store: None,
             slot: Mutex::new(None),
+            shared: Mutex::new(HashMap::new()),
+            reads_wave: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The configuration as it really builds and runs at `rev`: a wave size that nothing in the
+    /// build reads (the replay on a tree that does not define `DFLASH_WAVE_SIZE`) is dropped, so
+    /// `wave_size = [32, 64]` multiplies only the cells it changes.
+    pub fn effective(&self, config: &Config, rev: &Rev) -> Config {
+        let mut c = config.clone();
+        let replay = self.probe.kind.as_deref().unwrap_or("replay") == "replay";
+        if c.recipe.wave_size.is_some() && replay && !self.tree_reads_wave_size(rev) {
+            c.recipe.wave_size = None;
+        }
+        c
+    }
+
+    fn tree_reads_wave_size(&self, rev: &Rev) -> bool {
+        if rev.checkout.as_os_str().is_empty() {
+            return true; // not checked out: cannot tell, so do not collapse
+        }
+        let key = format!("{}\n{}", rev.tree, rev.sha);
+        if let Some(v) = self
+            .reads_wave
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).copied())
+        {
+            return v;
+        }
+        let v = reads_wave_size(&rev.checkout);
+        if let Ok(mut m) = self.reads_wave.lock() {
+            m.insert(key, v);
+        }
+        v
+    }
+
+    /// What makes two cells the same run: the tree, and the configuration's resolved build and
+    /// run (image, recipe, launch environment, reproducer arguments), not its id.
+    fn shared_key(&self, effective: &Config, rev: &Rev) -> String {
+        format!(
+            "{}\n{}\n{}",
+            if rev.tree.is_empty() {
+                &rev.sha
+            } else {
+                &rev.tree
+            },
+            self.build_key(effective),
+            effective.identity()
+        )
     }
 
     /// Resolves `rev` to a commit (nothing is written yet).
@@ -280,7 +336,42 @@ impl Runner {
     /// configuration) has a run, else probed with `retries` further attempts after an
     /// infrastructure error, and stored. Never fails: what went wrong is the cell (an
     /// `InfraError` cell is never a pass or fail).
-    pub fn run_cell(&self, config: &Config, rev: &Rev, phase: &dyn Fn(Phase)) -> Cell {
+    ///
+    /// Two configurations that resolve to the same build and run at this tree share one result:
+    /// the second cell carries the first one's outcome and says so (`shared_with` in its
+    /// provenance) instead of running twice.
+    pub fn run_cell(&self, asked: &Config, rev: &Rev, phase: &dyn Fn(Phase)) -> Cell {
+        let effective = self.effective(asked, rev);
+        let key = self.shared_key(&effective, rev);
+        let first = self.shared.lock().ok().and_then(|m| m.get(&key).cloned());
+        if let Some(first) = first {
+            let mut cell = first.clone();
+            cell.config = asked.id.clone();
+            cell.rev = rev.rev.clone();
+            cell.provenance
+                .insert("shared_with".into(), first.config.clone());
+            if effective.recipe != asked.recipe {
+                cell.provenance.insert(
+                    "shared_because".into(),
+                    "wave_size is not read by this build (no DFLASH_WAVE_SIZE in the tree)".into(),
+                );
+            }
+            return cell;
+        }
+        let cell = self.run_cell_once(asked, &effective, rev, phase);
+        if let Ok(mut m) = self.shared.lock() {
+            m.insert(key, cell.clone());
+        }
+        cell
+    }
+
+    fn run_cell_once(
+        &self,
+        asked: &Config,
+        config: &Config,
+        rev: &Rev,
+        phase: &dyn Fn(Phase),
+    ) -> Cell {
         let build_dir = self
             .work_dir
             .join("matrix/build")
@@ -325,6 +416,12 @@ impl Runner {
                 provenance.insert("kernel".into(), k.trim().into());
             }
             provenance.insert("engine".into(), "none (host)".into());
+        }
+        if config.recipe != asked.recipe {
+            provenance.insert(
+                "wave_size".into(),
+                "not read by this build (no DFLASH_WAVE_SIZE in the tree): not passed".into(),
+            );
         }
         Cell {
             config: config.id.clone(),

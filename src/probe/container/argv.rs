@@ -18,6 +18,22 @@ pub struct RunSpec {
     /// Host gids owning `/dev/kfd` and `/dev/dri` (`video`, `render`), numeric because the
     /// image's /etc/group need not have those names.
     pub gpu_groups: Vec<u32>,
+    /// Podman without root (a user's own podman, the usual Strix Halo desktop): the caller's uid
+    /// is kept inside (`--userns=keep-id`) and the GPU groups are the caller's own supplementary
+    /// groups (`--group-add keep-groups`: host gids are not mapped into the user namespace).
+    pub rootless: bool,
+    /// SELinux is enabled on the host (Fedora, RHEL): bind mounts and device nodes are only
+    /// reachable with labelling off for the container (`--security-opt label=disable`).
+    pub selinux: bool,
+}
+
+impl RunSpec {
+    /// The host facts `rootless` and `selinux` for `engine` run by `uid`.
+    pub fn host_security(engine: EngineKind, uid: u32) -> (bool, bool) {
+        let rootless = engine == EngineKind::Podman && uid != 0;
+        let selinux = std::path::Path::new("/sys/fs/selinux/enforce").exists();
+        (rootless, selinux)
+    }
 }
 
 /// Seconds a podman container may outlive its step's timeout (the client kills it first; this
@@ -56,6 +72,14 @@ pub fn run_argv(spec: &RunSpec, job: &ShellJob) -> Vec<String> {
         "none".into(),
         "--user".into(),
         format!("{}:{}", spec.uid, spec.gid),
+    ];
+    if spec.rootless {
+        a.push("--userns=keep-id".into());
+    }
+    if spec.selinux {
+        a.extend(["--security-opt".into(), "label=disable".into()]);
+    }
+    a.extend([
         "--volume".into(),
         format!("{}:{SRC_MOUNT}:ro", job.src.display()),
         "--volume".into(),
@@ -69,7 +93,7 @@ pub fn run_argv(spec: &RunSpec, job: &ShellJob) -> Vec<String> {
             SRC_MOUNT
         }
         .into(),
-    ];
+    ]);
     if let (EngineKind::Podman, Some(t)) = (spec.engine, job.timeout) {
         // Bounds a container whose client died with us (SIGKILL): conmon kills it anyway.
         a.push("--timeout".into());
@@ -82,10 +106,16 @@ pub fn run_argv(spec: &RunSpec, job: &ShellJob) -> Vec<String> {
                 a.push("--device".into());
                 a.push(d.into());
             }
-            for g in &spec.gpu_groups {
-                a.push("--group-add".into());
-                a.push(g.to_string());
+            if spec.rootless {
+                a.extend(["--group-add".into(), "keep-groups".into()]);
+            } else {
+                for g in &spec.gpu_groups {
+                    a.push("--group-add".into());
+                    a.push(g.to_string());
+                }
             }
+            // AMD's documented `docker run` for ROCm (the HSA runtime's syscalls).
+            a.extend(["--security-opt".into(), "seccomp=unconfined".into()]);
         }
         GpuAccess::Nvidia => match spec.engine {
             EngineKind::Docker => a.extend(["--gpus".into(), "all".into()]),
@@ -104,6 +134,38 @@ pub fn run_argv(spec: &RunSpec, job: &ShellJob) -> Vec<String> {
     a.push(spec.image.clone());
     a.extend(["sh".into(), "-c".into(), job.script.clone()]);
     a
+}
+
+/// Host gids of the groups that own AMD GPU device nodes: those of the nodes themselves
+/// (`/dev/kfd`, `/dev/dri/renderD*`: distributions differ in which group owns which) and the
+/// `video`/`render` entries of /etc/group. Root's group is never added.
+pub fn host_gpu_group_ids() -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let mut nodes = vec![PathBuf::from("/dev/kfd")];
+    if let Ok(rd) = std::fs::read_dir("/dev/dri") {
+        nodes.extend(rd.flatten().map(|e| e.path()).filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("renderD"))
+        }));
+    }
+    let node_gids: Vec<u32> = nodes
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok().map(|m| m.gid()))
+        .collect();
+    merge_gpu_groups(
+        &node_gids,
+        &std::fs::read_to_string("/etc/group").unwrap_or_default(),
+    )
+}
+
+/// `node_gids` (the device nodes' owners) and the `video`/`render` gids of `etc_group`, sorted,
+/// without duplicates and without gid 0.
+pub fn merge_gpu_groups(node_gids: &[u32], etc_group: &str) -> Vec<u32> {
+    let mut ids = gpu_group_ids(etc_group);
+    ids.extend(node_gids.iter().copied().filter(|g| *g != 0));
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// Host gids of the groups that own AMD GPU device nodes, from /etc/group text.

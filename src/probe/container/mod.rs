@@ -14,6 +14,8 @@
 //! error found before the first probe, not a silent download in the middle of a bisection.
 
 mod argv;
+mod write_probe;
+pub use write_probe::write_probe_job;
 mod signals;
 pub use argv::*;
 use signals::PROVENANCE_SCRIPT;
@@ -92,6 +94,13 @@ pub enum ContainerError {
     },
     #[error("image `{image}` is not present in {engine}; build it first (see containers/README.md), nothing is pulled during a run")]
     ImageMissing { engine: &'static str, image: String },
+    #[error("the work dir {dir} is not writable inside {image} as {user}: {detail} (rootless podman maps the caller's uid with --userns=keep-id; on SELinux hosts label=disable is used; check the directory's owner and mode)")]
+    WorkNotWritable {
+        dir: String,
+        image: String,
+        user: String,
+        detail: String,
+    },
     #[error("`{engine} {action}` failed: {detail}")]
     Failed {
         engine: &'static str,
@@ -309,13 +318,14 @@ impl ContainerLauncher {
             detail: e.to_string(),
         })?;
         let gpu_groups = if gpu == GpuAccess::Amd {
-            gpu_group_ids(&std::fs::read_to_string("/etc/group").unwrap_or_default())
+            host_gpu_group_ids()
         } else {
             Vec::new()
         };
         // SAFETY: getuid/getgid cannot fail and touch no memory.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        Ok(ContainerLauncher {
+        let (rootless, selinux) = RunSpec::host_security(engine.kind, uid);
+        let launcher = ContainerLauncher {
             spec: RunSpec {
                 engine: engine.kind,
                 program: engine.program.display().to_string(),
@@ -325,11 +335,15 @@ impl ContainerLauncher {
                 uid,
                 gid,
                 gpu_groups,
+                rootless,
+                selinux,
             },
             engine,
             digest,
             provenance: OnceLock::new(),
-        })
+        };
+        launcher.check_writable(ccache_dir)?;
+        Ok(launcher)
     }
 
     pub fn image(&self) -> &str {

@@ -33,6 +33,26 @@ pub struct ReproResult {
     pub steps_run: i64,
     pub first_failing_step: Option<i64>,
     pub timings: Option<Timings>,
+    // Format 2 (`repro-kernels/README.md`): what really ran, from the backend or the device code.
+    // All optional: a format-1 line has none of them, and null means "not reported".
+    pub format: Option<i64>,
+    /// `setrows-kernel`: `cuda` or `hip`.
+    pub api: Option<String>,
+    /// The backend's feature flags (`ggml_backend_get_features`), e.g. CUDA `USE_GRAPHS`.
+    pub features: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    pub features_source: Option<String>,
+    pub backend_reg: Option<String>,
+    pub device_name: Option<String>,
+    pub device_description: Option<String>,
+    /// CUDA: the archs the library was compiled for (`900`).
+    pub compiled_archs: Option<String>,
+    /// Target and wave size of the device code that ran (the kernel reports them; the replay
+    /// cannot: null).
+    pub arch: Option<String>,
+    pub wave_size: Option<u32>,
+    /// The kernel's compile-time `DFLASH_WAVE_SIZE`.
+    pub dflash_wave_size: Option<u32>,
+    pub device_arch: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -98,6 +118,47 @@ pub const GPU_FAULT_PATTERNS: [&str; 8] = [
     "HIP error",
     "unspecified launch failure",
 ];
+
+/// Text of a binary with no code for the GPU it runs on, or a runtime library (rocBLAS/Tensile)
+/// without kernels for it: the configuration cannot run there, which is no fault of the code
+/// under test (`untestable`, not `gpu_fault`/`crash`).
+pub const NO_CODE_PATTERNS: [&str; 7] = [
+    "hipErrorNoBinaryForGpu",
+    "no kernel image is available for execution on the device",
+    "cudaErrorNoKernelImageForDevice",
+    "hipErrorInvalidDeviceFunction",
+    "TensileLibrary",
+    "No paths matched",
+    "no library for gfx",
+];
+
+/// The first line saying the binary has no code for this GPU (`NO_CODE_PATTERNS`; Tensile lines
+/// only when they say something is missing).
+pub fn no_code_for_gpu(output: &str) -> Option<String> {
+    first_line_with(output, |l| {
+        NO_CODE_PATTERNS.iter().any(|p| l.contains(p))
+            && (!l.contains("TensileLibrary")
+                || ["Cannot", "cannot", "No such file", "not found"]
+                    .iter()
+                    .any(|w| l.contains(w)))
+    })
+    .map(clip)
+}
+
+/// The first line of a build saying the toolchain cannot target the asked GPU (clang's
+/// "unsupported HIP gpu architecture: gfx1151", nvcc's "Unsupported gpu architecture", LLVM's
+/// "unknown target CPU 'gfx1151'").
+pub fn toolchain_cannot_target(output: &str) -> Option<String> {
+    let lower = |l: &str| l.to_ascii_lowercase();
+    first_line_with(output, |l| {
+        let l = lower(l);
+        (l.contains("unsupported") && l.contains("gpu architecture"))
+            || l.contains("invalid offload arch")
+            || l.contains("unknown target cpu 'gfx")
+            || (l.contains("offload") && l.contains("not supported") && l.contains("gfx"))
+    })
+    .map(clip)
+}
 
 /// Whether `output` carries any of the device-fault texts (also used by the `--script` prober).
 pub fn is_gpu_fault(output: &str) -> bool {
@@ -167,6 +228,11 @@ pub fn classify(
         Some(c) if c > 128 && c < 160 => Some(c - 128),
         _ => None,
     });
+    if let Some(line) = no_code_for_gpu(output) {
+        if signal.is_some() || exit_code != Some(code::PASS) {
+            return Classified::new(Outcome::Untestable, format!("no code for this GPU: {line}"));
+        }
+    }
     let fault = first_line_with(output, |l| GPU_FAULT_PATTERNS.iter().any(|p| l.contains(p)));
     if let Some(line) = fault {
         if signal.is_some() || exit_code != Some(code::PASS) {
@@ -221,6 +287,31 @@ pub fn classify(
         ),
         Some(c) => Classified::new(Outcome::WrongResult, format!("exit code {c}")),
         None => Classified::new(Outcome::InfraError, "no exit status and no signal"),
+    }
+}
+
+/// `classify`, then the vacuous-pass guard: a run whose facts (or build) show it did not run what
+/// `exp` asked for is `untestable` with the reason, whatever it would otherwise have been.
+/// Skips and machinery failures stay what they are. With `Expectations::default()` this is
+/// `classify`.
+pub fn classify_expected(
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    timed_out: bool,
+    output: &str,
+    exp: &super::Expectations,
+    defs: Option<&super::CompileDefs>,
+) -> Classified {
+    let c = classify(exit_code, signal, timed_out, output);
+    if matches!(
+        c.outcome,
+        Outcome::Untestable | Outcome::BuildFailed | Outcome::InfraError
+    ) {
+        return c;
+    }
+    match super::expect::mismatch(exp, parse_result(output).as_ref(), defs) {
+        Some(why) => Classified::new(Outcome::Untestable, clip(&format!("not as asked: {why}"))),
+        None => c,
     }
 }
 

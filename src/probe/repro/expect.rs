@@ -1,0 +1,268 @@
+//! The vacuous-pass guard: what a configuration asked for, compared with what the reproducer
+//! and the build say really ran. A configuration that asked for CUDA graphs on a binary built
+//! without them, for a wave size the device code does not run, or for a GPU the binary has no
+//! code for, did not test what it names: its run is `untestable` with the reason, never a
+//! `pass` (nor a `wrong_result` or `gpu_fault` that a verdict would pin on the wrong
+//! configuration).
+//!
+//! Pure: the reproducer's `SETROWS_RESULT` facts (format 2, `repro-kernels/README.md`) and, for
+//! what the features cannot prove, the build's compile definitions (`CompileDefs`, read from
+//! `compile_commands.json` by the prober that knows its build dir).
+
+use super::ReproResult;
+use crate::core::build::{Backend, Recipe};
+use serde::{Deserialize, Serialize};
+
+/// What a configuration asked for. `Default` asks nothing, so nothing is checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Expectations {
+    /// The backend the run must have used (a GPU recipe that silently ran on the CPU proves
+    /// nothing about the GPU).
+    pub backend: Option<Backend>,
+    /// `GGML_CUDA_GRAPHS` / `GGML_HIP_GRAPHS` really on (`true`) or really off (`false`).
+    pub graphs: Option<bool>,
+    /// Wave size of the device code that ran (checked where the reproducer reports it: the kernel).
+    pub wave_size: Option<u32>,
+    /// `gfx1151`, or CUDA's `90`: the binary must carry code for it.
+    pub gpu_target: Option<String>,
+}
+
+impl Expectations {
+    /// What a build recipe asks for (the matrix and the bisect driver call this).
+    pub fn from_recipe(recipe: &Recipe) -> Expectations {
+        Expectations {
+            backend: Some(recipe.backend),
+            graphs: recipe.graphs,
+            wave_size: recipe.wave_size,
+            gpu_target: recipe.gpu_target.clone(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Expectations::default()
+    }
+
+    /// Whether the guard needs the build's compile definitions: graphs asked on a GPU backend
+    /// (HIP never lists graphs in its features; CUDA only from ggml's feature API on).
+    pub fn needs_compile_defs(&self) -> bool {
+        self.graphs.is_some() && matches!(self.backend, Some(Backend::Hip | Backend::Cuda))
+    }
+}
+
+/// What the build's compile commands define, counted over ggml's CUDA/HIP sources.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompileDefs {
+    /// Where the facts came from (for the reason text).
+    pub source: String,
+    /// Compile commands of files under `ggml-cuda/` or `ggml-hip/`.
+    pub backend_commands: usize,
+    /// Of those, how many define `GGML_HIP_GRAPHS`.
+    pub hip_graphs: usize,
+    /// Of those, how many define `GGML_CUDA_USE_GRAPHS`.
+    pub cuda_graphs: usize,
+}
+
+fn defines(command: &str, name: &str) -> bool {
+    let pat = format!("-D{name}");
+    command.match_indices(&pat).any(|(i, _)| {
+        let after = command[i + pat.len()..].chars().next();
+        match after {
+            None => true,
+            Some(c) if c.is_whitespace() || c == '"' || c == '\'' => true,
+            // `-DX=1` defines it; `-DX=0` is still "defined" to the preprocessor (#ifdef)
+            Some('=') => true,
+            _ => false,
+        }
+    })
+}
+
+impl CompileDefs {
+    /// From the text of a `compile_commands.json` (`command` or `arguments` entries).
+    pub fn from_compile_commands(source: &str, json: &str) -> Option<CompileDefs> {
+        let entries: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
+        let mut d = CompileDefs {
+            source: source.to_string(),
+            ..CompileDefs::default()
+        };
+        for e in entries {
+            let file = e.get("file").and_then(|f| f.as_str()).unwrap_or("");
+            if !(file.contains("ggml-cuda/") || file.contains("ggml-hip/")) {
+                continue;
+            }
+            let cmd = match (e.get("command"), e.get("arguments")) {
+                (Some(serde_json::Value::String(c)), _) => c.clone(),
+                (_, Some(serde_json::Value::Array(a))) => a
+                    .iter()
+                    .filter_map(|x| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                _ => continue,
+            };
+            d.backend_commands += 1;
+            d.hip_graphs += usize::from(defines(&cmd, "GGML_HIP_GRAPHS"));
+            d.cuda_graphs += usize::from(defines(&cmd, "GGML_CUDA_USE_GRAPHS"));
+        }
+        Some(d)
+    }
+}
+
+/// The backend a result says it ran on: the registry name (format 2), the kernel's `api`, or the
+/// device name's prefix (format 1: `CUDA0`, `ROCm0`, `CPU`).
+fn ran_backend(r: &ReproResult) -> Option<Backend> {
+    let name = [r.backend_reg.as_deref(), r.api.as_deref(), Some(&r.backend)]
+        .into_iter()
+        .flatten()
+        .find(|s| !s.is_empty())?
+        .to_ascii_lowercase();
+    if name.starts_with("cuda") {
+        Some(Backend::Cuda)
+    } else if name.starts_with("rocm") || name.starts_with("hip") {
+        Some(Backend::Hip)
+    } else if name.starts_with("cpu") {
+        Some(Backend::Cpu)
+    } else {
+        None
+    }
+}
+
+/// `amdgcn-amd-amdhsa--gfx1151:sramecc-:xnack-` → `gfx1151`; `sm_90` stays.
+fn bare_arch(s: &str) -> String {
+    let s = s.rsplit("--").next().unwrap_or(s);
+    s.split(':').next().unwrap_or(s).trim().to_ascii_lowercase()
+}
+
+/// CUDA `90`, `90-real`, `90a` against the compiled list `900` / `890,900`.
+fn cuda_arch_compiled(target: &str, compiled: &str) -> bool {
+    let t: String = target
+        .split('-')
+        .next()
+        .unwrap_or(target)
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    compiled
+        .split([',', ';', ' '])
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .any(|a| a == format!("{t}0") || a == t)
+}
+
+/// Why the run does not test what was asked (`None`: it does, or nothing was asked).
+/// `result` is the reproducer's summary line; `defs` the build's compile definitions, when read.
+pub fn mismatch(
+    exp: &Expectations,
+    result: Option<&ReproResult>,
+    defs: Option<&CompileDefs>,
+) -> Option<String> {
+    if exp.is_empty() {
+        return None;
+    }
+    if exp.graphs == Some(true) && exp.backend == Some(Backend::Cpu) {
+        return Some("graphs asked for, but the CPU backend has no graphs".into());
+    }
+    if let Some(r) = result {
+        if let (Some(want), Some(got)) = (exp.backend, ran_backend(r)) {
+            if want != got {
+                return Some(format!(
+                    "asked for the {} backend, but the reproducer ran on {} ({})",
+                    want.as_str(),
+                    got.as_str(),
+                    r.device
+                ));
+            }
+        }
+    }
+    if let Some(g) = exp.graphs {
+        if let Some(why) = graphs_mismatch(exp.backend, g, result, defs) {
+            return Some(why);
+        }
+    }
+    let r = result?;
+    if let Some(w) = exp.wave_size {
+        for (what, got) in [
+            ("the device code runs wave size", r.wave_size),
+            (
+                "the kernel was compiled with DFLASH_WAVE_SIZE",
+                r.dflash_wave_size,
+            ),
+        ] {
+            if let Some(got) = got.filter(|g| *g != w) {
+                return Some(format!("wave size {w} asked for, but {what} {got}"));
+            }
+        }
+    }
+    if let Some(t) = exp.gpu_target.as_deref() {
+        let arch = r.arch.as_deref().map(bare_arch);
+        if let Some(a) = arch.filter(|a| exp.backend == Some(Backend::Hip) && *a != bare_arch(t)) {
+            return Some(format!(
+                "GPU target {t} asked for, but the device code that ran is {a}"
+            ));
+        }
+        if exp.backend == Some(Backend::Cuda) {
+            if let Some(c) = r.compiled_archs.as_deref() {
+                if !cuda_arch_compiled(t, c) {
+                    return Some(format!(
+                        "CUDA arch {t} asked for, but the library was compiled for {c}"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn graphs_mismatch(
+    backend: Option<Backend>,
+    want: bool,
+    r: Option<&ReproResult>,
+    defs: Option<&CompileDefs>,
+) -> Option<String> {
+    let onoff = if want { "on" } else { "off" };
+    let from_build = |macro_name: &str, count: fn(&CompileDefs) -> usize| -> Option<String> {
+        let Some(d) = defs.filter(|d| d.backend_commands > 0) else {
+            return Some(format!(
+                "graphs {onoff} asked for, but nothing proves it: no compile commands of ggml's GPU sources to read {macro_name} from{}",
+                defs.map(|d| format!(" ({})", d.source)).unwrap_or_default()
+            ));
+        };
+        let n = count(d);
+        match (want, n) {
+            (true, 0) => Some(format!(
+                "graphs on asked for, but none of the {} ggml GPU compile commands defines {macro_name} ({})",
+                d.backend_commands, d.source
+            )),
+            (false, n) if n > 0 => Some(format!(
+                "graphs off asked for, but {n} of the {} ggml GPU compile commands define {macro_name} ({})",
+                d.backend_commands, d.source
+            )),
+            _ => None,
+        }
+    };
+    match backend {
+        // ggml's HIP build defines GGML_HIP_GRAPHS and never lists USE_GRAPHS: the build proves it.
+        Some(Backend::Hip) => from_build("GGML_HIP_GRAPHS", |d| d.hip_graphs),
+        Some(Backend::Cuda) => {
+            match r.and_then(|r| r.features.as_ref().zip(r.features_source.as_deref())) {
+                Some((f, "ggml_backend_get_features")) => {
+                    let listed = f.contains_key("USE_GRAPHS");
+                    match (want, listed) {
+                    (true, false) => Some(
+                        "CUDA graphs on asked for, but the backend's features do not list USE_GRAPHS (built without GGML_CUDA_GRAPHS)".into(),
+                    ),
+                    (false, true) => Some(
+                        "CUDA graphs off asked for, but the backend's features list USE_GRAPHS".into(),
+                    ),
+                    _ => None,
+                }
+                }
+                // ggml too old for the feature API (or a format-1 line): the build has to say.
+                _ => from_build("GGML_CUDA_USE_GRAPHS", |d| d.cuda_graphs),
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "expect_tests.rs"]
+mod tests;

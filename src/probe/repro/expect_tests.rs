@@ -1,0 +1,214 @@
+//! The guard on real reproducer output (testdata/README.md says where each file comes from).
+
+use super::*;
+use crate::core::outcome::Outcome;
+use crate::probe::repro::classify::{classify, classify_expected, parse_result};
+
+const CPU2: &str = include_str!("testdata/replay-format2-pass-cpu.txt");
+const CPU1: &str = include_str!("testdata/replay-pass-cpu.txt");
+const CUDA_ON: &str = include_str!("testdata/replay-format2-graphs-on-h200.txt");
+const CUDA_OFF: &str = include_str!("testdata/replay-format2-graphs-off-h200.txt");
+const K32: &str = include_str!("testdata/kernel-format2-w32-h200.txt");
+const K64: &str = include_str!("testdata/kernel-format2-w64-h200.txt");
+const CORRUPT: &str = include_str!("testdata/replay-inject-corrupt-cpu.txt");
+
+fn exp(backend: Backend) -> Expectations {
+    Expectations {
+        backend: Some(backend),
+        ..Expectations::default()
+    }
+}
+
+fn run(out: &str, e: &Expectations, defs: Option<&CompileDefs>) -> (Outcome, String) {
+    let c = classify_expected(Some(0), None, false, out, e, defs);
+    (c.outcome, c.signature.unwrap_or_default())
+}
+
+#[test]
+fn format2_lines_parse_with_their_facts() {
+    let r = parse_result(CUDA_ON).expect("graphs-on line");
+    assert_eq!(r.format, Some(2));
+    assert_eq!(r.backend_reg.as_deref(), Some("CUDA"));
+    assert!(r
+        .features
+        .as_ref()
+        .expect("features")
+        .contains_key("USE_GRAPHS"));
+    assert_eq!(r.compiled_archs.as_deref(), Some("900"));
+    assert_eq!(r.wave_size, None);
+    let r = parse_result(CUDA_OFF).expect("graphs-off line");
+    assert!(!r.features.expect("features").contains_key("USE_GRAPHS"));
+    let k = parse_result(K64).expect("kernel line");
+    assert_eq!(
+        (k.wave_size, k.dflash_wave_size, k.api.as_deref()),
+        (Some(32), Some(64), Some("cuda"))
+    );
+    // format 1 has none of them and classifies exactly as before, asked or not
+    let old = parse_result(CPU1).expect("format 1");
+    assert_eq!((old.format, old.features), (Some(1), None));
+    for out in [CPU1, CPU2] {
+        assert_eq!(
+            classify_expected(Some(0), None, false, out, &Expectations::default(), None),
+            classify(Some(0), None, false, out)
+        );
+    }
+    assert_eq!(run(CPU1, &exp(Backend::Cpu), None).0, Outcome::Pass);
+}
+
+#[test]
+fn graphs_asked_on_the_cpu_is_untestable_and_not_asking_passes() {
+    let mut e = exp(Backend::Cpu);
+    assert_eq!(run(CPU2, &e, None).0, Outcome::Pass);
+    e.graphs = Some(false);
+    assert_eq!(run(CPU2, &e, None).0, Outcome::Pass);
+    e.graphs = Some(true);
+    let (o, why) = run(CPU2, &e, None);
+    assert_eq!(o, Outcome::Untestable);
+    assert!(why.contains("CPU backend has no graphs"), "{why}");
+    // not only a pass: a mismatch found by a run that is not what was asked is no verdict either
+    let c = classify_expected(Some(1), None, false, CORRUPT, &e, None);
+    assert_eq!(c.outcome, Outcome::Untestable);
+}
+
+#[test]
+fn cuda_graphs_negative_control_on_the_h200_outputs() {
+    let mut e = exp(Backend::Cuda);
+    e.gpu_target = Some("90".into());
+    e.graphs = Some(true);
+    assert_eq!(run(CUDA_ON, &e, None).0, Outcome::Pass);
+    let (o, why) = run(CUDA_OFF, &e, None);
+    assert_eq!(
+        o,
+        Outcome::Untestable,
+        "graphs ON asked on the graphs-off build"
+    );
+    assert!(why.contains("USE_GRAPHS"), "{why}");
+    e.graphs = Some(false);
+    assert_eq!(run(CUDA_OFF, &e, None).0, Outcome::Pass);
+    assert_eq!(run(CUDA_ON, &e, None).0, Outcome::Untestable);
+    // a GPU recipe that ran on the CPU proves nothing about the GPU
+    e.graphs = None;
+    let (o, why) = run(CPU2, &e, None);
+    assert_eq!(o, Outcome::Untestable);
+    assert!(why.contains("ran on cpu"), "{why}");
+    // the library was compiled for another arch
+    e.gpu_target = Some("89".into());
+    let (o, why) = run(CUDA_ON, &e, None);
+    assert_eq!(o, Outcome::Untestable);
+    assert!(why.contains("compiled for 900"), "{why}");
+}
+
+#[test]
+fn wave_size_is_what_the_device_code_reports() {
+    let mut e = exp(Backend::Cuda);
+    e.wave_size = Some(32);
+    assert_eq!(run(K32, &e, None).0, Outcome::Pass);
+    // DFLASH_WAVE_SIZE=64 on a warp-32 GPU: the hardware did not run wave64
+    e.wave_size = Some(64);
+    let (o, why) = run(K64, &e, None);
+    assert_eq!(o, Outcome::Untestable);
+    assert!(why.contains("device code runs wave size 32"), "{why}");
+    // the replay reports no wave size: nothing to compare, nothing invented
+    assert_eq!(run(CUDA_ON, &e, None).0, Outcome::Pass);
+}
+
+fn hip_line(arch: &str) -> String {
+    format!(
+        "SETROWS_RESULT {{\"tool\":\"setrows-kernel\",\"format\":2,\"status\":\"pass\",\"exit_code\":0,\"api\":\"hip\",\"steps_run\":8,\"wave_size\":32,\"arch\":\"{arch}\",\"dflash_wave_size\":32,\"device_arch\":\"gfx1151\"}}\n"
+    )
+}
+
+const HIP_REPLAY: &str = "SETROWS_RESULT {\"tool\":\"setrows-replay\",\"format\":2,\"status\":\"pass\",\"exit_code\":0,\"backend\":\"ROCm0\",\"steps_run\":10,\"features\":{\"NO_VMM\":\"1\"},\"features_source\":\"ggml_backend_get_features\",\"backend_reg\":\"ROCm\",\"device_name\":\"ROCm0\",\"compiled_archs\":null,\"arch\":null,\"wave_size\":null}\n";
+
+fn commands(define: bool) -> String {
+    let d = if define { " -DGGML_HIP_GRAPHS" } else { "" };
+    format!(
+        r#"[{{"directory":"/w/b","command":"/opt/rocm/llvm/bin/clang++ -DGGML_USE_HIP{d} -x hip --offload-arch=gfx1151 -c /s/ggml/src/ggml-cuda/set-rows.cu","file":"/s/ggml/src/ggml-cuda/set-rows.cu"}},
+           {{"directory":"/w/b","command":"c++ -c /s/ggml/src/ggml.c","file":"/s/ggml/src/ggml.c"}}]"#
+    )
+}
+
+#[test]
+fn hip_graphs_are_proven_by_the_build_not_the_features() {
+    let on = CompileDefs::from_compile_commands("cc.json", &commands(true)).expect("json");
+    let off = CompileDefs::from_compile_commands("cc.json", &commands(false)).expect("json");
+    assert_eq!((on.backend_commands, on.hip_graphs), (1, 1));
+    assert_eq!((off.backend_commands, off.hip_graphs), (1, 0));
+    let mut e = exp(Backend::Hip);
+    e.graphs = Some(true);
+    // HIP never lists USE_GRAPHS: a features rule would mark every HIP graphs build untestable
+    assert_eq!(run(HIP_REPLAY, &e, Some(&on)).0, Outcome::Pass);
+    let (o, why) = run(HIP_REPLAY, &e, Some(&off));
+    assert_eq!(o, Outcome::Untestable);
+    assert!(why.contains("GGML_HIP_GRAPHS"), "{why}");
+    // no proof at all is no pass either
+    assert_eq!(run(HIP_REPLAY, &e, None).0, Outcome::Untestable);
+    e.graphs = Some(false);
+    assert_eq!(run(HIP_REPLAY, &e, Some(&off)).0, Outcome::Pass);
+    assert_eq!(run(HIP_REPLAY, &e, Some(&on)).0, Outcome::Untestable);
+    // a fault in a build that is not what was asked is not pinned on the asked configuration
+    let fault = "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x7f.\n";
+    let c = classify_expected(None, Some(libc::SIGABRT), false, fault, &e, Some(&on));
+    assert_eq!(c.outcome, Outcome::Untestable);
+    assert_eq!(
+        classify_expected(None, Some(libc::SIGABRT), false, fault, &e, Some(&off)).outcome,
+        Outcome::GpuFault
+    );
+    // `-DGGML_HIP_GRAPHS_X` is another macro
+    let other = commands(false).replace("-DGGML_USE_HIP", "-DGGML_HIP_GRAPHS_X");
+    let d = CompileDefs::from_compile_commands("cc.json", &other).expect("json");
+    assert_eq!(d.hip_graphs, 0);
+}
+
+#[test]
+fn hip_target_is_what_the_device_code_reports() {
+    let mut e = exp(Backend::Hip);
+    e.gpu_target = Some("gfx1151".into());
+    assert_eq!(
+        run(&hip_line("amdgcn-amd-amdhsa--gfx1151"), &e, None).0,
+        Outcome::Pass
+    );
+    let (o, why) = run(&hip_line("gfx1100"), &e, None);
+    assert_eq!(o, Outcome::Untestable);
+    assert!(why.contains("gfx1100"), "{why}");
+}
+
+#[test]
+fn no_code_for_the_gpu_is_untestable_not_a_fault() {
+    for text in [
+        "\"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\"",
+        "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory for GPU arch : gfx1151",
+        "CUDA error: no kernel image is available for execution on the device",
+    ] {
+        let out = format!("{text}\nAborted\n");
+        let c = classify(None, Some(libc::SIGABRT), false, &out);
+        assert_eq!(c.outcome, Outcome::Untestable, "{text}");
+        assert!(
+            c.signature.unwrap_or_default().starts_with("no code for this GPU: "),
+            "{text}"
+        );
+    }
+    // a real fault stays a fault
+    let c = classify(None, Some(libc::SIGABRT), false, "hipErrorIllegalAddress\n");
+    assert_eq!(c.outcome, Outcome::GpuFault);
+    let line = crate::probe::repro::classify::toolchain_cannot_target(
+        "FAILED: x.o\nclang++: error: unsupported HIP gpu architecture: gfx1151\n",
+    );
+    assert!(line.is_some_and(|l| l.contains("gfx1151")));
+}
+
+#[test]
+fn from_recipe_asks_what_the_recipe_pins() {
+    let mut r = Recipe::new(Backend::Hip);
+    r.graphs = Some(true);
+    r.wave_size = Some(32);
+    r.gpu_target = Some("gfx1151".into());
+    let e = Expectations::from_recipe(&r);
+    assert_eq!(e.backend, Some(Backend::Hip));
+    assert_eq!(
+        (e.graphs, e.wave_size, e.gpu_target.as_deref()),
+        (Some(true), Some(32), Some("gfx1151"))
+    );
+    assert!(e.needs_compile_defs());
+    assert!(Expectations::default().is_empty());
+}

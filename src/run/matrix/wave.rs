@@ -1,0 +1,31 @@
+//! Whether a tree's build reads the configured wave size (`wave_size` collapses where not).
+
+/// Whether a checkout's ggml mentions `DFLASH_WAVE_SIZE` in its GPU sources or CMake files
+/// (upstream ggml does not; the reported fork forces it).
+pub(super) fn reads_wave_size(checkout: &std::path::Path) -> bool {
+    fn scan(dir: &std::path::Path, depth: usize) -> bool {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        rd.flatten().any(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                return depth > 0 && scan(&p, depth - 1);
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let wanted = [".cu", ".cuh", ".h", ".hpp", ".cmake", ".txt"]
+                .iter()
+                .any(|x| name.ends_with(x));
+            wanted && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
+        })
+    }
+    ["", "ggml"].iter().any(|sub| {
+        let root = checkout.join(sub);
+        ["src/ggml-cuda", "src/ggml-hip"]
+            .iter()
+            .any(|d| scan(&root.join(d), 2))
+            || ["CMakeLists.txt", "src/CMakeLists.txt"].iter().any(|f| {
+                std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
+            })
+    })
+}
