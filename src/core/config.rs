@@ -373,22 +373,24 @@ args = ["--steps", "7"]
 
     #[test]
     fn ggml_is_found_in_lucebox_llama_cpp_and_ggml_trees() {
-        let tree = |files: &'static [&'static str]| move |p: &str| files.contains(&p);
-        let lucebox = [
+        fn tree<'a>(files: &'a [&'a str]) -> impl Fn(&str) -> bool + 'a {
+            move |p: &str| files.contains(&p)
+        }
+        const LUCEBOX: [&str; 3] = [
             "server/deps/llama.cpp/ggml/CMakeLists.txt",
             "server/deps/llama.cpp/ggml/include/ggml.h",
             "server/deps/llama.cpp/CMakeLists.txt",
         ];
         assert_eq!(
-            ggml_subdir(tree(&lucebox)),
+            ggml_subdir(tree(&LUCEBOX)),
             Some("server/deps/llama.cpp/ggml")
         );
-        let llama = [
+        const LLAMA: [&str; 3] = [
             "ggml/CMakeLists.txt",
             "ggml/include/ggml.h",
             "CMakeLists.txt",
         ];
-        assert_eq!(ggml_subdir(tree(&llama)), Some("ggml"));
+        assert_eq!(ggml_subdir(tree(&LLAMA)), Some("ggml"));
         assert_eq!(
             ggml_subdir(tree(&["CMakeLists.txt", "include/ggml.h"])),
             Some("")

@@ -14,13 +14,26 @@ use std::path::Path;
 pub const EMBEDDED_MATRIX: &str = include_str!("../../../matrix.toml");
 pub const EMBEDDED_NAME: &str = "embedded matrix.toml";
 
+/// Reads and parses a matrix file (errors name file, line, column and key).
+pub fn read_matrix(path: &Path) -> Result<Matrix, matrix::MatrixError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| matrix::MatrixError {
+        file: file.clone(),
+        line: 0,
+        column: 0,
+        key: "-".into(),
+        message: format!("cannot read: {e}"),
+    })?;
+    matrix::parse(&file, &text)
+}
+
 /// `--matrix FILE`, else `./matrix.toml`, else the embedded copy.
 pub fn load_matrix(file: Option<&Path>) -> anyhow::Result<Matrix> {
     let usage = |e: matrix::MatrixError| CliError::usage(e.to_string());
     match file {
-        Some(p) => crate::cli::matrix::read_matrix(p).map_err(usage),
+        Some(p) => read_matrix(p).map_err(usage),
         None if Path::new("matrix.toml").is_file() => {
-            crate::cli::matrix::read_matrix(Path::new("matrix.toml")).map_err(usage)
+            read_matrix(Path::new("matrix.toml")).map_err(usage)
         }
         None => matrix::parse(EMBEDDED_NAME, EMBEDDED_MATRIX).map_err(usage),
     }

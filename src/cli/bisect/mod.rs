@@ -9,6 +9,7 @@ mod placement;
 mod repro;
 
 pub use args::{BisectArgs, ConfigFlags};
+pub use config::{load_matrix, read_matrix};
 
 use crate::core::config::{ProbeKind, Resolved};
 use crate::core::evidence::{Deterministic, Fixed, Policy};
