@@ -224,7 +224,9 @@ fn every_job_declares_least_privilege_permissions() {
             // `actions: write` only to dispatch workflows (`gh workflow run`), in a job that
             // neither builds nor runs the code under test.
             let dispatcher = job.iter().any(|l| l.contains("gh workflow run"))
-                && !job.iter().any(|l| l.contains("cargo ") || l.contains("setrows-bisect"));
+                && !job
+                    .iter()
+                    .any(|l| l.contains("cargo ") || l.contains("setrows-bisect"));
             assert!(
                 !job.iter().any(|l| l.contains("write-all")
                     || l.contains(": write")
@@ -352,11 +354,20 @@ fn configuration_aware_jobs_pass_config_and_run_in_its_image() {
                 body.contains("uses: ./.github/actions/setrows-config"),
                 "{at}: does not check the configuration and its image (setrows-config action)"
             );
-            assert!(!body.contains("configs.json"), "{at}: repeats the configuration lookup");
+            assert!(
+                !body.contains("configs.json"),
+                "{at}: repeats the configuration lookup"
+            );
             for l in lines {
-                assert!(l.contains("--config \"$CONFIG\""), "{at}: no --config in {l}");
+                assert!(
+                    l.contains("--config \"$CONFIG\""),
+                    "{at}: no --config in {l}"
+                );
                 for banned in ["--backend", "--repro-arg", "--image", "--engine none"] {
-                    assert!(!l.contains(banned), "{at}: {banned} overrides the configuration: {l}");
+                    assert!(
+                        !l.contains(banned),
+                        "{at}: {banned} overrides the configuration: {l}"
+                    );
                 }
             }
         }

@@ -108,7 +108,7 @@ pub struct BisectArgs {
     pub image: Option<String>,
     /// `--config ID` and the configuration flags (`--gpu-target`, `--wave-size`, ...).
     #[command(flatten)]
-    pub cfg: ConfigFlags,
+    pub cfg: Box<ConfigFlags>,
     /// `--post-to OWNER/REPO#N` (+ connection flags) and `--resume-from-issue`: docs/github.md.
     #[command(flatten)]
     pub github: Box<crate::cli::report::BisectPostArgs>,
