@@ -121,3 +121,118 @@ fn engine_and_image_without_each_other_are_usage_errors() {
         );
     }
 }
+
+/// Every stored run of `work` (its report's provenance).
+fn stored_provenance(work: &Path) -> Vec<serde_json::Value> {
+    let mut v = Vec::new();
+    for key in std::fs::read_dir(work.join("results")).unwrap() {
+        for run in std::fs::read_dir(key.unwrap().path()).unwrap() {
+            let text = std::fs::read_to_string(run.unwrap().path()).unwrap();
+            let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+            v.push(r["report"]["provenance"].clone());
+        }
+    }
+    v
+}
+
+#[test]
+fn a_config_bisect_runs_in_the_configurations_image_and_flags_reuse_its_runs() {
+    let Some(_) = podman() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let shas = make_repo(&repo, 12, 7);
+    let work = d.path().join("work");
+    let image = image_a();
+    let m = matrix_file(
+        d.path(),
+        &format!("[matrix]\nbackend = [\"cpu\"]\nimage = [\"{image}\"]\n"),
+    );
+    let parsed =
+        setrows_bisect::core::matrix::parse("m", &std::fs::read_to_string(&m).unwrap()).unwrap();
+    let id = parsed.configs[0].id.clone();
+    // --config alone: the configuration's image (engine auto), probe and timeout.
+    let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .arg("--repo")
+        .arg(&repo)
+        .args([
+            "--good", &shas[0], "--bad", &shas[11], "--config", &id, "--matrix",
+        ])
+        .arg(&m)
+        .arg("--work-dir")
+        .arg(&work)
+        .arg("--json")
+        .arg(work.with_extension("json"))
+        .env_remove("SETROWS_WORK_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(work.with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(v["first_bad"], shas[7], "{v}");
+    assert_eq!(v["configuration"]["id"], id.as_str(), "{v}");
+    assert_eq!(v["configuration"]["image"], image.as_str(), "{v}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("**Configuration:** `{id}`")),
+        "{stdout}"
+    );
+    let stored = stored_provenance(&work);
+    assert_eq!(stored.len(), v["probes"].as_array().unwrap().len());
+    for p in &stored {
+        assert_eq!(p["configuration"], id.as_str(), "{p}");
+        assert_eq!(p["engine"], "podman", "{p}");
+        assert!(
+            p["image_digest"].as_str().unwrap().starts_with("sha256:"),
+            "{p}"
+        );
+    }
+
+    // The same configuration as explicit flags: every probe answered from the store.
+    let (code, stderr) = bisect(
+        &repo,
+        &shas,
+        &work,
+        &["--engine", "podman", "--image", &image, "--timeout", "120"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let f: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(work.with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(f["first_bad"], shas[7], "{f}");
+    let probes = f["probes"].as_array().unwrap();
+    assert!(!probes.is_empty());
+    assert!(probes.iter().all(|p| p["cached"] == true), "{f}");
+    assert_eq!(f["executed"], 0, "{f}");
+    assert_eq!(stored_provenance(&work).len(), stored.len(), "no new runs");
+
+    // Another configuration (a launch variable) shares nothing.
+    let (code, stderr) = bisect(
+        &repo,
+        &shas,
+        &work,
+        &[
+            "--engine",
+            "podman",
+            "--image",
+            &image,
+            "--timeout",
+            "120",
+            "--launch-env",
+            "X=1",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let g: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(work.with_extension("json")).unwrap())
+            .unwrap();
+    assert!(
+        g["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["cached"] == false),
+        "{g}"
+    );
+}

@@ -221,9 +221,17 @@ fn every_job_declares_least_privilege_permissions() {
                 wf.display(),
                 lines[s].trim()
             );
+            // `actions: write` only to dispatch workflows (`gh workflow run`), in a job that
+            // neither builds nor runs the code under test.
+            let dispatcher = job.iter().any(|l| l.contains("gh workflow run"))
+                && !job
+                    .iter()
+                    .any(|l| l.contains("cargo ") || l.contains("setrows-bisect"));
             assert!(
                 !job.iter().any(|l| l.contains("write-all")
-                    || l.contains(": write") && !l.contains("issues: write")),
+                    || l.contains(": write")
+                        && !l.contains("issues: write")
+                        && !(dispatcher && l.trim() == "actions: write")),
                 "{}: job {} asks for more than issues: write",
                 wf.display(),
                 lines[s].trim()
@@ -297,24 +305,82 @@ fn matrix_workflow_matches_the_fan_out_the_tool_prints() {
     );
 }
 
-/// bisect.yml looks the config id up in `matrix --list --format json`.
-#[test]
-fn bisect_workflow_matches_the_config_listing() {
-    let configs = list("json");
-    let wf = std::fs::read_to_string(root().join(".github/workflows/bisect.yml")).unwrap();
-    for c in configs.as_array().expect("array of configurations") {
-        for field in ["id", "backend", "repro_args", "launch_env"] {
-            assert!(
-                wf.contains(&format!(".{field}")),
-                "bisect.yml does not use .{field}"
-            );
-            assert!(c.get(field).is_some(), "configuration lacks {field}: {c}");
+/// The jobs of a workflow: (name, text), split at the two-space-indented keys under `jobs:`.
+fn jobs(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut in_jobs = false;
+    for line in text.lines() {
+        if line == "jobs:" {
+            in_jobs = true;
+            continue;
         }
-        assert!(
-            c["repro_args"].is_array() && c["launch_env"].is_array(),
-            "{c}"
-        );
+        if !in_jobs {
+            continue;
+        }
+        let is_key = line.starts_with("  ")
+            && !line.starts_with("   ")
+            && line.trim_end().ends_with(':')
+            && !line.trim_start().starts_with('#');
+        if is_key {
+            out.push((line.trim().trim_end_matches(':').to_string(), String::new()));
+        } else if let Some((_, body)) = out.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
     }
+    out
+}
+
+/// Every job that takes a configuration id runs the bisect *in that configuration*: its
+/// command lines pass `--config "$CONFIG"` (never a hand-copied `--backend` or `--repro-arg`),
+/// and it checks the configuration and its image through the shared composite action, so the
+/// probes run in the configuration's image on a runner that needs only the engine and the GPU.
+#[test]
+fn configuration_aware_jobs_pass_config_and_run_in_its_image() {
+    let mut aware = 0;
+    for wf in workflows() {
+        let text = std::fs::read_to_string(&wf).unwrap();
+        for (name, body) in jobs(&text) {
+            if !body.contains("CONFIG: ${{ inputs.config }}") || !body.contains("setrows-bisect") {
+                continue;
+            }
+            let lines = bisect_command_lines(&body);
+            if lines.is_empty() {
+                continue; // e.g. a report job that only renders stored results
+            }
+            aware += 1;
+            let at = format!("{}: job {name}", wf.display());
+            assert!(
+                body.contains("uses: ./.github/actions/setrows-config"),
+                "{at}: does not check the configuration and its image (setrows-config action)"
+            );
+            assert!(
+                !body.contains("configs.json"),
+                "{at}: repeats the configuration lookup"
+            );
+            for l in lines {
+                assert!(
+                    l.contains("--config \"$CONFIG\""),
+                    "{at}: no --config in {l}"
+                );
+                for banned in ["--backend", "--repro-arg", "--image", "--engine none"] {
+                    assert!(
+                        !l.contains(banned),
+                        "{at}: {banned} overrides the configuration: {l}"
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(aware, 4, "bisect, plan, probe and verdict jobs");
+    let action =
+        std::fs::read_to_string(root().join(".github/actions/setrows-config/action.yml")).unwrap();
+    for want in ["--only \"$CONFIG\"", "image inspect", "using: composite"] {
+        assert!(action.contains(want), "setrows-config action lacks {want}");
+    }
+    // The optional bisect of newly failing matrix cells starts bisect.yml with the cell's id.
+    let m = std::fs::read_to_string(root().join(".github/workflows/matrix.yml")).unwrap();
+    assert!(m.contains("vars.BISECT_NEW_FAILURES == 'true'") && m.contains("-f \"config=$id\""));
 }
 
 /// Every `--flag` the workflows hand to `setrows-bisect` (in `args=(...)` / `args+=(...)` and
@@ -360,7 +426,7 @@ fn every_flag_a_workflow_passes_exists() {
         }
     }
     assert!(
-        ["--resume-from-issue", "--repro-arg"]
+        ["--resume-from-issue", "--config"]
             .iter()
             .all(|want| used.iter().any(|(_, s, f)| s == "bisect" && f == want)),
         "the scan found the bisect flags: {used:?}"
@@ -447,7 +513,7 @@ fn distributed_plan_probe_and_verdict_pass_the_same_flags() {
     }
     let first = identity_tokens(&lines[0]);
     assert!(
-        first.iter().any(|t| t.starts_with("--work-dir")) && first.contains(&"--backend".into()),
+        first.iter().any(|t| t.starts_with("--work-dir")) && first.contains(&"--config".into()),
         "{first:?}"
     );
     for l in &lines[1..] {

@@ -79,8 +79,9 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
         work_dir: Some(work_dir.to_path_buf()),
         repro_args: vec![],
         backend: None,
-        engine: crate::probe::container::EngineChoice::None,
+        engine: Some(crate::probe::container::EngineChoice::None),
         image: None,
+        cfg: Default::default(),
         github: Default::default(),
     }
 }

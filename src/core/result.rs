@@ -189,6 +189,29 @@ pub struct BisectResult {
     /// The stored runs behind the probes, so `--resume-from-issue` repeats none of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_runs: Option<StoreRuns>,
+    /// The configuration the probes ran in (`--config ID` and/or explicit configuration flags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<ConfigurationInfo>,
+}
+
+/// The configuration of a commit bisect: which one, from where, and what flags changed in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigurationInfo {
+    /// The matrix configuration id (absent: explicit flags only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The matrix file (`embedded matrix.toml` for the binary's copy), or `flags`.
+    pub source: String,
+    /// The image the probes ran in (absent: the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// `backend=hip`, `gpu_target=gfx1151`, `wave_size=32`, launch variables, extra CMake args.
+    pub settings: Vec<String>,
+    /// Explicit flags that changed a value of the configuration, as `--flag V (configuration: W)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
 }
 
 impl BisectResult {

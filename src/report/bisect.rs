@@ -101,6 +101,7 @@ pub fn result(
         flaky: None,
         validation: None,
         store_runs: None,
+        configuration: None,
     };
     if let (Some(tpl), Some(sha)) = (reproduce, target(&r).map(str::to_string)) {
         r.reproduce = Some(tpl.replace("{sha}", &sha));
@@ -356,12 +357,44 @@ fn reproduce(b: &BisectResult) -> Option<String> {
 /// Appends the bisection to `doc`, most important first: the comment cuts from the end.
 pub fn render(b: &BisectResult, doc: &mut Document) {
     doc.push_markdown(summary(b));
+    if let Some(md) = configuration(b) {
+        doc.push_markdown(md);
+    }
     if let Some(md) = checks(b) {
         doc.push_markdown(md);
     }
     if let Some(md) = reproduce(b) {
         doc.push_markdown(md);
     }
+}
+
+/// Which configuration the probes ran in, and which explicit flags changed it.
+fn configuration(b: &BisectResult) -> Option<String> {
+    let c = b.configuration.as_ref()?;
+    let name = match (&c.id, &c.label) {
+        (Some(id), Some(l)) => format!(
+            "`{}` ({})",
+            escape::inline_short(id, 40),
+            escape::inline_short(l, 200)
+        ),
+        (Some(id), None) => format!("`{}`", escape::inline_short(id, 40)),
+        _ => "explicit flags".into(),
+    };
+    let mut md = format!(
+        "**Configuration:** {name} from {}, in {}\n\n- settings: {}\n",
+        escape::inline_short(&c.source, 200),
+        c.image
+            .as_deref()
+            .map_or("the host".into(), |i| escape::inline_short(i, 200)),
+        escape::inline_short(&c.settings.join(" "), 600)
+    );
+    for o in &c.overrides {
+        md.push_str(&format!(
+            "- overridden by flag: {}\n",
+            escape::inline_short(o, 300)
+        ));
+    }
+    Some(md)
 }
 
 /// The whole report as one markdown text (terminal and `--report`).

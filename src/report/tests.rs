@@ -88,6 +88,7 @@ pub(crate) fn bisect_found() -> BisectResult {
         flaky: None,
         validation: None,
         store_runs: None,
+        configuration: None,
     }
 }
 

@@ -125,13 +125,49 @@ pub fn commit_info(repo: &Repository, id: Oid) -> Result<CommitInfo, GitError> {
     })
 }
 
-/// Does the tree at `bad` look like llama.cpp, where only `ggml/` matters to a ggml bisect?
-pub fn looks_like_llama_cpp(repo: &Repository, bad: Oid) -> Result<bool, GitError> {
+/// The repository layouts whose ggml subtree a bisect keys commits by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// ggml itself (or anything else): the whole tree.
+    Ggml,
+    /// llama.cpp: ggml under `ggml/`.
+    LlamaCpp,
+    /// A lucebox checkout: llama.cpp vendored at `server/deps/llama.cpp`, ggml below it.
+    Lucebox,
+}
+
+impl Layout {
+    /// The subtree that decides whether two commits are the same test (`None`: the whole tree).
+    pub fn ggml_dir(self) -> Option<&'static str> {
+        match self {
+            Layout::Ggml => None,
+            Layout::LlamaCpp => Some("ggml"),
+            Layout::Lucebox => Some("server/deps/llama.cpp/ggml"),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Ggml => "ggml",
+            Layout::LlamaCpp => "llama.cpp",
+            Layout::Lucebox => "lucebox",
+        }
+    }
+}
+
+/// The layout of the tree at `bad`: lucebox (`server/deps/llama.cpp/ggml` with ggml's `src`
+/// and `include`), llama.cpp (`ggml/src`, `ggml/include`, a root CMakeLists.txt and
+/// `src/llama*.cpp`), else ggml.
+pub fn detect_layout(repo: &Repository, bad: Oid) -> Result<Layout, GitError> {
     let tree = repo
         .find_commit(bad)
         .and_then(|c| c.tree())
         .map_err(ctx(format!("reading tree of {bad}")))?;
     let has = |p: &str| tree.get_path(Path::new(p)).is_ok();
+    let lucebox = "server/deps/llama.cpp/ggml";
+    if has(&format!("{lucebox}/src")) && has(&format!("{lucebox}/include")) {
+        return Ok(Layout::Lucebox);
+    }
     let llama_src = tree
         .get_path(Path::new("src"))
         .ok()
@@ -143,7 +179,18 @@ pub fn looks_like_llama_cpp(repo: &Repository, bad: Oid) -> Result<bool, GitErro
                     .is_some_and(|n| n.starts_with("llama") && n.ends_with(".cpp"))
             })
         });
-    Ok(has("ggml/src") && has("ggml/include") && has("CMakeLists.txt") && llama_src)
+    Ok(
+        if has("ggml/src") && has("ggml/include") && has("CMakeLists.txt") && llama_src {
+            Layout::LlamaCpp
+        } else {
+            Layout::Ggml
+        },
+    )
+}
+
+/// Whether `bad` is a llama.cpp tree (ggml under `ggml/`).
+pub fn looks_like_llama_cpp(repo: &Repository, bad: Oid) -> Result<bool, GitError> {
+    Ok(detect_layout(repo, bad)? == Layout::LlamaCpp)
 }
 
 fn tested_tree(tree: &Tree<'_>, path: Option<&str>) -> String {

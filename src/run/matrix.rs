@@ -15,12 +15,11 @@ use wave::reads_wave_size;
 use crate::core::build::{Backend, TreeFacts};
 use crate::core::matrix::{Config, RawProbe};
 use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
-use crate::probe::exec::shell_words;
 use crate::probe::launch::{HostLauncher, Launcher};
 use crate::probe::{Phase, ProbeReport, Prober};
 use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
+use probers::Unavailable;
 pub use probers::{hipconfig_env, parse_hip_env, InfraAware};
-use probers::{Shared, Unavailable};
 
 pub use crate::core::result::{Cell, ConfigRow, MatrixResults, Rev};
 use sha2::{Digest, Sha256};
@@ -240,82 +239,68 @@ impl Runner {
         Ok(l)
     }
 
-    /// The environment a configuration gives both steps.
-    pub fn env(&self, config: &Config, rev: &Rev) -> Vec<(String, String)> {
-        let mut recipe = config.recipe.clone();
-        recipe.ccache = self.engine.is_some() || crate::probe::script::which("ccache").is_some();
-        let mut env = config.launch.env();
-        env.push((
-            "SETROWS_CMAKE_ARGS".into(),
-            shell_words(&recipe.cmake_args(&rev.facts)),
-        ));
-        env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&config.repro_args)));
-        env.push(("SETROWS_CONFIG_ID".into(), config.id.clone()));
-        env.push(("SETROWS_BACKEND".into(), config.backend.as_str().into()));
-        env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
-        if self.engine.is_none() && recipe.ccache {
-            let dir = self
-                .work_dir
-                .join("matrix/ccache")
-                .join(self.build_key(config));
-            env.push(("CCACHE_DIR".into(), dir.to_string_lossy().into_owned()));
-        }
-        env
+    /// Where a configuration's steps run (its image's launcher, or the host), for
+    /// `run::probers`. Errors are infrastructure and name the cause.
+    fn place(&self, config: &Config) -> Result<crate::run::probers::Place, String> {
+        let launcher = self.launcher(config)?;
+        let hip_env = match (config.backend, self.probe.kind.as_deref()) {
+            (Backend::Hip, None | Some("replay")) => self.hip_env(&launcher)?,
+            _ => Vec::new(),
+        };
+        let host_ccache =
+            (self.engine.is_none() && crate::probe::script::which("ccache").is_some()).then(|| {
+                self.work_dir
+                    .join("matrix/ccache")
+                    .join(self.build_key(config))
+            });
+        Ok(crate::run::probers::Place {
+            launcher,
+            in_container: self.engine.is_some(),
+            host_ccache,
+            hip_env,
+            fallback_facts: TreeFacts::default(),
+            fallback_subdir: String::new(),
+        })
     }
 
-    /// The prober for one configuration: its image's launcher, its recipe and launch settings.
-    /// Errors are infrastructure (the engine or image is not usable) and name the cause.
-    pub fn prober(&self, config: &Config, rev: &Rev) -> Result<InfraAware, String> {
-        let launcher = self.launcher(config)?;
-        let env = self.env(config, rev);
-        let config_identity = env
-            .iter()
-            .filter(|(k, _)| k != "CCACHE_DIR")
-            .map(|(k, v)| format!("{k}={v}\n"))
-            .collect();
-        let inner: Box<dyn Prober> = match self.probe.kind.as_deref().unwrap_or("replay") {
-            "script" => Box::new(crate::probe::script::ScriptProber {
-                build: self.probe.build.clone(),
-                script: self.probe.script.clone().unwrap_or_default(),
-                timeout: self.timeout,
-                launcher: Box::new(Shared(launcher.clone())),
-                env,
-            }),
-            "replay" => {
-                let mut recipe = config.recipe.clone();
-                recipe.ccache =
-                    self.engine.is_some() || crate::probe::script::which("ccache").is_some();
-                let mut opts = crate::probe::repro::ReproOptions::new(launcher.clone());
-                opts.ggml_subdir = if rev.checkout.join("ggml/CMakeLists.txt").is_file() {
-                    "ggml".into()
-                } else {
-                    String::new()
-                };
-                opts.cmake_args = recipe.cmake_args(&rev.facts);
-                opts.build_env = env
-                    .iter()
-                    .filter(|(k, _)| k == "CCACHE_DIR")
-                    .cloned()
-                    .collect();
-                if config.backend == Backend::Hip {
-                    opts.build_env.extend(self.hip_env(&launcher)?);
-                }
-                opts.run_env = config.launch.env();
-                opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
-                opts.repro_args = config.repro_args.clone();
-                if let Some(t) = self.timeout {
-                    opts.build_timeout = Some(t);
-                    opts.run_timeout = Some(t);
-                }
-                Box::new(crate::probe::repro::ReproProber::new(opts))
-            }
-            other => return Err(format!("unknown probe kind `{other}`")),
+    /// The configuration as `run::probers` takes it (timeout: the runner's).
+    pub fn resolved(&self, config: &Config) -> crate::core::config::Resolved {
+        let mut probe = self.probe.clone();
+        probe.timeout_s = self.timeout.map(|t| t.as_secs());
+        crate::core::config::Resolved::from_matrix(config, &probe, "matrix")
+    }
+
+    /// The environment a configuration gives a script probe at `rev`.
+    pub fn env(&self, config: &Config, rev: &Rev) -> Vec<(String, String)> {
+        let place = crate::run::probers::Place {
+            launcher: Arc::new(HostLauncher),
+            in_container: self.engine.is_some(),
+            host_ccache: (self.engine.is_none() && crate::probe::script::which("ccache").is_some())
+                .then(|| {
+                    self.work_dir
+                        .join("matrix/ccache")
+                        .join(self.build_key(config))
+                }),
+            hip_env: Vec::new(),
+            fallback_facts: TreeFacts::default(),
+            fallback_subdir: String::new(),
         };
-        Ok(InfraAware {
-            inner,
-            launcher,
-            config_identity,
-        })
+        crate::run::probers::script_env(&self.resolved(config), &place, &rev.facts)
+    }
+
+    /// The prober for one configuration: `run::probers`, the construction every command uses.
+    /// Errors are infrastructure (the engine or image is not usable) and name the cause.
+    pub fn prober(&self, config: &Config, _rev: &Rev) -> Result<InfraAware, String> {
+        if let Some(other) = self
+            .probe
+            .kind
+            .as_deref()
+            .filter(|k| !["replay", "script"].contains(k))
+        {
+            return Err(format!("unknown probe kind `{other}`"));
+        }
+        let place = self.place(config)?;
+        Ok(crate::run::probers::prober(&self.resolved(config), &place))
     }
 
     /// `HIPCXX` and `HIP_PATH` as the image's own `hipconfig` reports them (asked once per

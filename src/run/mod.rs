@@ -4,6 +4,7 @@ pub mod distributed;
 pub mod driver;
 pub mod git;
 pub mod matrix;
+pub mod probers;
 pub mod progress;
 pub mod slots;
 pub mod store;

@@ -271,6 +271,7 @@ pub fn bisect_result(
         flaky: None,
         validation: None,
         store_runs: None,
+        configuration: None,
     }
 }
 

@@ -3,14 +3,20 @@
 //! and prints the report. All errors leave here as `CliError` (exit 2 for input, 3 for
 //! machinery); the verdict itself decides 0 (found) or 1 (inconclusive).
 
+mod args;
+mod config;
 mod placement;
 mod repro;
 
+pub use args::{BisectArgs, ConfigFlags};
+pub use config::{load_matrix, read_matrix};
+
+use crate::core::config::{ProbeKind, Resolved};
 use crate::core::evidence::{Deterministic, Fixed, Policy};
-use crate::core::outcome::{Predicate, Regress};
+use crate::core::outcome::Predicate;
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
-use crate::probe::container::{ContainerLauncher, EngineChoice, GpuAccess};
+use crate::probe::container::{ContainerLauncher, GpuAccess};
 use crate::probe::launch::HostLauncher;
 use crate::probe::script::ScriptProber;
 use crate::probe::Prober;
@@ -19,114 +25,7 @@ use crate::run::driver::{bisect_commits, DriverError, Plan};
 use crate::run::git::{self, GitError, RangeSpec};
 use crate::run::progress::Progress;
 use crate::run::store::{self, Store};
-use clap::Args;
-use std::path::PathBuf;
 use std::time::Duration;
-
-#[derive(Debug, Args)]
-pub struct BisectArgs {
-    /// A revision with the old behaviour.
-    #[arg(long, required = true)]
-    pub good: Option<String>,
-    /// A revision with the new behaviour.
-    #[arg(long, required = true)]
-    pub bad: Option<String>,
-    /// The git repository to bisect (never modified: probes run in private checkouts).
-    #[arg(long, default_value = ".")]
-    pub repo: PathBuf,
-    /// Test command, run with `sh -c` in the checkout ($SRC; the build dir is $WORK), with git
-    /// bisect run's exit codes: 0 good, 125 skip, 1-127 bad, signal/>=128 crash. Without it the
-    /// probe is the bundled set_rows replay reproducer (see --backend, --repro-arg).
-    #[arg(long, value_name = "CMD")]
-    pub script: Option<String>,
-    /// Build command, run with `sh -c` in the persistent build dir ($WORK) before the test;
-    /// a failing build is a skip, never a verdict.
-    #[arg(long, value_name = "CMD")]
-    pub build: Option<String>,
-    /// What counts as the new behaviour: error (any failure), success (find the fix), crash
-    /// (signals, aborts and GPU faults only).
-    #[arg(long, value_enum, default_value_t = Regress::Error)]
-    pub regress: Regress,
-    /// Only failures whose output matches REGEX count as the bug; other failures count as the
-    /// old behaviour.
-    #[arg(long = "match", value_name = "REGEX")]
-    pub match_: Option<String>,
-    /// Kill the test after SECS seconds and call it a hang.
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true)]
-    pub timeout: Option<f64>,
-    /// Follow only the first-parent chain from bad back to good (the default).
-    #[arg(long, overrides_with = "no_first_parent")]
-    pub first_parent: bool,
-    /// Bisect the full ancestry path (descendants of good that are ancestors of bad), like git.
-    #[arg(long)]
-    pub no_first_parent: bool,
-    /// Subtree whose content decides whether two commits are the same test (commits that do not
-    /// touch it share one probe). Auto: `ggml` for a llama.cpp layout, else the whole tree;
-    /// `--path .` forces the whole tree.
-    #[arg(long, value_name = "DIR")]
-    pub path: Option<String>,
-    /// Probe K commits in parallel (K checkouts and build dirs; the search multisects).
-    #[arg(long, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs)]
-    pub jobs: usize,
-    /// Run every probed commit N times; one new-behaviour run decides new.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub repeat: Option<u32>,
-    /// For intermittent faults: a failure is bad at once, a pass is re-run until "good" is
-    /// believable, so that the answer holds at confidence C (e.g. 0.95); the report states the
-    /// confidence reached and the estimated reproduction rate.
-    #[arg(long, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence)]
-    pub confidence: Option<f64>,
-    /// With --confidence: stop after N runs in all; commits left undecided become skips, so
-    /// the answer is "inconclusive" with the candidates that remain instead of a guess.
-    #[arg(long, value_name = "N", requires = "confidence", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    pub max_runs: Option<u64>,
-    /// After a culprit is found, run it, its parent and the bad endpoint with the culprit
-    /// reverted at least N times each (more when the fault is rare), and flag suspicious
-    /// answers (0 = off). A doubtful answer exits 1.
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
-    pub validate: u32,
-    /// Print the next wave of probes for --jobs K slots as JSON, from the stored results
-    /// only, and exit without probing (for fanning a round out over CI runners).
-    #[arg(long)]
-    pub plan_only: bool,
-    /// Run one planned probe of SHA (from --plan-only) and store it, then exit: what one CI
-    /// runner does in a distributed round.
-    #[arg(long, value_name = "SHA", conflicts_with = "plan_only")]
-    pub probe: Option<String>,
-    /// With --probe: the run index the plan assigned (default: the next free one here).
-    #[arg(long, value_name = "R", requires = "probe", value_parser = |s: &str| crate::cli::ranges::int(s, 0, 1_000_000).map(|v| v as usize))]
-    pub run_index: Option<usize>,
-    /// Test the endpoints only when the answer depends on them (fewer probes; a wrong endpoint
-    /// is found late).
-    #[arg(long)]
-    pub lazy_endpoints: bool,
-    /// Write the machine-readable result here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write the markdown report here.
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-    /// Checkouts, build dirs, logs and the result store [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
-    pub work_dir: Option<PathBuf>,
-    /// Argument passed to the bundled reproducer (repeatable; used when --script is absent).
-    #[arg(long = "repro-arg", value_name = "ARG", allow_hyphen_values = true)]
-    pub repro_args: Vec<String>,
-    /// Backend the bundled reproducer targets (used when --script is absent).
-    #[arg(long, value_parser = ["cpu", "cuda", "hip"])]
-    pub backend: Option<String>,
-    /// Run every build and test step in a container of --image: podman, docker, or auto
-    /// (podman if it works, else docker). The default, none, runs them on the host.
-    #[arg(long, value_enum, default_value_t = EngineChoice::None, value_name = "ENGINE")]
-    pub engine: EngineChoice,
-    /// The image the steps run in with --engine (present locally; never pulled), e.g. a
-    /// build image from containers/. Needs --engine.
-    #[arg(long, value_name = "IMAGE")]
-    pub image: Option<String>,
-    /// `--post-to OWNER/REPO#N` (+ connection flags) and `--resume-from-issue`: docs/github.md.
-    #[command(flatten)]
-    pub github: Box<crate::cli::report::BisectPostArgs>,
-}
 
 /// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
 pub fn git_error(e: GitError) -> anyhow::Error {
@@ -152,10 +51,14 @@ pub struct Prepared {
     pub policy: Box<dyn Policy>,
     /// Shell snippet reproducing one probe (`{sha}` placeholder), when the prober can say.
     pub reproduce: Option<String>,
+    /// What the report says about the configuration (`None`: no configuration flag).
+    pub configuration: Option<crate::core::result::ConfigurationInfo>,
+    pub backend: crate::core::build::Backend,
 }
 
-/// Validates the flags and builds the plan (no probe runs here).
-pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
+/// Validates the flags and builds the plan (no probe runs here). `base`: a configuration
+/// already resolved by the caller (`bisect-config --good-rev`) instead of `--config`.
+pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prepared> {
     let good = args
         .good
         .as_deref()
@@ -191,17 +94,13 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
         })?),
         None => None,
     };
-    if args.script.is_some() && (args.backend.is_some() || !args.repro_args.is_empty()) {
-        return Err(CliError::usage(
-            "--backend and --repro-arg configure the bundled reproducer, which runs only when --script is not given",
-        ));
-    }
     if args.script.is_none() && args.build.is_some() {
         return Err(CliError::usage(
             "--build needs --script (the bundled reproducer builds itself)",
         ));
     }
-    placement::check_flags(args.engine, args.image.as_deref())?;
+    let chosen = config::choose(args, base)?;
+    placement::check_flags(chosen.engine, chosen.cfg.image.as_deref())?;
     let repo = git::open(&args.repo).map_err(git_error)?;
     let good_id = git::resolve(&repo, good, "--good").map_err(git_error)?;
     let bad_id = git::resolve(&repo, bad, "--bad").map_err(git_error)?;
@@ -220,12 +119,13 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
             }
             Some(p)
         }
-        None => git::looks_like_llama_cpp(&repo, bad_id)
-            .map_err(git_error)?
-            .then(|| {
-                eprintln!("setrows-bisect: llama.cpp layout detected: commits that do not change ggml/ share one probe (--path . to test the whole tree)");
-                "ggml".to_string()
-            }),
+        None => {
+            let layout = git::detect_layout(&repo, bad_id).map_err(git_error)?;
+            layout.ggml_dir().map(|dir| {
+                eprintln!("setrows-bisect: {} layout detected: commits that do not change {dir}/ share one probe (--path . to test the whole tree)", layout.name());
+                dir.to_string()
+            })
+        }
     };
     let spec = RangeSpec {
         first_parent: !args.no_first_parent,
@@ -242,48 +142,36 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
     let work_dir = std::fs::canonicalize(&work_dir).unwrap_or(work_dir);
     let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
     let canon_repo = std::fs::canonicalize(&args.repo).unwrap_or(args.repo.clone());
-    let gpu = args
-        .backend
-        .as_deref()
-        .and_then(crate::core::build::Backend::parse)
-        .map_or(GpuAccess::None, GpuAccess::from);
-    let container = placement::container(args.engine, args.image.as_deref(), gpu, &work_dir)?;
-    let (prober, reproduce): (Box<dyn Prober>, Option<String>) = match &args.script {
-        Some(script) => {
-            let p = match container {
-                None => ScriptProber::new(
-                    args.build.clone(),
-                    script.clone(),
-                    timeout,
-                    Box::new(HostLauncher),
-                    &work_dir,
-                ),
-                // The image has ccache; the launcher mounts its cache and sets CCACHE_DIR.
-                Some(c) => ScriptProber {
-                    build: args.build.clone(),
-                    script: script.clone(),
-                    timeout,
-                    launcher: Box::new(c),
-                    env: vec![
-                        ("CMAKE_C_COMPILER_LAUNCHER".into(), "ccache".into()),
-                        ("CMAKE_CXX_COMPILER_LAUNCHER".into(), "ccache".into()),
-                    ],
-                },
+    let gpu = GpuAccess::from(chosen.cfg.backend);
+    let container =
+        placement::container(chosen.engine, chosen.cfg.image.as_deref(), gpu, &work_dir)?;
+    let image = container.as_ref().map(|c| c.image().to_string());
+    let place = repro::place(&chosen.cfg, &repo, bad_id, &work_dir, container)?;
+    let prober = crate::run::probers::prober(&chosen.cfg, &place);
+    let reproduce = match &chosen.cfg.probe {
+        ProbeKind::Script { build, script } => {
+            let p = ScriptProber {
+                build: build.clone(),
+                script: script.clone(),
+                timeout,
+                launcher: Box::new(HostLauncher),
+                env: crate::run::probers::script_env(&chosen.cfg, &place, &place.fallback_facts)
+                    .into_iter()
+                    .filter(|(k, _)| !k.starts_with("CCACHE_"))
+                    .collect(),
             };
             let mut hint = p.reproduce_hint(&canon_repo, "{sha}");
-            if let Some(image) = &args.image {
+            if let Some(image) = &image {
                 hint = format!(
                     "# the bisect ran these steps in {image} ({}), $SRC mounted read-only\n{hint}",
-                    p.launcher.identity()
+                    place.launcher.identity()
                 );
             }
-            (Box::new(p), Some(hint))
+            Some(hint)
         }
-        None => (
-            repro::repro_prober(args, &repo, bad_id, &work_dir, timeout, container)?,
-            None,
-        ),
+        ProbeKind::Replay => None,
     };
+    let prober: Box<dyn Prober> = Box::new(prober);
     let policy: Box<dyn Policy> = match (args.confidence, args.repeat) {
         (Some(c), _) if !(0.5..1.0).contains(&c) => {
             return Err(CliError::usage(format!(
@@ -318,6 +206,8 @@ pub fn prepare(args: &BisectArgs) -> anyhow::Result<Prepared> {
         prober,
         policy,
         reproduce,
+        configuration: chosen.info,
+        backend: chosen.cfg.backend,
     })
 }
 
@@ -335,10 +225,21 @@ fn session_mode(args: &BisectArgs) -> crate::core::flaky::session::Mode {
 }
 
 pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
+    run_with(&args, None, true).map(|(code, _)| code)
+}
+
+/// The whole command, in the configuration `base` when given (`bisect-config --good-rev`
+/// passes the configuration it found; `--config` and the flags resolve it otherwise). `print`:
+/// the report goes to stdout. Returns the exit code and, after a bisection, its result.
+pub fn run_with(
+    args: &BisectArgs,
+    base: Option<Resolved>,
+    print: bool,
+) -> anyhow::Result<(i32, Option<crate::core::result::BisectResult>)> {
     crate::probe::exec::install_interrupt_handler();
     // Issue and token are checked before anything runs (exit 2), not after hours of probing.
     args.github.check()?;
-    let p = prepare(&args)?;
+    let p = prepare(args, base)?;
     let (range, pred) = (&p.plan.range, p.plan.predicate.describe());
     let key = crate::cli::report::bisect_key(&range.good, &range.bad, &pred);
     args.github.resume(&key, &p.store, &p.prober.identity())?;
@@ -347,11 +248,11 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
             &p.plan,
             p.prober.as_ref(),
             &p.store,
-            session_mode(&args),
+            session_mode(args),
             args.max_runs,
         )?;
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-        return Ok(0);
+        return Ok((0, None));
     }
     if let Some(sha) = &args.probe {
         let v = crate::run::distributed::probe_one(
@@ -362,7 +263,7 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
             args.run_index,
         )?;
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-        return Ok(0);
+        return Ok((0, None));
     }
     let id = store::bisect_id(&[
         &p.plan.repo_path.to_string_lossy(),
@@ -408,14 +309,12 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     result.flaky = args
         .confidence
         .and_then(|c| outcome.assess(r.candidates.len(), c));
+    result.configuration = p.configuration.clone();
     if let Some(a) = &result.flaky {
         eprintln!("setrows-bisect: {}", a.line());
     }
-    // The bundled reproducer without --backend tests the CPU; a --script's backend is unknown.
-    let backend = args
-        .backend
-        .as_deref()
-        .or(args.script.is_none().then_some("cpu"));
+    // A --script's backend is unknown unless a configuration flag named it.
+    let backend = (args.script.is_none() || p.configuration.is_some()).then(|| p.backend.as_str());
     result.validation = crate::run::validate::after_bisect(
         &p.plan,
         p.prober.as_ref(),
@@ -439,7 +338,9 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     }
     let code = result.exit_code;
     let md = report::markdown(&result);
-    println!("{md}");
+    if print {
+        println!("{md}");
+    }
     if let Some(path) = &args.report {
         std::fs::write(path, &md)
             .map_err(|e| CliError::usage(format!("--report {}: {e}", path.display())))?;
@@ -456,6 +357,11 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
         Some(path) => format!("the JSON is in {}", path.display()),
         None => "the report is printed above".to_string(),
     };
-    let results = vec![crate::core::result::AnyResult::Bisect(Box::new(result))];
-    Ok(args.github.post.publish(results, code, &written))
+    let results = vec![crate::core::result::AnyResult::Bisect(Box::new(
+        result.clone(),
+    ))];
+    Ok((
+        args.github.post.publish(results, code, &written),
+        Some(result),
+    ))
 }

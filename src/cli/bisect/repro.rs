@@ -1,90 +1,72 @@
-//! `--backend` without `--script`: the bundled set_rows replay reproducer, built against each
-//! probed ggml revision, on the host or in a container.
+//! Where a bisect's probes run (`run::probers::Place`): the launcher, ccache, the ROCm
+//! toolchain's `hipconfig` answer, and what the `--bad` commit says about the tree (where ggml
+//! lives, its CMake spellings) for a checkout that cannot say it itself.
 
 use super::*;
+use crate::core::build::{Backend, TreeFacts, CMAKE_FILES};
+use crate::core::config::{ggml_subdir, ProbeKind, Resolved};
+use crate::probe::launch::Launcher;
+use crate::run::probers::Place;
+use std::sync::Arc;
 
-/// The bundled set_rows replay reproducer (`repro::ReproProber`), built against each probed
-/// ggml revision with the `--backend` recipe, on the host or in `container`. CMake option
-/// spellings are read from each probed tree (`placement::PerTreeRepro`); the `--bad` commit's
-/// stand in for a tree whose CMake files cannot be read.
-pub(super) fn repro_prober(
-    args: &BisectArgs,
+/// The place of `cfg`'s probes. For the bundled reproducer, `bad` must be a ggml tree (ggml,
+/// llama.cpp or lucebox layout), and a HIP build asks `hipconfig` where it runs.
+pub(super) fn place(
+    cfg: &Resolved,
     repo: &git2::Repository,
     bad: git::Oid,
     work_dir: &std::path::Path,
-    timeout: Option<Duration>,
     container: Option<ContainerLauncher>,
-) -> anyhow::Result<Box<dyn Prober>> {
-    use crate::core::build::{Backend, Recipe, TreeFacts};
-    use crate::probe::launch::Launcher;
-    use crate::probe::repro::ReproOptions;
+) -> anyhow::Result<Place> {
     let tree = repo
         .find_commit(bad)
         .and_then(|c| c.tree())
         .map_err(|e| CliError::infra(format!("reading bad commit {bad}: {e}")))?;
     let has = |p: &str| tree.get_path(std::path::Path::new(p)).is_ok();
-    let subdir = if has("ggml/CMakeLists.txt") {
-        "ggml"
-    } else {
-        ""
+    let replay = cfg.probe == ProbeKind::Replay;
+    let subdir = match ggml_subdir(has) {
+        Some(s) => s,
+        None if replay => {
+            return Err(CliError::usage(format!(
+                "no --script given, and bad commit {bad} is not a ggml, llama.cpp or lucebox tree for the bundled reproducer (no include/ggml.h at the root, under ggml/ or under server/deps/llama.cpp/ggml/); pass --script CMD"
+            )))
+        }
+        None => "",
     };
-    let prefix = if subdir.is_empty() {
-        String::new()
-    } else {
-        format!("{subdir}/")
-    };
-    if !has(&format!("{prefix}include/ggml.h")) {
-        return Err(CliError::usage(format!(
-            "no --script given, and bad commit {bad} is not a ggml (or llama.cpp) tree for the bundled reproducer (no {prefix}include/ggml.h); pass --script CMD"
-        )));
-    }
     // The files `probe::tree_facts` reads, taken from the commit instead of a checkout.
     let mut text = String::new();
-    for rel in [
-        "CMakeLists.txt",
-        "src/CMakeLists.txt",
-        "src/ggml-hip/CMakeLists.txt",
-        "src/ggml-cuda/CMakeLists.txt",
-    ] {
-        if let Ok(entry) = tree.get_path(std::path::Path::new(&format!("{prefix}{rel}"))) {
+    for rel in CMAKE_FILES {
+        let path = match subdir {
+            "" => rel.to_string(),
+            s => format!("{s}/{rel}"),
+        };
+        if let Ok(entry) = tree.get_path(std::path::Path::new(&path)) {
             if let Ok(blob) = repo.find_blob(entry.id()) {
                 text.push_str(&String::from_utf8_lossy(blob.content()));
                 text.push('\n');
             }
         }
     }
-    let facts = TreeFacts::from_cmake_text(&text);
-    let backend = match args.backend.as_deref() {
-        None => Backend::Cpu,
-        Some(b) => Backend::parse(b)
-            .ok_or_else(|| CliError::usage(format!("--backend {b}: expected cpu, cuda or hip")))?,
-    };
-    let mut recipe = Recipe::new(backend);
     let in_container = container.is_some();
-    // Build images carry ccache, and the container launcher mounts its cache directory.
-    recipe.ccache = in_container || crate::probe::script::which("ccache").is_some();
-    let launcher: std::sync::Arc<dyn Launcher> = match container {
-        Some(c) => std::sync::Arc::new(c),
-        None => std::sync::Arc::new(HostLauncher),
+    let launcher: Arc<dyn Launcher> = match container {
+        Some(c) => Arc::new(c),
+        None => Arc::new(HostLauncher),
     };
-    let mut opts = ReproOptions::new(launcher.clone());
-    opts.ggml_subdir = subdir.into();
-    if backend == Backend::Hip {
+    let hip_env = if replay && cfg.backend == Backend::Hip {
         // Where this ROCm keeps clang differs between versions: ask hipconfig where it runs.
-        let env = crate::run::matrix::hipconfig_env(launcher.as_ref())
-            .map_err(|e| CliError::infra(format!("--backend hip needs a ROCm toolchain: {e}")))?;
-        opts.build_env.extend(env);
-    }
-    if recipe.ccache && !in_container {
-        opts.build_env.push((
-            "CCACHE_DIR".into(),
-            work_dir.join("ccache").to_string_lossy().into_owned(),
-        ));
-    }
-    opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
-    opts.repro_args = args.repro_args.clone();
-    if timeout.is_some() {
-        opts.run_timeout = timeout;
-    }
-    Ok(Box::new(placement::PerTreeRepro::new(opts, recipe, facts)))
+        crate::run::probers::hipconfig_env(launcher.as_ref())
+            .map_err(|e| CliError::infra(format!("--backend hip needs a ROCm toolchain: {e}")))?
+    } else {
+        Vec::new()
+    };
+    let host_ccache = (!in_container && crate::probe::script::which("ccache").is_some())
+        .then(|| work_dir.join("ccache"));
+    Ok(Place {
+        launcher,
+        in_container,
+        host_ccache,
+        hip_env,
+        fallback_facts: TreeFacts::from_cmake_text(&text),
+        fallback_subdir: subdir.to_string(),
+    })
 }

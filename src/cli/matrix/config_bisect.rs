@@ -2,6 +2,7 @@
 //! (the outer level of the two-level question; the commit level is the ordinary bisect).
 
 use super::*;
+use clap::Args;
 
 /// The configuration for ladder value `v` on `axis`.
 fn at_value(m: &Matrix, base: &Config, axis: &str, v: &str) -> anyhow::Result<Config> {
@@ -26,6 +27,13 @@ fn at_value(m: &Matrix, base: &Config, axis: &str, v: &str) -> anyhow::Result<Co
 }
 
 pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
+    // --post-to / --resume-from-issue of the commit level: usage errors before anything runs.
+    args.commit.github.check()?;
+    if args.good_rev.is_none() && args.commit.github.post.check()?.is_some() {
+        return Err(CliError::usage(
+            "--post-to posts the commit bisect of --good-rev; without --good-rev there is none",
+        ));
+    }
     let m = load(&args.run.config)?;
     let base = match &args.base {
         Some(id) => m.find(id).ok_or_else(|| {
@@ -137,9 +145,11 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         commit_bisect: None,
     };
     if let (Some(good), Some(i)) = (&args.good_rev, found) {
-        let b = bisect_commits_in(&args, &runner, &configs[i], &rev, good, &predicate)?;
-        result.exit_code = b.exit_code;
-        result.commit_bisect = Some(Box::new(b));
+        // The matrix slot is released first: the commit bisect checks out in its own slots.
+        drop(runner);
+        let (code, b) = bisect_commits_in(&args, &m, &configs[i], &rev, good)?;
+        result.exit_code = code;
+        result.commit_bisect = b.map(Box::new);
     }
     let md = crate::report::config::markdown(&result);
     write_results(&args.run.out, "bisect-config", &result, &md)?;
@@ -147,54 +157,89 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     Ok(result.exit_code)
 }
 
-/// The second level: a commit bisection (the driver, store and report of `setrows-bisect`) with
-/// the prober of the configuration found by the first level.
+/// The flags of the commit-level bisect (`--good-rev`): the main command's, same meaning.
+#[derive(Debug, Args)]
+pub struct CommitFlags {
+    /// Follow only the first-parent chain from --rev back to --good-rev (the default).
+    #[arg(long, overrides_with = "no_first_parent")]
+    pub first_parent: bool,
+    /// Bisect the full ancestry path, like git.
+    #[arg(long)]
+    pub no_first_parent: bool,
+    /// Subtree that decides whether two commits are the same test (auto: `ggml` for llama.cpp,
+    /// `server/deps/llama.cpp/ggml` for lucebox; `--path .` for the whole tree).
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<String>,
+    /// Probe K commits in parallel.
+    #[arg(long, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs)]
+    pub jobs: usize,
+    /// Run every probed commit N times.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub repeat: Option<u32>,
+    /// For intermittent faults: hold the answer at confidence C (e.g. 0.95).
+    #[arg(long, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence)]
+    pub confidence: Option<f64>,
+    /// With --confidence: stop after N runs in all.
+    #[arg(long, value_name = "N", requires = "confidence", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub max_runs: Option<u64>,
+    /// Re-run the culprit, its parent and the revert N times each (0 = off).
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub validate: u32,
+    /// Test the endpoints only when the answer depends on them.
+    #[arg(long)]
+    pub lazy_endpoints: bool,
+    /// `--post-to OWNER/REPO#N` (+ connection flags) and `--resume-from-issue`: docs/github.md.
+    #[command(flatten)]
+    pub github: Box<crate::cli::report::BisectPostArgs>,
+}
+
+/// The second level: `setrows-bisect --good GOOD --bad REV` itself (`cli::bisect::run_with`),
+/// in the configuration the first level found, with every flag of the main command.
 fn bisect_commits_in(
     args: &BisectConfigArgs,
-    runner: &Runner,
+    m: &Matrix,
     config: &Config,
     bad: &Rev,
     good: &str,
-    predicate: &Predicate,
-) -> anyhow::Result<BisectResult> {
-    use crate::cli::bisect::git_error;
-    use crate::run::git;
-    let repo = git::open(&args.run.repo).map_err(git_error)?;
-    let good_id = git::resolve(&repo, good, "--good-rev").map_err(git_error)?;
-    let bad_id = git::resolve(&repo, &bad.sha, "--rev").map_err(git_error)?;
-    let spec = git::RangeSpec {
-        first_parent: true,
-        path: None,
+) -> anyhow::Result<(i32, Option<BisectResult>)> {
+    let c = &args.commit;
+    let mut probe = m.probe.clone();
+    if let Some(t) = args.run.timeout {
+        probe.timeout_s = Some(t);
+    }
+    let base = crate::core::config::Resolved::from_matrix(config, &probe, &m.file);
+    let bisect = crate::cli::bisect::BisectArgs {
+        good: Some(good.to_string()),
+        bad: Some(bad.sha.clone()),
+        repo: args.run.repo.clone(),
+        script: None,
+        build: None,
+        regress: args.regress,
+        match_: args.signature.clone(),
+        timeout: None,
+        first_parent: c.first_parent,
+        no_first_parent: c.no_first_parent,
+        path: c.path.clone(),
+        jobs: c.jobs,
+        repeat: c.repeat,
+        confidence: c.confidence,
+        max_runs: c.max_runs,
+        validate: c.validate,
+        plan_only: false,
+        probe: None,
+        run_index: None,
+        lazy_endpoints: c.lazy_endpoints,
+        json: Some(args.run.out.join("bisect.json")),
+        report: Some(args.run.out.join("bisect.md")),
+        work_dir: Some(work_dir(&args.run)),
+        repro_args: Vec::new(),
+        backend: None,
+        engine: Some(args.run.engine),
+        image: None,
+        cfg: Default::default(),
+        github: c.github.clone(),
     };
-    let range = git::plan_range(&repo, good_id, bad_id, &spec).map_err(git_error)?;
-    let work_dir = work_dir(&args.run);
-    let store =
-        crate::run::store::Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
-    let prober = runner.prober(config, bad).map_err(CliError::infra)?;
-    let plan = crate::run::driver::Plan {
-        repo_path: std::fs::canonicalize(&args.run.repo).unwrap_or(args.run.repo.clone()),
-        range,
-        predicate: predicate.clone(),
-        endpoints: EndpointCheck::First,
-        jobs: 1,
-        work_dir,
-    };
-    let progress = crate::run::progress::Progress::for_stderr(1);
-    let outcome = crate::run::driver::bisect_commits(
-        &plan,
-        &prober,
-        &crate::core::evidence::Deterministic,
-        &store,
-        &progress,
-    )
-    .map_err(|e| match e {
-        crate::run::driver::DriverError::Git(g) => git_error(g),
-        other => CliError::infra(other.to_string()),
-    })?;
-    Ok(crate::report::bisect::result(
-        &plan.range,
-        predicate,
-        &outcome,
-        None,
-    ))
+    std::fs::create_dir_all(&args.run.out)
+        .map_err(|e| CliError::infra(format!("{}: {e}", args.run.out.display())))?;
+    crate::cli::bisect::run_with(&bisect, Some(base), false)
 }

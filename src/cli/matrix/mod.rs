@@ -100,9 +100,14 @@ pub struct BisectConfigArgs {
     #[arg(long = "match")]
     pub signature: Option<String>,
     /// The two-level question: once the first failing value is found at `--rev`, bisect the
-    /// commits `--good-rev..--rev` in that configuration for the first bad commit.
+    /// commits `--good-rev..--rev` in that configuration for the first bad commit: the commit
+    /// bisect of `setrows-bisect --config`, with the flags below.
     #[arg(long)]
     pub good_rev: Option<String>,
+    /// The commit bisect's own flags (`--first-parent`, `--path`, `--jobs`, `--confidence`,
+    /// `--post-to`, `--resume-from-issue`, ...), as for `setrows-bisect`.
+    #[command(flatten)]
+    pub commit: config_bisect::CommitFlags,
 }
 
 /// Writes to stdout; a closed pipe (`matrix --list | head`) ends the output quietly.
@@ -114,18 +119,7 @@ fn out(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Reads and parses a matrix file (errors name file, line, column and key).
-pub fn read_matrix(path: &Path) -> Result<Matrix, matrix::MatrixError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| matrix::MatrixError {
-        file: file.clone(),
-        line: 0,
-        column: 0,
-        key: "-".into(),
-        message: format!("cannot read: {e}"),
-    })?;
-    matrix::parse(&file, &text)
-}
+pub use crate::cli::bisect::read_matrix;
 
 fn load(path: &Path) -> anyhow::Result<Matrix> {
     read_matrix(path).map_err(|e| CliError::usage(e.to_string()))

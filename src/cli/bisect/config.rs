@@ -1,0 +1,125 @@
+//! `--config ID` and the configuration flags -> one `core::config::Resolved`, the value every
+//! prober is built from (`run::probers`).
+
+use super::BisectArgs;
+use crate::core::build::Backend;
+use crate::core::config::{Flags, Resolved};
+use crate::core::matrix::{self, Matrix};
+use crate::core::result::ConfigurationInfo;
+use crate::error::CliError;
+use crate::probe::container::EngineChoice;
+use std::path::Path;
+
+/// The repository's `matrix.toml`, built in: `--config ID` works from any directory.
+pub const EMBEDDED_MATRIX: &str = include_str!("../../../matrix.toml");
+pub const EMBEDDED_NAME: &str = "embedded matrix.toml";
+
+/// Reads and parses a matrix file (errors name file, line, column and key).
+pub fn read_matrix(path: &Path) -> Result<Matrix, matrix::MatrixError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| matrix::MatrixError {
+        file: file.clone(),
+        line: 0,
+        column: 0,
+        key: "-".into(),
+        message: format!("cannot read: {e}"),
+    })?;
+    matrix::parse(&file, &text)
+}
+
+/// `--matrix FILE`, else `./matrix.toml`, else the embedded copy.
+pub fn load_matrix(file: Option<&Path>) -> anyhow::Result<Matrix> {
+    let usage = |e: matrix::MatrixError| CliError::usage(e.to_string());
+    match file {
+        Some(p) => read_matrix(p).map_err(usage),
+        None if Path::new("matrix.toml").is_file() => {
+            read_matrix(Path::new("matrix.toml")).map_err(usage)
+        }
+        None => matrix::parse(EMBEDDED_NAME, EMBEDDED_MATRIX).map_err(usage),
+    }
+}
+
+/// The configuration flags as values (`--launch-env` must be `K=V`).
+pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
+    let c = &args.cfg;
+    let launch_env = c
+        .launch_env
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+                Ok((k.to_string(), v.to_string()))
+            }
+            _ => Err(CliError::usage(format!(
+                "--launch-env {kv:?}: expected NAME=VALUE, e.g. HIP_LAUNCH_BLOCKING=1"
+            ))),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Flags {
+        backend: args.backend.as_deref().and_then(Backend::parse),
+        image: args.image.clone(),
+        gpu_target: c.gpu_target.clone(),
+        wave_size: c.wave_size.as_deref().and_then(|w| w.parse().ok()),
+        graphs: c.graphs.as_deref().map(|g| g == "on"),
+        launch_env,
+        cmake_args: c.cmake_args.clone(),
+        repro_args: args.repro_args.clone(),
+        script: args.script.clone(),
+        build: args.build.clone(),
+        timeout_s: args.timeout,
+    })
+}
+
+/// The configuration the probes run in, where they run (`--engine`), and what the report says
+/// about it (`None`: a plain bisect with no configuration flag at all).
+pub struct Chosen {
+    pub cfg: Resolved,
+    pub engine: EngineChoice,
+    pub info: Option<ConfigurationInfo>,
+}
+
+/// Resolves `--config` (or `base`, a configuration found by `bisect-config`) and the flags.
+pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chosen> {
+    let flags = flags(args)?;
+    let named = base.is_some() || args.cfg.config.is_some();
+    let mut cfg = match (base, &args.cfg.config) {
+        (Some(b), _) => b,
+        (None, Some(id)) => {
+            let m = load_matrix(args.cfg.matrix.as_deref())?;
+            let c = m.find(id).ok_or_else(|| {
+                CliError::usage(format!(
+                    "--config {id}: no configuration with this id in {} (`setrows-bisect matrix --list` shows the ids)",
+                    m.file
+                ))
+            })?;
+            Resolved::from_matrix(c, &m.probe, &m.file)
+        }
+        (None, None) => Resolved::for_backend(flags.backend.unwrap_or(Backend::Cpu)),
+    };
+    let mut overrides = cfg.apply(&flags);
+    if let Some(note) = cfg.default_target() {
+        eprintln!("setrows-bisect: {note}");
+    }
+    let engine = match (args.engine, named && cfg.image.is_some()) {
+        (Some(EngineChoice::None), true) if args.image.is_none() => {
+            overrides.push(format!(
+                "--engine none (configuration: image {}; probes run on the host)",
+                cfg.image.as_deref().unwrap_or("")
+            ));
+            cfg.image = None;
+            EngineChoice::None
+        }
+        (Some(e), _) => e,
+        (None, true) => EngineChoice::Auto,
+        (None, false) => EngineChoice::None,
+    };
+    let c = &args.cfg;
+    let configured = named
+        || args.backend.is_some()
+        || c.gpu_target.is_some()
+        || c.wave_size.is_some()
+        || c.graphs.is_some()
+        || !c.launch_env.is_empty()
+        || !c.cmake_args.is_empty();
+    let info = configured.then(|| cfg.info(if named { overrides } else { Vec::new() }));
+    Ok(Chosen { cfg, engine, info })
+}

@@ -1,0 +1,341 @@
+//! The one construction path from a resolved configuration (`core::config::Resolved`) to a
+//! prober: matrix cells (`run::matrix::Runner::prober`), commit bisects (`--config`, or the
+//! same values as flags) and `bisect-config --good-rev` all come here, so one configuration is
+//! built, run and keyed the same way by every command.
+//!
+//! What varies by caller is only *where* the steps run (`Place`: the launcher, ccache, the
+//! ROCm toolchain's own `hipconfig` answer); everything that decides what is tested comes from
+//! the configuration. CMake option spellings and where ggml lives in the checkout (ggml,
+//! llama.cpp `ggml/`, lucebox `server/deps/llama.cpp/ggml`) are read from each probed tree, so
+//! a range across the `AMDGPU_TARGETS` -> `GPU_TARGETS` rename builds for the target on both
+//! sides.
+
+use crate::core::build::{Backend, Recipe, TreeFacts};
+use crate::core::config::{ggml_subdir, ProbeKind, Resolved};
+use crate::core::outcome::Outcome;
+use crate::probe::exec::shell_words;
+use crate::probe::launch::Launcher;
+use crate::probe::repro::{ReproOptions, ReproProber};
+use crate::probe::script::ScriptProber;
+use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where a configuration's steps run.
+pub struct Place {
+    pub launcher: Arc<dyn Launcher>,
+    /// Steps run in a container: its image carries ccache and the launcher mounts the cache.
+    pub in_container: bool,
+    /// On the host with ccache: the cache directory (`CCACHE_DIR`).
+    pub host_ccache: Option<PathBuf>,
+    /// `HIPCXX` / `HIP_PATH` where the steps run (HIP only; `hipconfig_env`).
+    pub hip_env: Vec<(String, String)>,
+    /// CMake spellings for a checkout whose CMake files cannot be read.
+    pub fallback_facts: TreeFacts,
+    /// Where ggml is expected when the checkout cannot say (for the identity only).
+    pub fallback_subdir: String,
+}
+
+impl Place {
+    /// Whether builds go through ccache here.
+    pub fn ccache(&self) -> bool {
+        self.in_container || crate::probe::script::which("ccache").is_some()
+    }
+}
+
+/// The recipe as built at `place` (ccache on where it is available).
+pub fn recipe_at(cfg: &Resolved, place: &Place) -> Recipe {
+    let mut r = cfg.recipe.clone();
+    r.ccache = place.ccache();
+    r
+}
+
+/// Where ggml lives in a checkout, and its CMake spellings.
+pub fn tree_at(checkout: &Path, fallback: &TreeFacts) -> (String, TreeFacts) {
+    let sub = ggml_subdir(|p| checkout.join(p).is_file()).unwrap_or("");
+    let facts = crate::probe::tree_facts(&checkout.join(sub)).unwrap_or_else(|_| fallback.clone());
+    (sub.to_string(), facts)
+}
+
+/// The environment a script probe sees (and a replay's identity names): launch settings, the
+/// recipe's CMake arguments for this tree, the reproducer flags, the configuration id.
+pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(String, String)> {
+    let mut env = cfg.launch_env.clone();
+    env.push((
+        "SETROWS_CMAKE_ARGS".into(),
+        shell_words(&recipe_at(cfg, place).cmake_args(facts)),
+    ));
+    env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&cfg.repro_args)));
+    if let Some(id) = &cfg.id {
+        env.push(("SETROWS_CONFIG_ID".into(), id.clone()));
+    }
+    env.push(("SETROWS_BACKEND".into(), cfg.backend.as_str().into()));
+    env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
+    if let Some(dir) = &place.host_ccache {
+        env.push(("CCACHE_DIR".into(), dir.to_string_lossy().into_owned()));
+    }
+    if place.ccache() {
+        // CMake (3.17+) reads these from the environment: a script's own build uses ccache too.
+        env.push(("CMAKE_C_COMPILER_LAUNCHER".into(), "ccache".into()));
+        env.push(("CMAKE_CXX_COMPILER_LAUNCHER".into(), "ccache".into()));
+    }
+    env
+}
+
+fn timeout(cfg: &Resolved) -> Option<Duration> {
+    cfg.timeout_s.map(Duration::from_secs_f64)
+}
+
+/// The prober of `cfg` at `place`. Infallible: what could fail (the engine, the image, the ROCm
+/// toolchain) was settled when `place` was made.
+pub fn prober(cfg: &Resolved, place: &Place) -> InfraAware {
+    let inner: Box<dyn Prober> = match &cfg.probe {
+        ProbeKind::Script { build, script } => Box::new(PerTreeScript {
+            base: ScriptProber {
+                build: build.clone(),
+                script: script.clone(),
+                timeout: timeout(cfg),
+                launcher: Box::new(Shared(place.launcher.clone())),
+                env: Vec::new(),
+            },
+            cfg: cfg.clone(),
+            place: place_copy(place),
+        }),
+        ProbeKind::Replay => Box::new(PerTreeRepro::new(
+            repro_options(cfg, place),
+            recipe_at(cfg, place),
+            place.fallback_facts.clone(),
+        )),
+    };
+    InfraAware {
+        inner,
+        launcher: place.launcher.clone(),
+        config_identity: cfg.identity(),
+        config_id: cfg.id.clone(),
+    }
+}
+
+fn place_copy(p: &Place) -> Place {
+    Place {
+        launcher: p.launcher.clone(),
+        in_container: p.in_container,
+        host_ccache: p.host_ccache.clone(),
+        hip_env: p.hip_env.clone(),
+        fallback_facts: p.fallback_facts.clone(),
+        fallback_subdir: p.fallback_subdir.clone(),
+    }
+}
+
+/// The bundled reproducer's options for `cfg` at `place` (CMake arguments are per tree).
+pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
+    let mut opts = ReproOptions::new(place.launcher.clone());
+    opts.ggml_subdir = place.fallback_subdir.clone();
+    if let Some(dir) = &place.host_ccache {
+        opts.build_env
+            .push(("CCACHE_DIR".into(), dir.to_string_lossy().into_owned()));
+    }
+    if cfg.backend == Backend::Hip {
+        opts.build_env.extend(place.hip_env.iter().cloned());
+    }
+    opts.run_env = cfg.launch_env.clone();
+    opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
+    opts.repro_args = cfg.repro_args.clone();
+    if let Some(t) = timeout(cfg) {
+        opts.run_timeout = Some(t);
+        // A build is never cut shorter than the default hour by a short test timeout.
+        opts.build_timeout = opts.build_timeout.map(|b| b.max(t)).or(Some(t));
+    }
+    expectations(cfg, &mut opts);
+    opts
+}
+
+/// THE place where what a reproducer is expected to report (backend, graphs, wave size, GPU
+/// target) is derived from the configuration; the guard in `probe::repro` compares its report
+/// with these. Everything that builds a `ReproOptions` from a configuration goes through here.
+fn expectations(cfg: &Resolved, opts: &mut ReproOptions) {
+    opts.expect = crate::probe::repro::Expectations::from_recipe(&cfg.recipe);
+}
+
+/// The bundled reproducer with the ggml location and CMake spellings of each probed tree. The
+/// tree is already part of the store key, so the identity names the recipe, not one tree's
+/// spellings.
+pub struct PerTreeRepro {
+    opts: ReproOptions,
+    recipe: Recipe,
+    fallback: TreeFacts,
+    identity: String,
+}
+
+impl PerTreeRepro {
+    pub fn new(opts: ReproOptions, recipe: Recipe, fallback: TreeFacts) -> Self {
+        let mut named = opts.clone();
+        named.cmake_args = recipe.cmake_args(&TreeFacts::default());
+        let identity = format!(
+            "{} cmake_spellings=per-tree recipe={}",
+            ReproProber::new(named).identity(),
+            recipe.identity()
+        );
+        PerTreeRepro {
+            opts,
+            recipe,
+            fallback,
+            identity,
+        }
+    }
+
+    /// The reproducer as configured for the tree checked out at `checkout`.
+    pub fn for_tree(&self, checkout: &Path) -> ReproProber {
+        let (sub, facts) = tree_at(checkout, &self.fallback);
+        let mut opts = self.opts.clone();
+        opts.ggml_subdir = sub;
+        opts.cmake_args = self.recipe.cmake_args(&facts);
+        ReproProber::new(opts)
+    }
+}
+
+impl Prober for PerTreeRepro {
+    fn identity(&self) -> String {
+        self.identity.clone()
+    }
+
+    fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
+        self.for_tree(req.checkout).probe(req, phase)
+    }
+}
+
+/// A build + test script with the configuration's environment, `SETROWS_CMAKE_ARGS` spelled
+/// for each probed tree.
+pub struct PerTreeScript {
+    base: ScriptProber,
+    cfg: Resolved,
+    place: Place,
+}
+
+impl PerTreeScript {
+    pub fn for_tree(&self, checkout: &Path) -> ScriptProber {
+        let (_, facts) = tree_at(checkout, &self.place.fallback_facts);
+        ScriptProber {
+            build: self.base.build.clone(),
+            script: self.base.script.clone(),
+            timeout: self.base.timeout,
+            launcher: Box::new(Shared(self.place.launcher.clone())),
+            env: script_env(&self.cfg, &self.place, &facts),
+        }
+    }
+}
+
+impl Prober for PerTreeScript {
+    fn identity(&self) -> String {
+        self.base.identity()
+    }
+
+    fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
+        self.for_tree(req.checkout).probe(req, phase)
+    }
+}
+
+/// Shares one launcher (and its cached provenance) between probers.
+pub struct Shared(pub Arc<dyn Launcher>);
+
+impl Launcher for Shared {
+    fn identity(&self) -> String {
+        self.0.identity()
+    }
+    fn command(&self, job: &crate::probe::launch::ShellJob) -> crate::probe::launch::Cmd {
+        self.0.command(job)
+    }
+    fn cleanup(&self, job: &crate::probe::launch::ShellJob) {
+        self.0.cleanup(job)
+    }
+    fn provenance(&self) -> std::collections::BTreeMap<String, String> {
+        self.0.provenance()
+    }
+    fn infra_failure(&self, exit_code: Option<i32>, output: &str) -> Option<String> {
+        self.0.infra_failure(exit_code, output)
+    }
+}
+
+/// A prober whose launcher may veto its verdict: a step that "failed" because the engine did
+/// (exit 125 with the engine's error, a full disk) is an `InfraError`, whatever the prober
+/// concluded from the exit code alone. Its identity adds the configuration's
+/// (`Resolved::identity`), so stored results of one configuration are never reused for
+/// another, and each report's provenance names the configuration id.
+pub struct InfraAware {
+    pub inner: Box<dyn Prober>,
+    pub launcher: Arc<dyn Launcher>,
+    pub config_identity: String,
+    pub config_id: Option<String>,
+}
+
+impl Prober for InfraAware {
+    fn identity(&self) -> String {
+        format!(
+            "{}\nconfig:\n{}",
+            self.inner.identity(),
+            self.config_identity
+        )
+    }
+
+    fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
+        let mut report = self.inner.probe(req, phase);
+        if let Some(id) = &self.config_id {
+            report.provenance.insert("configuration".into(), id.clone());
+        }
+        if !matches!(report.outcome, Outcome::InfraError | Outcome::Pass) {
+            let why = self
+                .launcher
+                .infra_failure(report.exit_code, &report.output_tail)
+                .or_else(|| {
+                    crate::probe::container::disk_full(&report.output_tail)
+                        .then(|| "disk full: no space left on device".to_string())
+                });
+            if let Some(why) = why {
+                report.outcome = Outcome::InfraError;
+                report.signature = Some(why);
+            }
+        }
+        report
+    }
+}
+
+/// `HIPCXX` and `HIP_PATH` as `hipconfig` reports them where `launcher` runs (an image or the
+/// host): ROCm versions differ in where clang lives, and a recipe must not guess.
+pub fn hipconfig_env(launcher: &dyn Launcher) -> Result<Vec<(String, String)>, String> {
+    let key = launcher.identity();
+    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+    let job = crate::probe::launch::ShellJob {
+        script: "echo \"HIPCXX=$(hipconfig -l)/clang\"; echo \"HIP_PATH=$(hipconfig -R)\"".into(),
+        src: dir.path().into(),
+        work: dir.path().into(),
+        cwd_is_work: true,
+        env: Vec::new(),
+        timeout: Some(Duration::from_secs(120)),
+        name: format!("setrows-hipconfig-{}", std::process::id()),
+    };
+    let log = dir.path().join("hipconfig.log");
+    let r = crate::probe::exec::run(&launcher.command(&job), job.timeout, &log, &|| {
+        launcher.cleanup(&job)
+    })
+    .map_err(|e| format!("running hipconfig in {key}: {e}"))?;
+    let env = parse_hip_env(&r.output);
+    if !r.success() || env.len() != 2 {
+        return Err(format!(
+            "hipconfig in {key} did not give HIPCXX and HIP_PATH (is this a ROCm image?): {}",
+            r.output.trim()
+        ));
+    }
+    Ok(env)
+}
+
+/// `HIPCXX=/abs/clang` and `HIP_PATH=/abs` lines; anything else (an empty `hipconfig` answer
+/// gives `HIPCXX=/clang`) is left out, so the caller sees fewer than two and reports it.
+pub fn parse_hip_env(output: &str) -> Vec<(String, String)> {
+    output
+        .lines()
+        .filter_map(|l| l.trim().split_once('='))
+        .filter(|(k, v)| ["HIPCXX", "HIP_PATH"].contains(k) && v.len() > 1 && v.starts_with('/'))
+        .filter(|(k, v)| *k != "HIPCXX" || *v != "/clang")
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
