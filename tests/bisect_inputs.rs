@@ -115,3 +115,34 @@ fn infrastructure_failure_is_retried_then_exit_3_and_never_stored() {
     assert_eq!(r["first_bad"], f.sha(6));
     assert_eq!(r["executed"], r["probes"].as_array().unwrap().len());
 }
+
+/// Outputs and the GitHub target are checked before the first probe (issue 12, item 4): an
+/// unwritable --report or --json, or a malformed --api-url, is exit 2 in the first second, with
+/// nothing probed, not after hours of probing.
+#[test]
+fn outputs_and_api_url_are_checked_before_any_probe() {
+    let f = Fixture::new(&spec(12, 6));
+    let counter = f.dir.path().join("probes-run");
+    // A script that leaves a trace: if any probe ran, the file exists.
+    let script = format!("echo x >> {}; exit 0", counter.display());
+    let base = || {
+        let mut c = Command::from_std(f.bisect_script(0, 11, &script));
+        c.env_remove("GITHUB_TOKEN");
+        c
+    };
+    let mut c = base();
+    c.args(["--report", "/nonexistent-dir/r.md"]);
+    expect_usage_error(c, "--report /nonexistent-dir/r.md");
+    let mut c = base();
+    c.arg("--report").arg(f.dir.path());
+    expect_usage_error(c, "is a directory");
+    let mut c = base();
+    c.args(["--post-to", "o/r#1", "--api-url", "ftp://nowhere"])
+        .env("GITHUB_TOKEN", "ghp_0123456789abcdef0123456789abcdef0123");
+    expect_usage_error(c, "--api-url");
+    assert!(
+        !counter.exists(),
+        "a probe ran before the inputs were checked"
+    );
+    assert!(!f.work().join("results").exists());
+}

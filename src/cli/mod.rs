@@ -4,6 +4,7 @@
 pub mod bisect;
 pub mod demo;
 pub mod matrix;
+pub mod output;
 pub mod report;
 pub mod schema;
 

@@ -73,6 +73,17 @@ impl GithubOptions {
     }
 }
 
+/// `--api-url` as the client will use it; checked before any probe runs, so a typo is found in
+/// the first second rather than after hours of probing.
+pub fn api_base(api_url: &str) -> Result<Uri, GithubError> {
+    let bad = || GithubError::InvalidApiUrl(api_url.to_string());
+    let base: Uri = api_url.trim_end_matches('/').parse().map_err(|_| bad())?;
+    if !matches!(base.scheme_str(), Some("http" | "https")) || base.authority().is_none() {
+        return Err(bad());
+    }
+    Ok(base)
+}
+
 /// Keeps one comment per key current on one issue.
 pub struct Publisher {
     crab: Octocrab,
@@ -126,10 +137,7 @@ impl Publisher {
     /// functions, which take care of that.
     pub fn new(issue: IssueRef, token: &Token, api_url: &str) -> Result<Publisher, GithubError> {
         let bad = || GithubError::InvalidApiUrl(api_url.to_string());
-        let base: Uri = api_url.trim_end_matches('/').parse().map_err(|_| bad())?;
-        if !matches!(base.scheme_str(), Some("http" | "https")) || base.authority().is_none() {
-            return Err(bad());
-        }
+        let base = api_base(api_url)?;
         let crab = Octocrab::builder()
             .personal_token(token.expose().to_string())
             .base_uri(base.clone())

@@ -239,6 +239,13 @@ pub fn run_with(
     crate::probe::exec::install_interrupt_handler();
     // Issue and token are checked before anything runs (exit 2), not after hours of probing.
     args.github.check()?;
+    // Output paths too: an unwritable --json must not be found after the last probe.
+    if let Some(path) = &args.report {
+        crate::cli::output::check_writable("--report", path)?;
+    }
+    if let Some(path) = &args.json {
+        crate::cli::output::check_writable("--json", path)?;
+    }
     let p = prepare(args, base)?;
     let (range, pred) = (&p.plan.range, p.plan.predicate.describe());
     let key = crate::cli::report::bisect_key(&range.good, &range.bad, &pred);
@@ -341,14 +348,21 @@ pub fn run_with(
     if print {
         println!("{md}");
     }
+    // Every output is attempted even when one fails (a failed --report must not also cost the
+    // JSON and the comment); the first failure decides the exit code afterwards.
+    let mut failed: Option<anyhow::Error> = None;
     if let Some(path) = &args.report {
-        std::fs::write(path, &md)
-            .map_err(|e| CliError::usage(format!("--report {}: {e}", path.display())))?;
+        if let Err(e) = crate::cli::output::write_atomic("--report", path, md.as_bytes()) {
+            eprintln!("setrows-bisect: error: {e:#}");
+            failed.get_or_insert(e);
+        }
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&result).unwrap_or_default();
-        std::fs::write(path, text + "\n")
-            .map_err(|e| CliError::usage(format!("--json {}: {e}", path.display())))?;
+        let text = serde_json::to_string_pretty(&result).unwrap_or_default() + "\n";
+        if let Err(e) = crate::cli::output::write_atomic("--json", path, text.as_bytes()) {
+            eprintln!("setrows-bisect: error: {e:#}");
+            failed.get_or_insert(e);
+        }
     }
     if let Some(line) = report::endpoint_message(&result) {
         eprintln!("setrows-bisect: {line}");
@@ -360,8 +374,9 @@ pub fn run_with(
     let results = vec![crate::core::result::AnyResult::Bisect(Box::new(
         result.clone(),
     ))];
-    Ok((
-        args.github.post.publish(results, code, &written),
-        Some(result),
-    ))
+    let code = args.github.post.publish(results, code, &written);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    Ok((code, Some(result)))
 }
