@@ -96,7 +96,7 @@ fn the_hip_configuration_builds_for_gfx1151_on_both_sides_of_the_gpu_targets_ren
     let (old, new) = (d.path().join("old"), d.path().join("new"));
     ggml_tree(&old, "AMDGPU_TARGETS");
     ggml_tree(&new, "GPU_TARGETS");
-    let common = "cmake -S \"$WORK/SRCS\" -B \"$WORK/BUILD\" $gen -DCMAKE_BUILD_TYPE=Release \"-DGGML_SOURCE_DIR=$SRC\" $launcher -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGGML_CCACHE=OFF -DCMAKE_HIP_COMPILER_LAUNCHER=ccache -DGGML_HIP=ON";
+    let common = "cmake -S \"$WORK/SRCS\" -B \"$WORK/BUILD\" $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \"-DGGML_SOURCE_DIR=$SRC\" $launcher -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGGML_CCACHE=OFF -DCMAKE_HIP_COMPILER_LAUNCHER=ccache -DGGML_HIP=ON";
     let tail = "-DCMAKE_HIP_FLAGS=-DDFLASH_WAVE_SIZE=32 -DGGML_HIP_GRAPHS=ON";
     assert_eq!(
         configure_line(&old),
@@ -154,7 +154,8 @@ fn the_hip_configuration_runs_in_its_image_with_the_gpu_and_its_launch_environme
         "podman run --rm --name setrows-1-run --pull never --network none --user 1000:1000 \
          --volume /w/src:/src:ro --volume /w/build:/work --volume /cache/ccache:/ccache \
          --workdir /work --timeout 630 --device /dev/kfd --device /dev/dri --group-add 44 \
-         --group-add 992 --env HIP_LAUNCH_BLOCKING=1 --env AMD_SERIALIZE_KERNEL=3 \
+         --group-add 992 --security-opt seccomp=unconfined --env HIP_LAUNCH_BLOCKING=1 \
+         --env AMD_SERIALIZE_KERNEL=3 \
          --env GGML_NO_BACKTRACE=1 --env SRC=/src --env WORK=/work --env CCACHE_DIR=/ccache --env HOME=/tmp \
          --env GGML_NO_BACKTRACE=1 localhost/setrows-rocm:6.4.1 sh -c \
          exec \"$WORK/b/setrows-replay\" --mode reuse --steps 100000"
