@@ -267,3 +267,18 @@ fn the_shipped_matrix_says_what_is_true() {
         "{bytes} B does not fit a 128 GB APU"
     );
 }
+
+#[test]
+fn a_non_utf8_byte_is_pointed_at() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("m.toml");
+    std::fs::write(
+        &p,
+        b"revisions = [\"master\"]\n[matrix]\nbackend = [\"cp\xffu\"]\n",
+    )
+    .unwrap();
+    let e = setrows_bisect::cli::matrix::read_matrix(&p)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("m.toml:3:15:") && e.contains("UTF-8"), "{e}");
+}

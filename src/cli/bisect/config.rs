@@ -17,12 +17,24 @@ pub const EMBEDDED_NAME: &str = "embedded matrix.toml";
 /// Reads and parses a matrix file (errors name file, line, column and key).
 pub fn read_matrix(path: &Path) -> Result<Matrix, matrix::MatrixError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| matrix::MatrixError {
+    let err = |line, column, message: String| matrix::MatrixError {
         file: file.clone(),
-        line: 0,
-        column: 0,
+        line,
+        column,
         key: "-".into(),
-        message: format!("cannot read: {e}"),
+        message,
+    };
+    let bytes = std::fs::read(path).map_err(|e| err(0, 0, format!("cannot read: {e}")))?;
+    // A stray non-UTF-8 byte is pointed at, like any other error in the file.
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let text = String::from_utf8_lossy(good);
+        let (line, column) = matrix::line_col(&text, text.len());
+        err(
+            line,
+            column,
+            "not valid UTF-8 here (TOML files are UTF-8)".into(),
+        )
     })?;
     matrix::parse(&file, &text)
 }
