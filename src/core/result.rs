@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod invocation;
+pub use invocation::{web_url, Invocation, Tool};
+
 /// The schema version every writer writes. Bump it (and teach [`read`] the old one, or refuse
 /// it) whenever a field changes meaning or becomes required.
 pub const VERSION: u32 = 1;
@@ -189,6 +192,9 @@ pub struct BisectResult {
     /// The stored runs behind the probes, so `--resume-from-issue` repeats none of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_runs: Option<StoreRuns>,
+    /// How it was asked and by which build of the tool (absent in results of older versions).
+    #[serde(flatten)]
+    pub invocation: Invocation,
 }
 
 impl BisectResult {
@@ -252,6 +258,9 @@ pub struct BisectProbe {
     /// Answered by the result store rather than run now.
     #[serde(default)]
     pub cached: bool,
+    /// Position in the range: 0 is the good endpoint, `range.candidates - 1` the bad one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -340,6 +349,9 @@ pub struct MatrixResults {
     pub revisions: Vec<Rev>,
     pub configs: Vec<ConfigRow>,
     pub cells: Vec<Cell>,
+    /// How it was asked and by which build of the tool (absent in results of older versions).
+    #[serde(flatten)]
+    pub invocation: Invocation,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -36,6 +36,7 @@ pub(crate) fn matrix(cells: Vec<Cell>) -> MatrixResults {
         revisions: vec![],
         configs: vec![],
         cells,
+        invocation: Default::default(),
     }
 }
 
@@ -48,6 +49,7 @@ fn probe(sha: &str, outcome: Outcome, verdict: Verdict) -> BisectProbe {
         log: "/l/2.log".into(),
         signature: None,
         cached: false,
+        candidate: None,
     }
 }
 
@@ -87,6 +89,7 @@ pub(crate) fn bisect_found() -> BisectResult {
         flaky: None,
         validation: None,
         store_runs: None,
+        invocation: Default::default(),
     }
 }
 

@@ -6,5 +6,7 @@ pub mod git;
 pub mod matrix;
 pub mod progress;
 pub mod slots;
+pub mod stamp;
 pub mod store;
 pub mod validate;
+pub mod workdir;

@@ -81,6 +81,8 @@ impl Slot {
         if rc != 0 {
             return Err(DriverError::Busy(dir));
         }
+        // The lock file's time is the slot's last use (`setrows-bisect gc` reads it).
+        let _ = f.set_modified(std::time::SystemTime::now());
         Ok(Slot {
             checkout: Checkout::new(dir.join("src"), dir.join("checkout.state")),
             dir,

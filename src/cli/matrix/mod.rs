@@ -308,6 +308,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             })
             .collect(),
         cells,
+        invocation: Default::default(),
     };
     let md = results.markdown();
     write_results(&args.run.out, "matrix-results", &results, &md)?;
