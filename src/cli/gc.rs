@@ -54,7 +54,12 @@ pub fn run(args: GcArgs) -> anyhow::Result<i32> {
         }
         match workdir::gc_remove(item).map_err(|e| CliError::infra(e.to_string()))? {
             true => {
-                println!("removed {:<8} {} ({})", item.kind, rel.display(), human(item.bytes));
+                println!(
+                    "removed {:<8} {} ({})",
+                    item.kind,
+                    rel.display(),
+                    human(item.bytes)
+                );
                 freed += item.bytes;
                 removed += 1;
             }
@@ -66,10 +71,18 @@ pub fn run(args: GcArgs) -> anyhow::Result<i32> {
     }
     println!(
         "{} {removed} item(s), {} in {}{}",
-        if args.dry_run { "would remove" } else { "removed" },
+        if args.dry_run {
+            "would remove"
+        } else {
+            "removed"
+        },
         human(freed),
         dir.display(),
-        if busy > 0 { format!("; {busy} in use kept") } else { String::new() }
+        if busy > 0 {
+            format!("; {busy} in use kept")
+        } else {
+            String::new()
+        }
     );
     Ok(0)
 }

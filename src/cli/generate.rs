@@ -21,7 +21,12 @@ pub struct ManArgs {
 
 pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
     let mut cmd = crate::cli::Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "setrows-bisect", &mut std::io::stdout());
+    clap_complete::generate(
+        args.shell,
+        &mut cmd,
+        "setrows-bisect",
+        &mut std::io::stdout(),
+    );
     Ok(0)
 }
 

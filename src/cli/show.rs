@@ -75,7 +75,9 @@ fn from_journal(b: &workdir::Bisection) -> String {
             "| {} | `{}` | {}{} | {} |\n",
             i + 1,
             &p.sha[..p.sha.len().min(10)],
-            p.outcome.map(|o| o.to_string()).unwrap_or_else(|| "?".into()),
+            p.outcome
+                .map(|o| o.to_string())
+                .unwrap_or_else(|| "?".into()),
             if p.cached { " (stored)" } else { "" },
             p.verdict
                 .map(|v| format!("{v:?}").to_lowercase())

@@ -453,7 +453,10 @@ fn reproduce(b: &BisectResult) -> Option<String> {
             code(&log_place(&p.log))
         ));
         if let Some(id) = &b.invocation.id {
-            md.push_str(&format!(" (`setrows-bisect show {}`)", escape::sha(id, 16).trim_matches('`')));
+            md.push_str(&format!(
+                " (`setrows-bisect show {}`)",
+                escape::sha(id, 16).trim_matches('`')
+            ));
         }
         md.push_str(".\n");
     }

@@ -11,9 +11,9 @@ pub mod document;
 pub mod escape;
 pub mod junit;
 pub mod matrix;
-pub mod timeline;
 #[cfg(test)]
 pub(crate) mod tests;
+pub mod timeline;
 
 use crate::core::outcome::Outcome;
 use crate::core::result::{AnyResult, MatrixResults};
@@ -134,9 +134,8 @@ pub fn shell_line(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
             let plain = !a.is_empty()
-                && a.chars().all(|c| {
-                    c.is_ascii_alphanumeric() || "-_=./,:+@%^".contains(c)
-                });
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_=./,:+@%^".contains(c));
             if plain {
                 a.clone()
             } else {

@@ -140,7 +140,11 @@ fn text(b: &BisectResult, pts: &[Point]) -> String {
     // scale bar: where in the range each probe landed (the probe number, last one wins)
     let mut bar = vec!['-'; BAR];
     for p in pts {
-        let col = if n <= 1 { 0 } else { p.index * (BAR - 1) / (n - 1) };
+        let col = if n <= 1 {
+            0
+        } else {
+            p.index * (BAR - 1) / (n - 1)
+        };
         let first = p.runs[0].0;
         bar[col] = if first < 10 {
             char::from_digit(first as u32, 10).unwrap_or('*')

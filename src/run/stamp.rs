@@ -130,10 +130,22 @@ mod tests {
     #[test]
     fn remotes_become_web_addresses_without_credentials() {
         for (remote, want) in [
-            ("git@github.com:ggml-org/ggml.git", Some("https://github.com/ggml-org/ggml")),
-            ("https://github.com/ggml-org/ggml.git", Some("https://github.com/ggml-org/ggml")),
-            ("https://x:ghp_secret@github.com/o/r", Some("https://github.com/o/r")),
-            ("ssh://git@github.com:22/o/r.git/", Some("https://github.com/o/r")),
+            (
+                "git@github.com:ggml-org/ggml.git",
+                Some("https://github.com/ggml-org/ggml"),
+            ),
+            (
+                "https://github.com/ggml-org/ggml.git",
+                Some("https://github.com/ggml-org/ggml"),
+            ),
+            (
+                "https://x:ghp_secret@github.com/o/r",
+                Some("https://github.com/o/r"),
+            ),
+            (
+                "ssh://git@github.com:22/o/r.git/",
+                Some("https://github.com/o/r"),
+            ),
             ("/home/me/src/ggml", None),
             ("../ggml", None),
             ("https://github.com/o/r/extra", None),

@@ -63,11 +63,17 @@ impl Bisection {
         let r = self.result.as_ref();
         match c {
             Conclusion::Found { index } => match r.and_then(|r| r.first_bad.as_deref()) {
-                Some(sha) => format!("{} {}", r.map(|r| r.term.as_str()).unwrap_or(""), &sha[..sha.len().min(12)]),
+                Some(sha) => format!(
+                    "{} {}",
+                    r.map(|r| r.term.as_str()).unwrap_or(""),
+                    &sha[..sha.len().min(12)]
+                ),
                 None => format!("found (candidate {index})"),
             },
             Conclusion::Ambiguous { indices } => format!("one of {} commits", indices.len()),
-            Conclusion::BadEndpoint { which, .. } => format!("{which:?} endpoint wrong").to_lowercase(),
+            Conclusion::BadEndpoint { which, .. } => {
+                format!("{which:?} endpoint wrong").to_lowercase()
+            }
         }
     }
 
@@ -153,8 +159,12 @@ pub fn read_bisection(journal: &Path) -> Result<Bisection, WorkDirError> {
             }
             Some("probe") => b.probes.push(JournalProbe {
                 sha: s("sha"),
-                outcome: v.get("outcome").and_then(|o| serde_json::from_value(o.clone()).ok()),
-                verdict: v.get("verdict").and_then(|o| serde_json::from_value(o.clone()).ok()),
+                outcome: v
+                    .get("outcome")
+                    .and_then(|o| serde_json::from_value(o.clone()).ok()),
+                verdict: v
+                    .get("verdict")
+                    .and_then(|o| serde_json::from_value(o.clone()).ok()),
                 cached: v.get("cached").and_then(|c| c.as_bool()).unwrap_or(false),
             }),
             Some("done") => {
@@ -259,7 +269,12 @@ fn slot_used(slot: &Path) -> Option<SystemTime> {
 
 fn subdirs(p: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(p)
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -268,7 +283,9 @@ fn subdirs(p: &Path) -> Vec<PathBuf> {
 /// What `gc` would remove: checkout slots (`checkouts/*/*`, the matrix slot `matrix/`) and
 /// ccache dirs (`ccache/`, `matrix/ccache/*`) not used since `now - older_than`.
 pub fn gc_plan(work_dir: &Path, older_than: Duration, now: SystemTime) -> Vec<GcItem> {
-    let cutoff = now.checked_sub(older_than).unwrap_or(SystemTime::UNIX_EPOCH);
+    let cutoff = now
+        .checked_sub(older_than)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
     let mut items = Vec::new();
     let mut slots: Vec<PathBuf> = subdirs(&work_dir.join("checkouts"))
         .iter()
