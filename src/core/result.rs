@@ -409,6 +409,8 @@ pub struct ConfigDetails {
 /// Any result document, as a reader gets it from [`read`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+// A handful of these exist per run; boxing Matrix would change every writer for no gain.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyResult {
     Bisect(Box<BisectResult>),
     Matrix(MatrixResults),

@@ -346,11 +346,10 @@ pub fn gc_remove(item: &GcItem) -> Result<bool, WorkDirError> {
                 std::fs::remove_dir_all(&d).map_err(io(&d))?;
             }
         }
-        for f in ["checkout.state"] {
-            let p = item.path.join(f);
-            if p.exists() {
-                std::fs::remove_file(&p).map_err(io(&p))?;
-            }
+        // the checkout's record of what it holds goes with it (the next run checks out afresh)
+        let state = item.path.join("checkout.state");
+        if state.exists() {
+            std::fs::remove_file(&state).map_err(io(&state))?;
         }
         return Ok(true);
     }
