@@ -105,12 +105,16 @@ async fn report_posts_then_edits_and_writes_summary_and_junit() {
     );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(
-        xml.contains("<testsuite name=\"matrix\" tests=\"2\" skipped=\"0\" errors=\"0\" failures=\"1\""),
+        xml.contains(
+            "<testsuite name=\"matrix\" tests=\"2\" skipped=\"0\" errors=\"0\" failures=\"1\""
+        ),
         "{xml}"
     );
     // the expected new-behaviour probe of the found bisection is not a failure
     assert!(
-        xml.contains("<testsuites name=\"setrows-bisect\" tests=\"4\" skipped=\"0\" failures=\"1\""),
+        xml.contains(
+            "<testsuites name=\"setrows-bisect\" tests=\"4\" skipped=\"0\" failures=\"1\""
+        ),
         "{xml}"
     );
 
@@ -158,7 +162,10 @@ async fn dry_run_prints_the_body_and_needs_no_token_or_server() {
         !visible.contains("<script>") && !visible.contains("@oncall"),
         "signatures sit in code spans:\n{out}"
     );
-    assert!(out.contains("`Memory access fault by GPU node-1 @oncall <script>`"), "{out}");
+    assert!(
+        out.contains("`Memory access fault by GPU node-1 @oncall <script>`"),
+        "{out}"
+    );
 }
 
 #[tokio::test]

@@ -330,10 +330,30 @@ fn no_arguments_show_the_subcommands_and_help_has_headings() {
     use clap::CommandFactory;
     let cli = setrows_bisect::cli::Cli::command();
     let vocabulary = [
-        "REGEX", "SECS", "FILE", "DIR", "N", "ID", "KEY", "URL", "LOGIN", "OWNER/REPO#N", "SHELL",
-        "FORMAT", "KIND",
+        "REGEX",
+        "SECS",
+        "FILE",
+        "DIR",
+        "N",
+        "ID",
+        "KEY",
+        "URL",
+        "LOGIN",
+        "OWNER/REPO#N",
+        "SHELL",
+        "FORMAT",
+        "KIND",
     ];
-    for sub in ["log", "show", "gc", "report", "demo", "schema", "completions", "man"] {
+    for sub in [
+        "log",
+        "show",
+        "gc",
+        "report",
+        "demo",
+        "schema",
+        "completions",
+        "man",
+    ] {
         let cmd = cli.find_subcommand(sub).unwrap_or_else(|| panic!("{sub}"));
         for a in cmd.get_arguments() {
             let id = a.get_id().as_str();

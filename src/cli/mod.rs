@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "setrows-bisect",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SETROWS_BISECT_COMMIT"), ")"),
     about = "Find which ggml commit and which configuration makes a GPU kernel fail",
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
