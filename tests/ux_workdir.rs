@@ -83,6 +83,17 @@ fn log_show_and_gc_browse_a_real_work_dir() {
     let work = f.work();
     let id = only_id(&work);
 
+    // From the journal alone (no saved result yet): the answer and the configuration.
+    let log = stdout(bin().args(["log", "--work-dir"]).arg(&work));
+    let line = log
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        line.contains(&f.sha(23)[..12]) && line.contains("script="),
+        "{line}"
+    );
+
     // The writer's call (cli/bisect `run`): stamp the result and save it next to the journal.
     let saved = setrows_bisect::run::stamp::result_path(&work, &id);
     if !saved.exists() {

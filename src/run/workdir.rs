@@ -43,6 +43,10 @@ pub struct Bisection {
     /// The last run's conclusion, when it finished (a resumed run that did not finish is not).
     pub conclusion: Option<Conclusion>,
     pub probes: Vec<JournalProbe>,
+    /// The commits the conclusion names (the culprit, or the suspects), as journaled.
+    pub answer: Vec<String>,
+    /// The command line, as journaled at the start.
+    pub argv: Vec<String>,
     /// The saved result (`journal/<id>.result.json`), when the bisect wrote one.
     pub result: Option<BisectResult>,
 }
@@ -62,10 +66,13 @@ impl Bisection {
         };
         let r = self.result.as_ref();
         match c {
-            Conclusion::Found { index } => match r.and_then(|r| r.first_bad.as_deref()) {
+            Conclusion::Found { index } => match r
+                .and_then(|r| r.first_bad.as_deref())
+                .or(self.answer.first().map(String::as_str))
+            {
                 Some(sha) => format!(
                     "{} {}",
-                    r.map(|r| r.term.as_str()).unwrap_or(""),
+                    r.map(|r| r.term.as_str()).unwrap_or("found"),
                     &sha[..sha.len().min(12)]
                 ),
                 None => format!("found (candidate {index})"),
@@ -80,10 +87,10 @@ impl Bisection {
     /// The configuration asked for, from the recorded command line: `--config`, `--backend`,
     /// `--image`, else `--script` (shortened), else the bundled reproducer's default.
     pub fn configuration(&self) -> String {
-        let Some(r) = &self.result else {
-            return "-".into();
+        let argv = match &self.result {
+            Some(r) if !r.invocation.argv.is_empty() => &r.invocation.argv,
+            _ => &self.argv,
         };
-        let argv = &r.invocation.argv;
         let value = |flag: &str| {
             argv.iter().enumerate().find_map(|(i, a)| {
                 a.strip_prefix(&format!("{flag}="))
@@ -139,6 +146,8 @@ pub fn read_bisection(journal: &Path) -> Result<Bisection, WorkDirError> {
         predicate: String::new(),
         conclusion: None,
         probes: Vec::new(),
+        answer: Vec::new(),
+        argv: Vec::new(),
         result: None,
     };
     for line in text.lines() {
@@ -155,7 +164,12 @@ pub fn read_bisection(journal: &Path) -> Result<Bisection, WorkDirError> {
                 b.bad = s("bad");
                 b.predicate = s("predicate");
                 b.candidates = v.get("candidates").and_then(|c| c.as_u64()).unwrap_or(0);
+                b.argv = v
+                    .get("argv")
+                    .and_then(|a| serde_json::from_value(a.clone()).ok())
+                    .unwrap_or_default();
                 b.conclusion = None;
+                b.answer.clear();
             }
             Some("probe") => b.probes.push(JournalProbe {
                 sha: s("sha"),
@@ -171,6 +185,10 @@ pub fn read_bisection(journal: &Path) -> Result<Bisection, WorkDirError> {
                 b.conclusion = v
                     .get("conclusion")
                     .and_then(|c| serde_json::from_value(c.clone()).ok());
+                b.answer = v
+                    .get("answer")
+                    .and_then(|a| serde_json::from_value(a.clone()).ok())
+                    .unwrap_or_default();
             }
             _ => {}
         }
