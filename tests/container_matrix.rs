@@ -80,7 +80,7 @@ fn a_matrix_over_two_images_and_two_revisions() {
     assert_eq!(md, stdout);
     assert!(md.contains(&format!("| `{}` |", id_of(&image_b()))), "{md}");
     assert!(
-        md.contains("**wrong_result**") && md.contains("### Provenance"),
+        md.contains("❌ wrong_result") && md.contains("### Provenance"),
         "{md}"
     );
 }

@@ -78,9 +78,10 @@ async fn report_posts_then_edits_and_writes_summary_and_junit() {
     assert!(matrix
         .body
         .contains("[this workflow run](https://github.com/o/r/actions/runs/4242)"));
+    let visible = setrows_bisect::report::escape::outside_code(&matrix.body);
     assert!(
-        !matrix.body.contains("@oncall"),
-        "mention must be defused: {}",
+        !visible.contains("@oncall") && !visible.contains('\u{200B}'),
+        "mention must sit in code: {}",
         matrix.body
     );
     assert!(matrix.body.contains("<!-- setrows-bisect-state:v1 "));
@@ -91,7 +92,7 @@ async fn report_posts_then_edits_and_writes_summary_and_junit() {
     assert!(
         bisect
             .body
-            .contains(&format!("**First bad commit:** `{CULPRIT}`")),
+            .contains(&format!("**First bad commit:** `{}`", &CULPRIT[..12])),
         "{}",
         bisect.body
     );
@@ -104,7 +105,16 @@ async fn report_posts_then_edits_and_writes_summary_and_junit() {
     );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(
-        xml.contains("<testsuite name=\"matrix\" tests=\"2\" failures=\"1\""),
+        xml.contains(
+            "<testsuite name=\"matrix\" tests=\"2\" skipped=\"0\" errors=\"0\" failures=\"1\""
+        ),
+        "{xml}"
+    );
+    // the expected new-behaviour probe of the found bisection is not a failure
+    assert!(
+        xml.contains(
+            "<testsuites name=\"setrows-bisect\" tests=\"4\" skipped=\"0\" failures=\"1\""
+        ),
         "{xml}"
     );
 
@@ -147,12 +157,15 @@ async fn dry_run_prints_the_body_and_needs_no_token_or_server() {
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("<!-- setrows-bisect:matrix -->"), "{out}");
     assert!(out.contains(&format!("<!-- setrows-bisect:{} -->", bisect_key())));
-    let visible = out.replace("<!-- setrows-bisect", "");
+    let visible = setrows_bisect::report::escape::outside_code(&out);
     assert!(
         !visible.contains("<script>") && !visible.contains("@oncall"),
-        "signatures are escaped:\n{out}"
+        "signatures sit in code spans:\n{out}"
     );
-    assert!(out.contains("&lt;script&gt;"), "{out}");
+    assert!(
+        out.contains("`Memory access fault by GPU node-1 @oncall <script>`"),
+        "{out}"
+    );
 }
 
 #[tokio::test]

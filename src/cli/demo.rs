@@ -20,10 +20,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Picks where the change is planted (default: from the clock; printed so a run can be repeated).
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Number of commits in the generated history (40 to 100000).
-    #[arg(long, default_value_t = 300, value_parser = |s: &str| crate::cli::ranges::int(s, 40, 100_000).map(|v| v as usize))]
+    #[arg(long, value_name = "N", default_value_t = 300, value_parser = |s: &str| crate::cli::ranges::int(s, 40, 100_000).map(|v| v as usize))]
     pub commits: usize,
     /// Keep the repository (and the work dir) here instead of a temp dir.
     #[arg(long, value_name = "DIR")]
@@ -32,7 +32,7 @@ pub struct DemoArgs {
     #[arg(long, requires = "out")]
     pub generate_only: bool,
     /// Parallel probes.
-    #[arg(long, short = 'j', default_value_t = 1, value_parser = crate::cli::ranges::jobs)]
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 1, value_parser = crate::cli::ranges::jobs)]
     pub jobs: usize,
 }
 

@@ -3,20 +3,26 @@
 
 pub mod bisect;
 pub mod demo;
+pub mod gc;
+pub mod generate;
+pub mod log;
 pub mod matrix;
 pub mod output;
 pub mod report;
 pub mod schema;
+pub mod show;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "setrows-bisect",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SETROWS_BISECT_COMMIT"), ")"),
     about = "Find which ggml commit and which configuration makes a GPU kernel fail",
     args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
+    subcommand_negates_reqs = true,
+    arg_required_else_help = true,
+    after_help = "Without a subcommand, the flags are `bisect`'s: `setrows-bisect --good REV --bad REV ...`.\n`setrows-bisect demo` bisects a generated repository with no setup."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -39,6 +45,16 @@ pub enum Command {
     Report(crate::cli::report::ReportArgs),
     /// Print the JSON Schema of a result document (bisect, matrix, bisect-config).
     Schema(crate::cli::schema::SchemaArgs),
+    /// List the bisections in the work dir: range, configuration, state and answer.
+    Log(crate::cli::log::LogArgs),
+    /// Print one bisection's report again, from the work dir (nothing is probed).
+    Show(crate::cli::show::ShowArgs),
+    /// Remove checkouts, build dirs and ccache not used for N days (results and logs stay).
+    Gc(crate::cli::gc::GcArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(crate::cli::generate::CompletionsArgs),
+    /// Print the man page (roff), or write one per command with --out-dir.
+    Man(crate::cli::generate::ManArgs),
 }
 
 /// Runs the parsed command; returns the process exit code.
@@ -51,6 +67,11 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::BisectConfig(a)) => crate::cli::matrix::run_bisect_config(a),
         Some(Command::Report(a)) => crate::cli::report::run(a),
         Some(Command::Schema(a)) => crate::cli::schema::run(a),
+        Some(Command::Log(a)) => crate::cli::log::run(a),
+        Some(Command::Show(a)) => crate::cli::show::run(a),
+        Some(Command::Gc(a)) => crate::cli::gc::run(a),
+        Some(Command::Completions(a)) => crate::cli::generate::completions(a),
+        Some(Command::Man(a)) => crate::cli::generate::man(a),
     }
 }
 

@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "GitHub")]
 pub struct ReportArgs {
     /// The issue that carries the results: OWNER/REPO#N (needed for --post and --load-state).
     #[arg(long, value_name = "OWNER/REPO#N")]
@@ -22,13 +23,18 @@ pub struct ReportArgs {
     /// Result files written by `bisect --json FILE`, `matrix` or `bisect-config` (their
     /// `"schema"` says which; others are refused). Matrix files are merged into one comment
     /// (key `matrix`); each bisection gets its own (`bisect:<id>`, `bisect-config:<id>`).
-    #[arg(long, num_args = 1.., value_name = "FILE")]
+    #[arg(long, num_args = 1.., value_name = "FILE", help_heading = "Input")]
     pub results: Vec<PathBuf>,
     /// Use this comment key for all results instead of the derived ones.
     #[arg(long, value_name = "KEY")]
     pub key: Option<String>,
-    /// Also write JUnit XML for CI test reporting.
-    #[arg(long, value_name = "FILE")]
+    /// Link commits and ranges to this repository (https://github.com/OWNER/REPO) instead of
+    /// the one recorded in the results (detected from `git remote get-url origin` of --repo).
+    #[arg(long, value_name = "URL", value_parser = repo_url, help_heading = "Output")]
+    pub repo_url: Option<String>,
+    /// Also write JUnit XML for CI test reporting (one test case per probe or cell; the
+    /// expected new-behaviour probes of a bisection are not failures).
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub junit: Option<PathBuf>,
     /// Print the state block stored in the issue's comment for KEY (JSON; `null` if none) and
     /// exit: how a stateless scheduled job picks up where the last one stopped.
@@ -139,7 +145,7 @@ fn post_rendered(
 #[derive(Debug, Clone, Args)]
 pub struct PostToArgs {
     /// After the run, create or edit the results comment on this issue (see `report`).
-    #[arg(long, value_name = "OWNER/REPO#N")]
+    #[arg(long, value_name = "OWNER/REPO#N", help_heading = "GitHub")]
     pub post_to: Option<String>,
     #[command(flatten)]
     pub github: GithubOptions,
@@ -239,6 +245,7 @@ pub struct BisectPostArgs {
     #[arg(
         long,
         value_name = "OWNER/REPO#N",
+        help_heading = "GitHub",
         num_args = 0..=1,
         default_missing_value = "",
     )]
@@ -308,6 +315,25 @@ fn parse_issue(args: &ReportArgs, why: &str) -> anyhow::Result<IssueRef> {
     raw.parse().map_err(|e: github::GithubError| e.into_cli())
 }
 
+/// `--repo-url`: an https address of the form host/owner/repo.
+fn repo_url(s: &str) -> Result<String, String> {
+    crate::report::web_url(Some(s))
+        .map(str::to_string)
+        .ok_or_else(|| format!("{s:?} is not an https://HOST/OWNER/REPO address"))
+}
+
+fn set_repo_url(r: &mut AnyResult, url: &str) {
+    match r {
+        AnyResult::Bisect(b) => b.invocation.repo_url = Some(url.into()),
+        AnyResult::Matrix(m) => m.invocation.repo_url = Some(url.into()),
+        AnyResult::BisectConfig(c) => {
+            if let Some(b) = &mut c.commit_bisect {
+                b.invocation.repo_url = Some(url.into());
+            }
+        }
+    }
+}
+
 /// Reads result files; one whose schema is missing or unknown is refused with one line naming
 /// the file (exit 2), before anything is posted.
 fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<AnyResult>> {
@@ -355,7 +381,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     if let Some(k) = &args.key {
         github::body::validate_key(k).map_err(|e| e.into_cli())?;
     }
-    let results = read_results(&args.results)?;
+    let mut results = read_results(&args.results)?;
+    if let Some(url) = &args.repo_url {
+        for r in &mut results {
+            set_repo_url(r, url);
+        }
+    }
     let run_url = github::run_url_from_env();
     let rendered = render_values(&results, args.key.as_deref(), run_url.as_deref());
 

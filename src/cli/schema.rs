@@ -18,7 +18,7 @@ pub enum SchemaKind {
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
     /// Which result document.
-    #[arg(value_enum)]
+    #[arg(value_enum, value_name = "KIND")]
     pub kind: SchemaKind,
 }
 

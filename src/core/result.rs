@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod invocation;
+pub use invocation::{web_url, Invocation, Tool};
+
 /// The schema version every writer writes. Bump it (and teach [`read`] the old one, or refuse
 /// it) whenever a field changes meaning or becomes required.
 pub const VERSION: u32 = 1;
@@ -192,6 +195,9 @@ pub struct BisectResult {
     /// The configuration the probes ran in (`--config ID` and/or explicit configuration flags).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<ConfigurationInfo>,
+    /// How it was asked and by which build of the tool (absent in results of older versions).
+    #[serde(flatten)]
+    pub invocation: Invocation,
 }
 
 /// The configuration of a commit bisect: which one, from where, and what flags changed in it.
@@ -275,6 +281,9 @@ pub struct BisectProbe {
     /// Answered by the result store rather than run now.
     #[serde(default)]
     pub cached: bool,
+    /// Position in the range: 0 is the good endpoint, `range.candidates - 1` the bad one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -363,6 +372,9 @@ pub struct MatrixResults {
     pub revisions: Vec<Rev>,
     pub configs: Vec<ConfigRow>,
     pub cells: Vec<Cell>,
+    /// How it was asked and by which build of the tool (absent in results of older versions).
+    #[serde(flatten)]
+    pub invocation: Invocation,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -420,6 +432,8 @@ pub struct ConfigDetails {
 /// Any result document, as a reader gets it from [`read`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+// A handful of these exist per run; boxing Matrix would change every writer for no gain.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyResult {
     Bisect(Box<BisectResult>),
     Matrix(MatrixResults),

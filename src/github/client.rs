@@ -41,9 +41,15 @@ pub struct PostOutcome {
 
 /// How to reach GitHub; shared by `report`, `bisect --post-to` and `matrix --post-to`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "GitHub")]
 pub struct GithubOptions {
     /// GitHub API base URL (GitHub Enterprise: https://HOST/api/v3).
-    #[arg(long, env = "GITHUB_API_URL", default_value = "https://api.github.com")]
+    #[arg(
+        long,
+        env = "GITHUB_API_URL",
+        default_value = "https://api.github.com",
+        value_name = "URL"
+    )]
     pub api_url: String,
     /// Read the token from this file instead of the GITHUB_TOKEN environment variable.
     #[arg(long, value_name = "FILE")]

@@ -6,7 +6,7 @@
 //! so and lists every commit that may be the answer, rather than guessing.
 
 use super::document::Document;
-use super::{code, escape, icon, secs, short};
+use super::{code, code_cell, commit_link, compare_link, escape, icon, secs, short};
 use crate::core::outcome::{Predicate, Verdict};
 use crate::core::range::{Candidate, Range};
 use crate::core::result::{
@@ -91,6 +91,7 @@ pub fn result(
                 log: p.log.clone(),
                 signature: p.signature.clone(),
                 cached: p.cached,
+                candidate: Some(p.candidate),
             })
             .collect(),
         predicate: o.predicate.clone(),
@@ -102,6 +103,7 @@ pub fn result(
         validation: None,
         store_runs: None,
         configuration: None,
+        invocation: Default::default(),
     };
     if let (Some(tpl), Some(sha)) = (reproduce, target(&r).map(str::to_string)) {
         r.reproduce = Some(tpl.replace("{sha}", &sha));
@@ -163,9 +165,18 @@ fn capitalized(s: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The verdict, the range and how it was searched, and every probe.
+/// The probe that shows the answer: the last run of the culprit (or of the last suspect, or of
+/// the wrong endpoint).
+fn answer_probe(b: &BisectResult) -> Option<&BisectProbe> {
+    let t = target(b)?;
+    b.probes.iter().rev().find(|p| p.sha == t)
+}
+
+/// The headline, the culprit with links, signature, confidence, range, configuration.
 fn summary(b: &BisectResult) -> String {
     let term = escape::inline(&b.term);
+    let url = b.invocation.repo_url.as_deref();
+    let link = |sha: &str, n| commit_link(url, sha, n);
     let mut md = String::new();
     let headline = match &b.conclusion {
         Conclusion::Found { .. } => format!("{term} found"),
@@ -180,16 +191,17 @@ fn summary(b: &BisectResult) -> String {
     md.push_str(&format!("## setrows-bisect: {headline}\n\n"));
     match (&b.conclusion, &b.first_bad) {
         (Conclusion::Found { .. }, Some(sha)) => {
-            md.push_str(&format!("**{}:** {}", capitalized(&term), short(sha, 40)));
+            md.push_str(&format!("**{}:** {}", capitalized(&term), link(sha, 12)));
             if let Some(info) = b.info(sha) {
                 md.push_str(&format!(" {}\n\n", escape::inline_short(&info.title, 120)));
                 md.push_str(&format!(
-                    "- author: {}\n- date: {}\n",
+                    "- commit: {} by {}, {}\n",
+                    code(sha),
                     escape::inline_short(&info.author, 80),
                     escape::inline_short(&info.date, 40)
                 ));
             } else {
-                md.push_str("\n\n");
+                md.push_str(&format!("\n\n- commit: {}\n", code(sha)));
             }
             let members = b
                 .candidate_classes
@@ -198,8 +210,7 @@ fn summary(b: &BisectResult) -> String {
                 .map(|c| c.members.as_slice())
                 .unwrap_or_default();
             if members.len() > 1 {
-                let shown: Vec<String> =
-                    members[1..].iter().take(8).map(|m| short(m, 12)).collect();
+                let shown: Vec<String> = members[1..].iter().take(8).map(|m| link(m, 12)).collect();
                 md.push_str(&format!(
                     "- {} later commits leave the tested tree unchanged and behave the same: {}\n",
                     members.len() - 1,
@@ -220,7 +231,7 @@ fn summary(b: &BisectResult) -> String {
                 let info = b.info(sha);
                 md.push_str(&format!(
                     "- {} {}{}\n",
-                    short(sha, 40),
+                    link(sha, 12),
                     info.map(|i| escape::inline_short(&i.title, 120))
                         .unwrap_or_default(),
                     info.map(|i| format!(
@@ -237,18 +248,33 @@ fn summary(b: &BisectResult) -> String {
             md.push('\n');
         }
     }
+    if let Some(p) = answer_probe(b) {
+        md.push_str(&format!(
+            "- signature: {} {}{}\n",
+            icon(p.outcome),
+            p.outcome,
+            p.signature
+                .as_deref()
+                .map(|s| format!(": {}", code(s)))
+                .unwrap_or_default()
+        ));
+    }
+    md.push_str(&format!("- confidence: {}\n", confidence(b)));
     let title = |sha: &str| {
         b.info(sha)
-            .map(|i| escape::inline_short(&i.title, 80))
+            .map(|i| format!(" {}", escape::inline_short(&i.title, 80)))
             .unwrap_or_default()
     };
     let r = &b.range;
     md.push_str(&format!(
-        "- range: good {} {} .. bad {} {}\n",
-        short(&r.good, 12),
+        "- range: good {}{} .. bad {}{}{}\n",
+        link(&r.good, 12),
         title(&r.good),
-        short(&r.bad, 12),
-        title(&r.bad)
+        link(&r.bad, 12),
+        title(&r.bad),
+        compare_link(url, &r.good, &r.bad)
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default()
     ));
     md.push_str(&format!(
         "- {} commits ({}), {} candidates after merging commits with identical {}\n",
@@ -269,23 +295,84 @@ fn summary(b: &BisectResult) -> String {
         code(&b.predicate),
         escape::inline_short(&b.policy, 80)
     ));
+    if let Some(line) = environment(b) {
+        md.push_str(&format!("- environment: {line}\n"));
+    }
     md.push_str(&format!(
-        "- {} probes in {} steps ({} run now, {} from the result store), {}\n\n",
+        "- {} probes in {} steps ({} run now, {} from the result store), {}\n",
         b.probes.len(),
         b.steps,
         b.executed,
         b.probes.len().saturating_sub(b.executed),
         secs(b.elapsed_s)
     ));
-    md.push_str("| # | commit | title | outcome | verdict | time | signature |\n");
+    md
+}
+
+/// How far the answer can be trusted, in one line.
+fn confidence(b: &BisectResult) -> String {
+    if let Some(a) = &b.flaky {
+        return escape::inline(&a.line());
+    }
+    if let Some(v) = &b.validation {
+        return format!(
+            "{} by validation ({} runs each of the culprit, its parent and the reverted bad endpoint)",
+            if v.confirmed { "confirmed" } else { "DOUBTFUL" },
+            v.runs
+        );
+    }
+    match &b.conclusion {
+        Conclusion::Found { .. } => format!(
+            "deterministic ({}): one run decided each commit; for an intermittent fault re-run with `--confidence 0.95` or check with `--validate 5`",
+            escape::inline_short(&b.policy, 60)
+        ),
+        Conclusion::Ambiguous { .. } => "no single commit: skips hide the boundary".into(),
+        Conclusion::BadEndpoint { .. } => "none: the endpoints contradict the question".into(),
+    }
+}
+
+/// Provenance keys worth a reader's eye, in the order they read best, with their labels.
+const FACTS: &[(&str, &str)] = &[
+    ("backend", "backend"),
+    ("device", "device"),
+    ("gpu", "GPU"),
+    ("arch", "arch"),
+    ("gfx", "arch"),
+    ("hip", "ROCm/HIP"),
+    ("rocm", "ROCm"),
+    ("nvcc", "CUDA"),
+    ("cuda", "CUDA"),
+    ("driver", "driver"),
+    ("kernel", "kernel"),
+    ("compiler", "compiler"),
+    ("ggml_version", "ggml"),
+    ("engine", "engine"),
+    ("image", "image"),
+    ("image_digest", "image digest"),
+];
+
+/// The probe environment (GPU, toolchain, image), from the answer probe's stored provenance.
+fn environment(b: &BisectResult) -> Option<String> {
+    let p = &b.invocation.provenance;
+    let facts: Vec<String> = FACTS
+        .iter()
+        .filter_map(|(k, label)| p.get(*k).map(|v| format!("{label} {}", code(v))))
+        .collect();
+    (!facts.is_empty()).then(|| facts.join(", "))
+}
+
+/// Every probe, in the order they ran.
+fn probe_table(b: &BisectResult) -> String {
+    let url = b.invocation.repo_url.as_deref();
+    let mut md = String::from("| # | commit | title | outcome | verdict | time | signature |\n");
     md.push_str("|---|---|---|---|---|---|---|\n");
     for (n, p) in b.probes.iter().enumerate() {
         md.push_str(&format!(
             "| {} | {} | {} | {} {} | {} | {}{} | {} |\n",
             n + 1,
-            short(&p.sha, 10),
+            commit_link(url, &p.sha, 10),
             b.info(&p.sha)
-                .map(|i| escape::inline_short(&i.title, 50))
+                .map(|i| escape::cell_short(&i.title, 50))
                 .unwrap_or_default(),
             icon(p.outcome),
             p.outcome,
@@ -294,112 +381,115 @@ fn summary(b: &BisectResult) -> String {
             if p.cached { " (stored)" } else { "" },
             p.signature
                 .as_deref()
-                .map(|s| escape::inline_short(s, 100))
+                .map(|s| code_cell(&s.chars().take(100).collect::<String>()))
                 .unwrap_or_default()
         ));
     }
     md
 }
 
-/// What the checks after the search said: the flaky-fault confidence and the validation.
+/// What the checks after the search said: the validation findings.
 fn checks(b: &BisectResult) -> Option<String> {
-    let mut md = String::new();
-    if let Some(a) = &b.flaky {
-        md.push_str(&format!("**Flaky-fault check:** {}\n\n", a.line()));
+    let v = b.validation.as_ref()?;
+    let mut md = format!(
+        "**Validation** ({} runs each of the culprit, its parent and the bad endpoint with the culprit reverted): {}\n",
+        v.runs,
+        if v.confirmed { "confirmed" } else { "DOUBTFUL" }
+    );
+    for f in &v.findings {
+        md.push_str(&format!("- {}\n", escape::inline(&f.to_string())));
     }
-    if let Some(v) = &b.validation {
-        md.push_str(&format!(
-            "**Validation** ({} runs each of the culprit, its parent and the bad endpoint with the culprit reverted): {}\n",
-            v.runs,
-            if v.confirmed { "confirmed" } else { "DOUBTFUL" }
-        ));
-        for f in &v.findings {
-            md.push_str(&format!("- {}\n", escape::inline(&f.to_string())));
-        }
-    }
-    (!md.is_empty()).then_some(md)
+    Some(md)
 }
 
-/// How to see it again: the prober's own steps when the result has them, otherwise the
-/// question rebuilt from range and predicate (the prober flags are not in the result).
+/// A probe log's place: relative to the work dir (`logs/...`), which means something wherever
+/// the report is read; an absolute path from another machine does not.
+fn log_place(log: &std::path::Path) -> String {
+    let s = log.to_string_lossy();
+    match s.rfind("/logs/") {
+        Some(i) => s[i + 1..].to_string(),
+        None => log
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| s.into_owned()),
+    }
+}
+
+/// How to see it again: the command line that ran (recorded argv), else the question rebuilt
+/// from range and predicate; then the prober's own steps and where the log is.
 fn reproduce(b: &BisectResult) -> Option<String> {
     let target = target(b)?;
-    if let Some(snippet) = &b.reproduce {
-        let mut md = format!(
-            "Reproduce the probe of {}:\n\n{}",
-            short(target, 12),
-            escape::code_block(snippet).replacen("text\n", "sh\n", 1)
+    let mut md = String::from("### Reproduce\n\n");
+    if b.invocation.argv.len() > 1 {
+        let mut argv = b.invocation.argv.clone();
+        argv[0] = "setrows-bisect".into();
+        md.push_str("The bisection (the command line that produced this report):\n\n");
+        md.push_str(&escape::code_block(&super::shell_line(&argv)).replacen("text\n", "sh\n", 1));
+        md.push_str("\n\n");
+    } else {
+        let mut c = format!(
+            "setrows-bisect --good {} --bad {} --regress {}",
+            b.range.good,
+            b.range.bad,
+            b.regress()
         );
-        if let Some(p) = b.probes.iter().rev().find(|p| p.sha == target) {
+        if let Some(re) = b.matcher() {
+            c.push_str(&format!(" --match '{}'", re.replace('\'', r"'\''")));
+        }
+        md.push_str(
+            "The bisection (rebuilt from the result, which predates recorded command lines: add the \
+             original run's prober flags, e.g. `--repo`, `--backend`, `--repro-arg`, `--build`/`--script`):\n\n",
+        );
+        md.push_str(&escape::code_block(&c).replacen("text\n", "sh\n", 1));
+        md.push_str("\n\n");
+    }
+    if let Some(snippet) = &b.reproduce {
+        md.push_str(&format!("One probe of {}, by hand:\n\n", short(target, 12)));
+        md.push_str(&escape::code_block(snippet).replacen("text\n", "sh\n", 1));
+        md.push_str("\n\n");
+    }
+    if let Some(p) = answer_probe(b) {
+        md.push_str(&format!(
+            "Its log: {} in the work dir",
+            code(&log_place(&p.log))
+        ));
+        if let Some(id) = &b.invocation.id {
             md.push_str(&format!(
-                "\n\nIts log: {}",
-                code(&p.log.display().to_string())
+                " (`setrows-bisect show {}`)",
+                escape::sha(id, 16).trim_matches('`')
             ));
         }
-        return Some(md);
+        md.push_str(".\n");
     }
-    let mut c = format!(
-        "setrows-bisect --good {} --bad {} --regress {}",
-        b.range.good,
-        b.range.bad,
-        b.regress()
-    );
-    if let Some(re) = b.matcher() {
-        c.push_str(&format!(" --match '{}'", re.replace('\'', r"'\''")));
-    }
-    Some(format!(
-        "**Re-run this bisection** (with the original run's prober flags, e.g. `--backend`, \
-         `--build`/`--script`, if it used any):\n\n{}",
-        escape::code_block(&c).replacen("text\n", "sh\n", 1)
-    ))
+    Some(md)
 }
 
 /// Appends the bisection to `doc`, most important first: the comment cuts from the end.
 pub fn render(b: &BisectResult, doc: &mut Document) {
     doc.push_markdown(summary(b));
-    if let Some(md) = configuration(b) {
+    if let Some(md) = super::configuration::render(b) {
         doc.push_markdown(md);
     }
     if let Some(md) = checks(b) {
         doc.push_markdown(md);
     }
+    if let Some((mermaid, text)) = super::timeline::render(b) {
+        doc.push_markdown("### Probes over the range");
+        doc.push_picture(mermaid, text);
+    }
+    doc.push_markdown(probe_table(b));
     if let Some(md) = reproduce(b) {
         doc.push_markdown(md);
     }
-}
-
-/// Which configuration the probes ran in, and which explicit flags changed it.
-fn configuration(b: &BisectResult) -> Option<String> {
-    let c = b.configuration.as_ref()?;
-    let name = match (&c.id, &c.label) {
-        (Some(id), Some(l)) => format!(
-            "`{}` ({})",
-            escape::inline_short(id, 40),
-            escape::inline_short(l, 200)
-        ),
-        (Some(id), None) => format!("`{}`", escape::inline_short(id, 40)),
-        _ => "explicit flags".into(),
-    };
-    let mut md = format!(
-        "**Configuration:** {name} from {}, in {}\n\n- settings: {}\n",
-        escape::inline_short(&c.source, 200),
-        c.image
-            .as_deref()
-            .map_or("the host".into(), |i| escape::inline_short(i, 200)),
-        escape::inline_short(&c.settings.join(" "), 600)
-    );
-    for o in &c.overrides {
-        md.push_str(&format!(
-            "- overridden by flag: {}\n",
-            escape::inline_short(o, 300)
-        ));
+    if let Some(t) = &b.invocation.tool {
+        doc.push_markdown(format!("<sub>{}</sub>", escape::inline(&t.line())));
     }
-    Some(md)
 }
 
-/// The whole report as one markdown text (terminal and `--report`).
+/// The whole report as one markdown text for the terminal and `--report` files (pictures as
+/// text).
 pub fn markdown(b: &BisectResult) -> String {
     let mut doc = Document::default();
     render(b, &mut doc);
-    doc.to_markdown(None)
+    doc.for_terminal().to_markdown(None)
 }

@@ -4,11 +4,19 @@
 //! The comment is read by people and parsed back by us, so text from a log must not be able to:
 //! close the code fence it sits in (and then render as markup), ping people (`@user`), link
 //! issues (`#123`), inject raw HTML, or forge our own hidden markers (`<!-- setrows-bisect... -->`).
-//! GitHub renders neither mentions, references nor HTML inside a code block, so for logs it is
-//! enough to pick a fence the text cannot close; inline text is escaped character by character.
+//! GitHub renders neither mentions, references nor HTML inside code, so for logs it is enough to
+//! pick a fence the text cannot close, and inline text goes into code spans word-run by word-run
+//! (no backslashes or zero-width characters outside code: copied text reads as the original).
 
-/// Zero-width space: breaks `@user` / `#123` recognition without changing what a reader sees.
+/// Zero-width space: breaks up `<!--` (inside code, where it is the only zero-width character
+/// a comment holds) so a log line can never look like one of our hidden markers.
 pub const ZWSP: char = '\u{200B}';
+
+/// Zero-width and invisible formatting characters: removed from untrusted text (they would hide
+/// in anything copied from a comment).
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
+}
 
 /// Removes what has no business in a comment and could smuggle structure in: ANSI colour codes,
 /// control characters (GitHub rejects NUL), carriage returns. Also breaks up `<!--`, so that a
@@ -38,7 +46,7 @@ pub fn sanitize(text: &str) -> String {
                 }
             }
             '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
+            c if c.is_control() || invisible(c) => {}
             // Bidirectional overrides can make a log line read differently from what it is.
             '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => {}
             c => out.push(c),
@@ -71,42 +79,80 @@ pub fn code_block(text: &str) -> String {
     format!("{fence}text\n{body}\n{fence}")
 }
 
-/// Escapes text for use inside a markdown paragraph or table cell (never at the start of a
-/// line): one line, inline markup characters backslash-escaped, HTML special characters as entities, and a
-/// zero-width space after `@` and `#` so that no mention or issue reference is created.
-pub fn inline(text: &str) -> String {
-    let clean = sanitize(text);
-    let mut out = String::with_capacity(clean.len() + 8);
-    for c in clean.chars() {
-        match c {
-            '\n' | '\t' => out.push(' '),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '@' => {
-                out.push('@');
-                out.push(ZWSP);
-            }
-            '#' => {
-                out.push_str("\\#");
-                out.push(ZWSP);
-            }
-            // Only what can start markup mid-line: emphasis, code, links and images, tables,
-            // strikethrough and math. The rest (`-`, `.`, `:`, ...) only means something at the
-            // start of a line, where inline text never goes; escaping it made terminal output
-            // unreadable (`ringbuf\: speed\-up`).
-            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '!' | '$' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out
+/// Characters that start markup, HTML, a mention or a reference mid-line in GitHub markdown.
+/// Everything else (`-`, `.`, `:`, ...) only means something at the start of a line, where
+/// inline text never goes.
+fn risky(c: char) -> bool {
+    matches!(
+        c,
+        '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '!' | '$' | '<' | '>' | '&' | '@' | '#'
+    )
 }
 
-/// Escapes text for raw HTML context (e.g. `<summary>`), where markdown backslash escapes are
-/// not processed: entities for HTML specials, zero-width spaces against mentions/references.
+/// `text` as one code span: nothing renders inside one (no markup, mention, reference or HTML),
+/// so untrusted text stays readable and copies back as itself. The delimiter is one backtick
+/// longer than any run inside; `in_table` escapes `|`, which GFM table rows split on even
+/// inside code spans (and unescape there).
+pub fn span(text: &str, in_table: bool) -> String {
+    let clean: String = sanitize(text)
+        .chars()
+        .map(|c| if c == '\n' || c == '\t' { ' ' } else { c })
+        .collect();
+    if clean.trim().is_empty() {
+        return String::new();
+    }
+    let ticks = "`".repeat(longest_run(&clean, '`') + 1);
+    let pad = if clean.starts_with('`') || clean.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    let body = if in_table {
+        clean.replace('|', "\\|")
+    } else {
+        clean
+    };
+    format!("{ticks}{pad}{body}{pad}{ticks}")
+}
+
+/// Untrusted text inside a markdown paragraph (never at the start of a line): one line, words
+/// that are plain stay plain, and each run of words holding a markup, HTML, mention or
+/// reference character becomes one code span. No backslashes, no zero-width characters: what a
+/// reader copies is the text.
+pub fn inline(text: &str) -> String {
+    words(text, false)
+}
+
+/// [`inline`] for a table cell (a `|` inside a span is escaped, as GFM tables require).
+pub fn cell(text: &str) -> String {
+    words(text, true)
+}
+
+fn words(text: &str, in_table: bool) -> String {
+    let clean = sanitize(text);
+    let mut out: Vec<String> = Vec::new();
+    let mut pending: Vec<&str> = Vec::new();
+    let flush = |pending: &mut Vec<&str>, out: &mut Vec<String>| {
+        if !pending.is_empty() {
+            out.push(span(&pending.join(" "), in_table));
+            pending.clear();
+        }
+    };
+    for w in clean.split_whitespace() {
+        if w.chars().any(risky) || w.contains(ZWSP) {
+            pending.push(w);
+        } else {
+            flush(&mut pending, &mut out);
+            out.push(w.to_string());
+        }
+    }
+    flush(&mut pending, &mut out);
+    out.join(" ")
+}
+
+/// Escapes text for raw HTML context (e.g. `<summary>`), where markdown is not processed:
+/// entities for HTML specials; text that could mention or reference goes in `<code>`, where
+/// GitHub links neither.
 pub fn html_text(text: &str) -> String {
     let clean = sanitize(text);
     let mut out = String::with_capacity(clean.len() + 8);
@@ -119,24 +165,33 @@ pub fn html_text(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '`' => out.push_str("&#96;"),
-            '@' | '#' => {
-                out.push(c);
-                out.push(ZWSP);
-            }
             c => out.push(c),
         }
     }
-    out
+    if out.contains(['@', '#']) || out.contains(ZWSP) {
+        format!("<code>{out}</code>")
+    } else {
+        out
+    }
 }
 
 /// [`inline`], cut to at most `max_chars` characters of the original text (with an ellipsis).
 pub fn inline_short(text: &str, max_chars: usize) -> String {
+    short_with(text, max_chars, inline)
+}
+
+/// [`cell`], cut to at most `max_chars` characters of the original text (with an ellipsis).
+pub fn cell_short(text: &str, max_chars: usize) -> String {
+    short_with(text, max_chars, cell)
+}
+
+fn short_with(text: &str, max_chars: usize, f: fn(&str) -> String) -> String {
     let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     if first_line.chars().count() > max_chars {
         let cut: String = first_line.chars().take(max_chars).collect();
-        format!("{}…", inline(&cut))
+        format!("{}…", f(&cut))
     } else {
-        inline(first_line)
+        f(first_line)
     }
 }
 
@@ -147,6 +202,79 @@ pub fn sha(text: &str, len: usize) -> String {
     } else {
         inline_short(text, 64)
     }
+}
+
+/// What a reader sees as text outside code: `md` without fenced code blocks, code spans and
+/// HTML comments (hidden). A CommonMark approximation good for what we generate; tests use it
+/// to prove that no zero-width character or escape noise sits where people copy from.
+pub fn outside_code(md: &str) -> String {
+    let mut visible = String::new();
+    let mut rest = md;
+    while let Some(i) = rest.find("<!--") {
+        visible.push_str(&rest[..i]);
+        rest = match rest[i..].find("-->") {
+            Some(j) => &rest[i + j + 3..],
+            None => "",
+        };
+    }
+    visible.push_str(rest);
+    let mut out = String::new();
+    let mut fence: Option<usize> = None;
+    for line in visible.lines() {
+        let t = line.trim_start_matches(' ');
+        let n = t.len() - t.trim_start_matches('`').len();
+        let indent = line.len() - t.len();
+        match fence {
+            Some(k) => {
+                if indent <= 3 && n >= k && t[n..].trim().is_empty() {
+                    fence = None;
+                }
+                continue;
+            }
+            None if indent <= 3 && n >= 3 => {
+                fence = Some(n);
+                continue;
+            }
+            None => {}
+        }
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            if chars[i] != '`' {
+                out.push(chars[i]);
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < chars.len() && chars[i] == '`' {
+                i += 1;
+            }
+            let n = i - start;
+            // the closing run: exactly n backticks
+            let mut j = i;
+            let mut close = None;
+            while j < chars.len() {
+                if chars[j] == '`' {
+                    let s = j;
+                    while j < chars.len() && chars[j] == '`' {
+                        j += 1;
+                    }
+                    if j - s == n {
+                        close = Some(j);
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            match close {
+                Some(end) => i = end,
+                None => out.extend(&chars[start..i]),
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -195,33 +323,37 @@ mod tests {
     }
 
     #[test]
-    fn inline_blocks_mentions_refs_and_html() {
-        let s = inline("@alice fixed #12 in <b>x</b> | [a](javascript:x) **b**");
-        assert!(!s.contains("@a"), "{s}");
-        assert!(!s.contains("#1"), "{s}");
-        assert!(!s.contains('<') && !s.contains('>'), "{s}");
-        assert!(!s.contains(" | "), "a table cell must not be split: {s}");
-        assert!(s.contains("\\[a\\](javascript"), "no link forms: {s}");
-        assert!(s.contains("&lt;b&gt;"));
+    fn inline_puts_mentions_refs_and_html_in_code_spans() {
+        let s = inline("@alice fixed #12 in <b>x</b> | [a](javascript:x) **b** ok-now");
+        assert_eq!(
+            s,
+            "`@alice` fixed `#12` in `<b>x</b> | [a](javascript:x) **b**` ok-now"
+        );
+        assert!(!s.contains(ZWSP) && !s.contains('\\'), "{s}");
+        // a table cell escapes the pipe (GFM unescapes it inside the span)
+        assert_eq!(cell("a|b c"), "`a\\|b` c");
+        // backticks inside get a longer delimiter, padded when at an edge
+        assert_eq!(inline("use `x` now"), "use `` `x` `` now");
+        assert_eq!(inline("ringbuf: speed-up"), "ringbuf: speed-up");
+        // zero-width characters in the input are dropped
+        assert_eq!(inline("a\u{200B}b"), "ab");
     }
 
     #[test]
     fn html_text_is_inert() {
         let s = html_text("a</summary><img src=x onerror=alert(1)> @bob #3 `x`");
         assert!(
-            !s.contains('<') && !s.contains('>') && !s.contains('`'),
+            !s.contains("</summary>") && !s.contains("<img") && !s.contains('`'),
             "{s}"
         );
-        assert!(
-            s.contains("@\u{200B}bob") && s.contains("#\u{200B}3"),
-            "{s}"
-        );
+        assert!(s.starts_with("<code>") && s.ends_with("</code>"), "{s}");
+        assert_eq!(html_text("log 3"), "log 3");
     }
 
     #[test]
     fn sha_only_code_formats_hex() {
         assert_eq!(sha("0123456789abcdef", 7), "`0123456`");
-        assert_eq!(sha("`x` @y", 7), "\\`x\\` @\u{200B}y");
+        assert_eq!(sha("`x` @y", 7), "`` `x` @y ``");
     }
 
     proptest! {
@@ -237,12 +369,9 @@ mod tests {
         fn inline_never_mentions_or_breaks_lines(text in "\\PC{0,80}") {
             let s = inline(&text);
             prop_assert!(!s.contains('\n'));
-            prop_assert!(!s.contains('<'));
-            let chars: Vec<char> = s.chars().collect();
-            for w in chars.windows(2) {
-                if w[0] == '@' || w[0] == '#' {
-                    prop_assert_eq!(w[1], ZWSP);
-                }
+            let outside = crate::report::escape::outside_code(&s);
+            for c in ['@', '#', '<', '>', '&', '\\', ZWSP] {
+                prop_assert!(!outside.contains(c), "{:?} outside code in {:?}", c, s);
             }
         }
     }

@@ -1,161 +1,195 @@
-//! JUnit XML for CI test reporting: each matrix cell and each bisect probe is a test case, so
-//! the CI's test view shows which configuration/commit failed and how.
+//! JUnit XML for CI test reporting, through nextest's `quick-junit` (escaping, attribute
+//! layout and rerun elements are its job). One `<testsuite>` per comment key.
+//!
+//! What counts as a failure follows the question asked:
+//! - a matrix cell is a test of one configuration at one revision: a failing outcome is a
+//!   `<failure>`, an untestable or unbuildable one `<skipped>`, an infrastructure error an
+//!   `<error>`; infrastructure retries before the final attempt are reruns (`<rerunError>`, or
+//!   `<flakyError>` when the final attempt passed);
+//! - a bisection probe is evidence, not a test: a new-behaviour probe of a bisection that found
+//!   its answer is expected (that is how the answer was found), so it passes with the outcome
+//!   in its output; several runs of one commit are one case with the earlier failing runs as
+//!   reruns; only the probes of an endpoint that contradicts the question fail. The `verdict`
+//!   case passes when the answer was found and is an `<error>` when it is inconclusive.
 
-use crate::core::outcome::Outcome;
-use crate::core::result::{AnyResult, BisectResult, Cell};
+use crate::core::outcome::{Outcome, Verdict};
+use crate::core::result::{AnyResult, BisectResult, Cell, Conclusion};
+use crate::core::search::Endpoint;
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
+use std::time::Duration;
 
-/// Escapes text for XML attributes and content; drops characters XML 1.0 cannot carry.
-pub fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
-            c => out.push(c),
-        }
-    }
-    out
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or_default()
 }
 
-/// What a test case reports: a probe outcome, or a verdict (an inconclusive one is an error).
-#[derive(Clone, Copy)]
-enum Status {
-    Probe(Outcome),
-    Found,
-    Inconclusive,
-}
-
-impl Status {
-    fn failure(self) -> bool {
-        matches!(self, Status::Probe(o) if o.is_failure())
-    }
-    fn skipped(self) -> bool {
-        matches!(self, Status::Probe(o) if o.is_skip())
-    }
-    fn error(self) -> bool {
-        matches!(
-            self,
-            Status::Probe(Outcome::InfraError) | Status::Inconclusive
-        )
-    }
-    fn text(self) -> &'static str {
-        match self {
-            Status::Probe(o) => o.as_str(),
-            Status::Found => "pass",
-            Status::Inconclusive => "inconclusive",
-        }
+/// The non-success kind of an outcome, or `None` for what is not a failure (pass, skips).
+fn failing_kind(o: Outcome) -> Option<NonSuccessKind> {
+    if o == Outcome::InfraError {
+        Some(NonSuccessKind::Error)
+    } else if o.is_failure() {
+        Some(NonSuccessKind::Failure)
+    } else {
+        None
     }
 }
 
-struct Case {
-    classname: String,
-    name: String,
-    status: Status,
-    time: f64,
-    signature: Option<String>,
+fn message(o: Outcome, signature: Option<&str>) -> String {
+    match signature {
+        Some(s) => format!("{o}: {s}"),
+        None => o.to_string(),
+    }
 }
 
-impl Case {
-    fn xml(&self) -> String {
-        let mut s = format!(
-            "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
-            xml_escape(&self.classname),
-            xml_escape(&self.name),
-            self.time
-        );
-        let kind = self.status.text();
-        let msg = xml_escape(self.signature.as_deref().unwrap_or(kind));
-        let inner = if self.status.failure() {
-            format!("      <failure message=\"{msg}\" type=\"{kind}\"/>\n")
-        } else if self.status.skipped() {
-            format!("      <skipped message=\"{kind}\"/>\n")
-        } else if self.status.error() {
-            format!("      <error message=\"{msg}\" type=\"{kind}\"/>\n")
-        } else {
-            String::new()
-        };
-        if inner.is_empty() {
-            s.push_str("/>\n");
-        } else {
-            s.push_str(&format!(">\n{inner}    </testcase>\n"));
-        }
+fn cell_case(classname: &str, name: String, c: &Cell) -> TestCase {
+    let msg = message(c.outcome, c.signature.as_deref());
+    let mut status = if c.outcome.is_skip() {
+        let mut s = TestCaseStatus::skipped();
+        s.set_message(msg.clone());
         s
+    } else if let Some(kind) = failing_kind(c.outcome) {
+        let mut s = TestCaseStatus::non_success(kind);
+        s.set_message(msg.clone()).set_type(c.outcome.as_str());
+        s
+    } else {
+        TestCaseStatus::success()
+    };
+    // Attempts before the last one ended in infrastructure errors (that is what is retried).
+    for _ in 1..c.attempts {
+        let mut r = TestRerun::new(NonSuccessKind::Error);
+        r.set_message("infrastructure error, retried")
+            .set_type("infra_error");
+        status.add_rerun(r);
     }
+    let mut t = TestCase::new(name, status);
+    t.set_classname(classname.to_string())
+        .set_time(secs(c.duration_s))
+        .set_system_out(msg);
+    t
 }
 
-fn cell_case(classname: String, name: String, c: &Cell) -> Case {
-    Case {
-        classname,
-        name,
-        status: Status::Probe(c.outcome),
-        time: c.duration_s,
-        signature: c.signature.clone(),
+fn bisect_cases(class: &str, b: &BisectResult) -> Vec<TestCase> {
+    let wrong_endpoint = match &b.conclusion {
+        Conclusion::BadEndpoint { which, .. } => Some(match which {
+            Endpoint::Good => b.range.good.as_str(),
+            Endpoint::Bad => b.range.bad.as_str(),
+        }),
+        _ => None,
+    };
+    // One case per commit, in the order first probed.
+    let mut order: Vec<&str> = Vec::new();
+    for p in &b.probes {
+        if !order.contains(&p.sha.as_str()) {
+            order.push(&p.sha);
+        }
     }
-}
-
-fn bisect_cases(class: &str, b: &BisectResult) -> Vec<Case> {
-    let mut v: Vec<Case> = b
-        .probes
-        .iter()
-        .map(|p| Case {
-            classname: class.to_string(),
-            name: format!("probe {}", p.sha),
-            status: Status::Probe(p.outcome),
-            time: p.duration_s,
-            signature: p.signature.clone(),
+    let mut v: Vec<TestCase> = order
+        .into_iter()
+        .map(|sha| {
+            let runs: Vec<_> = b.probes.iter().filter(|p| p.sha == sha).collect();
+            let last = runs[runs.len() - 1];
+            let decisive = runs
+                .iter()
+                .find(|p| p.verdict == Verdict::New)
+                .copied()
+                .unwrap_or(last);
+            let msg = message(decisive.outcome, decisive.signature.as_deref());
+            let mut status = if Some(sha) == wrong_endpoint {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(format!("endpoint does not behave as claimed: {msg}"))
+                    .set_type(decisive.outcome.as_str());
+                s
+            } else if decisive.outcome == Outcome::InfraError {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_message(msg.clone()).set_type("infra_error");
+                s
+            } else if decisive.verdict == Verdict::Skip {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(msg.clone());
+                s
+            } else {
+                TestCaseStatus::success()
+            };
+            for p in runs.iter().filter(|p| !std::ptr::eq(**p, decisive)) {
+                if let Some(kind) = failing_kind(p.outcome) {
+                    let mut r = TestRerun::new(kind);
+                    r.set_message(message(p.outcome, p.signature.as_deref()))
+                        .set_type(p.outcome.as_str())
+                        .set_time(secs(p.duration_s));
+                    status.add_rerun(r);
+                }
+            }
+            let title = b
+                .info(sha)
+                .map(|i| format!(" {}", i.title))
+                .unwrap_or_default();
+            let mut t = TestCase::new(format!("probe {sha}{title}"), status);
+            let verdicts: Vec<String> = runs
+                .iter()
+                .map(|p| {
+                    let v = format!("{:?}", p.verdict).to_lowercase();
+                    format!("{} ({v})", message(p.outcome, p.signature.as_deref()))
+                })
+                .collect();
+            t.set_classname(class.to_string())
+                .set_time(secs(runs.iter().map(|p| p.duration_s).sum()))
+                .set_system_out(verdicts.join("\n"));
+            t
         })
         .collect();
-    v.push(Case {
-        classname: class.to_string(),
-        name: "verdict".into(),
-        status: if b.first_bad.is_some() {
-            Status::Found
-        } else {
-            Status::Inconclusive
-        },
-        time: 0.0,
-        signature: Some(match &b.first_bad {
-            Some(s) => format!("{} {s}", b.term),
-            None => "no single commit identified".into(),
-        }),
-    });
+    v.push(verdict_case(
+        class,
+        b.first_bad.as_ref().map(|s| format!("{} {s}", b.term)),
+        "no single commit identified",
+    ));
     v
 }
 
-fn cases(r: &AnyResult) -> Vec<Case> {
+fn verdict_case(class: &str, found: Option<String>, otherwise: &str) -> TestCase {
+    let status = match &found {
+        Some(_) => TestCaseStatus::success(),
+        None => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_message(otherwise).set_type("inconclusive");
+            s
+        }
+    };
+    let mut t = TestCase::new("verdict", status);
+    t.set_classname(class.to_string())
+        .set_system_out(found.unwrap_or_else(|| otherwise.to_string()));
+    t
+}
+
+fn cases(r: &AnyResult) -> Vec<TestCase> {
     let class = super::key(r);
     match r {
         AnyResult::Matrix(m) => m
             .cells
             .iter()
-            .map(|c| cell_case(format!("matrix.{}", c.config), c.sha.clone(), c))
+            .map(|c| cell_case(&format!("matrix.{}", c.config), c.sha.clone(), c))
             .collect(),
         AnyResult::Bisect(b) => bisect_cases(&class, b),
         AnyResult::BisectConfig(c) => {
-            let mut v: Vec<Case> = c
+            let mut v: Vec<TestCase> = c
                 .probes
                 .iter()
-                .map(|p| cell_case(class.clone(), format!("{}={}", c.axis, p.value), &p.cell))
+                .map(|p| {
+                    // like a bisection probe: a failing value past the boundary is expected
+                    let mut cell = p.cell.clone();
+                    if c.first_failing.is_some() && p.verdict == Verdict::New {
+                        cell.outcome = Outcome::Pass;
+                    }
+                    let mut t = cell_case(&class, format!("{}={}", c.axis, p.value), &cell);
+                    t.set_system_out(message(p.cell.outcome, p.cell.signature.as_deref()));
+                    t
+                })
                 .collect();
-            v.push(Case {
-                classname: class.clone(),
-                name: "verdict".into(),
-                status: if c.first_failing.is_some() {
-                    Status::Found
-                } else {
-                    Status::Inconclusive
-                },
-                time: 0.0,
-                signature: Some(match &c.first_failing {
-                    Some(f) => format!("first failing {} {f}", c.axis),
-                    None => "no single value identified".into(),
-                }),
-            });
+            v.push(verdict_case(
+                &class,
+                c.first_failing
+                    .as_ref()
+                    .map(|f| format!("first failing {} {f}", c.axis)),
+                "no single value identified",
+            ));
             if let Some(b) = &c.commit_bisect {
                 v.extend(bisect_cases(&class, b));
             }
@@ -166,7 +200,7 @@ fn cases(r: &AnyResult) -> Vec<Case> {
 
 /// One `<testsuite>` per comment key (matrix files from fan-out jobs merge into one suite).
 pub fn render(results: &[&AnyResult]) -> String {
-    let mut groups: Vec<(String, Vec<Case>)> = Vec::new();
+    let mut groups: Vec<(String, Vec<TestCase>)> = Vec::new();
     for r in results {
         let key = super::key(r);
         let cs = cases(r);
@@ -175,30 +209,15 @@ pub fn render(results: &[&AnyResult]) -> String {
             None => groups.push((key, cs)),
         }
     }
-    let mut suites = String::new();
-    let (mut total, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
+    let mut report = Report::new("setrows-bisect");
     for (key, cs) in groups {
-        let f = cs.iter().filter(|c| c.status.failure()).count();
-        let s = cs.iter().filter(|c| c.status.skipped()).count();
-        let e = cs.iter().filter(|c| c.status.error()).count();
-        let time: f64 = cs.iter().map(|c| c.time).sum();
-        suites.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" errors=\"{e}\" skipped=\"{s}\" time=\"{time:.3}\">\n",
-            xml_escape(&key),
-            cs.len()
-        ));
-        for c in &cs {
-            suites.push_str(&c.xml());
-        }
-        suites.push_str("  </testsuite>\n");
-        total += cs.len();
-        failures += f;
-        errors += e;
-        skipped += s;
+        let mut suite = TestSuite::new(key);
+        suite.add_test_cases(cs);
+        report.add_test_suite(suite);
     }
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"setrows-bisect\" tests=\"{total}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">\n{suites}</testsuites>\n"
-    )
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- JUnit serialization failed: {e} -->\n"))
 }
 
 #[cfg(test)]
@@ -207,37 +226,56 @@ mod tests {
     use crate::report::tests::{bisect_found, cell, matrix};
 
     #[test]
-    fn cells_become_cases_with_escaped_text() {
+    fn cells_become_cases_with_escaped_text_and_retries_as_reruns() {
         let mut bad = cell("rocm<6.4>", "abc", Outcome::GpuFault);
         bad.signature = Some("fault \"x\" & \u{1} y".into());
+        let mut retried = cell("rocm-7", "abc", Outcome::Pass);
+        retried.attempts = 2;
         let m = matrix(vec![
             bad,
-            cell("rocm-7", "abc", Outcome::Pass),
+            retried,
             cell("rocm-7", "def", Outcome::BuildFailed),
             cell("rocm-7", "fed", Outcome::InfraError),
         ]);
         let x = render(&[&AnyResult::Matrix(m)]);
         assert!(
-            x.contains("tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\""),
+            x.contains("tests=\"4\" skipped=\"1\" errors=\"1\" failures=\"1\""),
             "{x}"
         );
         assert!(x.contains("classname=\"matrix.rocm&lt;6.4&gt;\""), "{x}");
-        assert!(
-            x.contains("message=\"fault &quot;x&quot; &amp;  y\""),
-            "{x}"
-        );
+        assert!(x.contains("fault &quot;x&quot; &amp;"), "{x}");
         assert!(!x.contains('\u{1}'));
+        assert!(x.contains("<flakyError"), "a retried pass is flaky: {x}");
+        assert!(x.contains("<skipped"), "{x}");
     }
 
     #[test]
-    fn inconclusive_bisect_is_an_error_case() {
-        let mut b = bisect_found();
+    fn a_found_bisection_has_no_failures_and_an_inconclusive_one_errs() {
+        let b = bisect_found();
+        let x = render(&[&AnyResult::Bisect(Box::new(b.clone()))]);
+        assert!(x.contains("errors=\"0\" failures=\"0\""), "{x}");
+        assert!(x.contains("gpu_fault: Memory access fault"), "{x}");
+        let mut b = b;
         b.first_bad = None;
+        b.conclusion = Conclusion::Ambiguous {
+            indices: vec![1, 2],
+        };
         let x = render(&[&AnyResult::Bisect(Box::new(b))]);
         assert!(x.contains("name=\"verdict\""), "{x}");
         assert!(
-            x.contains("<error message=\"no single commit identified\" type=\"inconclusive\"/>"),
+            x.contains("<error message=\"no single commit identified\" type=\"inconclusive\""),
             "{x}"
         );
+    }
+
+    #[test]
+    fn reruns_of_one_commit_are_one_case() {
+        let mut b = bisect_found();
+        let mut again = b.probes[1].clone();
+        again.outcome = Outcome::Crash;
+        b.probes.insert(1, again);
+        let x = render(&[&AnyResult::Bisect(Box::new(b))]);
+        assert_eq!(x.matches("<testcase").count(), 3, "{x}");
+        assert!(x.contains("<flakyFailure"), "{x}");
     }
 }

@@ -4,7 +4,7 @@
 //! the same layout.
 
 use super::document::Document;
-use super::{code, escape, icon, secs};
+use super::{code, code_cell, escape, icon, secs};
 use crate::core::outcome::Outcome;
 use crate::core::result::{Cell, MatrixResults};
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,24 +48,27 @@ impl MatrixResults {
     }
 }
 
-fn cell_text(c: &Cell) -> String {
-    let sig = c
-        .signature
-        .as_deref()
-        .map(|t| format!(": {}", escape::inline_short(t, 100)))
-        .unwrap_or_default();
-    let stored = if c.cached { ", stored" } else { "" };
+/// A cell as one glance reads it: the symbol, then the outcome word when it is not a pass
+/// (signatures go below the table, numbered, so columns stay narrow).
+fn cell_text(c: &Cell, note: Option<usize>) -> String {
+    let word = if c.outcome == Outcome::Pass {
+        String::new()
+    } else {
+        format!(" {}", c.outcome)
+    };
+    let note = note.map(|n| format!(" [{n}]")).unwrap_or_default();
+    // A cell that shares another's result says so: it was not run twice.
     let shared = c
         .provenance
         .get("shared_with")
-        .map(|id| format!(", same build and run as `{}`", escape::inline_short(id, 40)))
+        .map(|id| {
+            format!(
+                " (same build and run as `{}`)",
+                escape::inline_short(id, 40)
+            )
+        })
         .unwrap_or_default();
-    format!(
-        "{} **{}**{sig} ({}{stored}{shared})",
-        icon(c.outcome),
-        c.outcome,
-        secs(c.duration_s)
-    )
+    format!("{}{word}{note}{shared}", icon(c.outcome))
 }
 
 /// Appends the merged table of `files` to `doc`.
@@ -119,33 +122,63 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
         tally.join(" · ")
     );
     for (sha, rev) in &cols {
-        let name = escape::inline_short(rev, 40);
+        let name = escape::cell_short(rev, 40);
         let sha10 = &sha[..sha.len().min(10)];
         if name.is_empty() || rev == sha || sha.starts_with(rev.as_str()) {
-            md.push_str(&format!(" {} |", code(sha10)));
+            md.push_str(&format!(" {} |", code_cell(sha10)));
         } else {
-            md.push_str(&format!(" {name} ({}) |", code(sha10)));
+            md.push_str(&format!(" {name} ({}) |", code_cell(sha10)));
         }
     }
     md.push_str("\n|---|---|");
     md.push_str(&"---|".repeat(cols.len()));
     md.push('\n');
+    let mut notes: Vec<String> = Vec::new();
     for (id, label) in &rows {
         md.push_str(&format!(
             "| {} | {} |",
-            code(id),
+            code_cell(id),
             label
                 .as_deref()
-                .map(|l| escape::inline_short(l, 100))
+                .map(|l| escape::cell_short(l, 100))
                 .unwrap_or_default()
         ));
         for (sha, _) in &cols {
             match cells.iter().find(|c| c.config == *id && c.sha == *sha) {
-                None => md.push_str(" not run |"),
-                Some(c) => md.push_str(&format!(" {} |", cell_text(c))),
+                None => md.push_str(" · |"),
+                Some(c) => {
+                    let note = c.signature.as_deref().map(|sig| {
+                        notes.push(format!(
+                            "{}. {} at {}: {}{} ({}{})",
+                            notes.len() + 1,
+                            code(id),
+                            code(&sha[..sha.len().min(10)]),
+                            icon(c.outcome),
+                            code(&sig.chars().take(160).collect::<String>()),
+                            secs(c.duration_s),
+                            if c.cached { ", stored" } else { "" }
+                        ));
+                        notes.len()
+                    });
+                    md.push_str(&format!(" {} |", cell_text(c, note)));
+                }
             }
         }
         md.push('\n');
+    }
+    md.push_str("\n✅ pass · ❌ fails (wrong result, crash, GPU fault, hang) · ⚠️ could not be tested (build failure, untestable, infrastructure) · `·` not run\n");
+    if !notes.is_empty() {
+        md.push_str("\n**Signatures**\n\n");
+        md.push_str(&notes.join("\n"));
+        md.push('\n');
+    }
+    if let Some(m) = files.iter().find(|m| m.invocation.argv.len() > 1) {
+        let mut argv = m.invocation.argv.clone();
+        argv[0] = "setrows-bisect".into();
+        md.push_str(&format!(
+            "\nRun again:\n\n{}\n",
+            escape::code_block(&super::shell_line(&argv)).replacen("text\n", "sh\n", 1)
+        ));
     }
     doc.push_markdown(md);
     if let Some(p) = provenance(files) {
@@ -177,6 +210,9 @@ fn provenance(files: &[&MatrixResults]) -> Option<String> {
             escape::inline_short(&image, 120),
             facts.join(", ")
         ));
+    }
+    if let Some(t) = files.iter().find_map(|m| m.invocation.tool.as_ref()) {
+        out.push_str(&format!("\n<sub>{}</sub>\n", escape::inline(&t.line())));
     }
     (!out.is_empty()).then(|| format!("### Provenance\n\n{out}"))
 }

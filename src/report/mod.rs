@@ -7,12 +7,14 @@
 //! through [`escape`]; rendering never touches git, disk or the network.
 pub mod bisect;
 pub mod config;
+pub mod configuration;
 pub mod document;
 pub mod escape;
 pub mod junit;
 pub mod matrix;
 #[cfg(test)]
 pub(crate) mod tests;
+pub mod timeline;
 
 use crate::core::outcome::Outcome;
 use crate::core::result::{AnyResult, MatrixResults};
@@ -81,12 +83,12 @@ fn short_hash(text: &str) -> String {
     hex::encode(&sha2::Sha256::digest(text.as_bytes())[..6])
 }
 
-/// One glyph per outcome class, so a long table is scannable.
+/// One glyph per outcome class, so a long table is scannable: passed, failed, or could not
+/// be tested (build failure, untestable, infrastructure).
 pub(crate) fn icon(o: Outcome) -> &'static str {
     match o {
         Outcome::Pass => "✅",
         o if o.is_failure() => "❌",
-        o if o.is_skip() => "⏭️",
         _ => "⚠️",
     }
 }
@@ -99,16 +101,58 @@ pub(crate) fn secs(s: f64) -> String {
     }
 }
 
-/// Untrusted text as a code span when it can be one (nothing renders inside), else escaped.
+/// Untrusted text as one code span (nothing renders inside), cut to 300 characters.
 pub(crate) fn code(text: &str) -> String {
-    if !text.is_empty() && !text.contains(['`', '\n', '\r', '|']) && text.len() <= 300 {
-        format!("`{}`", escape::sanitize(text))
-    } else {
-        escape::inline_short(text, 200)
-    }
+    let cut: String = text.chars().take(300).collect();
+    let ellipsis = if cut.len() < text.len() { "…" } else { "" };
+    format!("{}{ellipsis}", escape::span(&cut, false))
+}
+
+/// [`code`] for a table cell.
+pub(crate) fn code_cell(text: &str) -> String {
+    let cut: String = text.chars().take(300).collect();
+    let ellipsis = if cut.len() < text.len() { "…" } else { "" };
+    format!("{}{ellipsis}", escape::span(&cut, true))
 }
 
 /// A commit id shortened to `n`; whatever else is escaped.
 pub(crate) fn short(sha: &str, n: usize) -> String {
     escape::sha(sha, n)
+}
+
+pub use crate::core::result::web_url;
+
+fn is_sha(s: &str) -> bool {
+    (7..=64).contains(&s.len()) && s.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// A commit id shortened to `n`, linked to its page on `repo_url` when there is one.
+pub(crate) fn commit_link(repo_url: Option<&str>, sha: &str, n: usize) -> String {
+    match web_url(repo_url) {
+        Some(url) if is_sha(sha) => format!("[{}]({url}/commit/{sha})", short(sha, n)),
+        _ => short(sha, n),
+    }
+}
+
+/// The compare view of `good...bad` on `repo_url`, as a markdown link, when there is one.
+pub(crate) fn compare_link(repo_url: Option<&str>, good: &str, bad: &str) -> Option<String> {
+    let url = web_url(repo_url)?;
+    (is_sha(good) && is_sha(bad)).then(|| format!("[compare]({url}/compare/{good}...{bad})"))
+}
+
+/// Shell words quoted so that pasting the line runs the same argv.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_=./,:+@%^".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -104,6 +104,8 @@ fn drive(
     store.journal(&serde_json::json!({
         "event": "start", "at": now(), "good": plan.range.good, "bad": plan.range.bad,
         "candidates": cands.len(), "predicate": plan.predicate.describe(), "policy": policy,
+        // what `setrows-bisect log` shows as the configuration when no result was saved
+        "argv": std::env::args().collect::<Vec<_>>(),
     }))?;
     let (conclusion, steps) = body(&shared)?;
     drop(shared.slots);
@@ -130,7 +132,16 @@ fn drive(
             commits.push(git::commit_info(&repo, id)?);
         }
     }
-    store.journal(&serde_json::json!({"event": "done", "at": now(), "conclusion": conclusion}))?;
+    let answer: Vec<&str> = match &conclusion {
+        Conclusion::Found { index } => vec![cands[*index].sha.as_str()],
+        Conclusion::Ambiguous { indices } => {
+            indices.iter().map(|&i| cands[i].sha.as_str()).collect()
+        }
+        Conclusion::BadEndpoint { .. } => vec![],
+    };
+    store.journal(&serde_json::json!({
+        "event": "done", "at": now(), "conclusion": conclusion, "answer": answer,
+    }))?;
     Ok(BisectOutcome {
         conclusion,
         probes,

@@ -7,5 +7,7 @@ pub mod matrix;
 pub mod probers;
 pub mod progress;
 pub mod slots;
+pub mod stamp;
 pub mod store;
 pub mod validate;
+pub mod workdir;

@@ -90,6 +90,8 @@ impl Slot {
                 dir.display()
             );
         }
+        // The lock file's time is the slot's last use (`setrows-bisect gc` reads it).
+        let _ = f.set_modified(std::time::SystemTime::now());
         Ok(Slot {
             checkout: Checkout::new(dir.join("src"), dir.join("checkout.state")),
             dir,

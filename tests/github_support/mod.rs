@@ -262,6 +262,7 @@ pub fn bisect_result(
             log: "/tmp/x.log".into(),
             signature: Some("Memory access fault by GPU node-1 @oncall <script>".into()),
             cached: false,
+            candidate: None,
         }],
         predicate: predicate.into(),
         policy: "single run".into(),
@@ -272,6 +273,7 @@ pub fn bisect_result(
         validation: None,
         store_runs: None,
         configuration: None,
+        invocation: Default::default(),
     }
 }
 
@@ -302,5 +304,6 @@ pub fn matrix_result(cells: &[(&str, &str)]) -> setrows_bisect::core::result::Ma
                 cached: false,
             })
             .collect(),
+        invocation: Default::default(),
     }
 }

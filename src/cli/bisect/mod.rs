@@ -343,6 +343,9 @@ pub fn run_with(
     if result.validation.as_ref().is_some_and(|v| !v.confirmed) {
         result.exit_code = crate::error::exit::INCONCLUSIVE;
     }
+    // argv, tool version, the repository's web URL, provenance; saved for `show` and `log`.
+    crate::run::stamp::finish_bisect(&mut result, &p.store, &p.plan.repo_path, &id)
+        .map_err(|e| CliError::infra(e.to_string()))?;
     let code = result.exit_code;
     let md = report::markdown(&result);
     if print {

@@ -302,6 +302,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             })
             .collect(),
         cells,
+        invocation: crate::run::stamp::invocation(&args.run.repo),
     };
     let md = results.markdown();
     write_results(&args.run.out, "matrix-results", &results, &md)?;

@@ -1,0 +1,44 @@
+//! `setrows-bisect completions SHELL` and `setrows-bisect man`: generated from the clap
+//! definition, so they cannot drift from `--help`.
+
+use clap::{Args, CommandFactory};
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write one page per command (setrows-bisect.1, setrows-bisect-log.1, ...) into DIR
+    /// instead of printing the top-level page.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
+    let mut cmd = crate::cli::Cli::command();
+    clap_complete::generate(
+        args.shell,
+        &mut cmd,
+        "setrows-bisect",
+        &mut std::io::stdout(),
+    );
+    Ok(0)
+}
+
+pub fn man(args: ManArgs) -> anyhow::Result<i32> {
+    let cmd = crate::cli::Cli::command();
+    match args.out_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir)?;
+            clap_mangen::generate_to(cmd, &dir)?;
+            eprintln!("setrows-bisect: man pages written to {}", dir.display());
+        }
+        None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?,
+    }
+    Ok(0)
+}

@@ -1,0 +1,66 @@
+//! `setrows-bisect log`: the bisections in the work dir, from their journals (like `git bisect
+//! log`, for every bisection at once): id, range, configuration, state and answer.
+
+use crate::error::CliError;
+use crate::run::workdir;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// The work dir to read [default: $XDG_CACHE_HOME/setrows-bisect].
+    #[arg(long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Print JSON lines (one object per bisection) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(crate) fn work_dir(w: &Option<PathBuf>) -> PathBuf {
+    w.clone()
+        .unwrap_or_else(crate::run::store::default_work_dir)
+}
+
+fn short(s: &str) -> &str {
+    &s[..s.len().min(10)]
+}
+
+pub fn run(args: LogArgs) -> anyhow::Result<i32> {
+    let dir = work_dir(&args.work_dir);
+    let all = workdir::list(&dir).map_err(|e| CliError::infra(e.to_string()))?;
+    if args.json {
+        for b in &all {
+            let v = serde_json::json!({
+                "id": b.id, "started": b.started, "good": b.good, "bad": b.bad,
+                "candidates": b.candidates, "predicate": b.predicate,
+                "configuration": b.configuration(), "state": b.state(),
+                "answer": b.answer(), "probes": b.probes.len(),
+                "first_bad": b.result.as_ref().and_then(|r| r.first_bad.clone()),
+            });
+            println!("{v}");
+        }
+        return Ok(0);
+    }
+    if all.is_empty() {
+        println!("no bisections in {}", dir.display());
+        return Ok(0);
+    }
+    println!(
+        "{:<16}  {:<20}  {:<23}  {:>6}  {:<10}  {:<28}  configuration",
+        "id", "started", "range (good..bad)", "probes", "state", "answer"
+    );
+    for b in &all {
+        println!(
+            "{:<16}  {:<20}  {:<23}  {:>6}  {:<10}  {:<28}  {}",
+            b.id,
+            b.started.chars().take(19).collect::<String>(),
+            format!("{}..{}", short(&b.good), short(&b.bad)),
+            b.probes.len(),
+            b.state(),
+            b.answer(),
+            b.configuration()
+        );
+    }
+    println!("\nsetrows-bisect show ID prints one's report (a unique prefix of ID will do)");
+    Ok(0)
+}

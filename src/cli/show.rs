@@ -1,0 +1,91 @@
+//! `setrows-bisect show ID`: one bisection's report, re-rendered from the work dir (its saved
+//! result, else its journal); nothing is probed.
+
+use crate::core::result::AnyResult;
+use crate::error::CliError;
+use crate::run::workdir::{self, WorkDirError};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// The report as the terminal shows it (pictures as text).
+    Markdown,
+    /// The report as the GitHub comment shows it (mermaid pictures).
+    Github,
+    /// The saved result document (`setrows-bisect/bisect/1`).
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The bisection's id, or a unique prefix of it (`setrows-bisect log` lists them).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// The work dir to read [default: $XDG_CACHE_HOME/setrows-bisect].
+    #[arg(long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// What to print.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Markdown, value_name = "FORMAT")]
+    pub format: ShowFormat,
+}
+
+pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
+    let dir = crate::cli::log::work_dir(&args.work_dir);
+    let b = workdir::find(&dir, &args.id).map_err(|e| match e {
+        WorkDirError::Io { .. } => CliError::infra(e.to_string()),
+        _ => CliError::usage(e.to_string()),
+    })?;
+    let Some(result) = &b.result else {
+        if args.format == ShowFormat::Json {
+            return Err(CliError::usage(format!(
+                "bisection {} has no saved result (it is unfinished, or was written by an older version); its journal is {}",
+                b.id,
+                b.journal.display()
+            )));
+        }
+        print!("{}", from_journal(&b));
+        return Ok(0);
+    };
+    match args.format {
+        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(result)?),
+        ShowFormat::Markdown => println!("{}", crate::report::bisect::markdown(result)),
+        ShowFormat::Github => {
+            let any = AnyResult::Bisect(Box::new(result.clone()));
+            println!("{}", crate::report::render(&[&any]).to_markdown(None));
+        }
+    }
+    Ok(0)
+}
+
+/// What the journal alone says: the range, every probe in order, and the state.
+fn from_journal(b: &workdir::Bisection) -> String {
+    let mut s = format!(
+        "## setrows-bisect: bisection {} ({})\n\n- range: good {} .. bad {}, {} candidates\n- predicate: {}\n- answer: {}\n\n| # | commit | outcome | verdict |\n|---|---|---|---|\n",
+        b.id,
+        b.state(),
+        b.good,
+        b.bad,
+        b.candidates,
+        b.predicate,
+        b.answer()
+    );
+    for (i, p) in b.probes.iter().enumerate() {
+        s.push_str(&format!(
+            "| {} | `{}` | {}{} | {} |\n",
+            i + 1,
+            &p.sha[..p.sha.len().min(10)],
+            p.outcome
+                .map(|o| o.to_string())
+                .unwrap_or_else(|| "?".into()),
+            if p.cached { " (stored)" } else { "" },
+            p.verdict
+                .map(|v| format!("{v:?}").to_lowercase())
+                .unwrap_or_else(|| "?".into())
+        ));
+    }
+    if b.conclusion.is_none() {
+        s.push_str("\nUnfinished: re-run the same bisect command to resume it (stored probes are replayed).\n");
+    }
+    s
+}

@@ -1,0 +1,34 @@
+//! The configuration a commit bisect ran in (`--config ID` and/or explicit flags), with every
+//! flag that changed it: a result people act on must say what was tested, not only where.
+
+use super::escape;
+use crate::core::result::BisectResult;
+
+/// Which configuration the probes ran in, and which explicit flags changed it.
+pub fn render(b: &BisectResult) -> Option<String> {
+    let c = b.configuration.as_ref()?;
+    let name = match (&c.id, &c.label) {
+        (Some(id), Some(l)) => format!(
+            "`{}` ({})",
+            escape::inline_short(id, 40),
+            escape::inline_short(l, 200)
+        ),
+        (Some(id), None) => format!("`{}`", escape::inline_short(id, 40)),
+        _ => "explicit flags".into(),
+    };
+    let mut md = format!(
+        "**Configuration:** {name} from {}, in {}\n\n- settings: {}\n",
+        escape::inline_short(&c.source, 200),
+        c.image
+            .as_deref()
+            .map_or("the host".into(), |i| escape::inline_short(i, 200)),
+        escape::inline_short(&c.settings.join(" "), 600)
+    );
+    for o in &c.overrides {
+        md.push_str(&format!(
+            "- overridden by flag: {}\n",
+            escape::inline_short(o, 300)
+        ));
+    }
+    Some(md)
+}
