@@ -102,6 +102,27 @@ fn max_runs_ends_inconclusive_not_with_a_guess() {
     assert_eq!(code, 1, "{stderr}");
     assert!(v["first_bad"].is_null(), "{v}");
     assert!(v["probes"].as_array().unwrap().len() <= 8);
+    // Said as a spent budget with where the culprit likely is, not as untestable commits.
+    let budget = &v["budget"];
+    assert_eq!(budget["max_runs"], 8, "{v}");
+    let cands = budget["candidates"].as_array().unwrap();
+    assert!(!cands.is_empty(), "{v}");
+    let probs: Vec<f64> = cands
+        .iter()
+        .map(|c| c["probability"].as_f64().unwrap())
+        .collect();
+    assert!(
+        probs.windows(2).all(|w| w[0] >= w[1]),
+        "most likely first: {probs:?}"
+    );
+    assert!(probs.iter().all(|&p| p > 0.0 && p <= 1.0), "{probs:?}");
+    assert!(budget["more_runs"].as_u64().unwrap() > 0, "{v}");
+    let md = setrows_bisect::report::bisect::markdown(
+        &serde_json::from_value(v.clone()).expect("a bisect result"),
+    );
+    assert!(md.contains("run budget was spent"), "{md}");
+    assert!(!md.contains("could not be tested"), "{md}");
+    assert!(md.contains("more runs would likely settle it"), "{md}");
 }
 
 #[test]

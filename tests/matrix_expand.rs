@@ -178,6 +178,8 @@ fn errors_name_file_line_column_and_key() {
         e.starts_with("conf/m.toml:2:12: key `backend`: unknown backend `metal`"),
         "{e}"
     );
+    let e = error("[matrix\nbackend = [\"hip\"]\n");
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
     let e = error("revisions = [\"a\"\n");
     assert!(
         e.starts_with("conf/m.toml:2:1: key `revisions`: invalid array"),

@@ -129,6 +129,34 @@ pub struct BisectOutcome {
     pub elapsed_s: f64,
     /// Metadata of every probed candidate's representative and of the endpoints.
     pub commits: Vec<CommitInfo>,
+    /// `--max-runs` ran out before the answer held at the requested confidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetSpent>,
+}
+
+/// What a `--confidence` bisection knew when `--max-runs` stopped it: not "untestable" but
+/// "undecided", with where the first bad commit most likely is and what settling it would cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BudgetSpent {
+    /// Runs made (stored and new) and the limit.
+    pub runs: u64,
+    pub max_runs: u64,
+    /// The requested confidence, and how much of the posterior the candidates below hold.
+    pub confidence: f64,
+    pub mass: f64,
+    /// The likeliest first bad commits, most likely first: (commit, posterior probability).
+    pub candidates: Vec<CandidateMass>,
+    /// Estimated runs still needed: the posterior's remaining entropy over the Z-channel
+    /// capacity at the estimated reproduction rate, times the search's measured overhead.
+    pub more_runs: Option<u64>,
+    /// Estimated reproduction rate of the fault.
+    pub rate: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CandidateMass {
+    pub sha: String,
+    pub probability: f64,
 }
 
 impl BisectOutcome {
@@ -195,6 +223,9 @@ pub struct BisectResult {
     /// The configuration the probes ran in (`--config ID` and/or explicit configuration flags).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<ConfigurationInfo>,
+    /// `--max-runs` spent before the answer held (the candidates and their probabilities).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetSpent>,
     /// How it was asked and by which build of the tool (absent in results of older versions).
     #[serde(flatten)]
     pub invocation: Invocation,

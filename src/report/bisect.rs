@@ -103,6 +103,7 @@ pub fn result(
         validation: None,
         store_runs: None,
         configuration: None,
+        budget: o.budget.clone(),
         invocation: Default::default(),
     };
     if let (Some(tpl), Some(sha)) = (reproduce, target(&r).map(str::to_string)) {
@@ -221,6 +222,9 @@ fn summary(b: &BisectResult) -> String {
         (Conclusion::BadEndpoint { .. }, _) => {
             md.push_str(&escape::inline(&endpoint_message(b).unwrap_or_default()));
             md.push_str("\n\n");
+        }
+        _ if b.budget.is_some() => {
+            md.push_str(&super::budget::render(b, &term, &link));
         }
         _ => {
             md.push_str(&format!(

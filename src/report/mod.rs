@@ -6,6 +6,7 @@
 //! Everything taken from a result file is untrusted (commit titles, signatures, paths) and goes
 //! through [`escape`]; rendering never touches git, disk or the network.
 pub mod bisect;
+pub mod budget;
 pub mod config;
 pub mod configuration;
 pub mod document;

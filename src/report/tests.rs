@@ -91,6 +91,7 @@ pub(crate) fn bisect_found() -> BisectResult {
         validation: None,
         store_runs: None,
         configuration: None,
+        budget: None,
         invocation: Default::default(),
     }
 }

@@ -151,6 +151,7 @@ fn drive(
         predicate: plan.predicate.describe(),
         elapsed_s: started.elapsed().as_secs_f64(),
         commits,
+        budget: None,
     })
 }
 

@@ -273,6 +273,7 @@ pub fn bisect_result(
         validation: None,
         store_runs: None,
         configuration: None,
+        budget: None,
         invocation: Default::default(),
     }
 }

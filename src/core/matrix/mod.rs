@@ -277,7 +277,10 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
     let raw: RawFile = toml::from_str(text).map_err(|e| {
         let span = e.span();
         let key = key_of_toml_error(text, e.message(), span.clone());
-        cx.err(span.unwrap_or(0..0), &key, e.message().trim())
+        // toml's messages can span lines ("invalid table header\nexpected `.`, `]`"); an
+        // error is one line on the terminal like every other.
+        let one_line = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        cx.err(span.unwrap_or(0..0), &key, one_line)
     })?;
     if let Some(kind) = raw.probe.kind.as_deref() {
         if !["replay", "script"].contains(&kind) {

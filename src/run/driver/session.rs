@@ -8,7 +8,7 @@ use crate::core::evidence::Evidence;
 use crate::core::flaky::session::{Action, Conclusion as SessionConclusion, Mode, Session};
 use crate::core::flaky::Beta;
 use crate::core::plan::Plan;
-use crate::core::result::{BisectOutcome, Conclusion};
+use crate::core::result::{BisectOutcome, BudgetSpent, CandidateMass, Conclusion};
 use crate::probe::Prober;
 use crate::run::progress::Progress;
 use crate::run::slots::DriverError;
@@ -49,15 +49,77 @@ pub fn bisect_session(
         )
     };
     let mut last_policy = describe(None);
+    let mut budget = None;
     let outcome = drive(plan, prober, store, progress, describe(None), |shared| {
         let (c, steps, session) = session_loop(shared, mode, max_runs)?;
         last_policy = describe(Some(&session));
+        budget = budget_spent(plan, &session, confidence, max_runs);
         Ok((c, steps))
     })?;
     Ok(BisectOutcome {
         policy: last_policy,
+        budget,
         ..outcome
     })
+}
+
+/// Mean runs per answer over the information limit, measured on 2,000 simulated histories
+/// per rate (BENCHMARKS.md, flaky section: 1.57-1.99x); the estimate below uses the upper end.
+const MEASURED_OVERHEAD: f64 = 2.0;
+
+/// When `--max-runs` ended the session undecided: the likeliest first bad commits with their
+/// posterior probabilities, and a run estimate from the information still missing. `None`
+/// when the session reached an answer (or the runs contradict the model).
+fn budget_spent(
+    plan: &Plan,
+    session: &Session,
+    confidence: f64,
+    max_runs: Option<u64>,
+) -> Option<BudgetSpent> {
+    let Some(SessionConclusion::Inconclusive { mass, rate, .. }) = session.conclusion() else {
+        return None;
+    };
+    let post = crate::core::flaky::posterior(session.evidence(), Beta::UNIFORM)?;
+    let mut ranked: Vec<(usize, f64)> = post
+        .culprit
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, p)| p > 0.0)
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // Entropy (bits) of where the culprit is: what the remaining runs must resolve.
+    let entropy: f64 = ranked.iter().map(|&(_, p)| -p * p.log2()).sum();
+    let p = rate.unwrap_or(post.rate_mean).clamp(1e-3, 1.0);
+    let capacity = z_channel_capacity(p);
+    let more_runs =
+        (capacity > 0.0).then(|| (MEASURED_OVERHEAD * entropy / capacity).ceil() as u64);
+    let cands = &plan.range.candidates;
+    Some(BudgetSpent {
+        runs: session.runs(),
+        max_runs: max_runs.unwrap_or(session.runs()),
+        confidence,
+        mass: *mass,
+        candidates: ranked
+            .iter()
+            .take(10)
+            .map(|&(i, p)| CandidateMass {
+                sha: cands[i].sha.clone(),
+                probability: p,
+            })
+            .collect(),
+        more_runs,
+        rate: *rate,
+    })
+}
+
+/// Bits one run carries about a commit that shows the fault with probability `p` and never
+/// shows it when good (a Z-channel): log2(1 + p (1-p)^((1-p)/p)).
+fn z_channel_capacity(p: f64) -> f64 {
+    if p >= 1.0 {
+        return 1.0;
+    }
+    (1.0 + p * (1.0 - p).powf((1.0 - p) / p)).log2()
 }
 
 /// The `--confidence` loop over `Session` waves. Per candidate, stored runs are loaded the
