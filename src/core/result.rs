@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 mod invocation;
+mod matrix;
 pub use invocation::{web_url, Invocation, Tool};
+pub use matrix::{Cell, ConfigRow, MatrixResults, Rev};
 
 /// The schema version every writer writes. Bump it (and teach [`read`] the old one, or refuse
 /// it) whenever a field changes meaning or becomes required.
@@ -355,65 +357,6 @@ pub struct StoreRunEntry {
     /// The output tail of a failure, kept only when a `--match` regex judges it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub match_text: Option<String>,
-}
-
-/// A revision checked out for the matrix.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Rev {
-    /// As the user wrote it.
-    pub rev: String,
-    pub sha: String,
-    /// Tree id of the commit: with the prober identity, the key of stored results.
-    #[serde(default)]
-    pub tree: String,
-    #[serde(skip)]
-    pub checkout: PathBuf,
-    #[serde(skip)]
-    pub facts: TreeFacts,
-}
-
-/// One configuration at one revision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Cell {
-    pub config: String,
-    pub rev: String,
-    pub sha: String,
-    pub outcome: Outcome,
-    pub signature: Option<String>,
-    pub duration_s: f64,
-    pub build_s: f64,
-    pub test_s: f64,
-    pub attempts: u32,
-    pub log: PathBuf,
-    /// Image, toolchain and device facts (absent in a compacted state block).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub provenance: BTreeMap<String, String>,
-    /// Answered by the result store (an earlier run of the same tree and configuration).
-    #[serde(default)]
-    pub cached: bool,
-}
-
-/// Everything a matrix run produced (the `matrix-results.json` file).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct MatrixResults {
-    #[schemars(schema_with = "matrix_tag")]
-    pub schema: String,
-    pub matrix: String,
-    pub engine: String,
-    pub revisions: Vec<Rev>,
-    pub configs: Vec<ConfigRow>,
-    pub cells: Vec<Cell>,
-    /// How it was asked and by which build of the tool (absent in results of older versions).
-    #[serde(flatten)]
-    pub invocation: Invocation,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ConfigRow {
-    pub id: String,
-    pub label: String,
-    pub backend: Backend,
-    pub image: Option<String>,
 }
 
 /// `bisect-config`: the first failing value along one ordered axis at a fixed commit, and with
