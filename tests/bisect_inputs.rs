@@ -146,3 +146,25 @@ fn outputs_and_api_url_are_checked_before_any_probe() {
     );
     assert!(!f.work().join("results").exists());
 }
+
+/// `--dry-run` says what a bisection would do from the same resolution a real run uses, and
+/// runs nothing.
+#[test]
+fn dry_run_resolves_everything_and_runs_nothing() {
+    let f = Fixture::new(&spec(12, 6));
+    let counter = f.dir.path().join("probes-run");
+    let script = format!("echo x >> {}; exit 0", counter.display());
+    let mut c = Command::from_std(f.bisect_script(0, 11, &script));
+    c.args(["--dry-run", "--wave-size", "64", "--backend", "hip"]);
+    let out = c.assert().code(0);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(stdout.contains("candidates: 12"), "{stdout}");
+    assert!(stdout.contains("expected probes: about"), "{stdout}");
+    assert!(stdout.contains("already in the store: 0 of 12"), "{stdout}");
+    assert!(
+        stdout.contains("wave_size=64") && stdout.contains("gfx1151"),
+        "{stdout}"
+    );
+    assert!(!counter.exists(), "--dry-run ran a probe");
+    assert!(!f.json_path().exists(), "--dry-run wrote a result");
+}

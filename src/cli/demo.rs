@@ -74,6 +74,7 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
         probe: None,
         run_index: None,
         lazy_endpoints: false,
+        dry_run: false,
         json: None,
         report: None,
         work_dir: Some(work_dir.to_path_buf()),

@@ -8,103 +8,123 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct BisectArgs {
     /// A revision with the old behaviour.
-    #[arg(long, required = true)]
+    #[arg(long, required = true, help_heading = "Range")]
     pub good: Option<String>,
     /// A revision with the new behaviour.
-    #[arg(long, required = true)]
+    #[arg(long, required = true, help_heading = "Range")]
     pub bad: Option<String>,
     /// The git repository to bisect (never modified: probes run in private checkouts).
-    #[arg(long, default_value = ".")]
+    #[arg(long, default_value = ".", help_heading = "Range")]
     pub repo: PathBuf,
     /// Test command, run with `sh -c` in the checkout ($SRC; the build dir is $WORK), with git
     /// bisect run's exit codes: 0 good, 125 skip, 1-127 bad, signal/>=128 crash. Without it the
     /// probe is the bundled set_rows replay reproducer (see --backend, --repro-arg).
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", help_heading = "Probe")]
     pub script: Option<String>,
     /// Build command, run with `sh -c` in the persistent build dir ($WORK) before the test;
     /// a failing build is a skip, never a verdict.
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", help_heading = "Probe")]
     pub build: Option<String>,
     /// What counts as the new behaviour: error (any failure), success (find the fix), crash
     /// (signals, aborts and GPU faults only).
-    #[arg(long, value_enum, default_value_t = Regress::Error)]
+    #[arg(long, value_enum, default_value_t = Regress::Error, help_heading = "Probe")]
     pub regress: Regress,
     /// Only failures whose output matches REGEX count as the bug; other failures count as the
     /// old behaviour.
-    #[arg(long = "match", value_name = "REGEX")]
+    #[arg(long = "match", value_name = "REGEX", help_heading = "Probe")]
     pub match_: Option<String>,
     /// Kill the test after SECS seconds and call it a hang.
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true, help_heading = "Probe")]
     pub timeout: Option<f64>,
     /// Follow only the first-parent chain from bad back to good (the default).
-    #[arg(long, overrides_with = "no_first_parent")]
+    #[arg(long, overrides_with = "no_first_parent", help_heading = "Range")]
     pub first_parent: bool,
     /// Bisect the full ancestry path (descendants of good that are ancestors of bad), like git.
-    #[arg(long)]
+    #[arg(long, help_heading = "Range")]
     pub no_first_parent: bool,
     /// Subtree whose content decides whether two commits are the same test (commits that do not
     /// touch it share one probe). Auto: `ggml` for a llama.cpp layout, else the whole tree;
     /// `--path .` forces the whole tree.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = "Range")]
     pub path: Option<String>,
     /// Probe K commits in parallel (K checkouts and build dirs; the search multisects).
-    #[arg(long, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs)]
+    #[arg(long, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs, help_heading = "Search")]
     pub jobs: usize,
     /// Run every probed commit N times; one new-behaviour run decides new.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000), help_heading = "Flaky")]
     pub repeat: Option<u32>,
     /// For intermittent faults: a failure is bad at once, a pass is re-run until "good" is
     /// believable, so that the answer holds at confidence C (e.g. 0.95); the report states the
     /// confidence reached and the estimated reproduction rate.
-    #[arg(long, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence)]
+    #[arg(long, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence, help_heading = "Flaky")]
     pub confidence: Option<f64>,
-    /// With --confidence: stop after N runs in all; commits left undecided become skips, so
-    /// the answer is "inconclusive" with the candidates that remain instead of a guess.
-    #[arg(long, value_name = "N", requires = "confidence", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    /// With --confidence: stop after N runs in all. An answer that does not hold yet is not
+    /// guessed: the report says the budget was spent, lists the likeliest commits with their
+    /// probabilities and estimates the runs still needed (exit 1).
+    #[arg(long, value_name = "N", requires = "confidence", value_parser = clap::value_parser!(u64).range(1..=10_000_000), help_heading = "Flaky")]
     pub max_runs: Option<u64>,
     /// After a culprit is found, run it, its parent and the bad endpoint with the culprit
     /// reverted at least N times each (more when the fault is rare), and flag suspicious
     /// answers (0 = off). A doubtful answer exits 1.
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000), help_heading = "Flaky")]
     pub validate: u32,
     /// Print the next wave of probes for --jobs K slots as JSON, from the stored results
     /// only, and exit without probing (for fanning a round out over CI runners).
-    #[arg(long)]
+    #[arg(long, help_heading = "Search")]
     pub plan_only: bool,
     /// Run one planned probe of SHA (from --plan-only) and store it, then exit: what one CI
     /// runner does in a distributed round.
-    #[arg(long, value_name = "SHA", conflicts_with = "plan_only")]
+    #[arg(
+        long,
+        value_name = "SHA",
+        conflicts_with = "plan_only",
+        help_heading = "Search"
+    )]
     pub probe: Option<String>,
     /// With --probe: the run index the plan assigned (default: the next free one here).
-    #[arg(long, value_name = "R", requires = "probe", value_parser = |s: &str| crate::cli::ranges::int(s, 0, 1_000_000).map(|v| v as usize))]
+    #[arg(long, value_name = "R", requires = "probe", value_parser = |s: &str| crate::cli::ranges::int(s, 0, 1_000_000).map(|v| v as usize), help_heading = "Search")]
     pub run_index: Option<usize>,
+    /// Resolve everything (range, candidates, configuration, prober identity, what the store
+    /// already answers) and print it; nothing is checked out, built or run.
+    #[arg(long, conflicts_with_all = ["plan_only", "probe"], help_heading = "Search")]
+    pub dry_run: bool,
     /// Test the endpoints only when the answer depends on them (fewer probes; a wrong endpoint
     /// is found late).
-    #[arg(long)]
+    #[arg(long, help_heading = "Search")]
     pub lazy_endpoints: bool,
     /// Write the machine-readable result here.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
     /// Also write the markdown report here.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub report: Option<PathBuf>,
     /// Checkouts, build dirs, logs and the result store [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "SETROWS_WORK_DIR",
+        help_heading = "Output"
+    )]
     pub work_dir: Option<PathBuf>,
     /// Argument passed to the bundled reproducer (repeatable; used when --script is absent).
-    #[arg(long = "repro-arg", value_name = "ARG", allow_hyphen_values = true)]
+    #[arg(
+        long = "repro-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        help_heading = "Probe"
+    )]
     pub repro_args: Vec<String>,
     /// Backend the bundled reproducer targets (used when --script is absent).
-    #[arg(long, value_parser = ["cpu", "cuda", "hip"])]
+    #[arg(long, value_parser = ["cpu", "cuda", "hip"], help_heading = "Probe")]
     pub backend: Option<String>,
     /// Run every build and test step in a container of --image: podman, docker, or auto
     /// (podman if it works, else docker). Default: none (the host), or auto with a --config
     /// whose configuration names an image.
-    #[arg(long, value_enum, value_name = "ENGINE")]
+    #[arg(long, value_enum, value_name = "ENGINE", help_heading = "Containers")]
     pub engine: Option<EngineChoice>,
     /// The image the steps run in with --engine (present locally; never pulled), e.g. a
     /// build image from containers/. Needs --engine.
-    #[arg(long, value_name = "IMAGE")]
+    #[arg(long, value_name = "IMAGE", help_heading = "Containers")]
     pub image: Option<String>,
     /// `--config ID` and the configuration flags (`--gpu-target`, `--wave-size`, ...).
     #[command(flatten)]
@@ -121,25 +141,39 @@ pub struct ConfigFlags {
     /// Bisect in this configuration of the matrix (ids: `setrows-bisect matrix --list`): its
     /// image, backend, GPU target, wave size, graphs, CMake options, launch environment,
     /// reproducer and timeout. Explicit flags win over its values.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", help_heading = "Configuration")]
     pub config: Option<String>,
     /// The matrix file --config reads [default: ./matrix.toml, else the copy built into the
     /// binary].
-    #[arg(long, value_name = "FILE", requires = "config")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "config",
+        help_heading = "Configuration"
+    )]
     pub matrix: Option<PathBuf>,
     /// GPU target of the build (HIP `gfx1151`, CUDA `90`); --backend hip defaults to gfx1151.
-    #[arg(long, value_name = "TARGET")]
+    #[arg(long, value_name = "TARGET", help_heading = "Configuration")]
     pub gpu_target: Option<String>,
     /// HIP wave size compiled in (`-DDFLASH_WAVE_SIZE=N`).
-    #[arg(long, value_name = "N", value_parser = ["32", "64"])]
+    #[arg(long, value_name = "N", value_parser = ["32", "64"], help_heading = "Configuration")]
     pub wave_size: Option<String>,
     /// HIP/CUDA graphs (`GGML_HIP_GRAPHS` / `GGML_CUDA_GRAPHS`).
-    #[arg(long, value_name = "on|off", value_parser = ["on", "off"])]
+    #[arg(long, value_name = "on|off", value_parser = ["on", "off"], help_heading = "Configuration")]
     pub graphs: Option<String>,
     /// Environment of the test step, e.g. `HIP_LAUNCH_BLOCKING=1` (repeatable).
-    #[arg(long = "launch-env", value_name = "K=V")]
+    #[arg(
+        long = "launch-env",
+        value_name = "K=V",
+        help_heading = "Configuration"
+    )]
     pub launch_env: Vec<String>,
     /// Extra CMake argument for the ggml build, e.g. `-DGGML_CUDA_FA=OFF` (repeatable).
-    #[arg(long = "cmake-arg", value_name = "ARG", allow_hyphen_values = true)]
+    #[arg(
+        long = "cmake-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        help_heading = "Configuration"
+    )]
     pub cmake_args: Vec<String>,
 }

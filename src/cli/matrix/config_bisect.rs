@@ -229,6 +229,7 @@ fn bisect_commits_in(
         probe: None,
         run_index: None,
         lazy_endpoints: c.lazy_endpoints,
+        dry_run: false,
         json: Some(args.run.out.join("bisect.json")),
         report: Some(args.run.out.join("bisect.md")),
         work_dir: Some(work_dir(&args.run)),

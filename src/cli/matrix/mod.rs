@@ -64,6 +64,8 @@ pub struct MatrixArgs {
     /// Print the expanded configurations and exit; nothing runs.
     #[arg(long)]
     pub list: bool,
+    /// With --list: how to print the configurations (text for people, json/github for
+    /// scripts and workflow matrices).
     #[arg(long, value_enum, default_value_t = ListFormat::Text)]
     pub format: ListFormat,
     /// Revisions to test (default: `revisions` in the matrix file).
@@ -94,6 +96,8 @@ pub struct BisectConfigArgs {
     /// The fixed commit.
     #[arg(long, default_value = "HEAD")]
     pub rev: String,
+    /// What counts as the failing value: error (any failure), success (the first value that
+    /// works), crash (signals, aborts and GPU faults only).
     #[arg(long, value_enum, default_value_t = Regress::Error)]
     pub regress: Regress,
     /// Count only failures whose output matches this regex.

@@ -60,4 +60,3 @@ pub struct ConfigRow {
     pub backend: Backend,
     pub image: Option<String>,
 }
-
