@@ -142,12 +142,11 @@ pub fn group_starts(
     set: &ReadSet,
     forced: &[bool],
 ) -> Vec<usize> {
-    let n = boundaries.len();
     let mut starts = vec![0];
-    for i in 1..n {
+    for (i, boundary) in boundaries.iter().enumerate().skip(1) {
         let cut = forced.get(i).copied().unwrap_or(false)
             || forced.get(i - 1).copied().unwrap_or(false)
-            || match &boundaries[i] {
+            || match boundary {
                 None => true,
                 Some(changes) => changes.iter().any(|c| c.touches(set)),
             };

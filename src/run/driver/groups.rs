@@ -192,7 +192,10 @@ impl Shared<'_> {
                 reproduced |= v == Verdict::New && g > 0;
             }
         }
+        // A stored --bad costs nothing to ask (and a resumed run must replay the killed one).
+        let bad_stored = cheap.last() == Some(&(groups.len() - 1));
         if reproduced
+            && !bad_stored
             && *endpoints == EndpointCheck::First
             && search.verdict(search.len() - 1).is_none()
         {
