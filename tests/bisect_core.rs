@@ -16,12 +16,12 @@ fn regression_is_found() {
     assert!(stdout.contains("ringbuf: speed up index wrap"), "{stdout}");
     assert!(stdout.contains(f.sha(37)), "{stdout}");
     let probes = r["probes"].as_array().unwrap();
-    // Endpoints first, then at most ceil(log2(59)) = 6 interior probes.
+    // --bad first (the endpoint that usually lies), then at most ceil(log2(59)) = 6 interior
+    // probes; --good only when the answer touches it (37 is far from it).
     assert_eq!(probes[0]["sha"], f.sha(59));
-    assert_eq!(probes[1]["sha"], f.sha(0));
-    assert!(probes.len() <= 8, "{} probes", probes.len());
+    assert!(probes.len() <= 7, "{} probes", probes.len());
     assert_eq!(probes[0]["outcome"], "wrong_result");
-    assert_eq!(probes[1]["outcome"], "pass");
+    assert!(probes.iter().all(|p| p["sha"] != f.sha(0)));
 }
 
 #[test]

@@ -19,7 +19,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndpointCheck {
-    /// Test `--bad` then `--good` before anything else: a wrong endpoint is reported at once.
+    /// Test `--bad` before anything else (the endpoint that usually lies: a fault that does
+    /// not reproduce there makes the whole bisection worthless), and `--good` in the same
+    /// wave when a slot is free, else only when the answer touches it (as `Lazy`). Measured
+    /// on real ggml ranges (BENCHMARKS.md): one probe over `git bisect run`'s trust instead of
+    /// two, and a lying `--good` is still never part of an answer.
     First,
     /// Assume the endpoints, and test one only when the answer depends on it (the culprit is
     /// next to it). Same trust at the end, fewer probes; a wrong endpoint is found late.
@@ -61,6 +65,9 @@ pub struct Search {
     keys: Vec<u64>,
     verdicts: Vec<Option<Verdict>>,
     endpoints: EndpointCheck,
+    /// Candidates that are cheap to probe (a stored result): preferred among the midpoints
+    /// that cost no extra step.
+    cheap: Vec<bool>,
 }
 
 impl Search {
@@ -73,7 +80,14 @@ impl Search {
             keys,
             verdicts: vec![None; n],
             endpoints,
+            cheap: vec![false; n],
         }
+    }
+
+    /// Marks candidate `index` as cheap to probe (its result is stored): inside the window
+    /// of midpoints that keep the worst case, a cheap one is taken first.
+    pub fn set_cheap(&mut self, index: usize) {
+        self.cheap[index] = true;
     }
 
     pub fn len(&self) -> usize {
@@ -130,18 +144,12 @@ impl Search {
                 got,
             };
         }
-        if self.endpoints == EndpointCheck::First {
-            let mut ends = Vec::new();
-            if bad.is_none() {
-                ends.push(n - 1);
-            }
-            if good.is_none() {
+        if self.endpoints == EndpointCheck::First && bad.is_none() {
+            let mut ends = vec![n - 1];
+            if good.is_none() && slots > 1 {
                 ends.push(0);
             }
-            if !ends.is_empty() {
-                ends.truncate(slots);
-                return Step::Probe(ends);
-            }
+            return Step::Probe(ends);
         }
         let (lo, hi) = self.bounds();
         let open: Vec<usize> = (lo + 1..hi)
@@ -208,8 +216,9 @@ impl Search {
                 .max_by(|&a, &b| {
                     let da = (2 * a * parts).abs_diff(target2);
                     let db = (2 * b * parts).abs_diff(target2);
-                    tz(self.keys[a])
-                        .cmp(&tz(self.keys[b]))
+                    self.cheap[a]
+                        .cmp(&self.cheap[b])
+                        .then(tz(self.keys[a]).cmp(&tz(self.keys[b])))
                         .then(db.cmp(&da))
                         .then(b.cmp(&a))
                 })

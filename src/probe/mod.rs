@@ -138,6 +138,13 @@ pub trait Prober: Send + Sync {
     /// Build and test one revision. Never panics; failures of the machinery come back as
     /// `Outcome::InfraError`.
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport;
+
+    /// Checkout paths (relative) this prober's own commands read besides what its build system
+    /// reports (`run::buildset` asks Ninja for the rest). `None`: it cannot say what it reads,
+    /// so commits are grouped by their whole tree (the default, always exact).
+    fn named_inputs(&self) -> Option<Vec<String>> {
+        None
+    }
 }
 
 #[cfg(test)]

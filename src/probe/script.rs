@@ -42,8 +42,9 @@ pub struct ScriptProber {
 }
 
 impl ScriptProber {
-    /// A prober with ccache wired in when the host has it (`CCACHE_DIR` under the work dir,
-    /// CMake compiler launchers set), so rebuilding a revision seen before is cheap.
+    /// A prober with ccache wired in when the host has it (CMake compiler launchers set; the
+    /// user's own cache on the host, one under the work dir in a container), so rebuilding a
+    /// revision seen before, by this tool or by the user, is cheap.
     pub fn new(
         build: Option<String>,
         script: String,
@@ -53,10 +54,15 @@ impl ScriptProber {
     ) -> Self {
         let mut env = Vec::new();
         if which("ccache").is_some() {
-            env.push((
-                "CCACHE_DIR".into(),
-                work_dir.join("ccache").to_string_lossy().into_owned(),
-            ));
+            // The user's own cache (content-addressed, so sharing it is safe) when the host
+            // runs the steps: a private cold one under the work dir would throw away what
+            // earlier builds paid for. A container sees only the work dir, so it keeps one there.
+            if launcher.identity() != "host" {
+                env.push((
+                    "CCACHE_DIR".into(),
+                    work_dir.join("ccache").to_string_lossy().into_owned(),
+                ));
+            }
             env.push(("CMAKE_C_COMPILER_LAUNCHER".into(), "ccache".into()));
             env.push(("CMAKE_CXX_COMPILER_LAUNCHER".into(), "ccache".into()));
         }
@@ -111,6 +117,15 @@ impl Prober for ScriptProber {
             }
         }
         id
+    }
+
+    /// The build's own reads come from its build system; here only the checkout paths the
+    /// commands name (`$SRC/x`, or a relative path in the test, which runs in `$SRC`). The test
+    /// must be a program the build made (`$WORK/...`), a script of the checkout, or a few shell
+    /// words that read nothing (`exit`, `echo`, `test`, `!`): a test run through `make`,
+    /// `ctest`, `python`, ... may read any file of the checkout, so it gets `None` (whole tree).
+    fn named_inputs(&self) -> Option<Vec<String>> {
+        named_inputs(self.build.as_deref(), &self.script)
     }
 
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
@@ -187,6 +202,63 @@ impl Prober for ScriptProber {
         report.output_tail = tail(&r.output);
         report
     }
+}
+
+/// See `Prober::named_inputs` on `ScriptProber`.
+pub fn named_inputs(build: Option<&str>, script: &str) -> Option<Vec<String>> {
+    fn src_rel(w: &str) -> Option<&str> {
+        w.strip_prefix("$SRC/")
+            .or_else(|| w.strip_prefix("${SRC}/"))
+            .map(|r| r.trim_start_matches("./"))
+    }
+    fn words(cmd: &str) -> Vec<Vec<String>> {
+        let mut out = vec![Vec::new()];
+        for raw in cmd.split(|c: char| c.is_whitespace()) {
+            let w = raw.trim_matches(|c| c == '"' || c == '\'' || c == '(' || c == ')');
+            for part in w.split_inclusive([';', '|', '&']) {
+                let ends = part.ends_with([';', '|', '&']);
+                let t = part.trim_end_matches([';', '|', '&']);
+                if !t.is_empty() {
+                    if let Some(last) = out.last_mut() {
+                        last.push(t.to_string());
+                    }
+                }
+                if ends {
+                    out.push(Vec::new());
+                }
+            }
+        }
+        out.retain(|c| !c.is_empty());
+        out
+    }
+    let mut named = Vec::new();
+    for w in build.map(words).unwrap_or_default().iter().flatten() {
+        if let Some(r) = src_rel(w) {
+            named.push(r.to_string());
+        }
+    }
+    const QUIET: &[&str] = &[
+        "exit", "echo", "test", "[", "]", "!", "true", "false", "sh", "bash",
+    ];
+    for cmd in words(script) {
+        let first = cmd[0].as_str();
+        let from_work = first.starts_with("$WORK/") || first.starts_with("${WORK}/");
+        if !from_work && !QUIET.contains(&first) && src_rel(first).is_none() && !first.contains('/')
+        {
+            return None;
+        }
+        for w in &cmd {
+            if w == "$SRC" || w == "${SRC}" || w == "." || w == ".." || w.contains('*') {
+                return None;
+            }
+            if let Some(r) = src_rel(w) {
+                named.push(r.to_string());
+            } else if !w.starts_with(['$', '/', '-']) && w.contains(['/', '.']) {
+                named.push(w.trim_start_matches("./").to_string());
+            }
+        }
+    }
+    Some(named)
 }
 
 /// git bisect run's mapping of a test's exit, refined by GPU-fault messages.
@@ -299,6 +371,22 @@ mod tests {
         );
         assert_eq!(signature("one\ntwo\n").as_deref(), Some("two"));
         assert_eq!(signature(""), None);
+    }
+
+    #[test]
+    fn named_inputs_of_build_and_test() {
+        let b = "cmake -S \"$SRC\" -B . && sh $SRC/scripts/gen.sh";
+        assert_eq!(
+            named_inputs(Some(b), "\"$WORK/t\" && exit 1 || exit 0"),
+            Some(vec!["scripts/gen.sh".to_string()])
+        );
+        assert_eq!(
+            named_inputs(None, "sh ./tests/run.sh data/in.bin; echo ok"),
+            Some(vec!["tests/run.sh".to_string(), "data/in.bin".to_string()])
+        );
+        assert_eq!(named_inputs(None, "make test"), None);
+        assert_eq!(named_inputs(None, "cat $SRC"), None);
+        assert_eq!(named_inputs(None, "\"$WORK/t\" data/*.bin"), None);
     }
 
     #[test]

@@ -21,13 +21,14 @@
 //! - `InfraError` is retried `INFRA_RETRIES` times, never stored, never a verdict; after that
 //!   the driver returns `DriverError::Infra` (exit 3).
 
+mod groups;
 mod session;
 
 use crate::core::evidence::{Decision, Evidence, Policy};
 use crate::core::outcome::Verdict;
 pub use crate::core::plan::Plan;
 pub use crate::core::result::{BisectOutcome, Conclusion, ProbeRecord};
-use crate::core::search::{Answer, Search, Step};
+use crate::core::search::{Answer, Step};
 use crate::probe::{ProbeReport, Prober};
 use crate::run::git::{self, Candidate, CommitInfo};
 use crate::run::progress::Progress;
@@ -197,33 +198,74 @@ fn in_slots<T: Sync>(
     })
 }
 
-/// The deterministic / `--repeat` loop: each proposed candidate gathers runs until the policy
-/// decides, and the round waits for all of them.
+/// The deterministic / `--repeat` loop: each proposed group gathers runs (on one member)
+/// until the policy decides, and the round waits for all of them. Groups are the range's tree
+/// classes joined where the build reads nothing that changes (`groups`); every index leaving
+/// this function is a candidate index of the range.
 fn search_loop(
     shared: &Shared<'_>,
     policy: &dyn Policy,
 ) -> Result<(Conclusion, usize), DriverError> {
     let plan = shared.plan;
     let jobs = plan.jobs.max(1);
-    let mut search = Search::new(
-        plan.range.candidates.iter().map(|c| c.depth).collect(),
-        plan.endpoints,
-    );
+    let repo = git::open(&plan.repo_path)?;
+    let mut groups = shared.groups()?;
+    let mut known: std::collections::BTreeMap<usize, Verdict> = Default::default();
+    let mut endpoints = plan.endpoints;
+    let mut search = shared.search(&mut groups, &repo, &mut endpoints, &known)?;
+    let mut shown = 0usize;
     let label = range_label(plan);
     let mut steps = 0usize;
     let conclusion = loop {
+        if groups.len() != shown && groups.len() < plan.range.candidates.len() {
+            shown = groups.len();
+            shared.progress.line(&format!(
+                "build-aware: {} candidates -> {} (commits that change nothing the build reads are joined)",
+                plan.range.candidates.len(),
+                shown
+            ));
+            shared.store.journal(&serde_json::json!({
+                "event": "groups", "at": now(), "candidates": plan.range.candidates.len(), "groups": shown,
+            }))?;
+        }
         let done = shared.records.lock().map(|r| r.len()).unwrap_or(0);
         shared.progress.steps(search.steps_left(), done, &label);
         match search.next(jobs) {
             Step::Probe(batch) => {
                 steps += 1;
-                let verdicts = in_slots(plan, &batch, |&i, slot| decide(shared, policy, i, slot));
-                for (&i, v) in batch.iter().zip(verdicts) {
-                    search.record(i, v?);
+                let stored = shared.stored_keys();
+                let members: Vec<usize> = batch
+                    .iter()
+                    .map(|&g| shared.pick(&groups, g, &stored))
+                    .collect();
+                let verdicts = in_slots(plan, &members, |&i, slot| decide(shared, policy, i, slot));
+                for (&i, v) in members.iter().zip(verdicts) {
+                    known.insert(i, v?);
+                }
+                groups.learn(&plan.range, &members);
+                search = shared.search(&mut groups, &repo, &mut endpoints, &known)?;
+            }
+            Step::Done(Answer::Found(g)) => {
+                break Conclusion::Found {
+                    index: groups.starts[g],
                 }
             }
-            Step::Done(Answer::Found(i)) => break Conclusion::Found { index: i },
-            Step::Done(Answer::Ambiguous(ix)) => break Conclusion::Ambiguous { indices: ix },
+            Step::Done(Answer::Ambiguous(gs)) => {
+                let last = gs.len() - 1;
+                let indices = gs
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(k, &g)| {
+                        let m = groups.members(g);
+                        if k == last {
+                            m.start..m.start + 1
+                        } else {
+                            m
+                        }
+                    })
+                    .collect();
+                break Conclusion::Ambiguous { indices };
+            }
             Step::BadEndpoint { which, got } => break Conclusion::BadEndpoint { which, got },
         }
     };
@@ -370,6 +412,9 @@ fn execute(
     let report = sh.probing.run_in(&sh.slots[slot], &run, &hooks);
     if let Some(e) = journal_err.into_inner().ok().flatten() {
         return Err(e.into());
+    }
+    if let Ok(r) = &report {
+        sh.learn_reads(index, slot, r);
     }
     report
 }

@@ -253,3 +253,17 @@ mod expected_probes {
         }
     }
 }
+
+#[test]
+fn cheap_midpoints_are_preferred_inside_the_window() {
+    let keys: Vec<u64> = (1000..1300).collect();
+    let mut s = Search::new(keys, EndpointCheck::Lazy);
+    let Step::Probe(first) = s.next(1) else {
+        panic!()
+    };
+    assert_ne!(first, vec![130]);
+    // A stored candidate inside 3/8..5/8 wins over the stable one; one outside never does.
+    s.set_cheap(130);
+    s.set_cheap(10);
+    assert_eq!(s.next(1), Step::Probe(vec![130]));
+}

@@ -1,0 +1,260 @@
+//! Build-aware candidates for the search loop: the range's tree classes grouped at the
+//! boundaries that touch what probes were seen to read (`core::buildset` has the argument,
+//! `run::buildset` the learning). The search runs over groups; everything it reports
+//! (probe records, the answer) is in the range's own candidate indices.
+//!
+//! A group's verdict is only taken from a member whose read set is known (it is then inside
+//! the union the groups were cut with). A verdict from any other member (a failed build, a
+//! result stored before read sets existed) splits that group back into tree classes, and
+//! two members of one group with different verdicts (a flaky test, a read the build system
+//! did not report) split it too: the search then sees exactly the whole-tree candidates there.
+
+use super::{DriverError, Shared};
+use crate::core::buildset::{group_starts, Change, ReadSet};
+use crate::core::outcome::Verdict;
+use crate::core::search::{EndpointCheck, Search};
+use crate::probe::ProbeReport;
+use crate::run::buildset::{changes, ReadSets};
+use crate::run::git::{GitError, Range};
+use std::collections::BTreeMap;
+
+pub(super) struct Groups {
+    /// The prober says what its commands read (else whole tree, always).
+    pub named: Option<Vec<String>>,
+    pub sets: ReadSets,
+    union: Option<ReadSet>,
+    /// Differences between neighbouring candidates, computed once a read set is known.
+    boundaries: Option<Vec<Option<Vec<Change>>>>,
+    forced: Vec<bool>,
+    /// First candidate of each group.
+    pub starts: Vec<usize>,
+    n: usize,
+}
+
+impl Groups {
+    pub fn new(named: Option<Vec<String>>, sets: ReadSets, n: usize) -> Self {
+        let union = if named.is_some() {
+            sets.union_all()
+        } else {
+            None
+        };
+        Groups {
+            named,
+            sets,
+            union,
+            boundaries: None,
+            forced: vec![false; n],
+            starts: (0..n).collect(),
+            n,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn members(&self, g: usize) -> std::ops::Range<usize> {
+        self.starts[g]..self.starts.get(g + 1).copied().unwrap_or(self.n)
+    }
+
+    fn group_of(&self, i: usize) -> usize {
+        self.starts.partition_point(|&s| s <= i) - 1
+    }
+
+    /// One group means good and bad read the same: the search must still see both endpoints
+    /// (a partition finer than the classes is always exact).
+    fn at_least_two(&mut self) {
+        if self.starts.len() < 2 && self.n >= 2 {
+            self.starts = vec![0, self.n - 1];
+        }
+    }
+
+    pub fn split(&mut self, g: usize) {
+        for i in self.members(g) {
+            self.forced[i] = true;
+        }
+    }
+
+    /// Adds the read set of each probed tree to the union; a probed member without one splits
+    /// its group. Returns true when the union grew.
+    pub fn learn(&mut self, range: &Range, probed: &[usize]) -> bool {
+        if self.named.is_none() {
+            return false;
+        }
+        let mut grew = false;
+        for &i in probed {
+            match self.sets.get(&range.candidates[i].tree) {
+                Some(s) => {
+                    let u = self.union.get_or_insert_with(ReadSet::default);
+                    if !u.covers(&s) {
+                        u.union(&s);
+                        grew = true;
+                    }
+                }
+                None => {
+                    let g = self.group_of(i);
+                    self.split(g);
+                }
+            }
+        }
+        grew
+    }
+
+    /// Recomputes the groups from the union, then the search over them from `known`
+    /// (verdicts by candidate index). Conflicting verdicts inside a group split it.
+    pub fn search(
+        &mut self,
+        repo: &git2::Repository,
+        range: &Range,
+        endpoints: EndpointCheck,
+        known: &BTreeMap<usize, Verdict>,
+    ) -> Result<Search, GitError> {
+        let cands = &range.candidates;
+        if let Some(u) = &self.union {
+            if self.boundaries.is_none() {
+                let mut b = vec![None];
+                for w in cands.windows(2) {
+                    b.push(Some(changes(repo, &w[0].sha, &w[1].sha)?));
+                }
+                self.boundaries = Some(b);
+            }
+            if let Some(b) = &self.boundaries {
+                self.starts = group_starts(b, u, &self.forced);
+            }
+        }
+        self.at_least_two();
+        loop {
+            let conflict = (0..self.len()).find(|&g| {
+                let mut vs = known.range(self.members(g)).map(|(_, v)| *v);
+                let first = vs.next();
+                vs.any(|v| Some(v) != first)
+            });
+            match conflict {
+                Some(g) => {
+                    self.split(g);
+                    if let (Some(b), Some(u)) = (&self.boundaries, &self.union) {
+                        self.starts = group_starts(b, u, &self.forced);
+                    }
+                    self.at_least_two();
+                }
+                None => break,
+            }
+        }
+        let keys = self.starts.iter().map(|&s| cands[s].depth).collect();
+        let mut search = Search::new(keys, endpoints);
+        for (&i, &v) in known {
+            search.record(self.group_of(i), v);
+        }
+        Ok(search)
+    }
+}
+
+impl Shared<'_> {
+    pub(super) fn groups(&self) -> Result<Groups, DriverError> {
+        let named = self.probing.prober.named_inputs();
+        let sets = crate::run::buildset::ReadSets::new(self.store.root(), &self.probing.identity);
+        Ok(Groups::new(named, sets, self.plan.range.candidates.len()))
+    }
+
+    /// The search over the current groups, with groups whose result is stored marked cheap.
+    /// `First` becomes `Lazy` once a stored result shows the new behaviour inside the range:
+    /// checking `--bad` first is there to stop early when the fault does not reproduce, and a
+    /// stored reproduction already says it does (the answer still never rests on an
+    /// untested endpoint).
+    pub(super) fn search(
+        &self,
+        groups: &mut Groups,
+        repo: &git2::Repository,
+        endpoints: &mut crate::core::search::EndpointCheck,
+        known: &std::collections::BTreeMap<usize, Verdict>,
+    ) -> Result<crate::core::search::Search, DriverError> {
+        use crate::core::search::EndpointCheck;
+        let mut search = groups.search(repo, &self.plan.range, *endpoints, known)?;
+        // One listing of the store per round, not one lookup per candidate.
+        let stored = self.stored_keys();
+        if stored.is_empty() {
+            return Ok(search);
+        }
+        let mut cheap = Vec::new();
+        let mut reproduced = false;
+        for g in 0..groups.len() {
+            let i = self.pick(groups, g, &stored);
+            let tree = &self.plan.range.candidates[i].tree;
+            if !stored.contains(std::ffi::OsStr::new(&self.probing.key(tree).0)) {
+                continue;
+            }
+            if let Some(run) = self.probing.stored(tree)?.first() {
+                cheap.push(g);
+                let v = self
+                    .plan
+                    .predicate
+                    .judge(run.report.outcome, &run.report.output_tail);
+                reproduced |= v == Verdict::New && g > 0;
+            }
+        }
+        // A stored --bad costs nothing to ask (and a resumed run must replay the killed one).
+        let bad_stored = cheap.last() == Some(&(groups.len() - 1));
+        if reproduced
+            && !bad_stored
+            && *endpoints == EndpointCheck::First
+            && search.verdict(search.len() - 1).is_none()
+        {
+            *endpoints = EndpointCheck::Lazy;
+            search = groups.search(repo, &self.plan.range, *endpoints, known)?;
+        }
+        for g in cheap {
+            search.set_cheap(g);
+        }
+        Ok(search)
+    }
+
+    /// The member of group `g` to ask: one with stored runs and a known read set (a result an
+    /// earlier bisection paid for), else the group's first commit.
+    pub(super) fn pick(
+        &self,
+        groups: &Groups,
+        g: usize,
+        stored: &std::collections::HashSet<std::ffi::OsString>,
+    ) -> usize {
+        let cands = &self.plan.range.candidates;
+        let members = groups.members(g);
+        if members.len() > 1 {
+            for i in members.clone() {
+                let tree = &cands[i].tree;
+                if stored.contains(std::ffi::OsStr::new(&self.probing.key(tree).0))
+                    && groups.sets.get(tree).is_some()
+                {
+                    return i;
+                }
+            }
+        }
+        members.start
+    }
+
+    /// The store's result directories (see `pick`).
+    pub(super) fn stored_keys(&self) -> std::collections::HashSet<std::ffi::OsString> {
+        std::fs::read_dir(self.store.root().join("results"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect()
+    }
+
+    /// After a run whose build succeeded: what did it read? Saved per tree for `groups`.
+    pub(super) fn learn_reads(&self, index: usize, slot: usize, report: &ProbeReport) {
+        use crate::core::outcome::Outcome;
+        let Some(named) = self.probing.prober.named_inputs() else {
+            return;
+        };
+        if matches!(report.outcome, Outcome::BuildFailed | Outcome::InfraError) {
+            return;
+        }
+        let s = &self.slots[slot];
+        if let Some(set) = crate::run::buildset::learn(&s.build(), s.src(), &named) {
+            let sets =
+                crate::run::buildset::ReadSets::new(self.store.root(), &self.probing.identity);
+            let _ = sets.save(&self.plan.range.candidates[index].tree, &set);
+        }
+    }
+}

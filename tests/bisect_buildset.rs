@@ -1,0 +1,181 @@
+//! Build-aware candidates on histories built to break them: the culprit is a change the
+//! first probe's read set does not contain (a new file in a globbed directory, a header
+//! included only on one side, a .cmake file the configure step includes). Every bisection must
+//! still name the planted commit, and the range must really have been grouped.
+
+mod common;
+
+use common::have_cmake;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@e")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@e")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+struct Repo {
+    dir: tempfile::TempDir,
+    shas: Vec<String>,
+}
+
+impl Repo {
+    fn new(files: &[(&str, &str)]) -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path().join("repo");
+        fs::create_dir_all(&r).unwrap();
+        git(&r, &["init", "-q", "-b", "main"]);
+        let mut repo = Repo {
+            dir,
+            shas: Vec::new(),
+        };
+        repo.commit(files, "initial");
+        repo
+    }
+    fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join("repo")
+    }
+    fn commit(&mut self, files: &[(&str, &str)], msg: &str) -> String {
+        let r = self.path();
+        for (p, text) in files {
+            let full = r.join(p);
+            fs::create_dir_all(full.parent().unwrap()).unwrap();
+            fs::write(full, text).unwrap();
+        }
+        git(&r, &["add", "-A"]);
+        git(&r, &["commit", "-q", "--allow-empty", "-m", msg]);
+        let sha = git(&r, &["rev-parse", "HEAD"]);
+        self.shas.push(sha.clone());
+        sha
+    }
+    /// Commits that change nothing the build reads.
+    fn noise(&mut self, n: usize) {
+        for k in 0..n {
+            let text = format!("note {} {k}\n", self.shas.len());
+            self.commit(&[("docs/notes.md", &text)], "docs");
+        }
+    }
+    /// Bisects the whole history; returns (first_bad, probes run, log).
+    fn bisect(&self) -> (String, usize, String) {
+        let work = self.dir.path().join("work");
+        let json = self.dir.path().join("r.json");
+        let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+            .arg("--repo")
+            .arg(self.path())
+            .args(["--good", &self.shas[0], "--bad", self.shas.last().unwrap()])
+            .args(["--build", "test -f CMakeCache.txt || cmake -S \"$SRC\" -B . -G Ninja >/dev/null; cmake --build ."])
+            .args(["--script", "\"$WORK/prog\""])
+            .arg("--work-dir")
+            .arg(&work)
+            .arg("--json")
+            .arg(&json)
+            .env_remove("SETROWS_WORK_DIR")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr).to_string()
+            + &String::from_utf8_lossy(&out.stdout);
+        let r = common::read_json(&json);
+        let first = r["first_bad"].as_str().unwrap_or("none").to_string();
+        (first, r["executed"].as_u64().unwrap_or(0) as usize, log)
+    }
+}
+
+fn ninja_ok() -> bool {
+    have_cmake() && setrows_bisect::probe::script::which("ninja").is_some()
+}
+
+const MAIN: &str = "#include \"val.h\"\nint main(void) { return VAL == 1 ? 0 : 1; }\n";
+
+#[test]
+fn a_new_file_in_a_globbed_directory_is_a_boundary() {
+    if !ninja_ok() {
+        return;
+    }
+    let cm = "cmake_minimum_required(VERSION 3.12)\nproject(p C)\nfile(GLOB S CONFIGURE_DEPENDS src/*.c)\nadd_executable(prog ${S})\ntarget_include_directories(prog PRIVATE src)\n";
+    let mut r = Repo::new(&[
+        ("CMakeLists.txt", cm),
+        ("src/main.c", MAIN),
+        ("src/val.h", "#define VAL 1\n"),
+    ]);
+    r.noise(12);
+    // A constructor in a new file of the globbed directory breaks the program.
+    let culprit = r.commit(
+        &[(
+            "src/extra.c",
+            "#include <stdlib.h>\n__attribute__((constructor)) static void bad(void) { exit(3); }\n",
+        )],
+        "add extra.c",
+    );
+    r.noise(12);
+    let (first, _, log) = r.bisect();
+    assert_eq!(first, culprit, "{log}");
+    assert!(log.contains("build-aware"), "{log}");
+}
+
+#[test]
+fn a_header_read_only_on_one_side_is_learned_before_the_answer() {
+    if !ninja_ok() {
+        return;
+    }
+    let cm = "cmake_minimum_required(VERSION 3.12)\nproject(p C)\nadd_executable(prog src/main.c)\ntarget_include_directories(prog PRIVATE inc)\n";
+    let mut r = Repo::new(&[
+        ("CMakeLists.txt", cm),
+        ("src/main.c", MAIN),
+        ("inc/val.h", "#define VAL 1\n"),
+        ("inc/other.h", "#define VAL 1\n"),
+    ]);
+    r.noise(10);
+    // The culprit changes a header the bad commit no longer includes.
+    let culprit = r.commit(&[("inc/val.h", "#define VAL 2\n")], "val.h: 2");
+    r.noise(10);
+    r.commit(
+        &[
+            (
+                "src/main.c",
+                "#include \"other.h\"\nint main(void) { return VAL == 1 ? 0 : 1; }\n",
+            ),
+            ("inc/other.h", "#define VAL 2\n"),
+        ],
+        "switch to other.h",
+    );
+    r.noise(10);
+    let (first, _, log) = r.bisect();
+    assert_eq!(first, culprit, "{log}");
+    assert!(log.contains("build-aware"), "{log}");
+}
+
+#[test]
+fn a_cmake_include_that_changes_an_option_is_a_boundary() {
+    if !ninja_ok() {
+        return;
+    }
+    let cm = "cmake_minimum_required(VERSION 3.12)\nproject(p C)\ninclude(cmake/opts.cmake)\nadd_executable(prog src/main.c)\ntarget_include_directories(prog PRIVATE src)\nif(BROKEN)\n  target_compile_definitions(prog PRIVATE VAL_OVERRIDE=2)\nendif()\n";
+    let main = "#include \"val.h\"\n#ifdef VAL_OVERRIDE\n#undef VAL\n#define VAL VAL_OVERRIDE\n#endif\nint main(void) { return VAL == 1 ? 0 : 1; }\n";
+    let mut r = Repo::new(&[
+        ("CMakeLists.txt", cm),
+        ("cmake/opts.cmake", "set(BROKEN OFF)\n"),
+        ("src/main.c", main),
+        ("src/val.h", "#define VAL 1\n"),
+        ("src/unused/x.txt", "x\n"),
+    ]);
+    r.noise(8);
+    r.commit(&[("src/unused/x.txt", "y\n")], "unused dir");
+    r.noise(8);
+    let culprit = r.commit(&[("cmake/opts.cmake", "set(BROKEN ON)\n")], "BROKEN on");
+    r.noise(8);
+    let (first, executed, log) = r.bisect();
+    assert_eq!(first, culprit, "{log}");
+    assert!(log.contains("build-aware"), "{log}");
+    // 27 commits, grouped into a handful: fewer runs than a whole-tree bisection's 1 + 5.
+    assert!(executed <= 5, "{executed} runs\n{log}");
+}
