@@ -404,3 +404,46 @@ fn wave_size_collapses_where_the_build_does_not_read_it() {
         assert_eq!(kept, defines.then_some(64));
     }
 }
+
+/// `matrix --dry-run`: every cell as a run would resolve it; nothing checked out or run.
+#[test]
+fn dry_run_prints_every_cell_and_runs_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let (good, bad) = old_ggml_repo(&repo);
+    let conf = d.path().join("m.toml");
+    std::fs::write(&conf, MATRIX).unwrap();
+    let work = d.path().join("work");
+    let a = Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .args(["matrix", "--dry-run", "--engine", "none", "--config"])
+        .arg(&conf)
+        .arg("--repo")
+        .arg(&repo)
+        .args(["--rev", &good, "--rev", &bad])
+        .env("SETROWS_WORK_DIR", &work)
+        .assert()
+        .success();
+    let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    assert!(
+        out.starts_with("4 cells: 2 revision(s) x 2 configuration(s)"),
+        "{out}"
+    );
+    assert!(out.contains("HIP_LAUNCH_BLOCKING=1"), "{out}");
+    assert!(
+        out.contains("-DGGML_HIP=ON") && out.contains("gfx1151"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&good[..12]) && out.contains(&bad[..12]),
+        "{out}"
+    );
+    let stored = std::fs::read_dir(work.join("results"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(stored, 0, "a dry run stored something");
+    assert!(
+        !work.join("matrix/src").exists(),
+        "a dry run checked something out"
+    );
+}

@@ -64,6 +64,11 @@ pub struct MatrixArgs {
     /// Print the expanded configurations and exit; nothing runs.
     #[arg(long)]
     pub list: bool,
+    /// Resolve the revisions and print every cell (revision x configuration) with its image,
+    /// store identity and the environment its steps get (CMake arguments, launch settings);
+    /// nothing is checked out, built or run.
+    #[arg(long, conflicts_with = "list")]
+    pub dry_run: bool,
     /// With --list: how to print the configurations (text for people, json/github for
     /// scripts and workflow matrices).
     #[arg(long, value_enum, default_value_t = ListFormat::Text)]
@@ -259,6 +264,12 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             m.file
         )));
     }
+    if args.dry_run {
+        let runner = runner(&args.run, &m, "logs")?;
+        let revs = resolve(&runner, &revs)?;
+        out(&dry_run(&runner, &configs, &revs))?;
+        return Ok(0);
+    }
     crate::probe::exec::install_interrupt_handler();
     let runner = runner(&args.run, &m, "logs")?;
     let mut revs = resolve(&runner, &revs)?;
@@ -356,4 +367,33 @@ fn write_results(
     let p = dir.join(format!("{stem}.md"));
     std::fs::write(&p, md).map_err(|e| io(&p, e))?;
     Ok(())
+}
+
+/// `matrix --dry-run`: every cell as a run would resolve it, from the same runner. CMake option
+/// spellings are read from each checkout at run time; here the current spellings stand in.
+fn dry_run(runner: &Runner, configs: &[&Config], revs: &[Rev]) -> String {
+    use std::fmt::Write;
+    let mut out = format!(
+        "{} cells: {} revision(s) x {} configuration(s)\n",
+        revs.len() * configs.len(),
+        revs.len(),
+        configs.len()
+    );
+    for rev in revs {
+        for c in configs {
+            let _ = writeln!(
+                out,
+                "\n{} ({})  {}  {}\n  image: {}",
+                &rev.sha[..rev.sha.len().min(12)],
+                rev.rev,
+                c.id,
+                c.label(),
+                c.image.as_deref().unwrap_or("host")
+            );
+            for (k, v) in runner.env(c, rev) {
+                let _ = writeln!(out, "  {k}={v}");
+            }
+        }
+    }
+    out
 }
