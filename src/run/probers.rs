@@ -230,6 +230,10 @@ impl Prober for PerTreeScript {
         self.base.identity()
     }
 
+    fn named_inputs(&self) -> Option<Vec<String>> {
+        self.base.named_inputs()
+    }
+
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
         self.for_tree(req.checkout).probe(req, phase)
     }
@@ -269,6 +273,12 @@ pub struct InfraAware {
 }
 
 impl Prober for InfraAware {
+    // A wrapper must pass on what its prober reads, or build-aware candidates silently turn
+    // off (the whole tree is assumed) for every bisect built through this path.
+    fn named_inputs(&self) -> Option<Vec<String>> {
+        self.inner.named_inputs()
+    }
+
     fn identity(&self) -> String {
         format!(
             "{}\nconfig:\n{}",
