@@ -295,52 +295,19 @@ pub struct Posterior {
 /// For a culprit at j the likelihood is 0 if anything before j failed, otherwise
 /// B(a + F_j, b + S_j) / B(a, b) where F_j, S_j are failures and passes at j and after.
 pub fn posterior(evidence: &[Evidence], prior: Beta) -> Option<Posterior> {
-    let n = evidence.len();
-    if n < 2 {
-        return None;
-    }
-    let first_fail = evidence.iter().position(|e| e.new > 0);
-    if first_fail == Some(0) {
-        return None;
-    }
-    // Culprit can be at most the first failing candidate (or the bad endpoint if none failed).
-    let last = first_fail.unwrap_or(n - 1);
-    let mut logw = vec![f64::NEG_INFINITY; n];
-    let (mut f, mut s) = (0.0f64, 0.0f64);
-    // Suffix sums from the end down; positions after `last` still contribute their runs.
-    let mut suffix = vec![(0.0, 0.0); n + 1];
-    for i in (0..n).rev() {
-        f += f64::from(evidence[i].new);
-        s += f64::from(evidence[i].old);
-        suffix[i] = (f, s);
-    }
-    for (j, w) in logw.iter_mut().enumerate().take(last + 1).skip(1) {
-        let (fj, sj) = suffix[j];
-        *w = ln_beta(prior.a + fj, prior.b + sj);
-    }
-    let max = logw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if !max.is_finite() {
-        return None;
-    }
-    let weights: Vec<f64> = logw.iter().map(|w| (w - max).exp()).collect();
-    let total: f64 = weights.iter().sum();
-    let culprit: Vec<f64> = weights.iter().map(|w| w / total).collect();
-    let rate_mean = (1..=last)
-        .map(|j| {
-            let (fj, sj) = suffix[j];
-            culprit[j] * (prior.a + fj) / (prior.a + prior.b + fj + sj)
-        })
-        .sum();
-    let best = (1..=last)
-        .max_by(|&x, &y| culprit[x].total_cmp(&culprit[y]))
-        .unwrap_or(last);
-    let (fb, sb) = suffix[best];
+    // One computation of the culprit weights (`belief`, the planner's); this adds the rate
+    // interval at the most likely culprit for the report.
+    let b = belief(evidence, prior)?;
+    let best = (1..b.culprit.len()).max_by(|&x, &y| b.culprit[x].total_cmp(&b.culprit[y]))?;
+    let (f, s) = evidence[best..].iter().fold((0.0, 0.0), |(f, s), e| {
+        (f + f64::from(e.new), s + f64::from(e.old))
+    });
     Some(Posterior {
-        culprit,
-        rate_mean,
+        culprit: b.culprit,
+        rate_mean: b.rate_mean,
         rate: Beta {
-            a: prior.a + fb,
-            b: prior.b + sb,
+            a: prior.a + f,
+            b: prior.b + s,
         },
     })
 }
