@@ -3,7 +3,6 @@
 //! never leaves a truncated file that looks like a result.
 
 use crate::error::CliError;
-use std::io::Write;
 use std::path::Path;
 
 /// Proves `path` can be written where it is (its directory exists and takes a new file; the
@@ -30,23 +29,12 @@ pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory, fsynced, then
-/// renamed: a reader sees the old file or the whole new one. Failing now (a full disk, a
+/// Writes `bytes` to `path` atomically (`run::store::write_atomic`): a reader sees the old
+/// file or the whole new one. Failing now (a full disk, a
 /// directory removed while probing) is the machinery's fault: exit 3.
 pub fn write_atomic(flag: &str, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let fail = |e: std::io::Error| CliError::infra(format!("{flag} {}: {e}", path.display()));
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".setrows-")
-        .tempfile_in(dir)
-        .map_err(fail)?;
-    tmp.write_all(bytes).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
+    crate::run::store::write_atomic(path, bytes)
+        .map_err(|e| CliError::infra(format!("{flag} {}: {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ pub fn finish_bisect(
     save(store.root(), id, result)
 }
 
-/// Writes `result` to [`result_path`] (temp file and rename).
+/// Writes `result` to [`result_path`] (atomically, like every result file).
 pub fn save(work_dir: &Path, id: &str, result: &BisectResult) -> Result<PathBuf, StoreError> {
     let path = result_path(work_dir, id);
     let io = |source| StoreError::Io {
@@ -82,12 +82,7 @@ pub fn save(work_dir: &Path, id: &str, result: &BisectResult) -> Result<PathBuf,
     let dir = work_dir.join("journal");
     std::fs::create_dir_all(&dir).map_err(io)?;
     let text = serde_json::to_string_pretty(result).unwrap_or_default() + "\n";
-    let tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(&dir)
-        .map_err(io)?;
-    std::fs::write(tmp.path(), text).map_err(io)?;
-    tmp.persist(&path).map_err(|e| io(e.error))?;
+    crate::run::store::write_atomic(&path, text.as_bytes()).map_err(io)?;
     Ok(path)
 }
 

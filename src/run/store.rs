@@ -164,26 +164,11 @@ impl Store {
         let dir = self.dir(key);
         fs::create_dir_all(&dir).map_err(io(&dir))?;
         let target = dir.join(format!("run-{index:04}.json"));
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".tmp-")
-            .tempfile_in(&dir)
-            .map_err(io(&dir))?;
         let body = serde_json::to_vec_pretty(run).map_err(|e| StoreError::Io {
             path: target.clone(),
             source: std::io::Error::other(e),
         })?;
-        tmp.write_all(&body).map_err(io(&target))?;
-        tmp.as_file().sync_all().map_err(io(&target))?;
-        tmp.persist(&target).map_err(|e| StoreError::Io {
-            path: target.clone(),
-            source: e.error,
-        })?;
-        // The rename is durable only once the directory entry is: without this a power loss
-        // can keep the data blocks and lose the name, and the run is probed again.
-        fs::File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(&dir))?;
-        Ok(())
+        write_atomic(&target, &body).map_err(io(&target))
     }
 
     /// Starts (or continues) the journal of one bisection; `id` is stable for the same command.
@@ -224,6 +209,22 @@ pub fn bisect_id(parts: &[&str]) -> String {
         h.update(b"\0");
     }
     hex::encode(h.finalize())[..16].to_string()
+}
+
+/// Writes `bytes` to `path` so that a reader (or a resumed run after a crash or power loss)
+/// sees the old file or the whole new one: a temp file in the same directory, fsynced, renamed,
+/// then the directory fsynced (the rename is durable only once the directory entry is).
+/// Every file the tool writes as a result goes through here.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    fs::File::open(dir).and_then(|d| d.sync_all())
 }
 
 #[cfg(test)]
