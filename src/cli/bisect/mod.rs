@@ -43,12 +43,22 @@ fn driver_error(e: DriverError) -> anyhow::Error {
     }
 }
 
+/// How candidates are decided: a per-candidate policy in the driver's search loop (one run,
+/// `--repeat N`), or the `--confidence` Session, which plans every run itself.
+pub enum Strategy {
+    Runs(Box<dyn Policy>),
+    Confidence {
+        confidence: f64,
+        max_runs: Option<u64>,
+    },
+}
+
 /// Everything resolved from the flags, before any probe runs.
 pub struct Prepared {
     pub plan: Plan,
     pub store: Store,
     pub prober: Box<dyn Prober>,
-    pub policy: Box<dyn Policy>,
+    pub strategy: Strategy,
     /// Shell snippet reproducing one probe (`{sha}` placeholder), when the prober can say.
     pub reproduce: Option<String>,
     /// What the report says about the configuration (`None`: no configuration flag).
@@ -172,7 +182,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         ProbeKind::Replay => None,
     };
     let prober: Box<dyn Prober> = Box::new(prober);
-    let policy: Box<dyn Policy> = match (args.confidence, args.repeat) {
+    let strategy = match (args.confidence, args.repeat) {
         (Some(c), _) if !(0.5..1.0).contains(&c) => {
             return Err(CliError::usage(format!(
                 "--confidence {c}: must be at least 0.5 and below 1 (e.g. 0.95)"
@@ -181,11 +191,12 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         (Some(_), _) if args.max_runs == Some(0) => {
             return Err(CliError::usage("--max-runs must be at least 1"))
         }
-        // --confidence is driven by `core::flaky::session::Session` (`run()`), not by a
-        // per-candidate policy; this one is never asked.
-        (Some(_), _) => Box::new(Deterministic),
-        (None, Some(n)) if n > 1 => Box::new(Fixed(n)),
-        _ => Box::new(Deterministic),
+        (Some(confidence), _) => Strategy::Confidence {
+            confidence,
+            max_runs: args.max_runs,
+        },
+        (None, Some(n)) if n > 1 => Strategy::Runs(Box::new(Fixed(n))),
+        _ => Strategy::Runs(Box::new(Deterministic)),
     };
     let predicate = Predicate::new(args.regress, signature);
     let plan = Plan {
@@ -204,7 +215,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         plan,
         store,
         prober,
-        policy,
+        strategy,
         reproduce,
         configuration: chosen.info,
         backend: chosen.cfg.backend,
@@ -297,20 +308,23 @@ pub fn run_with(
         journal.display()
     );
     let progress = Progress::for_stderr(p.plan.jobs);
-    let outcome = match args.confidence {
+    let outcome = match &p.strategy {
         // Waves of --jobs runs: spare slots re-run undecided candidates (driver docs).
-        Some(c) => crate::run::driver::bisect_session(
+        Strategy::Confidence {
+            confidence,
+            max_runs,
+        } => crate::run::driver::bisect_session(
             &p.plan,
             p.prober.as_ref(),
-            c,
-            args.max_runs,
+            *confidence,
+            *max_runs,
             &p.store,
             &progress,
         ),
-        None => bisect_commits(
+        Strategy::Runs(policy) => bisect_commits(
             &p.plan,
             p.prober.as_ref(),
-            p.policy.as_ref(),
+            policy.as_ref(),
             &p.store,
             &progress,
         ),
