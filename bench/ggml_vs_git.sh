@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# setrows-bisect against `git bisect run` on a real ggml-org/ggml range, CPU test through ggml's
+# public API (bench/ggml/setrows_i32.c: a fix search, the fix is f24cca7c), the same build
+# script (bench/ggml/build.sh: Ninja, Debug, configure once, only the test's target) for both.
+#
+#   bench/ggml_vs_git.sh GGML_GIT_DIR GOOD BAD [TOOL_FLAGS...]
+#
+# GGML_GIT_DIR is any ggml clone (a bare mirror works); the project never ships ggml code.
+# Both tools start cold (fresh clone, build dir, work dir and CCACHE_DIR) and both use ccache;
+# run back to back, tool first. Prints one markdown row per tool, then the tool's probe times.
+# KEEP=1 keeps the temp dir (and prints it) for an overlapping second bisect.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MIRROR=$1 GOOD=$2 BAD=$3; shift 3
+cargo build --release --quiet
+BIN=$PWD/target/release/setrows-bisect
+BUILD_SH=$PWD/bench/ggml/build.sh
+root=$(mktemp -d /tmp/ggml-bench-XXXX)
+now() { date +%s.%N; }
+git clone -q "$MIRROR" "$root/tool-src"
+git clone -q "$MIRROR" "$root/git-src"
+for d in tool-src git-src; do git -C "$root/$d" checkout -q "$BAD"; done
+fix_expected=$(git -C "$root/tool-src" rev-parse --verify -q f24cca7c^{commit} || true)
+load() { cut -d' ' -f1 /proc/loadavg; }
+
+l0=$(load); t0=$(now)
+CCACHE_DIR=$root/cc-tool "$BIN" --repo "$root/tool-src" --good "$GOOD" --bad "$BAD" --regress success \
+  --build "sh $BUILD_SH" --script '"$WORK/setrows_i32"' --work-dir "$root/work" \
+  --json "$root/tool.json" "$@" >"$root/tool.out" 2>&1 || true
+t1=$(now)
+read -r probes executed found < <(python3 -c "
+import json; r=json.load(open('$root/tool.json'))
+print(len(r['probes']), r['executed'], (r.get('first_bad') or '?')[:8])")
+printf '| setrows-bisect %s | %s (%s run) | %s | %.1f | %s |\n' "$*" "$probes" "$executed" "$found" "$(python3 -c "print($t1 - $t0)")" "$l0"
+
+l0=$(load); t0=$(now)
+(
+  export CCACHE_DIR=$root/cc-git CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  mkdir -p "$root/git-build"
+  cd "$root/git-src"
+  git bisect start --term-old=broken --term-new=fixed "$BAD" "$GOOD" >/dev/null
+  git bisect run sh -c "cd '$root/git-build' && SRC='$root/git-src' sh '$BUILD_SH' >/dev/null 2>&1 || exit 125; '$root/git-build/setrows_i32' >/dev/null 2>&1 && exit 1 || exit 0" >"$root/git.out" 2>&1 || true
+)
+t1=$(now)
+found=$(grep -oE '^[0-9a-f]{40} is the first fixed commit' "$root/git.out" | cut -c1-8 || true)
+runs=$(git -C "$root/git-src" bisect log | grep -cE '^git bisect (broken|fixed|skip) ' || true)
+printf '| git bisect run | %s | %s | %.1f | %s |\n' "$runs" "${found:-?}" "$(python3 -c "print($t1 - $t0)")" "$l0"
+echo "expected: ${fix_expected:0:8}"
+python3 - "$root/tool.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("tool probes:", " ".join(f"{p['sha'][:8]}:{p['verdict']}:{p.get('duration_s') or 0:.1f}s{'(stored)' if p.get('cached') else ''}" for p in r['probes']))
+PY
+if [ "${KEEP:-}" = 1 ]; then echo "kept: $root"; else rm -rf "$root"; fi
