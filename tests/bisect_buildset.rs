@@ -67,6 +67,11 @@ impl Repo {
     }
     /// Bisects the whole history; returns (first_bad, probes run, log).
     fn bisect(&self) -> (String, usize, String) {
+        let (first, executed, log, _) = self.bisect_json();
+        (first, executed, log)
+    }
+    /// `bisect`, with the JSON result.
+    fn bisect_json(&self) -> (String, usize, String, serde_json::Value) {
         let work = self.dir.path().join("work");
         let json = self.dir.path().join("r.json");
         let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
@@ -86,12 +91,20 @@ impl Repo {
             + &String::from_utf8_lossy(&out.stdout);
         let r = common::read_json(&json);
         let first = r["first_bad"].as_str().unwrap_or("none").to_string();
-        (first, r["executed"].as_u64().unwrap_or(0) as usize, log)
+        let executed = r["executed"].as_u64().unwrap_or(0) as usize;
+        (first, executed, log, r)
     }
 }
 
+/// cmake and ninja, under the one tools rule (a failure under CI, a loud skip elsewhere).
 fn ninja_ok() -> bool {
-    have_cmake() && setrows_bisect::probe::script::which("ninja").is_some()
+    have_cmake()
+        && common::tools::require(
+            setrows_bisect::probe::script::which("ninja"),
+            "ninja",
+            "scripts/setup.d/00-base.sh",
+        )
+        .is_some()
 }
 
 const MAIN: &str = "#include \"val.h\"\nint main(void) { return VAL == 1 ? 0 : 1; }\n";
@@ -178,4 +191,58 @@ fn a_cmake_include_that_changes_an_option_is_a_boundary() {
     assert!(log.contains("build-aware"), "{log}");
     // 27 commits, grouped into a handful: fewer runs than a whole-tree bisection's 1 + 5.
     assert!(executed <= 5, "{executed} runs\n{log}");
+}
+
+/// Two objects, `big.c` (reads `big.h`) and `small.c` (reads `small.h`); every commit changes
+/// `small.h` (so each is its own candidate) and commit 12 of 20 changes `big.h`. After
+/// `--bad` is built, the midpoints on `--bad`'s side of the `big.h` change rebuild one object,
+/// the others two: the first midpoint must be one of the cheap ones, although the stable key
+/// (the depth with the most trailing zeros) names one of the others.
+#[test]
+fn the_first_midpoint_is_the_one_that_rebuilds_least() {
+    if !ninja_ok() {
+        return;
+    }
+    let cm = "cmake_minimum_required(VERSION 3.12)\nproject(p C)\nadd_executable(prog src/main.c src/big.c src/small.c)\ntarget_include_directories(prog PRIVATE src)\n";
+    let main =
+        "int big(void); int small(void);\nint main(void) { return small() >= 15 ? 1 : 0; }\n";
+    let small = |v: usize| format!("#define SMALL {v}\n");
+    let mut r = Repo::new(&[
+        ("CMakeLists.txt", cm),
+        ("src/main.c", main),
+        (
+            "src/big.c",
+            "#include \"big.h\"\nint big(void) { return BIG; }\n",
+        ),
+        (
+            "src/small.c",
+            "#include \"small.h\"\nint small(void) { return SMALL; }\n",
+        ),
+        ("src/big.h", "#define BIG 1\n"),
+        ("src/small.h", &small(0)),
+    ]);
+    for v in 1..=20 {
+        let mut files = vec![("src/small.h", small(v))];
+        if v == 12 {
+            files.push(("src/big.h", "#define BIG 2\n".to_string()));
+        }
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        r.commit(&files, &format!("small {v}"));
+    }
+    let (first, _, log, json) = r.bisect_json();
+    assert_eq!(first, r.shas[15], "{log}");
+    let probes = json["probes"].as_array().unwrap();
+    let order: Vec<usize> = probes
+        .iter()
+        .map(|p| {
+            r.shas
+                .iter()
+                .position(|s| s == p["sha"].as_str().unwrap())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(order[0], 20, "--bad first: {order:?}\n{log}");
+    // The window that costs no extra step is 8..12 of 0..20; its stable choice is index 11
+    // (depth 12), which has the old big.h; 12 is the one that rebuilds only small.c.
+    assert_eq!(order[1], 12, "first midpoint {order:?}\n{log}");
 }

@@ -65,9 +65,12 @@ pub struct Search {
     keys: Vec<u64>,
     verdicts: Vec<Option<Verdict>>,
     endpoints: EndpointCheck,
-    /// Candidates that are cheap to probe (a stored result): preferred among the midpoints
-    /// that cost no extra step.
+    /// Candidates whose result is stored: free to ask, so one inside the open range is taken
+    /// before anything is built, wherever it lies.
     cheap: Vec<bool>,
+    /// Estimated cost of building each candidate from what was already built (ccache and
+    /// Ninja reuse); among the midpoints that cost no extra step, the cheapest is taken.
+    cost: Vec<u64>,
 }
 
 impl Search {
@@ -81,13 +84,24 @@ impl Search {
             verdicts: vec![None; n],
             endpoints,
             cheap: vec![false; n],
+            cost: vec![0; n],
         }
     }
 
-    /// Marks candidate `index` as cheap to probe (its result is stored): inside the window
-    /// of midpoints that keep the worst case, a cheap one is taken first.
+    /// Marks candidate `index` as free to probe (its result is stored). An open free
+    /// candidate is asked before any midpoint is built: its answer costs nothing, and even
+    /// off-centre it only shrinks the range (a repeated or overlapping bisection then runs
+    /// only what the stored ones leave open).
     pub fn set_cheap(&mut self, index: usize) {
         self.cheap[index] = true;
+    }
+
+    /// Sets the estimated cost of building candidate `index` (any unit; only the order
+    /// matters). It steers the choice among midpoints that keep the worst case, ahead of the
+    /// stable key: two bisections of one history then probe the same commits less often,
+    /// which the stored-first rule above makes up for.
+    pub fn set_cost(&mut self, index: usize, cost: u64) {
+        self.cost[index] = cost;
     }
 
     pub fn len(&self) -> usize {
@@ -208,19 +222,24 @@ impl Search {
                 let t = target2 / (2 * parts);
                 (t.saturating_sub(slack / 2), t + slack / 2)
             };
-            let best = open
+            let near = |m: usize| ((2 * m * parts).abs_diff(target2), m);
+            let free = open
                 .iter()
                 .copied()
-                .filter(|m| !chosen.contains(m))
-                .filter(|&m| m >= wlo && m <= whi)
-                .max_by(|&a, &b| {
-                    let da = (2 * a * parts).abs_diff(target2);
-                    let db = (2 * b * parts).abs_diff(target2);
-                    self.cheap[a]
-                        .cmp(&self.cheap[b])
-                        .then(tz(self.keys[a]).cmp(&tz(self.keys[b])))
-                        .then(db.cmp(&da))
-                        .then(b.cmp(&a))
+                .filter(|&m| self.cheap[m] && !chosen.contains(&m))
+                .min_by_key(|&m| near(m));
+            let best = free
+                .or_else(|| {
+                    open.iter()
+                        .copied()
+                        .filter(|m| !chosen.contains(m))
+                        .filter(|&m| m >= wlo && m <= whi)
+                        .max_by(|&a, &b| {
+                            self.cost[b]
+                                .cmp(&self.cost[a])
+                                .then(tz(self.keys[a]).cmp(&tz(self.keys[b])))
+                                .then(near(b).cmp(&near(a)))
+                        })
                 })
                 .or_else(|| {
                     open.iter()

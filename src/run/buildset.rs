@@ -66,7 +66,7 @@ pub fn learn(build_dir: &Path, checkout: &Path, named: &[String]) -> Option<Read
 }
 
 /// `build_dir` and its subdirectories (two levels) holding a `build.ninja`.
-fn ninja_dirs(build_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn ninja_dirs(build_dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut level = vec![build_dir.to_path_buf()];
     for _ in 0..3 {
@@ -104,7 +104,7 @@ fn tokens(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// `token` (absolute, or relative to the Ninja dir) as a path relative to a checkout root.
-fn relative(ninja_dir: &Path, token: &str, roots: &[PathBuf]) -> Option<String> {
+pub(crate) fn relative(ninja_dir: &Path, token: &str, roots: &[PathBuf]) -> Option<String> {
     let p = Path::new(token);
     let abs = if p.is_absolute() {
         p.to_path_buf()

@@ -13,8 +13,11 @@
 //! - `policy: &dyn Policy` says when a candidate's runs are enough evidence (1 run, `--repeat
 //!   N`, or a flakiness-aware policy); every run is stored.
 //! - Results are consulted lazily: when the search asks for a candidate, stored runs are used
-//!   first and only missing runs are executed. A resumed run therefore replays the exact same
-//!   sequence of decisions as the run that was killed, and arrives at the same answer.
+//!   first and only missing runs are executed. The search asks a stored candidate inside the
+//!   open range before it builds anything, so a resumed run (or an overlapping bisection) first
+//!   replays what is stored, then runs only what that leaves open, and never runs a probe twice.
+//! - Among the midpoints that cost no extra step, the one that rebuilds least from what this
+//!   bisection already built is taken (`run::rebuild`, learned from Ninja).
 //! - `--confidence` goes through `bisect_session` instead: `flaky::session::Session` hands out
 //!   waves of `jobs` runs (spare slots re-run undecided candidates), with the same lazy store
 //!   lookup, so all K slots work in every wave.
@@ -49,6 +52,8 @@ struct Shared<'a> {
     /// should not cost 10,000 lookups).
     titles: Mutex<std::collections::HashMap<usize, String>>,
     records: Mutex<Vec<ProbeRecord>>,
+    /// What building each candidate would cost, learned from the builds so far (`run::rebuild`).
+    rebuild: Mutex<Option<crate::run::rebuild::RebuildModel>>,
 }
 
 /// Runs one bisection to its conclusion. See the module doc for the contract.
@@ -101,6 +106,7 @@ fn drive(
         slots,
         titles: Mutex::new(Default::default()),
         records: Mutex::new(Vec::new()),
+        rebuild: Mutex::new(None),
     };
     store.journal(&serde_json::json!({
         "event": "start", "at": now(), "good": plan.range.good, "bad": plan.range.bad,
@@ -415,6 +421,7 @@ fn execute(
     }
     if let Ok(r) = &report {
         sh.learn_reads(index, slot, r);
+        sh.learn_rebuild(&repo, index, slot, r);
     }
     report
 }

@@ -7,6 +7,7 @@ pub mod git;
 pub mod matrix;
 pub mod probers;
 pub mod progress;
+pub mod rebuild;
 pub mod slots;
 pub mod stamp;
 pub mod store;

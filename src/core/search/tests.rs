@@ -255,15 +255,92 @@ mod expected_probes {
 }
 
 #[test]
-fn cheap_midpoints_are_preferred_inside_the_window() {
+fn stored_candidates_are_asked_first_wherever_they_lie() {
     let keys: Vec<u64> = (1000..1300).collect();
     let mut s = Search::new(keys, EndpointCheck::Lazy);
     let Step::Probe(first) = s.next(1) else {
         panic!()
     };
     assert_ne!(first, vec![130]);
-    // A stored candidate inside 3/8..5/8 wins over the stable one; one outside never does.
+    // The stored candidate nearest the middle wins, inside the window or not.
     s.set_cheap(130);
     s.set_cheap(10);
     assert_eq!(s.next(1), Step::Probe(vec![130]));
+    let mut t = Search::new((1000..1300).collect(), EndpointCheck::Lazy);
+    t.set_cheap(10);
+    assert_eq!(t.next(1), Step::Probe(vec![10]));
+    // Once answered it is no longer open: the search goes on from the range it left.
+    t.record(10, Verdict::Old);
+    let Step::Probe(next) = t.next(1) else {
+        panic!()
+    };
+    assert!(
+        next[0] > 10 + 290 * 3 / 8 && next[0] < 10 + 290 * 5 / 8,
+        "{next:?}"
+    );
+}
+
+#[test]
+fn the_cheapest_build_among_equally_good_midpoints_is_taken() {
+    let n = 300;
+    let mut s = Search::new((1000..1000 + n as u64).collect(), EndpointCheck::Lazy);
+    let Step::Probe(stable) = s.next(1) else {
+        panic!()
+    };
+    for i in 0..n {
+        s.set_cost(i, 100);
+    }
+    // Inside 3/8..5/8 a cheaper one beats the stable key; outside it never does.
+    s.set_cost(160, 3);
+    s.set_cost(5, 0);
+    assert_ne!(stable, vec![160]);
+    assert_eq!(s.next(1), Step::Probe(vec![160]));
+    // Equal costs fall back to the stable key.
+    s.set_cost(160, 100);
+    assert_eq!(s.next(1), Step::Probe(stable));
+}
+
+#[test]
+fn costs_never_add_a_step() {
+    // Whatever the costs, the worst case over every culprit stays that of the search
+    // without costs (stable midpoints, which keep an exact binary search's worst case).
+    let worst = |n: usize, seed: Option<u64>| {
+        (1..n)
+            .map(|culprit| {
+                let mut s = Search::new((0..n as u64).collect(), EndpointCheck::Lazy);
+                if let Some(seed) = seed {
+                    for i in 0..n {
+                        let h = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed;
+                        s.set_cost(i, (h >> 17) % 7);
+                    }
+                }
+                let mut probes = 0;
+                loop {
+                    match s.next(1) {
+                        Step::Probe(b) => {
+                            probes += 1;
+                            let v = if b[0] >= culprit {
+                                Verdict::New
+                            } else {
+                                Verdict::Old
+                            };
+                            s.record(b[0], v);
+                        }
+                        Step::Done(Answer::Found(f)) => {
+                            assert_eq!(f, culprit);
+                            break probes;
+                        }
+                        other => panic!("{other:?}"),
+                    }
+                }
+            })
+            .max()
+            .unwrap()
+    };
+    for n in [2usize, 3, 17, 100, 301] {
+        let plain = worst(n, None);
+        for seed in 0..4u64 {
+            assert!(worst(n, Some(seed)) <= plain, "n={n} seed={seed}");
+        }
+    }
 }

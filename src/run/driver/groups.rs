@@ -202,10 +202,64 @@ impl Shared<'_> {
             *endpoints = EndpointCheck::Lazy;
             search = groups.search(repo, &self.plan.range, *endpoints, known)?;
         }
-        for g in cheap {
+        for &g in &cheap {
             search.set_cheap(g);
         }
+        self.set_costs(&mut search, groups, repo, &cheap, &stored);
         Ok(search)
+    }
+
+    /// Costs of the open groups' members under the rebuild model, when there is one.
+    fn set_costs(
+        &self,
+        search: &mut crate::core::search::Search,
+        groups: &Groups,
+        repo: &git2::Repository,
+        cheap: &[usize],
+        stored: &std::collections::HashSet<std::ffi::OsString>,
+    ) {
+        let Ok(mut model) = self.rebuild.lock() else {
+            return;
+        };
+        let Some(model) = model.as_mut() else {
+            return;
+        };
+        let (lo, hi) = search.bounds();
+        for g in (lo + 1..hi).filter(|g| !cheap.contains(g)) {
+            let i = self.pick(groups, g, stored);
+            search.set_cost(g, model.cost(repo, &self.plan.range.candidates[i].sha));
+        }
+    }
+
+    /// After a run whose build succeeded: relearn what the build compiles and note that this
+    /// commit's objects are now built (see `run::rebuild`).
+    pub(super) fn learn_rebuild(
+        &self,
+        repo: &git2::Repository,
+        index: usize,
+        slot: usize,
+        report: &ProbeReport,
+    ) {
+        use crate::core::outcome::Outcome;
+        if matches!(report.outcome, Outcome::BuildFailed | Outcome::InfraError) {
+            return;
+        }
+        let s = &self.slots[slot];
+        let ccache = crate::probe::script::which("ccache").is_some();
+        let Ok(mut model) = self.rebuild.lock() else {
+            return;
+        };
+        if let Some(mut fresh) =
+            crate::run::rebuild::RebuildModel::learn(&s.build(), s.src(), ccache)
+        {
+            if let Some(old) = model.take() {
+                fresh.inherit(repo, old);
+            }
+            *model = Some(fresh);
+        }
+        if let Some(m) = model.as_mut() {
+            m.built(repo, &self.plan.range.candidates[index].sha);
+        }
     }
 
     /// The member of group `g` to ask: one with stored runs and a known read set (a result an
