@@ -247,16 +247,9 @@ impl Runner {
             (Backend::Hip, None | Some("replay")) => self.hip_env(&launcher)?,
             _ => Vec::new(),
         };
-        let host_ccache =
-            (self.engine.is_none() && crate::probe::script::which("ccache").is_some()).then(|| {
-                self.work_dir
-                    .join("matrix/ccache")
-                    .join(self.build_key(config))
-            });
         Ok(crate::run::probers::Place {
             launcher,
             in_container: self.engine.is_some(),
-            host_ccache,
             hip_env,
             fallback_facts: TreeFacts::default(),
             fallback_subdir: String::new(),
@@ -275,12 +268,6 @@ impl Runner {
         let place = crate::run::probers::Place {
             launcher: Arc::new(HostLauncher),
             in_container: self.engine.is_some(),
-            host_ccache: (self.engine.is_none() && crate::probe::script::which("ccache").is_some())
-                .then(|| {
-                    self.work_dir
-                        .join("matrix/ccache")
-                        .join(self.build_key(config))
-                }),
             hip_env: Vec::new(),
             fallback_facts: TreeFacts::default(),
             fallback_subdir: String::new(),

@@ -18,17 +18,19 @@ use crate::probe::launch::Launcher;
 use crate::probe::repro::{ReproOptions, ReproProber};
 use crate::probe::script::ScriptProber;
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Where a configuration's steps run.
 pub struct Place {
     pub launcher: Arc<dyn Launcher>,
-    /// Steps run in a container: its image carries ccache and the launcher mounts the cache.
+    /// Steps run in a container: its image carries ccache and the launcher mounts the cache
+    /// (one under the work dir: a container sees nothing else). On the host the steps use the
+    /// caller's own cache (`CCACHE_DIR` or ccache's default), never a private one: ccache is
+    /// content-addressed, so sharing it is safe, and a cold private cache would throw away what
+    /// the user's earlier builds paid for.
     pub in_container: bool,
-    /// On the host with ccache: the cache directory (`CCACHE_DIR`).
-    pub host_ccache: Option<PathBuf>,
     /// `HIPCXX` / `HIP_PATH` where the steps run (HIP only; `hipconfig_env`).
     pub hip_env: Vec<(String, String)>,
     /// CMake spellings for a checkout whose CMake files cannot be read.
@@ -72,9 +74,6 @@ pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(Stri
     }
     env.push(("SETROWS_BACKEND".into(), cfg.backend.as_str().into()));
     env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
-    if let Some(dir) = &place.host_ccache {
-        env.push(("CCACHE_DIR".into(), dir.to_string_lossy().into_owned()));
-    }
     if place.ccache() {
         // CMake (3.17+) reads these from the environment: a script's own build uses ccache too.
         env.push(("CMAKE_C_COMPILER_LAUNCHER".into(), "ccache".into()));
@@ -120,7 +119,6 @@ fn place_copy(p: &Place) -> Place {
     Place {
         launcher: p.launcher.clone(),
         in_container: p.in_container,
-        host_ccache: p.host_ccache.clone(),
         hip_env: p.hip_env.clone(),
         fallback_facts: p.fallback_facts.clone(),
         fallback_subdir: p.fallback_subdir.clone(),
@@ -131,10 +129,6 @@ fn place_copy(p: &Place) -> Place {
 pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     let mut opts = ReproOptions::new(place.launcher.clone());
     opts.ggml_subdir = place.fallback_subdir.clone();
-    if let Some(dir) = &place.host_ccache {
-        opts.build_env
-            .push(("CCACHE_DIR".into(), dir.to_string_lossy().into_owned()));
-    }
     if cfg.backend == Backend::Hip {
         opts.build_env.extend(place.hip_env.iter().cloned());
     }

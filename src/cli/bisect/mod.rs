@@ -156,7 +156,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
     let container =
         placement::container(chosen.engine, chosen.cfg.image.as_deref(), gpu, &work_dir)?;
     let image = container.as_ref().map(|c| c.image().to_string());
-    let place = repro::place(&chosen.cfg, &repo, bad_id, &work_dir, container)?;
+    let place = repro::place(&chosen.cfg, &repo, bad_id, container)?;
     let prober = crate::run::probers::prober(&chosen.cfg, &place);
     let reproduce = match &chosen.cfg.probe {
         ProbeKind::Script { build, script } => {

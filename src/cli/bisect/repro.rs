@@ -15,7 +15,6 @@ pub(super) fn place(
     cfg: &Resolved,
     repo: &git2::Repository,
     bad: git::Oid,
-    work_dir: &std::path::Path,
     container: Option<ContainerLauncher>,
 ) -> anyhow::Result<Place> {
     let tree = repo
@@ -59,12 +58,9 @@ pub(super) fn place(
     } else {
         Vec::new()
     };
-    let host_ccache = (!in_container && crate::probe::script::which("ccache").is_some())
-        .then(|| work_dir.join("ccache"));
     Ok(Place {
         launcher,
         in_container,
-        host_ccache,
         hip_env,
         fallback_facts: TreeFacts::from_cmake_text(&text),
         fallback_subdir: subdir.to_string(),
