@@ -74,9 +74,24 @@ fn history(repo: &Path) -> Vec<String> {
 }
 
 fn bisect(repo: &Path, shas: &[String], work: &Path, cache: &Path, out: &Path) -> String {
+    bisect_with_path(repo, shas, work, cache, out, None)
+}
+
+fn bisect_with_path(
+    repo: &Path,
+    shas: &[String],
+    work: &Path,
+    cache: &Path,
+    out: &Path,
+    path: Option<&Path>,
+) -> String {
     let json = out.join("r.json");
     let report = out.join("r.md");
-    let run = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"));
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let run = cmd
         .arg("--repo")
         .arg(repo)
         .args(["--good", &shas[0], "--bad", shas.last().unwrap()])
@@ -253,4 +268,49 @@ fn a_probe_counts_its_own_build_or_says_ccache_was_not_there() {
     let mut left = Vec::new();
     leftover_stats_logs(&work, &mut left);
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// `PATH` with every program of the real one except ccache (symlinks in `dir`).
+fn path_without_ccache(dir: &Path) -> std::path::PathBuf {
+    let bin = dir.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for d in std::env::split_paths(&path) {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            if name != "ccache" && !bin.join(&name).exists() {
+                let _ = std::os::unix::fs::symlink(e.path(), bin.join(&name));
+            }
+        }
+    }
+    bin
+}
+
+/// Without ccache where the builds run, the report says so rather than "0 hits".
+#[test]
+fn without_ccache_the_report_says_it_was_not_installed() {
+    let tools_there = have_cmake() && setrows_bisect::probe::script::which("ninja").is_some();
+    if !tools_there {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (repo, work, cache) = (
+        d.path().join("repo"),
+        d.path().join("work"),
+        d.path().join("cache"),
+    );
+    let shas = history(&repo);
+    let bin = path_without_ccache(d.path());
+    let log = bisect_with_path(&repo, &shas, &work, &cache, d.path(), Some(&bin));
+    let r = common::read_json(&d.path().join("r.json"));
+    assert_eq!(r["first_bad"].as_str(), Some(shas[5].as_str()), "{log}");
+    for p in r["probes"].as_array().unwrap() {
+        assert_eq!(p["ccache"]["state"], "not_installed", "{p:#}\n{log}");
+    }
+    let md = fs::read_to_string(d.path().join("r.md")).unwrap();
+    assert!(
+        md.contains("\n- ccache: not used (not installed)\n"),
+        "{md}"
+    );
+    assert!(!work.join("ccache").exists(), "no cache dir without ccache");
 }

@@ -27,7 +27,7 @@ pub(super) fn line(b: &BisectResult) -> Option<String> {
     );
     match t.hit_percent() {
         Some(p) => line.push_str(&format!(" ({p}% hit)")),
-        None => line.push_str(" (nothing recompiled)"),
+        None => line.push_str(" (nothing compiled)"),
     }
     line.push_str(&format!(" over {}", count(t.used, "build", "builds")));
     if t.without > 0 {
@@ -78,7 +78,7 @@ mod tests {
         let b = with(&[(used(0, 0), false)]);
         assert_eq!(
             line(&b).as_deref(),
-            Some("ccache: 0 hits, 0 misses (nothing recompiled) over 1 build")
+            Some("ccache: 0 hits, 0 misses (nothing compiled) over 1 build")
         );
         let b = with(&[(used(1, 1), false), (Some(Ccache::NotInstalled), false)]);
         assert_eq!(
