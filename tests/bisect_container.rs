@@ -48,6 +48,14 @@ fn bisect_in_podman_finds_the_planted_commit() {
         serde_json::from_str(&std::fs::read_to_string(work.with_extension("json")).unwrap())
             .unwrap();
     assert_eq!(v["first_bad"], shas[7], "{v}");
+    // The stats log ccache wrote inside the container (under the mounted build dir) is read
+    // on the host: the first build, with a cold cache, counted its misses.
+    let probes = v["probes"].as_array().unwrap();
+    assert!(
+        probes.iter().all(|p| p["ccache"]["state"] == "used"),
+        "{v:#}"
+    );
+    assert!(probes[0]["ccache"]["misses"].as_u64() > Some(0), "{v:#}");
     // Every stored run says where it ran: podman, this image, its digest.
     let mut runs = 0;
     for key in std::fs::read_dir(work.join("results")).unwrap() {

@@ -128,6 +128,47 @@ fn pass_then_injected_mismatch_through_the_prober() {
     assert!(sig.contains("buffer=raw_kv written-row"), "{sig}");
 }
 
+/// The bundled reproducer's build counts its own ccache use (a private cache): a cold build
+/// misses, the same sources rebuilt from scratch at the same paths hit.
+#[test]
+fn the_reproducer_build_says_whether_ccache_hit() {
+    use setrows_bisect::core::ccache::Ccache;
+    let Some(f) = fixture("") else { return };
+    let found = setrows_bisect::probe::script::which("ccache");
+    if tools::require(found, "ccache", "scripts/setup.d/00-base.sh").is_none() {
+        return;
+    }
+    let cache = f.work.with_file_name("ccache");
+    let mut o = ReproOptions::new(Arc::new(HostLauncher));
+    o.cmake_args = vec![format!("-Dggml_DIR={}", f.ggml.display())];
+    o.repro_args = ["--backend", "CPU", "--steps", "50"]
+        .map(String::from)
+        .to_vec();
+    o.jobs = Some(2);
+    o.build_env = vec![("CCACHE_DIR".into(), cache.to_string_lossy().into_owned())];
+    let cold = probe(&ReproProber::new(o.clone()), &f, "cold");
+    assert_eq!(cold.outcome, Outcome::Pass, "{}", cold.output_tail);
+    let Some(Ccache::Used { hits: 0, misses }) = cold.ccache else {
+        panic!("{:?}\n{}", cold.ccache, cold.output_tail)
+    };
+    assert!(misses > 0, "{:?}", cold.ccache);
+    for e in std::fs::read_dir(&f.work).expect("work dir").flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        assert!(
+            !name.starts_with(".setrows-ccache-"),
+            "stats log left: {name}"
+        );
+        if name.starts_with("setrows-repro-build-") {
+            std::fs::remove_dir_all(e.path()).expect("remove the build tree");
+        }
+    }
+    let warm = probe(&ReproProber::new(o), &f, "warm");
+    let Some(Ccache::Used { hits, .. }) = warm.ccache else {
+        panic!("{:?}", warm.ccache)
+    };
+    assert!(hits > 0, "{:?}\n{}", warm.ccache, warm.output_tail);
+}
+
 #[test]
 fn llama_cpp_layout_and_usage_errors() {
     let Some(f) = fixture("ggml") else { return };

@@ -2,6 +2,7 @@
 //! function of its inputs, so it is tested exhaustively and shared by every command.
 pub mod build;
 pub mod buildset;
+pub mod ccache;
 pub mod config;
 pub mod evidence;
 pub mod flaky;

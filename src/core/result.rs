@@ -10,6 +10,7 @@
 //! `BisectConfigResult`). The first may change freely; the second only with a version bump.
 
 use crate::core::build::{Backend, TreeFacts};
+use crate::core::ccache::Ccache;
 use crate::core::flaky::Assessment;
 use crate::core::judge::{Finding, Observations};
 use crate::core::matrix::Value as AxisValue;
@@ -98,6 +99,9 @@ pub struct ProbeRecord {
     pub signature: Option<String>,
     /// Answered by the store (an earlier or interrupted run), not executed now.
     pub cached: bool,
+    /// What ccache did for this run's build (`None`: no build ran now).
+    #[serde(default)]
+    pub ccache: Option<Ccache>,
 }
 
 /// How a search ended; indices are into the candidates (bisect) or the ladder (bisect-config).
@@ -317,6 +321,10 @@ pub struct BisectProbe {
     /// Position in the range: 0 is the good endpoint, `range.candidates - 1` the bad one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate: Option<usize>,
+    /// ccache's hits and misses for this probe's own build, or that it is not installed.
+    /// Absent: no build ran for it now (a stored probe, a test-only probe, an older result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccache: Option<Ccache>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -109,6 +109,7 @@ fn stored_run(store: &Store, v: &Value, identity: &str) -> Option<(StoreKey, usi
         log_path: store.log_path(&key, e.run),
         output_tail: e.match_text.clone().unwrap_or_default(),
         provenance: BTreeMap::from([("resumed_from".to_string(), "issue comment".to_string())]),
+        ccache: None,
     };
     let run = StoredRun {
         tree: tree.to_string(),
@@ -213,6 +214,7 @@ mod tests {
             log_path: "/x.log".into(),
             output_tail: tail.into(),
             provenance: BTreeMap::new(),
+            ccache: None,
         }
     }
 

@@ -40,6 +40,9 @@ pub trait Launcher: Send + Sync {
     fn identity(&self) -> String;
     /// The command that runs `job`.
     fn command(&self, job: &ShellJob) -> Cmd;
+    /// `job.work` as the step sees it (its `$WORK`), for tools that take an absolute path from
+    /// the environment rather than through the shell. No default: a container's answer differs.
+    fn work_in_step(&self, job: &ShellJob) -> String;
     /// Called after a timeout or interruption killed the client process: stop what it started.
     fn cleanup(&self, _job: &ShellJob) {}
     /// Provenance facts for reports (image digest, compiler versions, GPU), best effort.
@@ -77,6 +80,14 @@ impl Launcher for HostLauncher {
                 &job.work.to_string_lossy(),
             ),
         }
+    }
+
+    fn work_in_step(&self, job: &ShellJob) -> String {
+        // Compilers run in subdirectories of the build: a relative path would point elsewhere.
+        std::path::absolute(&job.work)
+            .unwrap_or_else(|_| job.work.clone())
+            .to_string_lossy()
+            .into_owned()
     }
 }
 

@@ -6,6 +6,7 @@
 //! `launch::Launcher`. The driver knows none of them, which keeps it testable and lets the
 //! matrix and config bisection reuse it unchanged.
 
+pub mod ccache;
 pub mod container;
 pub mod exec;
 pub mod launch;
@@ -15,6 +16,7 @@ pub mod script;
 pub mod secrets;
 
 use crate::core::build::{BuildError, TreeFacts};
+use crate::core::ccache::Ccache;
 use crate::core::outcome::Outcome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -101,6 +103,10 @@ pub struct ProbeReport {
     /// Image digest, compiler, GPU name, ... as far as the prober can tell.
     #[serde(default)]
     pub provenance: BTreeMap<String, String>,
+    /// What ccache did for this probe's build; absent when no build ran (or in runs stored
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccache: Option<Ccache>,
 }
 
 impl ProbeReport {
@@ -117,6 +123,7 @@ impl ProbeReport {
             log_path: log_path.to_path_buf(),
             output_tail: String::new(),
             provenance: BTreeMap::new(),
+            ccache: None,
         }
     }
 }

@@ -29,7 +29,9 @@ pub use classify::{classify, classify_expected, parse_result, Classified, ReproR
 pub use expect::{CompileDefs, Expectations};
 pub use sources::{materialize_sources, sources_hash, SOURCES};
 
+use crate::core::ccache::Ccache;
 use crate::core::outcome::Outcome;
+use crate::probe::ccache::StatsLog;
 use crate::probe::exec;
 use crate::probe::launch::{Launcher, ShellJob};
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
@@ -186,7 +188,8 @@ impl ReproProber {
             "set -e\n\
              launcher=''\n\
              if command -v ccache >/dev/null 2>&1; then\n  \
-               launcher='-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_HIP_COMPILER_LAUNCHER=ccache'\n\
+               launcher='-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DCMAKE_HIP_COMPILER_LAUNCHER=ccache'\n  \
+               [ -z \"${{CCACHE_STATSLOG:-}}\" ] || : > \"$CCACHE_STATSLOG\"\n\
              fi\n\
              gen=''\n\
              if command -v ninja >/dev/null 2>&1 && [ ! -f \"{bdir}/Makefile\" ]; then gen='-G Ninja'; fi\n\
@@ -308,6 +311,7 @@ impl Prober for ReproProber {
             log_path: req.log_path.to_path_buf(),
             output_tail: r.map(|r| tail(&r.output, 8192)).unwrap_or_default(),
             provenance,
+            ccache: None,
         };
         if !ggml_root.join("include/ggml.h").is_file()
             || !ggml_root.join("CMakeLists.txt").is_file()
@@ -337,14 +341,24 @@ impl Prober for ReproProber {
                 )
             }
         };
-        let build = self.job(
+        let mut build = self.job(
             req,
             self.build_script(&src_name),
             &self.opts.build_env,
             self.opts.build_timeout,
             "build",
         );
-        let built = match self.run_job(&build, req.log_path) {
+        // The script decides whether ccache is there (`command -v`) and then creates the log,
+        // so a missing log means it was not.
+        let stats = StatsLog::for_step(&*self.opts.launcher, &build);
+        build.env.push(stats.env());
+        let built = self.run_job(&build, req.log_path);
+        let ccache = Some(stats.take().unwrap_or(Ccache::NotInstalled));
+        let report = |outcome, signature, r, build_s, test_s, provenance| ProbeReport {
+            ccache,
+            ..report(outcome, signature, r, build_s, test_s, provenance)
+        };
+        let built = match built {
             Ok(r) => r,
             Err(e) => {
                 return ProbeReport::infra(

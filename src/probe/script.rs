@@ -9,7 +9,9 @@
 //! `--timeout` `Hang`. A crash or wrong result whose output carries a GPU fault message is
 //! reported as `GpuFault` so `--regress crash` and reports can tell them apart.
 
+use crate::core::ccache::Ccache;
 use crate::core::outcome::Outcome;
+use crate::probe::ccache::StatsLog;
 use crate::probe::exec;
 use crate::probe::launch::{Launcher, ShellJob};
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
@@ -73,6 +75,15 @@ impl ScriptProber {
             launcher,
             env,
         }
+    }
+
+    /// Whether builds go through ccache: the constructors set CMake's compiler launchers
+    /// exactly when it is installed where the steps run.
+    fn ccache_wired(&self) -> bool {
+        self.env.iter().any(|(k, v)| {
+            (k == "CMAKE_C_COMPILER_LAUNCHER" || k == "CMAKE_CXX_COMPILER_LAUNCHER")
+                && v == "ccache"
+        })
     }
 
     /// A shell snippet a person can run to reproduce one probe by hand.
@@ -151,7 +162,18 @@ impl Prober for ScriptProber {
         }
         if let Some(build) = &self.build {
             phase(Phase::Build);
-            match run(&job(build, true, None, "build")) {
+            let mut build_job = job(build, true, None, "build");
+            let stats = self.ccache_wired().then(|| {
+                let log = StatsLog::for_step(&*self.launcher, &build_job);
+                build_job.env.push(log.env());
+                log
+            });
+            let ran = run(&build_job);
+            report.ccache = Some(match stats {
+                Some(log) => log.take().unwrap_or(Ccache::Used { hits: 0, misses: 0 }),
+                None => Ccache::NotInstalled,
+            });
+            match ran {
                 Err(e) => {
                     report.signature = Some(format!("build step could not run: {e}"));
                     return report;

@@ -92,6 +92,7 @@ pub fn result(
                 signature: p.signature.clone(),
                 cached: p.cached,
                 candidate: Some(p.candidate),
+                ccache: p.ccache,
             })
             .collect(),
         predicate: o.predicate.clone(),
@@ -310,6 +311,9 @@ fn summary(b: &BisectResult) -> String {
         b.probes.len().saturating_sub(b.executed),
         secs(b.elapsed_s)
     ));
+    if let Some(line) = super::ccache::line(b) {
+        md.push_str(&format!("- {line}\n"));
+    }
     md
 }
 
@@ -406,19 +410,6 @@ fn checks(b: &BisectResult) -> Option<String> {
     Some(md)
 }
 
-/// A probe log's place: relative to the work dir (`logs/...`), which means something wherever
-/// the report is read; an absolute path from another machine does not.
-fn log_place(log: &std::path::Path) -> String {
-    let s = log.to_string_lossy();
-    match s.rfind("/logs/") {
-        Some(i) => s[i + 1..].to_string(),
-        None => log
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_else(|| s.into_owned()),
-    }
-}
-
 /// How to see it again: the command line that ran (recorded argv), else the question rebuilt
 /// from range and predicate; then the prober's own steps and where the log is.
 fn reproduce(b: &BisectResult) -> Option<String> {
@@ -455,7 +446,7 @@ fn reproduce(b: &BisectResult) -> Option<String> {
     if let Some(p) = answer_probe(b) {
         md.push_str(&format!(
             "Its log: {} in the work dir",
-            code(&log_place(&p.log))
+            code(&super::log_place(&p.log))
         ));
         if let Some(id) = &b.invocation.id {
             md.push_str(&format!(

@@ -7,6 +7,7 @@
 //! through [`escape`]; rendering never touches git, disk or the network.
 pub mod bisect;
 pub mod budget;
+mod ccache;
 pub mod config;
 pub mod configuration;
 pub mod document;
@@ -156,4 +157,17 @@ pub fn shell_line(argv: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A probe log's place: relative to the work dir (`logs/...`), which means something wherever
+/// the report is read; an absolute path from another machine does not.
+pub(crate) fn log_place(log: &std::path::Path) -> String {
+    let s = log.to_string_lossy();
+    match s.rfind("/logs/") {
+        Some(i) => s[i + 1..].to_string(),
+        None => log
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| s.into_owned()),
+    }
 }

@@ -51,6 +51,7 @@ fn probe(sha: &str, outcome: Outcome, verdict: Verdict) -> BisectProbe {
         signature: None,
         cached: false,
         candidate: None,
+        ccache: None,
     }
 }
 

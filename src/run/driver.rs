@@ -328,6 +328,8 @@ fn note(
         log: report.log_path.clone(),
         signature: report.signature.clone(),
         cached,
+        // A stored run's build was paid (and counted) when it ran.
+        ccache: if cached { None } else { report.ccache },
     };
     sh.progress.line(&format!(
         "{} {} {}{}  ({:.1}s){}",

@@ -243,6 +243,9 @@ impl Launcher for Shared {
     fn command(&self, job: &crate::probe::launch::ShellJob) -> crate::probe::launch::Cmd {
         self.0.command(job)
     }
+    fn work_in_step(&self, job: &crate::probe::launch::ShellJob) -> String {
+        self.0.work_in_step(job)
+    }
     fn cleanup(&self, job: &crate::probe::launch::ShellJob) {
         self.0.cleanup(job)
     }

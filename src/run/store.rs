@@ -244,6 +244,7 @@ mod tests {
             log_path: "x.log".into(),
             output_tail: "ok".into(),
             provenance: BTreeMap::new(),
+            ccache: None,
         }
     }
 

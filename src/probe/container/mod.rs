@@ -469,6 +469,10 @@ impl Launcher for ContainerLauncher {
         }
     }
 
+    fn work_in_step(&self, _job: &ShellJob) -> String {
+        WORK_MOUNT.into()
+    }
+
     fn cleanup(&self, job: &ShellJob) {
         force_remove(&self.engine.program, &container_name(&job.name));
     }

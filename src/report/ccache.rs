@@ -1,0 +1,90 @@
+//! The report's one line on ccache: whether the builds run now were cheap because they hit the
+//! cache, or paid in full because there was none (issue 13). Stored probes built in an earlier
+//! run; their builds are not this run's cost, so they are left out.
+
+use crate::core::ccache::Total;
+use crate::core::result::BisectResult;
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `None` when no build ran now (every probe stored, or probes without a build step).
+pub(super) fn line(b: &BisectResult) -> Option<String> {
+    let t = Total::of(
+        b.probes
+            .iter()
+            .filter(|p| !p.cached)
+            .filter_map(|p| p.ccache.as_ref()),
+    );
+    if t.used == 0 {
+        return (t.without > 0).then(|| "ccache: not used (not installed)".to_string());
+    }
+    let mut line = format!(
+        "ccache: {}, {}",
+        count(t.hits, "hit", "hits"),
+        count(t.misses, "miss", "misses")
+    );
+    match t.hit_percent() {
+        Some(p) => line.push_str(&format!(" ({p}% hit)")),
+        None => line.push_str(" (nothing compiled)"),
+    }
+    line.push_str(&format!(" over {}", count(t.used, "build", "builds")));
+    if t.without > 0 {
+        let n = count(t.without, "build", "builds");
+        line.push_str(&format!("; not used (not installed) for {n}"));
+    }
+    Some(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::ccache::Ccache;
+
+    fn with(probes: &[(Option<Ccache>, bool)]) -> BisectResult {
+        let mut b = crate::report::tests::bisect_found();
+        let template = b.probes[0].clone();
+        b.probes = probes
+            .iter()
+            .map(|&(ccache, cached)| {
+                let mut p = template.clone();
+                p.ccache = ccache;
+                p.cached = cached;
+                p
+            })
+            .collect();
+        b
+    }
+
+    #[test]
+    fn counts_only_builds_run_now_and_says_when_ccache_is_missing() {
+        let used = |hits, misses| Some(Ccache::Used { hits, misses });
+        let b = with(&[
+            (used(800, 90), false),
+            (used(12, 5), false),
+            (used(1000, 0), true),
+            (None, false),
+        ]);
+        assert_eq!(
+            line(&b).as_deref(),
+            Some("ccache: 812 hits, 95 misses (90% hit) over 2 builds")
+        );
+        let b = with(&[(Some(Ccache::NotInstalled), false), (None, true)]);
+        assert_eq!(
+            line(&b).as_deref(),
+            Some("ccache: not used (not installed)")
+        );
+        let b = with(&[(used(0, 0), false)]);
+        assert_eq!(
+            line(&b).as_deref(),
+            Some("ccache: 0 hits, 0 misses (nothing compiled) over 1 build")
+        );
+        let b = with(&[(used(1, 1), false), (Some(Ccache::NotInstalled), false)]);
+        assert_eq!(
+            line(&b).as_deref(),
+            Some("ccache: 1 hit, 1 miss (50% hit) over 1 build; not used (not installed) for 1 build")
+        );
+        assert_eq!(line(&with(&[(used(3, 0), true), (None, false)])), None);
+    }
+}

@@ -1,0 +1,316 @@
+//! Whether ccache hit, as the user sees it (issue 13): a real bisect of a real CMake + C
+//! history through the binary, with ccache wired in. Each commit changes one compiled file;
+//! the bad endpoint's full build compiles every file at its final content, so a later probe
+//! whose files are back at content compiled before (files changed before it and never after)
+//! must hit. The counts come from each probe's own stats log, so they are exact.
+
+mod common;
+
+use common::{have_cmake, tools};
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@e")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@e")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+const FILES: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
+
+/// `name.c` defining `int name(void)`, returning `value`.
+fn unit(name: &str, value: u32) -> (String, String) {
+    (
+        format!("{name}.c"),
+        format!("int {name}(void) {{ return {value}; }}\n"),
+    )
+}
+
+/// c0 (good) .. c8 (bad): commit k sets file k-1 to 1; the culprit is where `e` becomes 1,
+/// since the program fails when e() != 0.
+fn history(repo: &Path) -> Vec<String> {
+    fs::create_dir_all(repo).unwrap();
+    git(repo, &["init", "-q", "-b", "main"]);
+    let decls: String = FILES.iter().map(|f| format!("int {f}(void);\n")).collect();
+    let srcs: Vec<String> = FILES.iter().map(|f| format!("{f}.c")).collect();
+    fs::write(
+        repo.join("CMakeLists.txt"),
+        format!(
+            "cmake_minimum_required(VERSION 3.17)\nproject(p C)\nadd_executable(prog main.c {})\n",
+            srcs.join(" ")
+        ),
+    )
+    .unwrap();
+    fs::write(
+        repo.join("main.c"),
+        format!("{decls}int main(void) {{ return e() == 0 ? 0 : 1; }}\n"),
+    )
+    .unwrap();
+    let mut shas = Vec::new();
+    for k in 0..=FILES.len() {
+        if k > 0 {
+            let (p, text) = unit(FILES[k - 1], 1);
+            fs::write(repo.join(p), text).unwrap();
+        } else {
+            for f in FILES {
+                let (p, text) = unit(f, 0);
+                fs::write(repo.join(p), text).unwrap();
+            }
+        }
+        git(repo, &["add", "-A"]);
+        git(repo, &["commit", "-q", "-m", &format!("c{k}")]);
+        shas.push(git(repo, &["rev-parse", "HEAD"]));
+    }
+    shas
+}
+
+fn bisect(repo: &Path, shas: &[String], work: &Path, cache: &Path, out: &Path) -> String {
+    bisect_with_path(repo, shas, work, cache, out, None)
+}
+
+fn bisect_with_path(
+    repo: &Path,
+    shas: &[String],
+    work: &Path,
+    cache: &Path,
+    out: &Path,
+    path: Option<&Path>,
+) -> String {
+    let json = out.join("r.json");
+    let report = out.join("r.md");
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"));
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let run = cmd
+        .arg("--repo")
+        .arg(repo)
+        .args(["--good", &shas[0], "--bad", shas.last().unwrap()])
+        .args([
+            "--build",
+            "test -f CMakeCache.txt || cmake -S \"$SRC\" -B . -G Ninja >/dev/null; cmake --build .",
+        ])
+        .args(["--script", "\"$WORK/prog\""])
+        .arg("--work-dir")
+        .arg(work)
+        .arg("--json")
+        .arg(&json)
+        .arg("--report")
+        .arg(&report)
+        .env_remove("SETROWS_WORK_DIR")
+        // Never the user's cache, nor their ccache settings.
+        .env("CCACHE_DIR", cache)
+        .env_remove("CCACHE_DISABLE")
+        .env_remove("CCACHE_STATSLOG")
+        .env_remove("CCACHE_CONFIGPATH")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&run.stderr).to_string();
+    assert!(json.is_file(), "{log}");
+    log
+}
+
+fn leftover_stats_logs(dir: &Path, out: &mut Vec<String>) {
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            leftover_stats_logs(&p, out);
+        } else if e
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".setrows-ccache-")
+        {
+            out.push(p.display().to_string());
+        }
+    }
+}
+
+#[test]
+fn the_report_says_how_often_ccache_hit_counting_only_builds_run_now() {
+    let ccache = setrows_bisect::probe::script::which("ccache");
+    let tools_there = have_cmake() && setrows_bisect::probe::script::which("ninja").is_some();
+    if tools::require(ccache, "ccache", "scripts/setup.d/00-base.sh").is_none() || !tools_there {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (repo, work, cache) = (
+        d.path().join("repo"),
+        d.path().join("work"),
+        d.path().join("cache"),
+    );
+    let shas = history(&repo);
+    let log = bisect(&repo, &shas, &work, &cache, d.path());
+    let r = common::read_json(&d.path().join("r.json"));
+    assert_eq!(r["first_bad"].as_str(), Some(shas[5].as_str()), "{log}");
+    let probes = r["probes"].as_array().unwrap();
+    assert!(probes.len() >= 3, "{r:#}");
+    let (mut hits, mut misses) = (0, 0);
+    for p in probes {
+        assert_eq!(p["cached"], false, "{p:#}");
+        let c = &p["ccache"];
+        assert_eq!(
+            c["state"], "used",
+            "every build ran through ccache: {p:#}\n{log}"
+        );
+        hits += c["hits"].as_u64().unwrap();
+        misses += c["misses"].as_u64().unwrap();
+    }
+    // The bad endpoint's build is the first (a cold cache: all misses). Later probes recompile
+    // only the files that differ from the build dir's last tree; those back at content an
+    // earlier probe compiled (e.g. the bad endpoint's) hit.
+    assert_eq!(probes[0]["sha"], shas[8].as_str(), "{r:#}");
+    assert_eq!(probes[0]["ccache"]["hits"], 0, "{r:#}");
+    assert!(
+        probes[0]["ccache"]["misses"].as_u64().unwrap() >= 9,
+        "{r:#}"
+    );
+    assert!(
+        probes[1..]
+            .iter()
+            .any(|p| p["ccache"]["hits"].as_u64() > Some(0)),
+        "a rebuild of content compiled before must hit: {r:#}"
+    );
+    let md = fs::read_to_string(d.path().join("r.md")).unwrap();
+    let pct = (hits * 100 + (hits + misses) / 2) / (hits + misses);
+    let line = format!(
+        "- ccache: {hits} hits, {misses} misses ({pct}% hit) over {} builds\n",
+        probes.len()
+    );
+    assert!(md.contains(&line), "{line}not in:\n{md}");
+    let mut left = Vec::new();
+    leftover_stats_logs(&work, &mut left);
+    assert!(left.is_empty(), "stats logs are removed: {left:?}");
+
+    // The same question again: every probe comes from the store, no build ran, nothing to say.
+    let again = d.path().join("again");
+    fs::create_dir_all(&again).unwrap();
+    let log = bisect(&repo, &shas, &work, &cache, &again);
+    let r = common::read_json(&again.join("r.json"));
+    for p in r["probes"].as_array().unwrap() {
+        assert_eq!(p["cached"], true, "{p:#}\n{log}");
+        assert!(
+            p.get("ccache").is_none(),
+            "stored probes carry no counts: {p:#}"
+        );
+    }
+    let md = fs::read_to_string(again.join("r.md")).unwrap();
+    assert!(!md.contains("ccache:"), "{md}");
+}
+
+/// The prober's three answers: counted when ccache is wired in (a private cache: a miss, then
+/// the same compile in a second probe hits), "not installed" when it is not, nothing when no
+/// build ran.
+#[test]
+fn a_probe_counts_its_own_build_or_says_ccache_was_not_there() {
+    use setrows_bisect::core::ccache::Ccache;
+    use setrows_bisect::probe::launch::HostLauncher;
+    use setrows_bisect::probe::script::ScriptProber;
+    use setrows_bisect::probe::{ProbeRequest, Prober};
+    let found = setrows_bisect::probe::script::which("ccache");
+    if tools::require(found, "ccache", "scripts/setup.d/00-base.sh").is_none() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (src, work) = (d.path().join("src"), d.path().join("work"));
+    fs::create_dir_all(&src).unwrap();
+    fs::create_dir_all(&work).unwrap();
+    fs::write(src.join("u.c"), "int u(void) { return 7; }\n").unwrap();
+    let prober = |wired: bool, build: Option<&str>| {
+        let mut env = vec![(
+            "CCACHE_DIR".to_string(),
+            d.path().join("cache").to_string_lossy().into_owned(),
+        )];
+        if wired {
+            env.push(("CMAKE_C_COMPILER_LAUNCHER".into(), "ccache".into()));
+        }
+        ScriptProber {
+            build: build.map(str::to_string),
+            script: "true".into(),
+            timeout: None,
+            launcher: Box::new(HostLauncher),
+            env,
+        }
+    };
+    let probe = |p: &ScriptProber, name: &str| {
+        let log = d.path().join(format!("{name}.log"));
+        let req = ProbeRequest {
+            commit: "abc",
+            checkout: &src,
+            build_dir: &work,
+            log_path: &log,
+            run_name: name,
+        };
+        p.probe(&req, &|_| {}).ccache
+    };
+    let compile = Some("ccache cc -c \"$SRC/u.c\" -o u.o");
+    let p = prober(true, compile);
+    assert_eq!(probe(&p, "one"), Some(Ccache::Used { hits: 0, misses: 1 }));
+    assert_eq!(probe(&p, "two"), Some(Ccache::Used { hits: 1, misses: 0 }));
+    // Wired in, but nothing went through it (an up-to-date build): 0 and 0, not "absent".
+    assert_eq!(
+        probe(&prober(true, Some("true")), "three"),
+        Some(Ccache::Used { hits: 0, misses: 0 })
+    );
+    assert_eq!(
+        probe(&prober(false, Some("true")), "four"),
+        Some(Ccache::NotInstalled)
+    );
+    assert_eq!(probe(&prober(true, None), "five"), None);
+    let mut left = Vec::new();
+    leftover_stats_logs(&work, &mut left);
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// `PATH` with every program of the real one except ccache (symlinks in `dir`).
+fn path_without_ccache(dir: &Path) -> std::path::PathBuf {
+    let bin = dir.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for d in std::env::split_paths(&path) {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            if name != "ccache" && !bin.join(&name).exists() {
+                let _ = std::os::unix::fs::symlink(e.path(), bin.join(&name));
+            }
+        }
+    }
+    bin
+}
+
+/// Without ccache where the builds run, the report says so rather than "0 hits".
+#[test]
+fn without_ccache_the_report_says_it_was_not_installed() {
+    let tools_there = have_cmake() && setrows_bisect::probe::script::which("ninja").is_some();
+    if !tools_there {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (repo, work, cache) = (
+        d.path().join("repo"),
+        d.path().join("work"),
+        d.path().join("cache"),
+    );
+    let shas = history(&repo);
+    let bin = path_without_ccache(d.path());
+    let log = bisect_with_path(&repo, &shas, &work, &cache, d.path(), Some(&bin));
+    let r = common::read_json(&d.path().join("r.json"));
+    assert_eq!(r["first_bad"].as_str(), Some(shas[5].as_str()), "{log}");
+    for p in r["probes"].as_array().unwrap() {
+        assert_eq!(p["ccache"]["state"], "not_installed", "{p:#}\n{log}");
+    }
+    let md = fs::read_to_string(d.path().join("r.md")).unwrap();
+    assert!(
+        md.contains("\n- ccache: not used (not installed)\n"),
+        "{md}"
+    );
+    assert!(!work.join("ccache").exists(), "no cache dir without ccache");
+}
