@@ -98,6 +98,9 @@ pub struct ProbeRecord {
     pub signature: Option<String>,
     /// Answered by the store (an earlier or interrupted run), not executed now.
     pub cached: bool,
+    /// Built, but not tested: the outcome of this commit's byte-identical artifacts.
+    #[serde(default)]
+    pub reused_from: Option<String>,
 }
 
 /// How a search ended; indices are into the candidates (bisect) or the ladder (bisect-config).
@@ -317,6 +320,10 @@ pub struct BisectProbe {
     /// Position in the range: 0 is the good endpoint, `range.candidates - 1` the bad one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate: Option<usize>,
+    /// Built but not tested: the artifacts were byte-identical to this commit's, whose
+    /// outcome this is (issue 13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_from: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

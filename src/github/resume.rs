@@ -109,6 +109,8 @@ fn stored_run(store: &Store, v: &Value, identity: &str) -> Option<(StoreKey, usi
         log_path: store.log_path(&key, e.run),
         output_tail: e.match_text.clone().unwrap_or_default(),
         provenance: BTreeMap::from([("resumed_from".to_string(), "issue comment".to_string())]),
+        artifact_digest: None,
+        reused_from: None,
     };
     let run = StoredRun {
         tree: tree.to_string(),
@@ -213,6 +215,8 @@ mod tests {
             log_path: "/x.log".into(),
             output_tail: tail.into(),
             provenance: BTreeMap::new(),
+            artifact_digest: None,
+            reused_from: None,
         }
     }
 

@@ -263,6 +263,7 @@ pub fn bisect_result(
             signature: Some("Memory access fault by GPU node-1 @oncall <script>".into()),
             cached: false,
             candidate: None,
+            reused_from: None,
         }],
         predicate: predicate.into(),
         policy: "single run".into(),
