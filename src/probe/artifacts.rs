@@ -23,7 +23,9 @@
 //! more than a reuse by tree. A test whose reads cannot be listed (a script of the checkout,
 //! `make`, `python`, a glob, `$VAR` other than `$WORK`/`$SRC`) gets no digest and always runs.
 //! A test program that reads files of the checkout it does not name is assumed not to exist,
-//! the same assumption build-aware grouping makes (`Prober::named_inputs`).
+//! the same assumption build-aware grouping makes (`Prober::named_inputs`); so is one that
+//! reads a non-ELF file the build wrote (a generated data file, found through `$WORK` in its
+//! environment) without naming it: name such a file on the test's command line and it counts.
 
 use crate::probe::ProbeReport;
 use sha2::{Digest, Sha256};
@@ -105,7 +107,8 @@ pub fn script_digest(
     let mut runs_built_program = false;
     for cmd in commands {
         let mut words = cmd.iter().map(String::as_str).peekable();
-        while words.peek() == Some(&"!") {
+        // `! prog` and `exec prog` run `prog`.
+        while matches!(words.peek(), Some(&"!" | &"exec")) {
             words.next();
         }
         let Some(first) = words.next() else { continue };
@@ -331,7 +334,11 @@ mod tests {
         ] {
             assert_eq!(script_digest(s, &words(s), &src, &work), None, "{s}");
         }
-        let s = "! \"$WORK/t\" && exit 1 || exit 0";
-        assert!(script_digest(s, &words(s), &src, &work).is_some());
+        for s in [
+            "! \"$WORK/t\" && exit 1 || exit 0",
+            "exec \"${WORK}/t\" -n 3",
+        ] {
+            assert!(script_digest(s, &words(s), &src, &work).is_some(), "{s}");
+        }
     }
 }
