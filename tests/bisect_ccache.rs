@@ -248,6 +248,7 @@ fn a_probe_counts_its_own_build_or_says_ccache_was_not_there() {
             build_dir: &work,
             log_path: &log,
             run_name: name,
+            artifacts: None,
         };
         p.probe(&req, &|_| {}).ccache
     };

@@ -59,7 +59,6 @@ fn place() -> Place {
     Place {
         launcher: Arc::new(HostLauncher),
         in_container: true,
-        host_ccache: None,
         hip_env: vec![
             ("HIPCXX".into(), "/opt/rocm/llvm/bin/clang".into()),
             ("HIP_PATH".into(), "/opt/rocm".into()),

@@ -9,6 +9,7 @@
 mod tools;
 
 use setrows_bisect::core::outcome::Outcome;
+use setrows_bisect::probe::artifacts::{ArtifactHit, ArtifactIndex};
 use setrows_bisect::probe::launch::HostLauncher;
 use setrows_bisect::probe::repro::{ReproOptions, ReproProber};
 use setrows_bisect::probe::{ProbeRequest, Prober};
@@ -84,6 +85,7 @@ fn probe(p: &ReproProber, f: &Fixture, name: &str) -> setrows_bisect::probe::Pro
         build_dir: &f.work,
         log_path: &log,
         run_name: name,
+        artifacts: None,
     };
     p.probe(&req, &|_| {})
 }
@@ -200,6 +202,74 @@ fn llama_cpp_layout_and_usage_errors() {
     assert!(r.signature.unwrap_or_default().contains("ggml_subdir"));
 }
 
+/// Earlier outcomes by digest, as the run layer's store would answer them.
+#[derive(Debug, Default)]
+struct Index(std::sync::Mutex<std::collections::BTreeMap<String, ArtifactHit>>);
+
+impl ArtifactIndex for Index {
+    fn lookup(&self, digest: &str) -> Option<ArtifactHit> {
+        self.0.lock().ok()?.get(digest).cloned()
+    }
+}
+
+/// Issue 13 for the bundled reproducer: a build whose reproducer (and the ggml it loads from
+/// its build tree) is byte-identical to one already run answers with that run's outcome, and
+/// the reproducer does not run; other arguments are another test, which runs.
+#[test]
+fn identical_reproducer_artifacts_reuse_the_earlier_outcome() {
+    let Some(f) = fixture("") else { return };
+    let index = Index::default();
+    let run = |p: &ReproProber, name: &str| {
+        let log = f.logs.join(format!("{name}.log"));
+        let req = ProbeRequest {
+            commit: "0123456789abcdef0123456789abcdef01234567",
+            checkout: &f.checkout,
+            build_dir: &f.work,
+            log_path: &log,
+            run_name: name,
+            artifacts: Some(&index),
+        };
+        p.probe(&req, &|_| {})
+    };
+    let p = prober(&f, "", &["--backend", "CPU", "--steps", "200"]);
+    let first = run(&p, "first");
+    assert_eq!(first.outcome, Outcome::Pass, "{}", first.output_tail);
+    assert_eq!(first.reused_from, None);
+    let digest = first
+        .artifact_digest
+        .clone()
+        .expect("a digest of the built reproducer");
+    // An earlier commit with these artifacts crashed (a stand-in for the store).
+    let mut earlier = first.clone();
+    earlier.outcome = Outcome::Crash;
+    earlier.signature = Some("earlier crash".into());
+    index.0.lock().unwrap().insert(
+        digest.clone(),
+        ArtifactHit {
+            commit: "c0ffee".into(),
+            report: earlier,
+        },
+    );
+    let second = run(&p, "second");
+    assert_eq!(second.outcome, Outcome::Crash);
+    assert_eq!(second.signature.as_deref(), Some("earlier crash"));
+    assert_eq!(second.reused_from.as_deref(), Some("c0ffee"));
+    assert_eq!(second.artifact_digest.as_deref(), Some(digest.as_str()));
+    assert_eq!(second.test_s, 0.0);
+    let log = std::fs::read_to_string(&second.log_path).expect("probe log");
+    assert!(
+        log.contains("test skipped: artifacts identical to c0ffee"),
+        "{log}"
+    );
+    let other = run(
+        &prober(&f, "", &["--backend", "CPU", "--steps", "201"]),
+        "other",
+    );
+    assert_eq!(other.outcome, Outcome::Pass, "{}", other.output_tail);
+    assert_eq!(other.reused_from, None);
+    assert_ne!(other.artifact_digest.as_deref(), Some(digest.as_str()));
+}
+
 #[test]
 fn a_revision_that_does_not_configure_is_build_failed() {
     let Some(f) = fixture("") else { return };
@@ -256,6 +326,7 @@ fn real_ggml_tree_from_env() {
         build_dir: &build_dir,
         log_path: &log,
         run_name: "real",
+        artifacts: None,
     };
     let r = p.probe(&req, &|ph| eprintln!("phase: {}", ph.as_str()));
     println!("identity: {}", p.identity());

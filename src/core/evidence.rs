@@ -40,6 +40,12 @@ pub trait Policy: Send + Sync {
     fn decide(&self, ev: &Evidence) -> Decision;
     /// Text for the report ("1 run per commit", "adaptive, 95% confidence").
     fn describe(&self) -> String;
+    /// Whether one run decides every candidate. Only then may a run be answered by the
+    /// outcome of byte-identical artifacts (`probe::artifacts`): where runs repeat, the
+    /// repetition is the point.
+    fn one_run_decides(&self) -> bool {
+        false
+    }
 }
 
 /// git bisect's rule: one run decides. Any observed new behaviour wins over old (a fault seen
@@ -53,6 +59,9 @@ impl Policy for Deterministic {
     }
     fn describe(&self) -> String {
         "1 run per commit".into()
+    }
+    fn one_run_decides(&self) -> bool {
+        true
     }
 }
 
@@ -74,6 +83,9 @@ impl Policy for Fixed {
     }
     fn describe(&self) -> String {
         format!("{} runs per commit", self.0.max(1))
+    }
+    fn one_run_decides(&self) -> bool {
+        self.0 <= 1
     }
 }
 

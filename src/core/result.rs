@@ -102,6 +102,9 @@ pub struct ProbeRecord {
     /// What ccache did for this run's build (`None`: no build ran now).
     #[serde(default)]
     pub ccache: Option<Ccache>,
+    /// Built, but not tested: the outcome of this commit's byte-identical artifacts.
+    #[serde(default)]
+    pub reused_from: Option<String>,
 }
 
 /// How a search ended; indices are into the candidates (bisect) or the ladder (bisect-config).
@@ -325,6 +328,10 @@ pub struct BisectProbe {
     /// Absent: no build ran for it now (a stored probe, a test-only probe, an older result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ccache: Option<Ccache>,
+    /// Built but not tested: the artifacts were byte-identical to this commit's, whose
+    /// outcome this is (issue 13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_from: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -110,6 +110,8 @@ fn stored_run(store: &Store, v: &Value, identity: &str) -> Option<(StoreKey, usi
         output_tail: e.match_text.clone().unwrap_or_default(),
         provenance: BTreeMap::from([("resumed_from".to_string(), "issue comment".to_string())]),
         ccache: None,
+        artifact_digest: None,
+        reused_from: None,
     };
     let run = StoredRun {
         tree: tree.to_string(),
@@ -215,6 +217,8 @@ mod tests {
             output_tail: tail.into(),
             provenance: BTreeMap::new(),
             ccache: None,
+            artifact_digest: None,
+            reused_from: None,
         }
     }
 

@@ -6,6 +6,7 @@
 //! `launch::Launcher`. The driver knows none of them, which keeps it testable and lets the
 //! matrix and config bisection reuse it unchanged.
 
+pub mod artifacts;
 pub mod ccache;
 pub mod container;
 pub mod exec;
@@ -84,6 +85,9 @@ pub struct ProbeRequest<'a> {
     pub log_path: &'a Path,
     /// Unique name for this probe run (container names, temp files).
     pub run_name: &'a str,
+    /// Outcomes of identical artifacts tested before (`artifacts`); `None` where every run
+    /// must really run (`--confidence`, `--repeat`, `--validate`, the matrix).
+    pub artifacts: Option<&'a dyn artifacts::ArtifactIndex>,
 }
 
 /// Everything a probe tells us; stored verbatim, keyed by what was tested.
@@ -107,6 +111,12 @@ pub struct ProbeReport {
     /// before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ccache: Option<Ccache>,
+    /// What the test executed, hashed (`artifacts`), when it could be accounted for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_digest: Option<String>,
+    /// The commit whose identical artifacts' outcome this is: the test did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_from: Option<String>,
 }
 
 impl ProbeReport {
@@ -124,6 +134,8 @@ impl ProbeReport {
             output_tail: String::new(),
             provenance: BTreeMap::new(),
             ccache: None,
+            artifact_digest: None,
+            reused_from: None,
         }
     }
 }

@@ -32,8 +32,8 @@ pub use sources::{materialize_sources, sources_hash, SOURCES};
 use crate::core::ccache::Ccache;
 use crate::core::outcome::Outcome;
 use crate::probe::ccache::StatsLog;
-use crate::probe::exec;
 use crate::probe::launch::{Launcher, ShellJob};
+use crate::probe::{artifacts, exec};
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -231,6 +231,21 @@ impl ReproProber {
         )
     }
 
+    /// What the run executes (`probe::artifacts`): the run line, the reproducer and the ggml
+    /// libraries of its build tree, and the compile definitions when the expectations read them.
+    fn artifact_digest(&self, build_dir: &Path) -> Option<String> {
+        let tree = build_dir.join(self.build_dir_name());
+        let defs = tree.join("compile_commands.json");
+        let extra: Vec<&Path> = if self.opts.expect.needs_compile_defs() {
+            vec![&defs]
+        } else {
+            vec![]
+        };
+        let run = format!("{}\n{:?}", self.run_script(), self.opts.run_env);
+        let program = tree.join(self.opts.reproducer.target());
+        artifacts::build_digest(&run, &program, &tree, &extra)
+    }
+
     fn job(
         &self,
         req: &ProbeRequest<'_>,
@@ -312,6 +327,8 @@ impl Prober for ReproProber {
             output_tail: r.map(|r| tail(&r.output, 8192)).unwrap_or_default(),
             provenance,
             ccache: None,
+            artifact_digest: None,
+            reused_from: None,
         };
         if !ggml_root.join("include/ggml.h").is_file()
             || !ggml_root.join("CMakeLists.txt").is_file()
@@ -396,6 +413,13 @@ impl Prober for ReproProber {
                 provenance,
             );
         }
+        let digest = req
+            .artifacts
+            .and_then(|_| self.artifact_digest(req.build_dir));
+        let mut built = report(Outcome::Pass, None, None, build_s, 0.0, provenance.clone());
+        if artifacts::reuse_or_note(req.artifacts, digest, &mut built) {
+            return built;
+        }
         phase(Phase::Test);
         let mut env = vec![("GGML_NO_BACKTRACE".to_string(), "1".to_string())];
         env.extend(self.opts.run_env.iter().cloned());
@@ -462,14 +486,17 @@ impl Prober for ReproProber {
                 provenance.insert("repro_steps_per_s".into(), format!("{:.1}", t.steps_per_s));
             }
         }
-        report(
-            c.outcome,
-            c.signature,
-            Some(&ran),
-            build_s,
-            ran.duration.as_secs_f64(),
-            provenance,
-        )
+        ProbeReport {
+            artifact_digest: built.artifact_digest,
+            ..report(
+                c.outcome,
+                c.signature,
+                Some(&ran),
+                build_s,
+                ran.duration.as_secs_f64(),
+                provenance,
+            )
+        }
     }
 }
 

@@ -12,8 +12,8 @@
 use crate::core::ccache::Ccache;
 use crate::core::outcome::Outcome;
 use crate::probe::ccache::StatsLog;
-use crate::probe::exec;
 use crate::probe::launch::{Launcher, ShellJob};
+use crate::probe::{artifacts, exec};
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -196,6 +196,16 @@ impl Prober for ScriptProber {
                 }
             }
         }
+        let digest = req.artifacts.and_then(|_| {
+            // The environment is not in the identity (it may be spelled per tree), and the
+            // test's program reads it: it is part of what the test is.
+            let text = format!("{}\0{:?}", self.script, self.env);
+            let cmds = commands(&self.script);
+            artifacts::script_digest(&text, &cmds, req.checkout, req.build_dir)
+        });
+        if artifacts::reuse_or_note(req.artifacts, digest, &mut report) {
+            return report;
+        }
         phase(Phase::Test);
         let r = match run(&job(&self.script, false, self.timeout, "test")) {
             Err(e) => {
@@ -233,28 +243,8 @@ pub fn named_inputs(build: Option<&str>, script: &str) -> Option<Vec<String>> {
             .or_else(|| w.strip_prefix("${SRC}/"))
             .map(|r| r.trim_start_matches("./"))
     }
-    fn words(cmd: &str) -> Vec<Vec<String>> {
-        let mut out = vec![Vec::new()];
-        for raw in cmd.split(|c: char| c.is_whitespace()) {
-            let w = raw.trim_matches(|c| c == '"' || c == '\'' || c == '(' || c == ')');
-            for part in w.split_inclusive([';', '|', '&']) {
-                let ends = part.ends_with([';', '|', '&']);
-                let t = part.trim_end_matches([';', '|', '&']);
-                if !t.is_empty() {
-                    if let Some(last) = out.last_mut() {
-                        last.push(t.to_string());
-                    }
-                }
-                if ends {
-                    out.push(Vec::new());
-                }
-            }
-        }
-        out.retain(|c| !c.is_empty());
-        out
-    }
     let mut named = Vec::new();
-    for w in build.map(words).unwrap_or_default().iter().flatten() {
+    for w in build.map(commands).unwrap_or_default().iter().flatten() {
         if let Some(r) = src_rel(w) {
             named.push(r.to_string());
         }
@@ -262,7 +252,7 @@ pub fn named_inputs(build: Option<&str>, script: &str) -> Option<Vec<String>> {
     const QUIET: &[&str] = &[
         "exit", "echo", "test", "[", "]", "!", "true", "false", "sh", "bash",
     ];
-    for cmd in words(script) {
+    for cmd in commands(script) {
         let first = cmd[0].as_str();
         let from_work = first.starts_with("$WORK/") || first.starts_with("${WORK}/");
         if !from_work && !QUIET.contains(&first) && src_rel(first).is_none() && !first.contains('/')
@@ -281,6 +271,31 @@ pub fn named_inputs(build: Option<&str>, script: &str) -> Option<Vec<String>> {
         }
     }
     Some(named)
+}
+
+/// A shell command line as simple commands (split at newlines, `;`, `|`, `&`), each as its
+/// words with quotes and parentheses trimmed: enough to see what a test runs and names, not a
+/// shell parser (what it cannot follow, its callers treat as unknown).
+pub fn commands(cmd: &str) -> Vec<Vec<String>> {
+    let mut out = vec![Vec::new()];
+    let cmd = cmd.replace('\n', " ; ");
+    for raw in cmd.split(|c: char| c.is_whitespace()) {
+        let w = raw.trim_matches(|c| c == '"' || c == '\'' || c == '(' || c == ')');
+        for part in w.split_inclusive([';', '|', '&']) {
+            let ends = part.ends_with([';', '|', '&']);
+            let t = part.trim_end_matches([';', '|', '&']);
+            if !t.is_empty() {
+                if let Some(last) = out.last_mut() {
+                    last.push(t.to_string());
+                }
+            }
+            if ends {
+                out.push(Vec::new());
+            }
+        }
+    }
+    out.retain(|c| !c.is_empty());
+    out
 }
 
 /// git bisect run's mapping of a test's exit, refined by GPU-fault messages.
@@ -431,6 +446,7 @@ mod tests {
             build_dir: &work,
             log_path: &log,
             run_name: "t",
+            artifacts: None,
         };
         let r = p.probe(&req, &|_| {});
         assert_eq!(r.outcome, Outcome::WrongResult);

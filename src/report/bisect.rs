@@ -6,7 +6,7 @@
 //! so and lists every commit that may be the answer, rather than guessing.
 
 use super::document::Document;
-use super::{code, code_cell, commit_link, compare_link, escape, icon, secs, short};
+use super::{code, code_cell, commit_link, compare_link, escape, icon, probe_note, secs, short};
 use crate::core::outcome::{Predicate, Verdict};
 use crate::core::range::{Candidate, Range};
 use crate::core::result::{
@@ -93,6 +93,7 @@ pub fn result(
                 cached: p.cached,
                 candidate: Some(p.candidate),
                 ccache: p.ccache,
+                reused_from: p.reused_from.clone(),
             })
             .collect(),
         predicate: o.predicate.clone(),
@@ -386,7 +387,7 @@ fn probe_table(b: &BisectResult) -> String {
             p.outcome,
             verdict_text(p.verdict),
             secs(p.duration_s),
-            if p.cached { " (stored)" } else { "" },
+            probe_note(p.cached, p.reused_from.as_deref()),
             p.signature
                 .as_deref()
                 .map(|s| code_cell(&s.chars().take(100).collect::<String>()))

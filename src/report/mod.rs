@@ -122,6 +122,19 @@ pub(crate) fn short(sha: &str, n: usize) -> String {
     escape::sha(sha, n)
 }
 
+/// What answered a probe besides running it now: the store, and/or the outcome of another
+/// commit's byte-identical artifacts (issue 13; the build ran, the test did not).
+pub(crate) fn probe_note(cached: bool, reused_from: Option<&str>) -> String {
+    let stored = if cached { " (stored)" } else { "" };
+    match reused_from {
+        Some(sha) => format!(
+            "{stored} (test skipped: artifacts identical to {})",
+            short(sha, 10)
+        ),
+        None => stored.to_string(),
+    }
+}
+
 pub use crate::core::result::web_url;
 
 fn is_sha(s: &str) -> bool {

@@ -52,6 +52,7 @@ fn probe(sha: &str, outcome: Outcome, verdict: Verdict) -> BisectProbe {
         cached: false,
         candidate: None,
         ccache: None,
+        reused_from: None,
     }
 }
 
@@ -302,4 +303,22 @@ fn every_kind_round_trips_and_others_are_refused() {
         .unwrap_err()
         .to_string()
         .contains("not a valid setrows-bisect/matrix/1"));
+}
+
+/// A probe answered by identical artifacts says whose outcome it is (the build ran, the test
+/// did not), and the field survives the document's round trip.
+#[test]
+fn a_skipped_test_names_the_commit_whose_artifacts_were_identical() {
+    let mut b = bisect_found();
+    b.probes[0].reused_from = Some("dddddddddddd0000".into());
+    let md = super::bisect::markdown(&b);
+    assert!(
+        md.contains("(test skipped: artifacts identical to `dddddddddd`)"),
+        "{md}"
+    );
+    assert_eq!(md.matches("test skipped").count(), 1, "{md}");
+    let v = serde_json::to_value(&b).unwrap();
+    assert_eq!(v["probes"][0]["reused_from"], "dddddddddddd0000");
+    assert!(v["probes"][1].get("reused_from").is_none());
+    assert_eq!(read(v).unwrap(), AnyResult::Bisect(Box::new(b)));
 }

@@ -64,9 +64,16 @@ pub fn bisect_commits(
     store: &Store,
     progress: &Progress,
 ) -> Result<BisectOutcome, DriverError> {
-    drive(plan, prober, store, progress, policy.describe(), |shared| {
-        search_loop(shared, policy)
-    })
+    let reuse = policy.one_run_decides();
+    drive(
+        plan,
+        prober,
+        store,
+        progress,
+        policy.describe(),
+        reuse,
+        |shared| search_loop(shared, policy),
+    )
     .map(|mut o| {
         o.policy = policy.describe();
         o
@@ -80,13 +87,17 @@ fn drive(
     store: &Store,
     progress: &Progress,
     policy: String,
+    reuse_artifacts: bool,
     body: impl FnOnce(&Shared<'_>) -> Result<(Conclusion, usize), DriverError>,
 ) -> Result<BisectOutcome, DriverError> {
     let started = std::time::Instant::now();
     let repo = git::open(&plan.repo_path)?;
     let cands = &plan.range.candidates;
     let jobs = plan.jobs.max(1);
-    let probing = Probing::new(prober, store);
+    let probing = Probing {
+        reuse_artifacts,
+        ..Probing::new(prober, store)
+    };
     let slots = (0..jobs)
         .map(|s| {
             let dir = Slot::dir(
@@ -330,13 +341,21 @@ fn note(
         cached,
         // A stored run's build was paid (and counted) when it ran.
         ccache: if cached { None } else { report.ccache },
+        reused_from: report.reused_from.clone(),
     };
     sh.progress.line(&format!(
         "{} {} {}{}  ({:.1}s){}",
         &cand.sha[..10],
         report.outcome,
         verdict_word(verdict),
-        if cached { " [stored]" } else { "" },
+        match (&report.reused_from, cached) {
+            (Some(from), _) => format!(
+                " [test skipped: artifacts identical to {}]",
+                &from[..10.min(from.len())]
+            ),
+            (None, true) => " [stored]".to_string(),
+            (None, false) => String::new(),
+        },
         report.duration_s,
         report
             .signature
@@ -347,6 +366,7 @@ fn note(
     sh.store.journal(&serde_json::json!({
         "event": "probe", "at": now(), "sha": cand.sha, "tree": cand.tree, "run": run_index,
         "outcome": report.outcome, "verdict": verdict, "cached": cached,
+        "reused_from": report.reused_from,
     }))?;
     if let Ok(mut r) = sh.records.lock() {
         r.push(rec);

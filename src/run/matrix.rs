@@ -361,6 +361,9 @@ impl Runner {
             store: self.store.as_ref().filter(|_| !rev.tree.is_empty()),
             attempts: self.retries + 1,
             backoff: Some(Duration::from_millis(500)),
+            // Off: a matrix is the evidence for each (configuration, revision) cell, retried
+            // on purpose; reusing there needs its own argument (issue 13 covers bisection).
+            reuse_artifacts: false,
         };
         let mut cached = false;
         let stored = probing

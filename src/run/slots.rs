@@ -11,7 +11,9 @@
 //! one without a lock and one that dropped infrastructure errors on the floor.
 
 use crate::core::outcome::Outcome;
+use crate::probe::artifacts::ArtifactIndex;
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
+use crate::run::artifacts::StoredArtifacts;
 use crate::run::git::{self, Checkout};
 use crate::run::store::{Store, StoreError, StoreKey, StoredRun};
 use std::path::{Path, PathBuf};
@@ -161,6 +163,9 @@ pub struct Probing<'a> {
     /// Pause between attempts (doubling): a container engine that is restarting needs a
     /// moment; a missing `sh` does not, so bisections retry at once.
     pub backoff: Option<Duration>,
+    /// Answer a run from the stored run of byte-identical artifacts (`run::artifacts`) instead
+    /// of testing: only where one run decides a commit, never where runs repeat on purpose.
+    pub reuse_artifacts: bool,
 }
 
 impl<'a> Probing<'a> {
@@ -171,6 +176,7 @@ impl<'a> Probing<'a> {
             store: Some(store),
             attempts: INFRA_RETRIES,
             backoff: None,
+            reuse_artifacts: false,
         }
     }
 
@@ -226,6 +232,10 @@ impl<'a> Probing<'a> {
         let build = run.build.map_or_else(|| slot.build(), Path::to_path_buf);
         // This run's log, not a previous run's; attempts write after one another.
         let _ = std::fs::remove_file(&log);
+        let index = match (self.reuse_artifacts, self.store) {
+            (true, Some(store)) => Some(StoredArtifacts::new(store, &self.identity)),
+            _ => None,
+        };
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -238,6 +248,7 @@ impl<'a> Probing<'a> {
                 build_dir: &build,
                 log_path: &log,
                 run_name: &name,
+                artifacts: index.as_ref().map(|i| i as &dyn ArtifactIndex),
             };
             let report = self.prober.probe(&req, hooks.phase);
             if report.outcome != Outcome::InfraError {
@@ -304,6 +315,9 @@ impl<'a> Probing<'a> {
             report,
         };
         store.save(&key, run.index, &stored)?;
+        if let (Some(digest), None) = (&stored.report.artifact_digest, &stored.report.reused_from) {
+            StoredArtifacts::new(store, &self.identity).record(digest, &key, run.index, run.sha)?;
+        }
         let mut report = stored.report;
         if let Some(l) = run.log {
             // The caller reads the log it asked for; the store keeps its own copy.

@@ -143,6 +143,12 @@ impl Store {
         Ok(runs)
     }
 
+    /// Run `index` of `key`, when it is on disk and readable.
+    pub fn load_run(&self, key: &StoreKey, index: usize) -> Option<StoredRun> {
+        let path = self.dir(key).join(format!("run-{index:04}.json"));
+        serde_json::from_slice(&fs::read(path).ok()?).ok()
+    }
+
     /// Where run `index` of `key` logs its output.
     pub fn log_path(&self, key: &StoreKey, index: usize) -> PathBuf {
         self.root
@@ -245,6 +251,8 @@ mod tests {
             output_tail: "ok".into(),
             provenance: BTreeMap::new(),
             ccache: None,
+            artifact_digest: None,
+            reused_from: None,
         }
     }
 

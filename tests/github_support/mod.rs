@@ -264,6 +264,7 @@ pub fn bisect_result(
             cached: false,
             candidate: None,
             ccache: None,
+            reused_from: None,
         }],
         predicate: predicate.into(),
         policy: "single run".into(),

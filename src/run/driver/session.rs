@@ -50,12 +50,21 @@ pub fn bisect_session(
     };
     let mut last_policy = describe(None);
     let mut budget = None;
-    let outcome = drive(plan, prober, store, progress, describe(None), |shared| {
-        let (c, steps, session) = session_loop(shared, mode, max_runs)?;
-        last_policy = describe(Some(&session));
-        budget = budget_spent(plan, &session, confidence, max_runs);
-        Ok((c, steps))
-    })?;
+    // Never reuse by artifacts: the Session re-runs commits on purpose (flaky faults).
+    let outcome = drive(
+        plan,
+        prober,
+        store,
+        progress,
+        describe(None),
+        false,
+        |shared| {
+            let (c, steps, session) = session_loop(shared, mode, max_runs)?;
+            last_policy = describe(Some(&session));
+            budget = budget_spent(plan, &session, confidence, max_runs);
+            Ok((c, steps))
+        },
+    )?;
     Ok(BisectOutcome {
         policy: last_policy,
         budget,
