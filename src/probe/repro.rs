@@ -236,11 +236,8 @@ impl ReproProber {
     fn artifact_digest(&self, build_dir: &Path) -> Option<String> {
         let tree = build_dir.join(self.build_dir_name());
         let defs = tree.join("compile_commands.json");
-        let extra: Vec<&Path> = if self.opts.expect.needs_compile_defs() {
-            vec![&defs]
-        } else {
-            vec![]
-        };
+        let needs_defs = self.opts.expect.needs_compile_defs();
+        let extra: Vec<&Path> = needs_defs.then_some(defs.as_path()).into_iter().collect();
         let run = format!("{}\n{:?}", self.run_script(), self.opts.run_env);
         let program = tree.join(self.opts.reproducer.target());
         artifacts::build_digest(&run, &program, &tree, &extra)
@@ -323,12 +320,9 @@ impl Prober for ReproProber {
             duration_s: started.elapsed().as_secs_f64(),
             build_s,
             test_s,
-            log_path: req.log_path.to_path_buf(),
             output_tail: r.map(|r| tail(&r.output, 8192)).unwrap_or_default(),
             provenance,
-            ccache: None,
-            artifact_digest: None,
-            reused_from: None,
+            ..ProbeReport::infra(String::new(), req.log_path)
         };
         if !ggml_root.join("include/ggml.h").is_file()
             || !ggml_root.join("CMakeLists.txt").is_file()
