@@ -8,7 +8,8 @@
 # GGML_GIT_DIR is any ggml clone (a bare mirror works); the project never ships ggml code.
 # Both tools start cold (fresh clone, build dir, work dir and CCACHE_DIR) and both use ccache;
 # run back to back, tool first. Prints one markdown row per tool, then the tool's probe times.
-# KEEP=1 keeps the temp dir (and prints it) for an overlapping second bisect.
+# OVERLAP=N then runs the tool again with both endpoints moved N first-parent commits inwards
+# (same work dir, same ccache): the overlapping second bisect. KEEP=1 keeps the temp dir.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MIRROR=$1 GOOD=$2 BAD=$3; shift 3
@@ -34,7 +35,8 @@ t1=$(now)
 read -r probes executed found < <(python3 -c "
 import json; r=json.load(open('$root/tool.json'))
 print(len(r['probes']), r['executed'], (r.get('first_bad') or '?')[:8])")
-printf '| setrows-bisect %s | %s (%s run) | %s | %.1f | %s |\n' "$*" "$probes" "$executed" "$found" "$(python3 -c "print($t1 - $t0)")" "$l0"
+tool_wall=$(python3 -c "print($t1 - $t0)")
+printf '| setrows-bisect %s | %s (%s run) | %s | %.1f | %s |\n' "$*" "$probes" "$executed" "$found" "$tool_wall" "$l0"
 
 l0=$(load); t0=$(now)
 (
@@ -42,16 +44,34 @@ l0=$(load); t0=$(now)
   mkdir -p "$root/git-build"
   cd "$root/git-src"
   git bisect start --term-old=broken --term-new=fixed "$BAD" "$GOOD" >/dev/null
-  git bisect run sh -c "cd '$root/git-build' && SRC='$root/git-src' sh '$BUILD_SH' >/dev/null 2>&1 || exit 125; '$root/git-build/setrows_i32' >/dev/null 2>&1 && exit 1 || exit 0" >"$root/git.out" 2>&1 || true
+  git bisect run sh -c "s=\$(date +%s.%N); cd '$root/git-build' && SRC='$root/git-src' sh '$BUILD_SH' >/dev/null 2>&1 || exit 125; echo \$(git -C '$root/git-src' rev-parse --short=8 HEAD):\$(python3 -c \"print(round(\$(date +%s.%N) - \$s, 1))\")s >> '$root/git-times'; '$root/git-build/setrows_i32' >/dev/null 2>&1 && exit 1 || exit 0" >"$root/git.out" 2>&1 || true
 )
 t1=$(now)
 found=$(grep -oE '^[0-9a-f]{40} is the first fixed commit' "$root/git.out" | cut -c1-8 || true)
 runs=$(git -C "$root/git-src" bisect log | grep -cE '^git bisect (broken|fixed|skip) ' || true)
 printf '| git bisect run | %s | %s | %.1f | %s |\n' "$runs" "${found:-?}" "$(python3 -c "print($t1 - $t0)")" "$l0"
 echo "expected: ${fix_expected:0:8}"
+echo "git builds: $(tr '\n' ' ' < "$root/git-times")"
+for c in tool git; do
+  echo "ccache $c: $(CCACHE_DIR=$root/cc-$c ccache -s 2>/dev/null | grep -E '^ *(Hits|Misses):' | tr -s ' ' | tr '\n' ' ')"
+done
 python3 - "$root/tool.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print("tool probes:", " ".join(f"{p['sha'][:8]}:{p['verdict']}:{p.get('duration_s') or 0:.1f}s{'(stored)' if p.get('cached') else ''}" for p in r['probes']))
 PY
+if [ -n "${OVERLAP:-}" ]; then
+  g2=$(git -C "$root/tool-src" rev-list --first-parent --reverse "$GOOD..$BAD" | sed -n "${OVERLAP}p")
+  b2=$(git -C "$root/tool-src" rev-list --first-parent "$GOOD..$BAD" | sed -n "$((OVERLAP + 1))p")
+  t0=$(now)
+  CCACHE_DIR=$root/cc-tool "$BIN" --repo "$root/tool-src" --good "$g2" --bad "$b2" --regress success \
+    --build "sh $BUILD_SH" --script '"$WORK/setrows_i32"' --work-dir "$root/work" \
+    --json "$root/overlap.json" "$@" >"$root/overlap.out" 2>&1 || true
+  t1=$(now)
+  read -r probes executed found < <(python3 -c "
+import json; r=json.load(open('$root/overlap.json'))
+print(len(r['probes']), r['executed'], (r.get('first_bad') or '?')[:8])")
+  w=$(python3 -c "print($t1 - $t0)")
+  printf '| overlap %s..%s | %s (%s run) | %s | %.1f | first/overlap %.1fx |\n' "${g2:0:8}" "${b2:0:8}" "$probes" "$executed" "$found" "$w" "$(python3 -c "print($tool_wall / $w)")"
+fi
 if [ "${KEEP:-}" = 1 ]; then echo "kept: $root"; else rm -rf "$root"; fi
