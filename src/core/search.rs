@@ -19,11 +19,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndpointCheck {
-    /// Test `--bad` before anything else (the endpoint that usually lies: a fault that does
-    /// not reproduce there makes the whole bisection worthless), and `--good` in the same
-    /// wave when a slot is free, else only when the answer touches it (as `Lazy`). Measured
-    /// on real ggml ranges (BENCHMARKS.md): one probe over `git bisect run`'s trust instead of
-    /// two, and a lying `--good` is still never part of an answer.
+    /// Test `--bad` before the search relies on it (the endpoint that usually lies: a fault
+    /// that does not reproduce there makes the whole bisection worthless). With one slot the
+    /// first midpoint goes first: if it shows the new behaviour the fault reproduces inside
+    /// the range and `--bad` is only tested when the answer touches it; if it shows the old,
+    /// `--bad` is next, so a lying `--bad` costs one probe, never a whole bisection. With a
+    /// free slot `--bad` and `--good` go in the first wave. Measured on real ggml ranges
+    /// (BENCHMARKS.md): testing `--bad` before anything else cost one full rebuild on every
+    /// range; this costs it only where the first midpoint is old.
     First,
     /// Assume the endpoints, and test one only when the answer depends on it (the culprit is
     /// next to it). Same trust at the end, fewer probes; a wrong endpoint is found late.
@@ -159,11 +162,17 @@ impl Search {
             };
         }
         if self.endpoints == EndpointCheck::First && bad.is_none() {
-            let mut ends = vec![n - 1];
-            if good.is_none() && slots > 1 {
-                ends.push(0);
+            let inside = |v| (1..n - 1).any(|i| self.verdicts[i] == Some(v));
+            if slots > 1 {
+                let mut ends = vec![n - 1];
+                if good.is_none() {
+                    ends.push(0);
+                }
+                return Step::Probe(ends);
             }
-            return Step::Probe(ends);
+            if inside(Verdict::Old) && !inside(Verdict::New) {
+                return Step::Probe(vec![n - 1]);
+            }
         }
         let (lo, hi) = self.bounds();
         let open: Vec<usize> = (lo + 1..hi)

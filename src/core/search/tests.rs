@@ -131,10 +131,30 @@ proptest! {
 }
 
 #[test]
-fn endpoints_first_probes_bad_then_good() {
-    let s = Search::new(vec![0, 1, 2, 3], EndpointCheck::First);
-    assert_eq!(s.next(1), Step::Probe(vec![3]));
-    assert_eq!(s.next(2), Step::Probe(vec![3, 0]));
+fn bad_is_tested_before_the_search_relies_on_it() {
+    // A free slot: both endpoints in the first wave.
+    let s = Search::new((0..100).collect(), EndpointCheck::First);
+    assert_eq!(s.next(2), Step::Probe(vec![99, 0]));
+    // One slot: the first midpoint, then --bad only if that midpoint is old.
+    let Step::Probe(mid) = s.next(1) else {
+        panic!()
+    };
+    assert!(mid[0] > 0 && mid[0] < 99, "{mid:?}");
+    let mut old = s.clone();
+    old.record(mid[0], Verdict::Old);
+    assert_eq!(old.next(1), Step::Probe(vec![99]));
+    old.record(99, Verdict::Old);
+    assert!(matches!(old.next(1), Step::BadEndpoint { which: Endpoint::Bad, .. }));
+    // A midpoint that reproduces proves the fault does: --bad waits until the answer needs it.
+    let mut new = s.clone();
+    new.record(mid[0], Verdict::New);
+    let Step::Probe(next) = new.next(1) else {
+        panic!()
+    };
+    assert!(next[0] < mid[0], "{next:?}");
+    let mut lazy = Search::new((0..100).collect(), EndpointCheck::Lazy);
+    lazy.record(mid[0], Verdict::Old);
+    assert_ne!(lazy.next(1), Step::Probe(vec![99]));
 }
 
 #[test]
