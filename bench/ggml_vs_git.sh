@@ -23,8 +23,8 @@ git clone -q "$MIRROR" "$root/git-src"
 for d in tool-src git-src; do git -C "$root/$d" checkout -q "$BAD"; done
 # The fix: ggml's own commit, or in a llama.cpp-layout history (bench/llama_layout.py) the one
 # that carries its tree.
-fix_expected=$(git -C "$root/tool-src" rev-parse --verify -q f24cca7c^{commit} ||
-  git -C "$root/tool-src" log --format=%H --grep='ggml-org/ggml f24cca7c' | tail -1)
+fix_expected=$(git -C "$root/tool-src" log --format=%H --grep='ggml-org/ggml f24cca7c' | tail -1)
+[ -n "$fix_expected" ] || fix_expected=$(git -C "$root/tool-src" rev-parse --verify -q f24cca7c^{commit})
 load() { cut -d' ' -f1 /proc/loadavg; }
 
 l0=$(load); t0=$(now)
