@@ -194,18 +194,18 @@ fn a_cmake_include_that_changes_an_option_is_a_boundary() {
 }
 
 /// Two objects, `big.c` (reads `big.h`) and `small.c` (reads `small.h`); every commit changes
-/// `small.h` (so each is its own candidate) and commit 12 of 20 changes `big.h`. After
-/// `--bad` is built, the midpoints on `--bad`'s side of the `big.h` change rebuild one object,
-/// the others two: the first midpoint must be one of the cheap ones, although the stable key
-/// (the depth with the most trailing zeros) names one of the others.
+/// `small.h` (so each is its own candidate) and commit 8 of 40 changes `big.h`. The fault
+/// shows from commit 3. The first midpoint (15, the stable choice) reproduces, so `--bad` is
+/// never built; the next midpoint is chosen from 7..8 (the window that costs no extra step),
+/// where 8 shares `big.h` with the build of 15 and rebuilds one object, 7 two: 8 must be taken,
+/// although the stable key (depth 8, more trailing zeros) names 7.
 #[test]
-fn the_first_midpoint_is_the_one_that_rebuilds_least() {
+fn the_next_midpoint_is_the_one_that_rebuilds_least() {
     if !ninja_ok() {
         return;
     }
     let cm = "cmake_minimum_required(VERSION 3.12)\nproject(p C)\nadd_executable(prog src/main.c src/big.c src/small.c)\ntarget_include_directories(prog PRIVATE src)\n";
-    let main =
-        "int big(void); int small(void);\nint main(void) { return small() >= 15 ? 1 : 0; }\n";
+    let main = "int big(void); int small(void);\nint main(void) { return small() >= 3 ? 1 : 0; }\n";
     let small = |v: usize| format!("#define SMALL {v}\n");
     let mut r = Repo::new(&[
         ("CMakeLists.txt", cm),
@@ -221,16 +221,16 @@ fn the_first_midpoint_is_the_one_that_rebuilds_least() {
         ("src/big.h", "#define BIG 1\n"),
         ("src/small.h", &small(0)),
     ]);
-    for v in 1..=20 {
+    for v in 1..=40 {
         let mut files = vec![("src/small.h", small(v))];
-        if v == 12 {
+        if v == 8 {
             files.push(("src/big.h", "#define BIG 2\n".to_string()));
         }
         let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
         r.commit(&files, &format!("small {v}"));
     }
     let (first, _, log, json) = r.bisect_json();
-    assert_eq!(first, r.shas[15], "{log}");
+    assert_eq!(first, r.shas[3], "{log}");
     let probes = json["probes"].as_array().unwrap();
     let order: Vec<usize> = probes
         .iter()
@@ -241,8 +241,13 @@ fn the_first_midpoint_is_the_one_that_rebuilds_least() {
                 .unwrap()
         })
         .collect();
-    assert_eq!(order[0], 20, "--bad first: {order:?}\n{log}");
-    // The window that costs no extra step is 8..12 of 0..20; its stable choice is index 11
-    // (depth 12), which has the old big.h; 12 is the one that rebuilds only small.c.
-    assert_eq!(order[1], 12, "first midpoint {order:?}\n{log}");
+    assert_eq!(
+        order[0], 15,
+        "the first midpoint goes first: {order:?}\n{log}"
+    );
+    assert!(
+        !order.contains(&40),
+        "a reproducing midpoint: --bad is not built: {order:?}"
+    );
+    assert_eq!(order[1], 8, "second midpoint {order:?}\n{log}");
 }

@@ -164,10 +164,9 @@ fn the_report_says_how_often_ccache_hit_counting_only_builds_run_now() {
         hits += c["hits"].as_u64().unwrap();
         misses += c["misses"].as_u64().unwrap();
     }
-    // The bad endpoint's build is the first (a cold cache: all misses). Later probes recompile
-    // only the files that differ from the build dir's last tree; those back at content an
-    // earlier probe compiled (e.g. the bad endpoint's) hit.
-    assert_eq!(probes[0]["sha"], shas[8].as_str(), "{r:#}");
+    // The first build (the first midpoint) meets a cold cache: all misses. Later probes
+    // recompile only the files that differ from the build dir's last tree; those back at
+    // content an earlier probe compiled hit.
     assert_eq!(probes[0]["ccache"]["hits"], 0, "{r:#}");
     assert!(
         probes[0]["ccache"]["misses"].as_u64().unwrap() >= 9,

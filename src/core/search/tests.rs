@@ -144,7 +144,13 @@ fn bad_is_tested_before_the_search_relies_on_it() {
     old.record(mid[0], Verdict::Old);
     assert_eq!(old.next(1), Step::Probe(vec![99]));
     old.record(99, Verdict::Old);
-    assert!(matches!(old.next(1), Step::BadEndpoint { which: Endpoint::Bad, .. }));
+    assert!(matches!(
+        old.next(1),
+        Step::BadEndpoint {
+            which: Endpoint::Bad,
+            ..
+        }
+    ));
     // A midpoint that reproduces proves the fault does: --bad waits until the answer needs it.
     let mut new = s.clone();
     new.record(mid[0], Verdict::New);
