@@ -7,11 +7,13 @@
 
 mod common;
 
+use common::git;
+
 use common::have_cmake;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// What a commit's compiled code is: A and B pass (B is different code), C fails.
@@ -30,20 +32,6 @@ fn val_c(code: Code, note: usize) -> String {
         Code::C => "int val(void) { return 2; }",
     };
     format!("/* note {note} */\n{body}\n")
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@e")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@e")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 struct Repo {

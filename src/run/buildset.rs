@@ -28,16 +28,8 @@ pub fn learn(build_dir: &Path, checkout: &Path, named: &[String]) -> Option<Read
     let mut found = false;
     for dir in ninja_dirs(build_dir) {
         let text = std::fs::read_to_string(dir.join("build.ninja")).ok()?;
-        let deps = std::process::Command::new("ninja")
-            .arg("-C")
-            .arg(&dir)
-            .args(["-t", "deps"])
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())?;
+        let deps = ninja_deps(&dir)?;
         found = true;
-        let deps = String::from_utf8_lossy(&deps.stdout).into_owned();
         for token in tokens(&text).chain(deps.lines().map(str::trim)) {
             let Some(rel) = relative(&dir, token, &roots) else {
                 continue;
@@ -63,6 +55,19 @@ pub fn learn(build_dir: &Path, checkout: &Path, named: &[String]) -> Option<Read
         }
     }
     Some(set)
+}
+
+/// `ninja -t deps` of one Ninja dir: every object and the files its depfile named.
+pub(crate) fn ninja_deps(dir: &Path) -> Option<String> {
+    std::process::Command::new("ninja")
+        .arg("-C")
+        .arg(dir)
+        .args(["-t", "deps"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 /// `build_dir` and its subdirectories (two levels) holding a `build.ninja`.

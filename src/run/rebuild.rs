@@ -54,18 +54,11 @@ impl RebuildModel {
         };
         let mut index: HashMap<String, usize> = HashMap::new();
         for dir in crate::run::buildset::ninja_dirs(build_dir) {
-            let out = std::process::Command::new("ninja")
-                .arg("-C")
-                .arg(&dir)
-                .args(["-t", "deps"])
-                .stderr(std::process::Stdio::null())
-                .output()
-                .ok()
-                .filter(|o| o.status.success())?;
+            let out = crate::run::buildset::ninja_deps(&dir)?;
             let times = std::fs::read_to_string(dir.join(".ninja_log"))
                 .map(|t| log_times(&t))
                 .unwrap_or_default();
-            for (target, deps) in parse_deps(&String::from_utf8_lossy(&out.stdout)) {
+            for (target, deps) in parse_deps(&out) {
                 let mut inputs: Vec<usize> = deps
                     .iter()
                     .filter_map(|d| crate::run::buildset::relative(&dir, d, &roots))
