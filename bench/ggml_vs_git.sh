@@ -24,18 +24,28 @@ for d in tool-src git-src; do git -C "$root/$d" checkout -q "$BAD"; done
 # The fix: ggml's own commit, or in a llama.cpp-layout history (bench/llama_layout.py) the one
 # that carries its tree.
 fix_expected=$(git -C "$root/tool-src" log --format=%H --grep='ggml-org/ggml f24cca7c' | tail -1)
-[ -n "$fix_expected" ] || fix_expected=$(git -C "$root/tool-src" rev-parse --verify -q f24cca7c^{commit})
+[ -n "$fix_expected" ] || fix_expected=$(git -C "$root/tool-src" rev-parse --verify -q "f24cca7c^{commit}")
 load() { cut -d' ' -f1 /proc/loadavg; }
 
-l0=$(load); t0=$(now)
-CCACHE_DIR=$root/cc-tool "$BIN" --repo "$root/tool-src" --good "$GOOD" --bad "$BAD" --regress success \
-  --build "sh $BUILD_SH" --script '"$WORK/setrows_i32"' --work-dir "$root/work" \
-  --json "$root/tool.json" "$@" >"$root/tool.out" 2>&1 || true
-t1=$(now)
-read -r probes executed found < <(python3 -c "
-import json; r=json.load(open('$root/tool.json'))
+# tool_run G B NAME: one setrows-bisect run in the shared work dir and cache; sets wall, probes,
+# executed, found.
+tool_run() {
+  local t0 t1
+  t0=$(now)
+  # shellcheck disable=SC2016 # $WORK is the tool's, expanded in the probe
+  CCACHE_DIR=$root/cc-tool "$BIN" --repo "$root/tool-src" --good "$1" --bad "$2" --regress success \
+    --build "sh $BUILD_SH" --script '"$WORK/setrows_i32"' --work-dir "$root/work" \
+    --json "$root/$3.json" "${TOOL_FLAGS[@]}" >"$root/$3.out" 2>&1 || true
+  t1=$(now)
+  wall=$(python3 -c "print($t1 - $t0)")
+  read -r probes executed found < <(python3 -c "
+import json; r=json.load(open('$root/$3.json'))
 print(len(r['probes']), r['executed'], (r.get('first_bad') or '?')[:8])")
-tool_wall=$(python3 -c "print($t1 - $t0)")
+}
+TOOL_FLAGS=("$@")
+l0=$(load)
+tool_run "$GOOD" "$BAD" tool
+tool_wall=$wall
 printf '| setrows-bisect %s | %s (%s run) | %s | %.1f | %s |\n' "$*" "$probes" "$executed" "$found" "$tool_wall" "$l0"
 
 l0=$(load); t0=$(now)
@@ -63,15 +73,8 @@ PY
 if [ -n "${OVERLAP:-}" ]; then
   g2=$(git -C "$root/tool-src" rev-list --first-parent --reverse "$GOOD..$BAD" | sed -n "${OVERLAP}p")
   b2=$(git -C "$root/tool-src" rev-list --first-parent "$GOOD..$BAD" | sed -n "$((OVERLAP + 1))p")
-  t0=$(now)
-  CCACHE_DIR=$root/cc-tool "$BIN" --repo "$root/tool-src" --good "$g2" --bad "$b2" --regress success \
-    --build "sh $BUILD_SH" --script '"$WORK/setrows_i32"' --work-dir "$root/work" \
-    --json "$root/overlap.json" "$@" >"$root/overlap.out" 2>&1 || true
-  t1=$(now)
-  read -r probes executed found < <(python3 -c "
-import json; r=json.load(open('$root/overlap.json'))
-print(len(r['probes']), r['executed'], (r.get('first_bad') or '?')[:8])")
-  w=$(python3 -c "print($t1 - $t0)")
+  tool_run "$g2" "$b2" overlap
+  w=$wall
   printf '| overlap %s..%s | %s (%s run) | %s | %.1f | first/overlap %.1fx |\n' "${g2:0:8}" "${b2:0:8}" "$probes" "$executed" "$found" "$w" "$(python3 -c "print($tool_wall / $w)")"
 fi
 if [ "${KEEP:-}" = 1 ]; then echo "kept: $root"; else rm -rf "$root"; fi
