@@ -7,7 +7,6 @@ mod common;
 
 use common::git;
 
-use common::have_cmake;
 use std::fs;
 use std::process::Command;
 
@@ -83,22 +82,11 @@ impl Repo {
     }
 }
 
-/// cmake and ninja, under the one tools rule (a failure under CI, a loud skip elsewhere).
-fn ninja_ok() -> bool {
-    have_cmake()
-        && common::tools::require(
-            setrows_bisect::probe::script::which("ninja"),
-            "ninja",
-            "scripts/setup.d/00-base.sh",
-        )
-        .is_some()
-}
-
 const MAIN: &str = "#include \"val.h\"\nint main(void) { return VAL == 1 ? 0 : 1; }\n";
 
 #[test]
 fn a_new_file_in_a_globbed_directory_is_a_boundary() {
-    if !ninja_ok() {
+    if !common::have_ninja() {
         return;
     }
     let cm = "cmake_minimum_required(VERSION 3.12)\nproject(p C)\nfile(GLOB S CONFIGURE_DEPENDS src/*.c)\nadd_executable(prog ${S})\ntarget_include_directories(prog PRIVATE src)\n";
@@ -124,7 +112,7 @@ fn a_new_file_in_a_globbed_directory_is_a_boundary() {
 
 #[test]
 fn a_header_read_only_on_one_side_is_learned_before_the_answer() {
-    if !ninja_ok() {
+    if !common::have_ninja() {
         return;
     }
     let cm = "cmake_minimum_required(VERSION 3.12)\nproject(p C)\nadd_executable(prog src/main.c)\ntarget_include_directories(prog PRIVATE inc)\n";
@@ -156,7 +144,7 @@ fn a_header_read_only_on_one_side_is_learned_before_the_answer() {
 
 #[test]
 fn a_cmake_include_that_changes_an_option_is_a_boundary() {
-    if !ninja_ok() {
+    if !common::have_ninja() {
         return;
     }
     let cm = "cmake_minimum_required(VERSION 3.12)\nproject(p C)\ninclude(cmake/opts.cmake)\nadd_executable(prog src/main.c)\ntarget_include_directories(prog PRIVATE src)\nif(BROKEN)\n  target_compile_definitions(prog PRIVATE VAL_OVERRIDE=2)\nendif()\n";
@@ -188,7 +176,7 @@ fn a_cmake_include_that_changes_an_option_is_a_boundary() {
 /// although the stable key (depth 8, more trailing zeros) names 7.
 #[test]
 fn the_next_midpoint_is_the_one_that_rebuilds_least() {
-    if !ninja_ok() {
+    if !common::have_ninja() {
         return;
     }
     let cm = "cmake_minimum_required(VERSION 3.12)\nproject(p C)\nadd_executable(prog src/main.c src/big.c src/small.c)\ntarget_include_directories(prog PRIVATE src)\n";

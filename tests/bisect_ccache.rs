@@ -8,7 +8,7 @@ mod common;
 
 use common::git;
 
-use common::{have_cmake, tools};
+use common::tools;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -125,7 +125,7 @@ fn leftover_stats_logs(dir: &Path, out: &mut Vec<String>) {
 #[test]
 fn the_report_says_how_often_ccache_hit_counting_only_builds_run_now() {
     let ccache = setrows_bisect::probe::script::which("ccache");
-    let tools_there = have_cmake() && setrows_bisect::probe::script::which("ninja").is_some();
+    let tools_there = common::have_ninja();
     if tools::require(ccache, "ccache", "scripts/setup.d/00-base.sh").is_none() || !tools_there {
         return;
     }
@@ -277,7 +277,7 @@ fn path_without_ccache(dir: &Path) -> std::path::PathBuf {
 /// Without ccache where the builds run, the report says so rather than "0 hits".
 #[test]
 fn without_ccache_the_report_says_it_was_not_installed() {
-    let tools_there = have_cmake() && setrows_bisect::probe::script::which("ninja").is_some();
+    let tools_there = common::have_ninja();
     if !tools_there {
         return;
     }

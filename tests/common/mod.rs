@@ -19,6 +19,17 @@ pub fn have_cmake() -> bool {
     .is_some()
 }
 
+/// True when cmake and ninja are available (the same rule: required under CI).
+pub fn have_ninja() -> bool {
+    have_cmake()
+        && tools::require(
+            setrows_bisect::probe::script::which("ninja"),
+            "ninja",
+            "scripts/setup.d/00-base.sh",
+        )
+        .is_some()
+}
+
 pub struct Fixture {
     pub dir: tempfile::TempDir,
     pub history: History,
