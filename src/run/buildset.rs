@@ -18,20 +18,37 @@ use crate::run::git::{ctx, GitError};
 use git2::{Delta, Oid, Repository};
 use std::path::{Component, Path, PathBuf};
 
-/// Asks the Ninja build directories under `build_dir` what the build read from `checkout`.
-pub fn learn(build_dir: &Path, checkout: &Path, named: &[String]) -> Option<ReadSet> {
-    let roots: Vec<PathBuf> = [checkout.to_path_buf()]
-        .into_iter()
-        .chain(std::fs::canonicalize(checkout).ok())
-        .collect();
+/// What Ninja recorded after one probe's build: each Ninja dir under the build dir with its
+/// `ninja -t deps` text, and the spellings of the checkout's root. Asked once per probe; the
+/// read set (here) and the rebuild model (`run::rebuild`) both read it.
+pub struct NinjaBuild {
+    pub dirs: Vec<(PathBuf, String)>,
+    pub roots: Vec<PathBuf>,
+}
+
+impl NinjaBuild {
+    /// `None` when there is no Ninja build dir or one cannot answer.
+    pub fn read(build_dir: &Path, checkout: &Path) -> Option<Self> {
+        let dirs = ninja_dirs(build_dir)
+            .into_iter()
+            .map(|d| ninja_deps(&d).map(|deps| (d, deps)))
+            .collect::<Option<Vec<_>>>()?;
+        let roots = [checkout.to_path_buf()]
+            .into_iter()
+            .chain(std::fs::canonicalize(checkout).ok())
+            .collect();
+        (!dirs.is_empty()).then_some(NinjaBuild { dirs, roots })
+    }
+}
+
+/// What the build read from the checkout (`named`: the paths the prober's own commands name).
+pub fn learn(build: &NinjaBuild, named: &[String]) -> Option<ReadSet> {
+    let roots = &build.roots;
     let mut set = ReadSet::default();
-    let mut found = false;
-    for dir in ninja_dirs(build_dir) {
+    for (dir, deps) in &build.dirs {
         let text = std::fs::read_to_string(dir.join("build.ninja")).ok()?;
-        let deps = ninja_deps(&dir)?;
-        found = true;
         for token in tokens(&text).chain(deps.lines().map(str::trim)) {
-            let Some(rel) = relative(&dir, token, &roots) else {
+            let Some(rel) = relative(dir, token, roots) else {
                 continue;
             };
             let full = roots[0].join(&rel);
@@ -44,7 +61,7 @@ pub fn learn(build_dir: &Path, checkout: &Path, named: &[String]) -> Option<Read
             }
         }
     }
-    if !found || set.is_empty() {
+    if set.is_empty() {
         return None;
     }
     for n in named {
@@ -58,7 +75,7 @@ pub fn learn(build_dir: &Path, checkout: &Path, named: &[String]) -> Option<Read
 }
 
 /// `ninja -t deps` of one Ninja dir: every object and the files its depfile named.
-pub(crate) fn ninja_deps(dir: &Path) -> Option<String> {
+fn ninja_deps(dir: &Path) -> Option<String> {
     std::process::Command::new("ninja")
         .arg("-C")
         .arg(dir)
@@ -71,7 +88,7 @@ pub(crate) fn ninja_deps(dir: &Path) -> Option<String> {
 }
 
 /// `build_dir` and its subdirectories (two levels) holding a `build.ninja`.
-pub(crate) fn ninja_dirs(build_dir: &Path) -> Vec<PathBuf> {
+fn ninja_dirs(build_dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut level = vec![build_dir.to_path_buf()];
     for _ in 0..3 {

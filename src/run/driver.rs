@@ -442,8 +442,7 @@ fn execute(
         return Err(e.into());
     }
     if let Ok(r) = &report {
-        sh.learn_reads(index, slot, r);
-        sh.learn_rebuild(&repo, index, slot, r);
+        sh.learn_build(&repo, index, slot, r);
     }
     report
 }

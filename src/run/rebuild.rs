@@ -13,10 +13,11 @@
 //! The estimate only orders midpoints that cost the search no extra step
 //! (`core::search::Search::set_cost`); a wrong estimate costs time, never correctness.
 
+use crate::run::buildset::NinjaBuild;
 use git2::{Oid, Repository};
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One compiled object: its compile time and the checkout paths it read.
 #[derive(Debug, Clone)]
@@ -41,27 +42,22 @@ pub struct RebuildModel {
 }
 
 impl RebuildModel {
-    /// Reads what the Ninja builds under `build_dir` compiled from `checkout`. `None` when there
-    /// is no Ninja build or no object read a checkout file.
-    pub fn learn(build_dir: &Path, checkout: &Path, ccache: bool) -> Option<Self> {
-        let roots: Vec<PathBuf> = [checkout.to_path_buf()]
-            .into_iter()
-            .chain(std::fs::canonicalize(checkout).ok())
-            .collect();
+    /// What the Ninja build compiled from the checkout. `None` when no object read a
+    /// checkout file.
+    pub fn learn(build: &NinjaBuild, ccache: bool) -> Option<Self> {
         let mut model = RebuildModel {
             ccache,
             ..Default::default()
         };
         let mut index: HashMap<String, usize> = HashMap::new();
-        for dir in crate::run::buildset::ninja_dirs(build_dir) {
-            let out = crate::run::buildset::ninja_deps(&dir)?;
+        for (dir, deps) in &build.dirs {
             let times = std::fs::read_to_string(dir.join(".ninja_log"))
                 .map(|t| log_times(&t))
                 .unwrap_or_default();
-            for (target, deps) in parse_deps(&out) {
+            for (target, deps) in parse_deps(deps) {
                 let mut inputs: Vec<usize> = deps
                     .iter()
-                    .filter_map(|d| crate::run::buildset::relative(&dir, d, &roots))
+                    .filter_map(|d| crate::run::buildset::relative(dir, d, &build.roots))
                     .map(|rel| {
                         let next = model.paths.len();
                         *index.entry(rel.clone()).or_insert_with(|| {

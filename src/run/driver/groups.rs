@@ -231,37 +231,6 @@ impl Shared<'_> {
         }
     }
 
-    /// After a run whose build succeeded: relearn what the build compiles and note that this
-    /// commit's objects are now built (see `run::rebuild`).
-    pub(super) fn learn_rebuild(
-        &self,
-        repo: &git2::Repository,
-        index: usize,
-        slot: usize,
-        report: &ProbeReport,
-    ) {
-        use crate::core::outcome::Outcome;
-        if matches!(report.outcome, Outcome::BuildFailed | Outcome::InfraError) {
-            return;
-        }
-        let s = &self.slots[slot];
-        let ccache = crate::probe::script::which("ccache").is_some();
-        let Ok(mut model) = self.rebuild.lock() else {
-            return;
-        };
-        if let Some(mut fresh) =
-            crate::run::rebuild::RebuildModel::learn(&s.build(), s.src(), ccache)
-        {
-            if let Some(old) = model.take() {
-                fresh.inherit(repo, old);
-            }
-            *model = Some(fresh);
-        }
-        if let Some(m) = model.as_mut() {
-            m.built(repo, &self.plan.range.candidates[index].sha);
-        }
-    }
-
     /// The member of group `g` to ask: one with stored runs and a known read set (a result an
     /// earlier bisection paid for), else the group's first commit.
     pub(super) fn pick(
@@ -295,20 +264,45 @@ impl Shared<'_> {
             .collect()
     }
 
-    /// After a run whose build succeeded: what did it read? Saved per tree for `groups`.
-    pub(super) fn learn_reads(&self, index: usize, slot: usize, report: &ProbeReport) {
+    /// After a run whose build succeeded, what Ninja recorded (asked once): what the build read,
+    /// saved per tree for `groups` when the prober can name its own reads, and what it compiled,
+    /// for the rebuild costs (`run::rebuild`), with this commit's objects now built.
+    pub(super) fn learn_build(
+        &self,
+        repo: &git2::Repository,
+        index: usize,
+        slot: usize,
+        report: &ProbeReport,
+    ) {
         use crate::core::outcome::Outcome;
-        let Some(named) = self.probing.prober.named_inputs() else {
-            return;
-        };
         if matches!(report.outcome, Outcome::BuildFailed | Outcome::InfraError) {
             return;
         }
         let s = &self.slots[slot];
-        if let Some(set) = crate::run::buildset::learn(&s.build(), s.src(), &named) {
-            let sets =
-                crate::run::buildset::ReadSets::new(self.store.root(), &self.probing.identity);
-            let _ = sets.save(&self.plan.range.candidates[index].tree, &set);
+        let build = crate::run::buildset::NinjaBuild::read(&s.build(), s.src());
+        let cand = &self.plan.range.candidates[index];
+        if let (Some(named), Some(b)) = (self.probing.prober.named_inputs(), &build) {
+            if let Some(set) = crate::run::buildset::learn(b, &named) {
+                let sets =
+                    crate::run::buildset::ReadSets::new(self.store.root(), &self.probing.identity);
+                let _ = sets.save(&cand.tree, &set);
+            }
+        }
+        let Ok(mut model) = self.rebuild.lock() else {
+            return;
+        };
+        let ccache = crate::probe::script::which("ccache").is_some();
+        if let Some(mut fresh) = build
+            .as_ref()
+            .and_then(|b| crate::run::rebuild::RebuildModel::learn(b, ccache))
+        {
+            if let Some(old) = model.take() {
+                fresh.inherit(repo, old);
+            }
+            *model = Some(fresh);
+        }
+        if let Some(m) = model.as_mut() {
+            m.built(repo, &cand.sha);
         }
     }
 }
