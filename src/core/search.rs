@@ -13,6 +13,7 @@
 //! the same as an exact binary search (and `git bisect`).
 
 use crate::core::outcome::Verdict;
+pub use costs::{budget, BuildCosts, MAX_OPEN};
 use serde::{Deserialize, Serialize};
 
 /// When the endpoints are tested.
@@ -71,9 +72,9 @@ pub struct Search {
     /// Candidates whose result is stored: free to ask, so one inside the open range is taken
     /// before anything is built, wherever it lies.
     cheap: Vec<bool>,
-    /// Estimated cost of building each candidate from what was already built (ccache and
-    /// Ninja reuse); among the midpoints that cost no extra step, the cheapest is taken.
-    cost: Vec<u64>,
+    /// What building each candidate costs (`costs`), and the probes the search may still
+    /// spend on midpoints: with them one slot takes the least expected build time.
+    costs: Option<(BuildCosts, u32)>,
 }
 
 impl Search {
@@ -87,7 +88,7 @@ impl Search {
             verdicts: vec![None; n],
             endpoints,
             cheap: vec![false; n],
-            cost: vec![0; n],
+            costs: None,
         }
     }
 
@@ -99,12 +100,12 @@ impl Search {
         self.cheap[index] = true;
     }
 
-    /// Sets the estimated cost of building candidate `index` (any unit; only the order
-    /// matters). It steers the choice among midpoints that keep the worst case, ahead of the
-    /// stable key: two bisections of one history then probe the same commits less often,
-    /// which the stored-first rule above makes up for.
-    pub fn set_cost(&mut self, index: usize, cost: u64) {
-        self.cost[index] = cost;
+    /// What building each candidate costs, and how many probes may still go to midpoints
+    /// (`costs::budget` less those made; never below what an exact halving of the open range
+    /// needs). With one slot the midpoint of least expected build time for the rest of the
+    /// search is taken (`costs`); with more, the cheapest to build now inside the window.
+    pub fn set_costs(&mut self, costs: BuildCosts, depth: u32) {
+        self.costs = Some((costs, depth));
     }
 
     pub fn len(&self) -> usize {
@@ -209,6 +210,24 @@ impl Search {
     fn pick(&self, lo: usize, hi: usize, open: &[usize], slots: usize) -> Vec<usize> {
         let parts = slots.min(open.len()) + 1;
         let span = hi - lo;
+        let cost = |m: usize| {
+            self.costs
+                .as_ref()
+                .and_then(|(c, _)| c.now.get(m).copied())
+                .unwrap_or(0)
+        };
+        // One slot, costs known: least expected build time within the probe budget.
+        let planned = match &self.costs {
+            Some((costs, depth)) if parts == 2 => {
+                let mut pos = Vec::with_capacity(open.len() + 2);
+                pos.push(lo);
+                pos.extend_from_slice(open);
+                pos.push(hi);
+                let depth = (*depth).max(ceil_log2(open.len() + 1));
+                costs::scores(costs, &pos, depth)
+            }
+            _ => None,
+        };
         let mut chosen: Vec<usize> = Vec::with_capacity(parts - 1);
         for j in 1..parts {
             // Target j/parts of the way; every part may grow up to the power-of-two budget
@@ -239,13 +258,25 @@ impl Search {
                 .min_by_key(|&m| near(m));
             let best = free
                 .or_else(|| {
+                    let scores = planned.as_ref()?;
+                    (0..open.len())
+                        .filter(|&k| scores[k].is_finite())
+                        .min_by(|&a, &b| {
+                            scores[a]
+                                .total_cmp(&scores[b])
+                                .then(tz(self.keys[open[b]]).cmp(&tz(self.keys[open[a]])))
+                                .then(near(open[a]).cmp(&near(open[b])))
+                        })
+                        .map(|k| open[k])
+                })
+                .or_else(|| {
                     open.iter()
                         .copied()
                         .filter(|m| !chosen.contains(m))
                         .filter(|&m| m >= wlo && m <= whi)
                         .max_by(|&a, &b| {
-                            self.cost[b]
-                                .cmp(&self.cost[a])
+                            cost(b)
+                                .cmp(&cost(a))
                                 .then(tz(self.keys[a]).cmp(&tz(self.keys[b])))
                                 .then(near(b).cmp(&near(a)))
                         })
@@ -282,5 +313,6 @@ pub fn ceil_log2(x: usize) -> u32 {
     }
 }
 
+mod costs;
 #[cfg(test)]
 mod tests;

@@ -16,8 +16,9 @@
 //!   first and only missing runs are executed. The search asks a stored candidate inside the
 //!   open range before it builds anything, so a resumed run (or an overlapping bisection) first
 //!   replays what is stored, then runs only what that leaves open, and never runs a probe twice.
-//! - Among the midpoints that cost no extra step, the one that rebuilds least from what this
-//!   bisection already built is taken (`run::rebuild`, learned from Ninja).
+//! - With one slot, the midpoint of least expected build time for the rest of the search is
+//!   taken, within a probe budget that never passes git's (`core::search::BuildCosts`, costs
+//!   learned from Ninja by `run::rebuild`).
 //! - `--confidence` goes through `bisect_session` instead: `flaky::session::Session` hands out
 //!   waves of `jobs` runs (spare slots re-run undecided candidates), with the same lazy store
 //!   lookup, so all K slots work in every wave.
@@ -54,6 +55,8 @@ struct Shared<'a> {
     records: Mutex<Vec<ProbeRecord>>,
     /// What building each candidate would cost, learned from the builds so far (`run::rebuild`).
     rebuild: Mutex<Option<crate::run::rebuild::RebuildModel>>,
+    /// What a probe costs besides compiling (ms): the least seen in this bisection.
+    overhead_ms: Mutex<Option<u64>>,
 }
 
 /// Runs one bisection to its conclusion. See the module doc for the contract.
@@ -118,6 +121,7 @@ fn drive(
         titles: Mutex::new(Default::default()),
         records: Mutex::new(Vec::new()),
         rebuild: Mutex::new(None),
+        overhead_ms: Mutex::new(None),
     };
     store.journal(&serde_json::json!({
         "event": "start", "at": now(), "good": plan.range.good, "bad": plan.range.bad,

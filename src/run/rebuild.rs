@@ -39,6 +39,9 @@ pub struct RebuildModel {
     ccache: bool,
     /// Fingerprints per commit, computed once (a candidate is costed in several rounds).
     memo: HashMap<String, Vec<u64>>,
+    /// Wall milliseconds per millisecond of Ninja's job times (jobs overlap on several
+    /// cores), from the first build's measured build time; 1 until known.
+    scale: f64,
 }
 
 impl RebuildModel {
@@ -47,6 +50,7 @@ impl RebuildModel {
     pub fn learn(build: &NinjaBuild, ccache: bool) -> Option<Self> {
         let mut model = RebuildModel {
             ccache,
+            scale: 1.0,
             ..Default::default()
         };
         let mut index: HashMap<String, usize> = HashMap::new();
@@ -80,9 +84,28 @@ impl RebuildModel {
         (!model.objects.is_empty()).then_some(model)
     }
 
+    /// Puts the costs in wall time: `build_s` is what the build this model was learned from
+    /// took, every object compiled (the first, cold one).
+    pub fn calibrate(&mut self, build_s: f64) {
+        let jobs: u64 = self.objects.iter().map(|o| o.weight_ms).sum();
+        if build_s > 0.0 && jobs > 0 {
+            self.scale = build_s * 1000.0 / jobs as f64;
+        }
+    }
+
+    /// Each object's compile time (wall ms).
+    pub fn weights(&self) -> Vec<u64> {
+        self.objects.iter().map(|o| self.wall(o.weight_ms)).collect()
+    }
+
+    fn wall(&self, job_ms: u64) -> u64 {
+        (job_ms as f64 * self.scale).round() as u64
+    }
+
     /// Takes over the commits an earlier model saw built (a relearned model keeps the
     /// history, re-read with its own objects and inputs).
     pub fn inherit(&mut self, repo: &Repository, old: RebuildModel) {
+        self.scale = old.scale;
         for sha in old.built {
             self.built(repo, &sha);
         }
@@ -103,19 +126,22 @@ impl RebuildModel {
         }
     }
 
-    /// Estimated compile time (ms) of building `sha` now.
+    /// Estimated compile time (wall ms) of building `sha` now.
     pub fn cost(&mut self, repo: &Repository, sha: &str) -> u64 {
         let fps = self.fingerprints(repo, sha);
-        self.objects
+        let jobs = self
+            .objects
             .iter()
             .zip(fps)
             .enumerate()
             .filter(|(k, (_, fp))| !self.seen.get(*k).is_some_and(|s| s.contains(fp)))
             .map(|(_, (o, _))| o.weight_ms)
-            .sum()
+            .sum();
+        self.wall(jobs)
     }
 
-    fn fingerprints(&mut self, repo: &Repository, sha: &str) -> Vec<u64> {
+    /// Per object, a fingerprint of the inputs it compiles at `sha` (what `cost` compares).
+    pub fn fingerprints(&mut self, repo: &Repository, sha: &str) -> Vec<u64> {
         if let Some(f) = self.memo.get(sha) {
             return f.clone();
         }

@@ -209,7 +209,8 @@ impl Shared<'_> {
         Ok(search)
     }
 
-    /// Costs of the open groups' members under the rebuild model, when there is one.
+    /// What building each group costs under the rebuild model, when there is one, and the
+    /// probes the search may still spend (`core::search::budget` less those already made).
     fn set_costs(
         &self,
         search: &mut crate::core::search::Search,
@@ -218,17 +219,40 @@ impl Shared<'_> {
         cheap: &[usize],
         stored: &std::collections::HashSet<std::ffi::OsString>,
     ) {
+        use crate::core::search::{budget, BuildCosts, MAX_OPEN};
         let Ok(mut model) = self.rebuild.lock() else {
             return;
         };
         let Some(model) = model.as_mut() else {
             return;
         };
+        let cands = &self.plan.range.candidates;
         let (lo, hi) = search.bounds();
+        let n = groups.len();
+        let sha = |g: usize| &cands[self.pick(groups, g, stored)].sha;
+        let mut now = vec![0; n];
         for g in (lo + 1..hi).filter(|g| !cheap.contains(g)) {
-            let i = self.pick(groups, g, stored);
-            search.set_cost(g, model.cost(repo, &self.plan.range.candidates[i].sha));
+            now[g] = model.cost(repo, sha(g));
         }
+        // Fingerprints for the cubic program only where it runs (`MAX_OPEN`); every group's,
+        // since what lies outside the open range counts as built there.
+        let fingerprints = if hi - lo <= MAX_OPEN + 1 {
+            (0..n).map(|g| Some(model.fingerprints(repo, sha(g)))).collect()
+        } else {
+            vec![None; n]
+        };
+        let made = (1..n.saturating_sub(1))
+            .filter(|&g| search.verdict(g).is_some())
+            .count() as u32;
+        let per_probe = self.overhead_ms.lock().ok().and_then(|o| *o).unwrap_or(0);
+        let costs = BuildCosts {
+            weights: model.weights(),
+            fingerprints,
+            now,
+            per_probe,
+        };
+        let depth = budget(n, cands.len() - 1).saturating_sub(made);
+        search.set_costs(costs, depth);
     }
 
     /// The member of group `g` to ask: one with stored runs and a known read set (a result an
@@ -296,10 +320,19 @@ impl Shared<'_> {
             .as_ref()
             .and_then(|b| crate::run::rebuild::RebuildModel::learn(b, ccache))
         {
-            if let Some(old) = model.take() {
-                fresh.inherit(repo, old);
+            match model.take() {
+                Some(old) => fresh.inherit(repo, old),
+                None => fresh.calibrate(report.build_s),
             }
             *model = Some(fresh);
+        }
+        // What a probe costs besides compiling: the least seen (a test skipped for identical
+        // artifacts says nothing about the test).
+        if report.reused_from.is_none() && report.test_s > 0.0 {
+            let rest = ((report.duration_s - report.build_s).max(0.0) * 1000.0) as u64;
+            if let Ok(mut o) = self.overhead_ms.lock() {
+                *o = Some(o.map_or(rest, |o: u64| o.min(rest)));
+            }
         }
         if let Some(m) = model.as_mut() {
             m.built(repo, &cand.sha);

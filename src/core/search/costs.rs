@@ -1,0 +1,188 @@
+//! Least expected build time: which midpoint to build when builds cost different amounts.
+//!
+//! On a real ggml range almost all of a probe is compiling, and what a build costs depends on
+//! what was built before: an object is compiled again only when its inputs differ from every
+//! version already compiled (ccache, Ninja). A header that every big unit includes changes
+//! every few commits, so a probe is either a full rebuild or a few seconds, and a plain
+//! halving pays full rebuilds it could have avoided by cutting a little off-centre.
+//!
+//! The choice minimises the expected build time of the whole rest of the search, culprits
+//! uniform over the open candidates: the cost of building a midpoint now (from the builds
+//! really made) plus the best expected cost of the two searches it leaves. The future is
+//! costed with one relaxation that makes it a small dynamic program over intervals: inside an
+//! interval, everything at or outside its ends counts as built (in a bisection every earlier
+//! probe lies there, so this can only be cheaper than the truth). `bench/build_cost_bound.py`
+//! is the same computation over whole ranges; on three real 300-commit ggml ranges it put
+//! this rule within 1-8% of the lower bound for any exact search (BENCHMARKS.md).
+//!
+//! A probe budget keeps the number of probes honest: the expected-cost optimum may cut
+//! off-centre, but never so far that the worst case exceeds `depth` probes; each probe also
+//! costs a fixed `per_probe` (test, link, checkout), so with minutes-long GPU tests it stays a
+//! plain halving.
+
+/// Above this many open candidates the cubic program is skipped (the ordinary window rule
+/// decides); by then the interval is several halvings from its end anyway.
+pub const MAX_OPEN: usize = 128;
+
+/// What building each candidate costs, object by object, in milliseconds of wall time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BuildCosts {
+    /// Compile time of each object.
+    pub weights: Vec<u64>,
+    /// Per candidate, per object: a fingerprint of what the object compiles there. `None`
+    /// when unknown: such a candidate shares nothing with any other.
+    pub fingerprints: Vec<Option<Vec<u64>>>,
+    /// Per candidate: building it now, given the builds really made so far.
+    pub now: Vec<u64>,
+    /// What every probe costs besides compiling (test, link, checkout).
+    pub per_probe: u64,
+}
+
+/// The probes a search over `groups` candidates (both endpoints included) may spend on
+/// midpoints: an exact halving's worst case, plus one probe of slack when even that stays
+/// below `git bisect`'s fewest on the same `commits`, so cutting off-centre to skip a full
+/// rebuild can never cost more probes than git.
+pub fn budget(groups: usize, commits: usize) -> u32 {
+    let halving = super::ceil_log2(groups.saturating_sub(1).max(1));
+    let git_fewest = usize::BITS - 1 - commits.max(1).leading_zeros(); // floor(log2)
+    if halving + 1 <= git_fewest {
+        halving + 1
+    } else {
+        halving
+    }
+}
+
+/// Expected cost of finishing when `pos[c]` is probed next, for each inner index `c` of
+/// `pos` (= [last old, open candidates..., first new], search indices): `now + per_probe`
+/// plus the relaxed optimum of what is left, with `depth` probes left including this one.
+/// `None` when there are too many open candidates; infinite where the budget cannot hold.
+pub fn scores(costs: &BuildCosts, pos: &[usize], depth: u32) -> Option<Vec<f64>> {
+    let p = pos.len();
+    if p < 3 || p - 2 > MAX_OPEN || depth == 0 {
+        return None;
+    }
+    let objects = costs.weights.len();
+    // first/last candidate index sharing each inner candidate's fingerprint, per object.
+    let fp = |i: usize, o: usize| -> Option<u64> {
+        costs.fingerprints.get(i)?.as_ref().map(|f| f[o])
+    };
+    let mut span = vec![(0usize, 0usize); p * objects];
+    for (k, &i) in pos.iter().enumerate() {
+        for o in 0..objects {
+            let (mut first, mut last) = (i, i);
+            if let Some(v) = fp(i, o) {
+                for j in 0..costs.fingerprints.len() {
+                    if fp(j, o) == Some(v) {
+                        first = first.min(j);
+                        last = last.max(j);
+                    }
+                }
+            }
+            span[k * objects + o] = (first, last);
+        }
+    }
+    // Relaxed cost of probing pos[c] inside (pos[a], pos[b]).
+    let lb = |c: usize, a: usize, b: usize| -> f64 {
+        let mut sum = costs.per_probe;
+        for o in 0..objects {
+            let (first, last) = span[c * objects + o];
+            if first > pos[a] && last < pos[b] {
+                sum += costs.weights[o];
+            }
+        }
+        sum as f64
+    };
+    let d_max = depth as usize;
+    let at = |a: usize, b: usize, d: usize| (a * p + b) * (d_max + 1) + d;
+    let mut e = vec![f64::INFINITY; p * p * (d_max + 1)];
+    for a in 0..p - 1 {
+        for d in 0..=d_max {
+            e[at(a, a + 1, d)] = 0.0;
+        }
+    }
+    for len in 2..p {
+        for a in 0..p - len {
+            let b = a + len;
+            let need = super::ceil_log2(len) as usize;
+            for c in a + 1..b {
+                let now = lb(c, a, b);
+                for d in need.max(1)..=d_max {
+                    let v = now
+                        + ((c - a) as f64 * e[at(a, c, d - 1)] + (b - c) as f64 * e[at(c, b, d - 1)])
+                            / len as f64;
+                    if v < e[at(a, b, d)] {
+                        e[at(a, b, d)] = v;
+                    }
+                }
+            }
+        }
+    }
+    let last = p - 1;
+    Some(
+        (1..last)
+            .map(|c| {
+                let now = costs.now.get(pos[c]).copied().unwrap_or(0) + costs.per_probe;
+                now as f64
+                    + (c as f64 * e[at(0, c, d_max - 1)] + (last - c) as f64 * e[at(c, last, d_max - 1)])
+                        / last as f64
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_has_slack_only_below_gits_fewest() {
+        // 58 groups of 300 commits: 6 by halving, git needs 8 or 9 -> one probe of slack.
+        assert_eq!(budget(58, 300), 7);
+        // 300 groups of 300 commits: no slack, or the worst case could pass git's.
+        assert_eq!(budget(301, 300), 9);
+        assert_eq!(budget(2, 1), 0);
+    }
+
+    #[test]
+    fn a_full_rebuild_is_avoided_by_cutting_off_centre() {
+        // Candidates 0..=16; one object whose input changes at 9 (a hot header): 0..=8 and
+        // 9..=16 are two builds. With 0..=8 built, probing 8 costs nothing now while 9 would
+        // cost a full rebuild, and 8 is still within the budget.
+        let n = 17;
+        let costs = BuildCosts {
+            weights: vec![1000],
+            fingerprints: (0..n).map(|i| Some(vec![u64::from(i >= 9)])).collect(),
+            now: (0..n).map(|i| if i >= 9 { 1000 } else { 0 }).collect(),
+            per_probe: 10,
+        };
+        let pos: Vec<usize> = (0..n).collect();
+        let s = scores(&costs, &pos, 5).unwrap();
+        let best = (0..s.len()).min_by(|&a, &b| s[a].total_cmp(&s[b])).unwrap() + 1;
+        assert_eq!(best, 8, "{s:?}");
+        // With minutes per probe the halving wins: fewer probes matter more than one build.
+        let slow = BuildCosts {
+            per_probe: 1_000_000,
+            ..costs
+        };
+        let s = scores(&slow, &pos, 5).unwrap();
+        let best = (0..s.len()).min_by(|&a, &b| s[a].total_cmp(&s[b])).unwrap() + 1;
+        assert!((7..=9).contains(&best), "{best} {s:?}");
+    }
+
+    #[test]
+    fn the_budget_is_a_hard_limit() {
+        let n = 17;
+        let costs = BuildCosts {
+            weights: vec![1000],
+            fingerprints: (0..n).map(|i| Some(vec![u64::from(i >= 2)])).collect(),
+            now: (0..n).map(|i| if i >= 2 { 1000 } else { 0 }).collect(),
+            per_probe: 0,
+        };
+        let pos: Vec<usize> = (0..n).collect();
+        // 16 culprit positions: 4 probes exactly; probing 1 leaves 15 (needs 4 more): over.
+        let s = scores(&costs, &pos, 4).unwrap();
+        assert!(s[0].is_infinite());
+        assert!(s[7].is_finite());
+        assert!(scores(&costs, &pos, 0).is_none());
+    }
+}
