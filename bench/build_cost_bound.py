@@ -21,8 +21,15 @@ of `git bisect run` and a LOWER BOUND on the compile work of every exact search 
   strategy spends outside the interval (endpoint checks) or on skipped builds only add cost, so
   the DP is below the compile work of any strategy that returns the exact culprit group.
 
-Prints both, their ratio, and for --fix the sequence git takes with the model's cost per build
-(to hold the model against a measured run). Nothing here is the tool; it is the yardstick.
+* The tool's midpoint rules, replayed in the same model for every culprit group: the one before
+  this benchmark existed (cheapest build now inside the no-extra-step window) and the one now in
+  src/core/search/costs.rs (least expected build time: true cost now plus the relaxed optimum
+  after, within its probe budget; the first probe, made before anything was learned, is the
+  middle).
+
+Prints all of it, the ratios to git, a full build's core use (so the compile-work bound becomes
+a wall-time bound), and for --fix the sequence git takes with the model's cost per build (to
+hold the model against a measured run). Nothing here runs the tool; it is the yardstick.
 """
 import argparse
 import os
@@ -117,6 +124,8 @@ def main():
     ap.add_argument("bad")
     ap.add_argument("--build-dir", help="reuse this directory's earlier build (else a temp one)")
     ap.add_argument("--fix", help="a culprit to print git's build sequence for")
+    ap.add_argument("--per-probe", type=float, default=0.0,
+                    help="seconds every probe costs besides compiling (test, link), for every policy")
     a = ap.parse_args()
 
     commits = [git(a.repo, "rev-parse", a.good + "^{commit}").strip()]
@@ -134,6 +143,7 @@ def main():
     # fp[c][o]: what object o compiles at commit c.
     fp = [tuple(tuple(b[col[p]] for p in ins) for _, ins in objects) for b in blobs]
     weight = [w for w, _ in objects]
+    per_probe = int(a.per_probe * 1000)
     full = sum(weight)
 
     # Groups: runs of commits whose every object compiles the same inputs.
@@ -153,7 +163,7 @@ def main():
             c = sum(w for o, w in enumerate(weight) if fp[x][o] not in seen[o])
             for o in range(len(objects)):
                 seen[o].add(fp[x][o])
-            cost += c
+            cost += c + per_probe
             seq.append((commits[x][:8], c))
             if x >= culprit:
                 hi = x
@@ -173,8 +183,8 @@ def main():
             last_idx[o][v] = gi
 
     def lb_cost(c, l, r):
-        return sum(w for o, w in enumerate(weight)
-                   if not (first_idx[o][gfp[c][o]] <= l or last_idx[o][gfp[c][o]] >= r))
+        return per_probe + sum(w for o, w in enumerate(weight)
+                               if not (first_idx[o][gfp[c][o]] <= l or last_idx[o][gfp[c][o]] >= r))
 
     sys.setrecursionlimit(100000)
 
@@ -191,22 +201,6 @@ def main():
             return 0
         return min(lb_cost(c, l, r) + max(worst(l, c), worst(c, r)) for c in range(l + 1, r))
 
-    def choose_dp(l, r):
-        return min(range(l + 1, r), key=lambda c: (0 if (l, r) == (0, g) else lb_cost(c, l, r))
-                   + ((c - l) * expected(l, c) + (r - c) * expected(c, r)) / (r - l))
-
-    def choose_hybrid(l, r, seen):
-        """Now's true cost plus the relaxed optimum of what follows."""
-        return min(range(l + 1, r), key=lambda c: true_cost(c, seen)
-                   + ((c - l) * expected(l, c) + (r - c) * expected(c, r)) / (r - l))
-
-    def choose_window_lookahead(l, r, seen):
-        """The tool's window, scored by the true cost now plus the relaxed optimum after."""
-        k = (r - l - 1).bit_length()
-        ok = [c for c in range(l + 1, r) if max(c - l, r - c) <= 1 << max(k - 1, 0)]
-        return min(ok, key=lambda c: (true_cost(c, seen)
-                   + ((c - l) * expected(l, c) + (r - c) * expected(c, r)) / (r - l), abs(2 * c - l - r)))
-
     @lru_cache(maxsize=None)
     def expected_within(l, r, d):
         """The relaxed optimum when at most d more probes may be spent on (l, r]."""
@@ -217,22 +211,21 @@ def main():
         return min(lb_cost(c, l, r) + ((c - l) * expected_within(l, c, d - 1)
                    + (r - c) * expected_within(c, r, d - 1)) / (r - l) for c in range(l + 1, r))
 
-    def budgeted(extra):
-        """True cost now + the relaxed optimum after, never past ceil(log2) + extra probes."""
-        state = {"d": None}
+    # src/core/search/costs.rs `budget`: the whole bisection within git's fewest probes
+    # (floor(log2(commits))), one kept for an untested endpoint next to the answer.
+    git_fewest = n.bit_length() - 1
 
-        def choose(l, r, seen):
-            if (l, r) == (0, g):
-                state["d"] = (g - 1).bit_length() + extra
-            d = state["d"]
-            c = min(range(l + 1, r), key=lambda c: (true_cost(c, seen)
-                    + ((c - l) * expected_within(l, c, d - 1) + (r - c) * expected_within(c, r, d - 1)) / (r - l),
-                    abs(2 * c - l - r)))
-            state["d"] = d - 1
-            return c
-        return choose
+    def choose_planned(l, r, seen, made):
+        """The tool now: the first probe (no model yet) is the middle; then the true cost now
+        plus the relaxed optimum after, within the budget less the probes made."""
+        if made == 0:
+            return (l + r) // 2
+        d = max(git_fewest - made - 1, (r - l - 1).bit_length())
+        return min(range(l + 1, r), key=lambda c: (true_cost(c, seen) + per_probe
+                   + ((c - l) * expected_within(l, c, d - 1) + (r - c) * expected_within(c, r, d - 1)) / (r - l),
+                   abs(2 * c - l - r)))
 
-    def choose_window(l, r, seen):
+    def choose_window(l, r, seen, made):
         """The tool's rule: among midpoints that add no step, the cheapest to build."""
         k = (r - l - 1).bit_length()  # steps left
         ok = [c for c in range(l + 1, r) if max(c - l, r - c) <= 1 << max(k - 1, 0)]
@@ -245,25 +238,21 @@ def main():
         l, r, seen, cost, probes = 0, g, [set() for _ in objects], 0, 0
         while r - l > 1:
             probes += 1
-            c = choose(l, r) if choose is choose_dp else choose(l, r, seen)
-            cost += true_cost(c, seen)
+            c = choose(l, r, seen, probes - 1)
+            cost += true_cost(c, seen) + per_probe
             for o in range(len(objects)):
                 seen[o].add(gfp[c][o])
             l, r = (l, c) if c >= culprit_group else (c, r)
         return cost, probes
 
     policy = {}
-    for name, ch in (("least-rebuild window (the tool's rule)", choose_window),
-                     ("dynamic program's choices", choose_dp),
-                     ("true cost now + relaxed optimum after", choose_hybrid),
-                     ("the tool's window, scored by the line above", choose_window_lookahead),
-                     ("the line above, budget ceil(log2 groups) + 1", budgeted(1)),
-                     ("the line above, budget ceil(log2 groups) + 2", budgeted(2))):
+    for name, ch in (("cheapest now inside the no-extra-step window (the tool before)", choose_window),
+                     ("least expected build time within the budget (the tool now)", choose_planned)):
         runs = [group_run(cg, ch) for cg in range(1, g + 1)]
         policy[name] = (sum(c for c, _ in runs) / g, max(p for _, p in runs), sum(p for _, p in runs) / g)
 
-    lb_mean = min(full + ((c * expected(0, c) + (g - c) * expected(c, g)) / g) for c in range(1, g))
-    lb_worst = min(full + max(worst(0, c), worst(c, g)) for c in range(1, g))
+    lb_mean = min(full + per_probe + ((c * expected(0, c) + (g - c) * expected(c, g)) / g) for c in range(1, g))
+    lb_worst = min(full + per_probe + max(worst(0, c), worst(c, g)) for c in range(1, g))
 
     print(f"range {commits[0][:8]}..{commits[-1][:8]}: {n} commits, {g} candidate groups, "
           f"{len(objects)} objects read {len(paths)} checkout files; full build {full / 1000:.1f} s "

@@ -101,8 +101,7 @@ impl Search {
     }
 
     /// What building each candidate costs, and how many probes may still go to midpoints
-    /// (`costs::budget` less those made; never below what an exact halving of the open range
-    /// needs). With one slot the midpoint of least expected build time for the rest of the
+    /// (`costs::budget`; never below what an exact halving of the open range needs). With one slot the midpoint of least expected build time for the rest of the
     /// search is taken (`costs`); with more, the cheapest to build now inside the window.
     pub fn set_costs(&mut self, costs: BuildCosts, depth: u32) {
         self.costs = Some((costs, depth));

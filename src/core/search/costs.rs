@@ -38,18 +38,15 @@ pub struct BuildCosts {
     pub per_probe: u64,
 }
 
-/// The probes a search over `groups` candidates (both endpoints included) may spend on
-/// midpoints: an exact halving's worst case, plus one probe of slack when even that stays
-/// below `git bisect`'s fewest on the same `commits`, so cutting off-centre to skip a full
-/// rebuild can never cost more probes than git.
-pub fn budget(groups: usize, commits: usize) -> u32 {
-    let halving = super::ceil_log2(groups.saturating_sub(1).max(1));
-    let git_fewest = usize::BITS - 1 - commits.max(1).leading_zeros(); // floor(log2)
-    if halving + 1 <= git_fewest {
-        halving + 1
-    } else {
-        halving
-    }
+/// The probes the search may still spend on midpoints: whatever keeps the whole bisection
+/// within `git bisect`'s fewest probes on the same `commits` (floor(log2)), counting the
+/// `made` probes so far and one for an endpoint still untested (`EndpointCheck` tests one
+/// when the answer touches it). Cutting off-centre to skip a full rebuild can therefore never
+/// cost more probes than git. `Search` never goes below what an exact halving of the open
+/// range needs, so where git's count is that tight this is the plain halving.
+pub fn budget(commits: usize, made: usize, endpoint_open: bool) -> u32 {
+    let git_fewest = (usize::BITS - 1 - commits.max(1).leading_zeros()) as usize; // floor(log2)
+    git_fewest.saturating_sub(made + usize::from(endpoint_open)) as u32
 }
 
 /// Expected cost of finishing when `pos[c]` is probed next, for each inner index `c` of
@@ -135,12 +132,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_budget_has_slack_only_below_gits_fewest() {
-        // 58 groups of 300 commits: 6 by halving, git needs 8 or 9 -> one probe of slack.
-        assert_eq!(budget(58, 300), 7);
-        // 300 groups of 300 commits: no slack, or the worst case could pass git's.
-        assert_eq!(budget(301, 300), 9);
-        assert_eq!(budget(2, 1), 0);
+    fn the_budget_keeps_the_bisection_within_gits_fewest() {
+        // 300 commits: git probes 8 or 9 times. One midpoint made, --good still untested:
+        // 6 more midpoints, 8 in all with the endpoint.
+        assert_eq!(budget(300, 1, true), 6);
+        assert_eq!(budget(300, 2, false), 6);
+        assert_eq!(budget(300, 9, true), 0);
+        assert_eq!(budget(1, 0, false), 0);
     }
 
     #[test]

@@ -210,7 +210,7 @@ impl Shared<'_> {
     }
 
     /// What building each group costs under the rebuild model, when there is one, and the
-    /// probes the search may still spend (`core::search::budget` less those already made).
+    /// probes the search may still spend on midpoints (`core::search::budget`).
     fn set_costs(
         &self,
         search: &mut crate::core::search::Search,
@@ -241,9 +241,8 @@ impl Shared<'_> {
         } else {
             vec![None; n]
         };
-        let made = (1..n.saturating_sub(1))
-            .filter(|&g| search.verdict(g).is_some())
-            .count() as u32;
+        let made = (0..n).filter(|&g| search.verdict(g).is_some()).count();
+        let endpoint_open = search.verdict(0).is_none() || search.verdict(n - 1).is_none();
         let per_probe = self.overhead_ms.lock().ok().and_then(|o| *o).unwrap_or(0);
         let costs = BuildCosts {
             weights: model.weights(),
@@ -251,8 +250,7 @@ impl Shared<'_> {
             now,
             per_probe,
         };
-        let depth = budget(n, cands.len() - 1).saturating_sub(made);
-        search.set_costs(costs, depth);
+        search.set_costs(costs, budget(cands.len() - 1, made, endpoint_open));
     }
 
     /// The member of group `g` to ask: one with stored runs and a known read set (a result an
