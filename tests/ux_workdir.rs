@@ -400,7 +400,7 @@ fn the_demos_last_line_is_a_command_that_works() {
         // Temp paths need no quoting: a quoted word here would be a change this test must see.
         assert!(!cmd.contains('\''), "{cmd}");
         let words: Vec<&str> = cmd.split_whitespace().collect();
-        let mut c = Command::new(&words[0]);
+        let mut c = Command::new(words[0]);
         c.args(&words[1..]).env_remove("SETROWS_WORK_DIR");
         c
     };
