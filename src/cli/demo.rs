@@ -198,15 +198,18 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
 /// The last line: the report above ends with `show ID` for the default work dir, which is
 /// not where the demo's run lives, and without --out the temp dir is deleted on return. So
 /// the demo says what will actually work: `show` with the kept work dir, or the same run again
-/// with --out. Commands are spelt with the program as invoked (`cargo run` from
-/// scripts/demo.sh passes the built binary's path), so they run where `setrows-bisect` is not
-/// on PATH.
+/// with --out. Commands name the binary that is running, so they work where `setrows-bisect`
+/// is not on PATH (scripts/demo.sh runs it through `cargo run`).
 fn where_it_went(args: &DemoArgs, seed: u64, root: &Path, id: Option<&str>) -> String {
     let q = crate::probe::exec::shell_quote;
-    let me = std::env::args_os()
-        .next()
-        .map(|a| q(&a.to_string_lossy()))
-        .unwrap_or_else(|| "setrows-bisect".into());
+    // A bare name was found on PATH and works anywhere; a path (`cargo run` passes one relative
+    // to the repository root demo.sh changes to) is made absolute so it works from any cwd.
+    let me = match std::env::args_os().next() {
+        Some(a) if !a.to_string_lossy().contains('/') => q(&a.to_string_lossy()),
+        _ => std::env::current_exe()
+            .map(|p| q(&p.to_string_lossy()))
+            .unwrap_or_else(|_| "setrows-bisect".into()),
+    };
     if args.out.is_some() {
         let again = id
             .map(|id| {
