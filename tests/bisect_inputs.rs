@@ -159,7 +159,13 @@ fn dry_run_resolves_everything_and_runs_nothing() {
     let out = c.assert().code(0);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert!(stdout.contains("candidates: 12"), "{stdout}");
-    assert!(stdout.contains("expected probes: about"), "{stdout}");
+    // 12 candidates, 10 between the endpoints: ceil(log2 11) = 4 midpoints; with one slot
+    // --bad is not a fixed extra probe but one the first midpoint may make unnecessary.
+    assert!(
+        stdout.contains("expected probes: up to 5 with 1 slot(s): 4 midpoint(s)")
+            && stdout.contains("plus --bad when the first midpoint does not reproduce"),
+        "{stdout}"
+    );
     assert!(stdout.contains("already in the store: 0 of 12"), "{stdout}");
     assert!(
         stdout.contains("wave_size=64") && stdout.contains("gfx1151"),
@@ -167,4 +173,25 @@ fn dry_run_resolves_everything_and_runs_nothing() {
     );
     assert!(!counter.exists(), "--dry-run ran a probe");
     assert!(!f.json_path().exists(), "--dry-run wrote a result");
+
+    // A free slot puts both endpoints in the first wave; --lazy-endpoints tests at most the one
+    // next to the answer.
+    let dry = |extra: &[&str]| {
+        let mut c = Command::from_std(f.bisect_script(0, 11, &script));
+        c.arg("--dry-run").args(extra);
+        String::from_utf8_lossy(&c.assert().code(0).get_output().stdout).to_string()
+    };
+    let two = dry(&["--jobs", "2"]);
+    assert!(
+        two.contains("expected probes: up to 7 with 2 slot(s): 5 midpoint(s), 3 wave(s)")
+            && two.contains("plus --good and --bad in the first wave"),
+        "{two}"
+    );
+    let lazy = dry(&["--lazy-endpoints"]);
+    assert!(
+        lazy.contains("expected probes: up to 5 with 1 slot(s): 4 midpoint(s)")
+            && lazy.contains("plus the endpoint next to the answer (--lazy-endpoints)"),
+        "{lazy}"
+    );
+    assert!(!counter.exists(), "--dry-run ran a probe");
 }

@@ -447,3 +447,49 @@ fn dry_run_prints_every_cell_and_runs_nothing() {
         "a dry run checked something out"
     );
 }
+
+/// `[probe] timeout_s` of 0 (every probe killed at once) or over a week (a typo that lets a hung
+/// GPU hold the run for days) is refused with one line naming file, position and key, before
+/// anything is checked out, built or run; a week itself is accepted.
+#[test]
+fn an_out_of_range_probe_timeout_is_refused_before_any_probe() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let (good, _) = old_ggml_repo(&repo);
+    let counter = d.path().join("probes-run");
+    let work = d.path().join("work");
+    let run = |timeout: &str| {
+        let conf = d.path().join("m.toml");
+        let text = MATRIX
+            .replacen("[probe]\n", &format!("[probe]\ntimeout_s = {timeout}\n"), 1)
+            .replace(
+                "script = '",
+                &format!("script = 'echo x >> {}; ", counter.display()),
+            );
+        std::fs::write(&conf, text).unwrap();
+        let mut c = Command::cargo_bin("setrows-bisect").unwrap();
+        c.env("SETROWS_WORK_DIR", &work)
+            .args(["matrix", "--engine", "none", "--rev", &good, "--config"])
+            .arg(&conf)
+            .arg("--repo")
+            .arg(&repo)
+            .arg("--out")
+            .arg(d.path().join("out"));
+        c.assert()
+    };
+    for bad in ["0", "604801", "99999999999"] {
+        let a = run(bad).code(2);
+        let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "one line: {stderr}");
+        assert!(
+            lines[0].contains("m.toml:3:13: key `timeout_s`:")
+                && lines[0].contains(&format!("timeout_s = {bad} is out of range")),
+            "{stderr}"
+        );
+        assert!(!counter.exists(), "a probe ran with timeout_s = {bad}");
+        assert!(!work.join("matrix/src").exists(), "checked out: {bad}");
+    }
+    run("604800").success();
+    assert!(counter.exists(), "the accepted timeout ran no probe");
+}

@@ -384,3 +384,62 @@ fn no_arguments_show_the_subcommands_and_help_has_headings() {
     let man = stdout(bin().args(["man"]));
     assert!(man.starts_with(".ie") || man.contains(".TH"), "{man}");
 }
+
+/// The demo's last line is a command that works: with --out, `show` finds the run in the kept
+/// work dir (the report's own `show ID` hint names the default work dir); without, the temp dir
+/// is gone, and the suggested repeat with --out plants and finds the same commit.
+#[test]
+fn the_demos_last_line_is_a_command_that_works() {
+    if !have_cmake() {
+        return;
+    }
+    let run_line = |line: &str, after: &str| {
+        let (_, cmd) = line
+            .split_once(after)
+            .unwrap_or_else(|| panic!("{after:?} not in {line:?}"));
+        // Temp paths need no quoting: a quoted word here would be a change this test must see.
+        assert!(!cmd.contains('\''), "{cmd}");
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        let mut c = Command::new(words[0]);
+        c.args(&words[1..]).env_remove("SETROWS_WORK_DIR");
+        c
+    };
+    let d = tempfile::tempdir().unwrap();
+    let kept = stdout(
+        bin()
+            .args(["demo", "--commits", "40", "--seed", "3", "--out"])
+            .arg(d.path().join("kept")),
+    );
+    let last = kept.lines().last().unwrap();
+    let report = stdout(&mut run_line(last, "its report again: "));
+    assert!(report.contains("first bad commit found"), "{report}");
+
+    let out = bin()
+        .args(["demo", "--commits", "40", "--seed", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (text, err) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    let tmp = err
+        .split_once(" in ")
+        .and_then(|(_, r)| r.split_once(" (seed"))
+        .map(|(p, _)| std::path::PathBuf::from(p))
+        .unwrap_or_else(|| panic!("no repository path in {err}"));
+    assert!(tmp.is_absolute() && !tmp.exists(), "{} kept", tmp.display());
+    let last = text.lines().last().unwrap();
+    assert!(!last.contains(" show "), "{last}");
+    let again = d.path().join("again");
+    let repeat = last.replace(" --out DIR", &format!(" --out {}", again.display()));
+    let repeated = stdout(&mut run_line(&repeat, "the same run, kept: "));
+    let planted = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("demo: the change was planted"))
+            .map(str::to_string)
+    };
+    assert!(planted(&text).is_some(), "{text}");
+    assert_eq!(planted(&repeated), planted(&text));
+    assert!(again.join("work/journal").is_dir(), "{repeated}");
+}

@@ -17,13 +17,16 @@ use clap::Args;
 use history::{HistorySpec, Layout};
 use std::path::{Path, PathBuf};
 
+/// The demo's history length unless --commits says otherwise (the repeat hint omits it then).
+const DEFAULT_COMMITS: usize = 300;
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Picks where the change is planted (default: from the clock; printed so a run can be repeated).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Number of commits in the generated history (40 to 100000).
-    #[arg(long, value_name = "N", default_value_t = 300, value_parser = |s: &str| crate::cli::ranges::int(s, 40, 100_000).map(|v| v as usize))]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_COMMITS, value_parser = |s: &str| crate::cli::ranges::int(s, 40, 100_000).map(|v| v as usize))]
     pub commits: usize,
     /// Keep the repository (and the work dir) here instead of a temp dir.
     #[arg(long, value_name = "DIR")]
@@ -151,10 +154,15 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     b.json = Some(json.clone());
     b.jobs = args.jobs;
     let code = crate::cli::bisect::run(b)?;
-    let found = std::fs::read_to_string(&json)
+    let result = std::fs::read_to_string(&json)
         .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v["first_bad"].as_str().map(str::to_string));
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let field = |k: &str| {
+        result
+            .as_ref()
+            .and_then(|v| v[k].as_str().map(str::to_string))
+    };
+    let found = field("first_bad");
     let planted = &h.shas[spec.bug_at];
     let broken = spec
         .broken
@@ -171,19 +179,60 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         h.shas.len(),
         &planted[..12]
     );
-    if found.as_deref() == Some(planted.as_str()) {
+    let found_it = found.as_deref() == Some(planted.as_str());
+    if found_it {
         println!("demo: the bisect found exactly that commit.");
     } else {
         println!("demo: the bisect did NOT find it (got {found:?}); please report this.");
+    }
+    println!(
+        "{}",
+        where_it_went(&args, seed, &root, field("id").as_deref())
+    );
+    if !found_it {
         return Ok(crate::error::exit::INCONCLUSIVE);
     }
+    Ok(code)
+}
+
+/// The last line: the report above ends with `show ID` for the default work dir, which is
+/// not where the demo's run lives, and without --out the temp dir is deleted on return. So
+/// the demo says what will actually work: `show` with the kept work dir, or the same run again
+/// with --out. Commands name the binary that is running, so they work where `setrows-bisect`
+/// is not on PATH (scripts/demo.sh runs it through `cargo run`).
+fn where_it_went(args: &DemoArgs, seed: u64, root: &Path, id: Option<&str>) -> String {
+    let q = crate::probe::exec::shell_quote;
+    // A bare name was found on PATH and works anywhere; a path (`cargo run` passes one relative
+    // to the repository root demo.sh changes to) is made absolute so it works from any cwd.
+    let me = match std::env::args_os().next() {
+        Some(a) if !a.to_string_lossy().contains('/') => q(&a.to_string_lossy()),
+        _ => std::env::current_exe()
+            .map(|p| q(&p.to_string_lossy()))
+            .unwrap_or_else(|_| "setrows-bisect".into()),
+    };
     if args.out.is_some() {
-        println!(
-            "demo: repository and work dir kept under {}",
+        let again = id
+            .map(|id| {
+                format!(
+                    "; its report again: {me} show {id} --work-dir {}",
+                    q(&root.join("work").to_string_lossy())
+                )
+            })
+            .unwrap_or_default();
+        return format!(
+            "demo: repository and work dir kept under {}{again}",
             root.display()
         );
-    } else {
-        println!("demo: the temp dir (repository, logs, result store) is removed now; pass --out DIR to keep it");
     }
-    Ok(code)
+    let mut repeat = format!("{me} demo --seed {seed}");
+    if args.commits != DEFAULT_COMMITS {
+        repeat.push_str(&format!(" --commits {}", args.commits));
+    }
+    if args.jobs != 1 {
+        repeat.push_str(&format!(" --jobs {}", args.jobs));
+    }
+    format!(
+        "demo: the temp dir (repository, logs, result store) is removed now, and with it the log \
+         and `show` above; the same run, kept: {repeat} --out DIR"
+    )
 }

@@ -144,10 +144,10 @@ pub fn one_line_parse_error(e: &clap::Error) -> String {
 /// one-line usage error naming the flag, never a panic further down (`--timeout 1e20` overflowed
 /// `Duration`).
 pub mod ranges {
-    /// Longest accepted timeout: a year.
-    pub const MAX_SECS: f64 = 365.0 * 24.0 * 3600.0;
+    /// Longest accepted timeout: the same week a matrix file may set.
+    pub const MAX_SECS: f64 = crate::core::matrix::MAX_TIMEOUT_S as f64;
 
-    /// Seconds, finite, > 0 and at most a year.
+    /// Seconds, finite, > 0 and at most a week.
     pub fn secs(s: &str) -> Result<f64, String> {
         let v: f64 = s
             .trim()
@@ -161,7 +161,7 @@ pub mod ranges {
         Ok(v)
     }
 
-    /// Whole seconds, 1 to a year.
+    /// Whole seconds, 1 to a week.
     pub fn whole_secs(s: &str) -> Result<u64, String> {
         int(s, 1, MAX_SECS as u64)
     }

@@ -40,6 +40,21 @@ fn message(o: Outcome, signature: Option<&str>) -> String {
     }
 }
 
+/// A run answered by another commit's byte-identical artifacts: the verdict stands, but a CI
+/// reader should know this commit's test never ran.
+fn reused_note(reused_from: Option<&str>) -> String {
+    reused_from
+        .map(|sha| {
+            let short: String = sha
+                .chars()
+                .filter(char::is_ascii_hexdigit)
+                .take(12)
+                .collect();
+            format!(" [test skipped: artifacts identical to {short}]")
+        })
+        .unwrap_or_default()
+}
+
 fn cell_case(classname: &str, name: String, c: &Cell) -> TestCase {
     let msg = message(c.outcome, c.signature.as_deref());
     let mut status = if c.outcome.is_skip() {
@@ -127,7 +142,11 @@ fn bisect_cases(class: &str, b: &BisectResult) -> Vec<TestCase> {
                 .iter()
                 .map(|p| {
                     let v = format!("{:?}", p.verdict).to_lowercase();
-                    format!("{} ({v})", message(p.outcome, p.signature.as_deref()))
+                    format!(
+                        "{} ({v}){}",
+                        message(p.outcome, p.signature.as_deref()),
+                        reused_note(p.reused_from.as_deref())
+                    )
                 })
                 .collect();
             t.set_classname(class.to_string())

@@ -322,3 +322,45 @@ fn a_skipped_test_names_the_commit_whose_artifacts_were_identical() {
     assert!(v["probes"][1].get("reused_from").is_none());
     assert_eq!(read(v).unwrap(), AnyResult::Bisect(Box::new(b)));
 }
+
+/// The timeline and JUnit say so too: a CI reader or a glance at the picture must not take a
+/// skipped test for a run one.
+#[test]
+fn timeline_and_junit_mark_a_skipped_test() {
+    let mut b = bisect_found();
+    b.probes[0].candidate = Some(1);
+    b.probes[1].candidate = Some(3);
+    b.probes[0].reused_from = Some("dddddddddddd0000".into());
+    let (mermaid, text) = super::timeline::render(&b).expect("a timeline");
+    let marked: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("test skipped"))
+        .collect();
+    assert_eq!(marked.len(), 1, "{text}");
+    assert!(
+        marked[0].contains("1] cccccccccc ")
+            && marked[0].ends_with("(test skipped: artifacts = dddddddddd)"),
+        "{text}"
+    );
+    assert_eq!(
+        mermaid.matches("same artifacts as dddddddddd").count(),
+        1,
+        "{mermaid}"
+    );
+    assert!(
+        mermaid
+            .lines()
+            .any(|l| l.contains("cccccccccc") && l.contains("same artifacts as dddddddddd")),
+        "{mermaid}"
+    );
+    let x = super::junit::render(&[&AnyResult::Bisect(Box::new(b))]);
+    assert!(
+        x.contains("pass (old) [test skipped: artifacts identical to dddddddddddd]"),
+        "{x}"
+    );
+    assert_eq!(x.matches("test skipped").count(), 1, "{x}");
+    assert!(
+        x.contains("errors=\"0\" failures=\"0\""),
+        "the verdict stays: {x}"
+    );
+}

@@ -14,6 +14,9 @@ struct Point {
     sha: String,
     /// (probe number from 1, outcome, verdict), in probe order.
     runs: Vec<(usize, Outcome, Verdict)>,
+    /// The commit whose byte-identical artifacts answered a run here: the test never ran on
+    /// this commit, which a reader weighing the answer needs to see next to the verdict.
+    reused: Option<String>,
 }
 
 fn points(b: &BisectResult) -> Option<Vec<Point>> {
@@ -21,11 +24,15 @@ fn points(b: &BisectResult) -> Option<Vec<Point>> {
     for (n, p) in b.probes.iter().enumerate() {
         let index = p.candidate?;
         match pts.iter_mut().find(|q| q.index == index) {
-            Some(q) => q.runs.push((n + 1, p.outcome, p.verdict)),
+            Some(q) => {
+                q.runs.push((n + 1, p.outcome, p.verdict));
+                q.reused = p.reused_from.clone().or(q.reused.take());
+            }
             None => pts.push(Point {
                 index,
                 sha: p.sha.clone(),
                 runs: vec![(n + 1, p.outcome, p.verdict)],
+                reused: p.reused_from.clone(),
             }),
         }
     }
@@ -58,6 +65,14 @@ fn probes_list(p: &Point) -> String {
         if ns.len() > 1 { "s" } else { "" },
         ns.join(",")
     )
+}
+
+/// The short mark of a position whose test was skipped (same artifacts as `reused`).
+fn reused_mark(p: &Point) -> String {
+    p.reused
+        .as_deref()
+        .map(|sha| format!(" same artifacts as {}", hex(sha, 10)))
+        .unwrap_or_default()
 }
 
 fn role(b: &BisectResult, p: &Point) -> Option<&'static str> {
@@ -123,11 +138,12 @@ fn mermaid(b: &BisectResult, pts: &[Point]) -> String {
             None => String::new(),
         };
         m.push_str(&format!(
-            "  commit id: \"{}{label}\" type: {kind} tag: \"{} {} {}\"\n",
+            "  commit id: \"{}{label}\" type: {kind} tag: \"{} {} {}{}\"\n",
             hex(&p.sha, 10),
             probes_list(p),
             icon(outcome),
-            word(verdict)
+            word(verdict),
+            reused_mark(p)
         ));
     }
     m
@@ -177,13 +193,17 @@ fn text(b: &BisectResult, pts: &[Point]) -> String {
             None => String::new(),
         };
         t.push_str(&format!(
-            "[{:>width$}] {}  {} {:<4} {:<12} {}{role}\n",
+            "[{:>width$}] {}  {} {:<4} {:<12} {}{role}{}\n",
             p.index,
             hex(&p.sha, 10),
             icon(outcome),
             word(verdict),
             outcome.as_str(),
             probes_list(p),
+            p.reused
+                .as_deref()
+                .map(|sha| format!("  (test skipped: artifacts = {})", hex(sha, 10)))
+                .unwrap_or_default(),
         ));
     }
     t

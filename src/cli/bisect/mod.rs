@@ -5,6 +5,7 @@
 
 mod args;
 mod config;
+mod dry_run;
 mod placement;
 mod repro;
 
@@ -262,7 +263,7 @@ pub fn run_with(
     let key = crate::cli::report::bisect_key(&range.good, &range.bad, &pred);
     args.github.resume(&key, &p.store, &p.prober.identity())?;
     if args.dry_run {
-        print!("{}", dry_run(args, &p)?);
+        print!("{}", dry_run::dry_run(args, &p)?);
         return Ok((0, None));
     }
     if args.plan_only {
@@ -400,84 +401,4 @@ pub fn run_with(
         return Err(e);
     }
     Ok((code, Some(result)))
-}
-
-/// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
-fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String> {
-    use std::fmt::Write;
-    let r = &p.plan.range;
-    let n = r.candidates.len();
-    let identity = p.prober.identity();
-    let mut stored = 0usize;
-    for c in &r.candidates {
-        let key = crate::run::store::StoreKey::new(&c.tree, &identity);
-        if !p
-            .store
-            .load(&key)
-            .map_err(|e| CliError::infra(e.to_string()))?
-            .is_empty()
-        {
-            stored += 1;
-        }
-    }
-    // Interior probes of a deterministic bisection: ceil(log2 of the open range), plus the two
-    // endpoints unless --lazy-endpoints.
-    let interior = crate::core::search::ceil_log2(n.saturating_sub(1).max(1)) as usize;
-    let endpoints = if args.lazy_endpoints { 0 } else { 2 };
-    let mut out = String::new();
-    let _ = writeln!(out, "range: {}..{}", r.good, r.bad);
-    let _ = writeln!(
-        out,
-        "commits: {} ({}), candidates: {n} (commits with identical tested trees merged{})",
-        r.commits,
-        if r.spec.first_parent {
-            "first-parent"
-        } else {
-            "full ancestry"
-        },
-        r.spec
-            .path
-            .as_deref()
-            .map(|p| format!(", tested tree: {p}/"))
-            .unwrap_or_default()
-    );
-    let _ = writeln!(
-        out,
-        "expected probes: about {} ({interior} interior{}), {} slot(s){}",
-        interior + endpoints,
-        if endpoints > 0 { " + 2 endpoints" } else { "" },
-        p.plan.jobs,
-        if args.confidence.is_some() {
-            "; --confidence re-runs passes, so more"
-        } else {
-            ""
-        }
-    );
-    let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
-    let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
-    if let Some(c) = &p.configuration {
-        let _ = writeln!(
-            out,
-            "configuration: {} from {}, in {}",
-            c.id.as_deref().unwrap_or("explicit flags"),
-            c.source,
-            c.image.as_deref().unwrap_or("the host")
-        );
-        let _ = writeln!(out, "  settings: {}", c.settings.join(" "));
-        for o in &c.overrides {
-            let _ = writeln!(out, "  overridden by flag: {o}");
-        }
-    }
-    let _ = writeln!(out, "work dir: {}", p.plan.work_dir.display());
-    let _ = writeln!(out, "prober identity (part of every store key):");
-    for line in identity.lines() {
-        let _ = writeln!(out, "  {line}");
-    }
-    if let Some(hint) = &p.reproduce {
-        let _ = writeln!(out, "one probe, by hand:");
-        for line in hint.replace("{sha}", "SHA").lines() {
-            let _ = writeln!(out, "  {line}");
-        }
-    }
-    Ok(out)
 }

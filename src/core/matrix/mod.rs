@@ -144,6 +144,7 @@ pub struct RawProbe {
     pub build: Option<String>,
     /// `script`: the test, run in `$SRC`, `git bisect run` exit codes.
     pub script: Option<String>,
+    #[serde(default, deserialize_with = "timeout_in_range")]
     pub timeout_s: Option<u64>,
     /// CMake targets the replay builds (default: the reproducer only).
     #[serde(default)]
@@ -152,6 +153,23 @@ pub struct RawProbe {
     /// CUDA builds short when flash attention is not what is being tested).
     #[serde(default)]
     pub cmake_args: Vec<String>,
+}
+
+/// Longest probe timeout a file or flag may set: a week. 0 would kill every probe at once and a
+/// larger value is a typo (minutes for seconds) that turns a hung GPU into a lost night or more,
+/// so both are refused before the first probe instead.
+pub const MAX_TIMEOUT_S: u64 = 7 * 24 * 3600;
+
+/// `[probe] timeout_s` in 1..=MAX_TIMEOUT_S; the error is raised inside the TOML parse so that
+/// it points at the value's line and column like every other error in the file.
+fn timeout_in_range<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = u64::deserialize(d)?;
+    if v == 0 || v > MAX_TIMEOUT_S {
+        return Err(serde::de::Error::custom(format!(
+            "[probe] timeout_s = {v} is out of range (1 to {MAX_TIMEOUT_S} seconds, a week)"
+        )));
+    }
+    Ok(Some(v))
 }
 
 /// One expanded configuration.

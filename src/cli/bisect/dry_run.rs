@@ -1,0 +1,203 @@
+//! `--dry-run`: what a bisection would do, printed from the same resolution a real run uses,
+//! so that what it promises (candidates, probes, store hits, identity) is what a run does.
+
+use super::{BisectArgs, Prepared};
+use crate::error::CliError;
+
+/// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
+pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String> {
+    use std::fmt::Write;
+    let r = &p.plan.range;
+    let n = r.candidates.len();
+    let identity = p.prober.identity();
+    let mut stored = 0usize;
+    for c in &r.candidates {
+        let key = crate::run::store::StoreKey::new(&c.tree, &identity);
+        if !p
+            .store
+            .load(&key)
+            .map_err(|e| CliError::infra(e.to_string()))?
+            .is_empty()
+        {
+            stored += 1;
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "range: {}..{}", r.good, r.bad);
+    let _ = writeln!(
+        out,
+        "commits: {} ({}), candidates: {n} (commits with identical tested trees merged{})",
+        r.commits,
+        if r.spec.first_parent {
+            "first-parent"
+        } else {
+            "full ancestry"
+        },
+        r.spec
+            .path
+            .as_deref()
+            .map(|p| format!(", tested tree: {p}/"))
+            .unwrap_or_default()
+    );
+    let e = estimate(n, p.plan.jobs, args.lazy_endpoints);
+    let _ = writeln!(
+        out,
+        "expected probes: up to {} with {} slot(s): {}{}",
+        e.total,
+        p.plan.jobs,
+        e.detail,
+        if args.confidence.is_some() {
+            "; --confidence re-runs passes, so more"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
+    let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
+    if let Some(c) = &p.configuration {
+        let _ = writeln!(
+            out,
+            "configuration: {} from {}, in {}",
+            c.id.as_deref().unwrap_or("explicit flags"),
+            c.source,
+            c.image.as_deref().unwrap_or("the host")
+        );
+        let _ = writeln!(out, "  settings: {}", c.settings.join(" "));
+        for o in &c.overrides {
+            let _ = writeln!(out, "  overridden by flag: {o}");
+        }
+    }
+    let _ = writeln!(out, "work dir: {}", p.plan.work_dir.display());
+    let _ = writeln!(out, "prober identity (part of every store key):");
+    for line in identity.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    if let Some(hint) = &p.reproduce {
+        let _ = writeln!(out, "one probe, by hand:");
+        for line in hint.replace("{sha}", "SHA").lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    Ok(out)
+}
+
+/// The worst-case probe count a dry run promises, and where it comes from.
+struct Estimate {
+    total: usize,
+    detail: String,
+}
+
+/// Mirrors `EndpointCheck` in core::search: the endpoints are not a flat "+2". With one slot
+/// the first midpoint goes first and `--bad` is built only when it does not reproduce (or the
+/// answer touches it); with a free slot both endpoints share the first wave; with
+/// --lazy-endpoints only the endpoint next to the answer is tested. A user deciding whether a
+/// range is worth a night of builds needs the bound the search keeps, not a rough guess.
+fn estimate(n: usize, jobs: usize, lazy: bool) -> Estimate {
+    let open = n.saturating_sub(2);
+    if open == 0 {
+        return Estimate {
+            total: n,
+            detail: "the endpoints, no commit between them".to_string(),
+        };
+    }
+    let jobs = jobs.max(1);
+    // What `Search::pick` guarantees: a wave of `jobs` probes leaves at most the power of two
+    // at or above an equal share of the span (the slack it allows for stable midpoints).
+    let (mut span, mut mids, mut waves) = (open + 1, 0usize, 0usize);
+    while span > 1 {
+        mids += jobs.min(span - 1);
+        waves += 1;
+        span = if span - 1 <= jobs {
+            1
+        } else {
+            span.div_ceil(jobs + 1).next_power_of_two()
+        };
+    }
+    let how = if jobs == 1 {
+        format!("ceil(log2 {})", open + 1)
+    } else {
+        format!("{waves} wave(s) of up to {jobs}")
+    };
+    let (ends, why) = match (lazy, jobs) {
+        (true, _) => (1, "plus the endpoint next to the answer (--lazy-endpoints)"),
+        (false, 1) => (
+            1,
+            "plus --bad when the first midpoint does not reproduce, or the endpoint next to \
+             the answer",
+        ),
+        (false, _) => (2, "plus --good and --bad in the first wave"),
+    };
+    let total = mids + ends;
+    Estimate {
+        total,
+        detail: format!("{mids} midpoint(s), {how}, {why}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::estimate;
+    use crate::core::outcome::Verdict;
+    use crate::core::search::{Answer, EndpointCheck, Search, Step};
+
+    /// Probes the real search spends finding `culprit` among `n` candidates.
+    fn probes(n: usize, culprit: usize, jobs: usize, lazy: bool) -> usize {
+        let ends = if lazy {
+            EndpointCheck::Lazy
+        } else {
+            EndpointCheck::First
+        };
+        let mut s = Search::new((0..n as u64).collect(), ends);
+        let mut count = 0;
+        loop {
+            match s.next(jobs) {
+                Step::Probe(wave) => {
+                    for i in wave {
+                        count += 1;
+                        let v = if i >= culprit {
+                            Verdict::New
+                        } else {
+                            Verdict::Old
+                        };
+                        s.record(i, v);
+                    }
+                }
+                Step::Done(Answer::Found(i)) => {
+                    assert_eq!(i, culprit);
+                    return count;
+                }
+                other => panic!("n={n} culprit={culprit}: {other:?}"),
+            }
+        }
+    }
+
+    /// The promised count is a bound the search keeps for every culprit position, and with
+    /// one slot it is reached (a bound that is merely safe would still mislead there). With
+    /// several slots it is the guarantee `pick` gives, not the typical case.
+    #[test]
+    fn estimate_bounds_the_real_search() {
+        for n in 2..=100 {
+            for jobs in 1..=5 {
+                for lazy in [false, true] {
+                    let e = estimate(n, jobs, lazy);
+                    let worst = (1..n).map(|c| probes(n, c, jobs, lazy)).max().unwrap();
+                    assert!(
+                        worst <= e.total,
+                        "n={n} jobs={jobs} lazy={lazy}: {worst} probes > {}",
+                        e.detail
+                    );
+                    // One slot: reached exactly; lazily the worst culprit may sit away from
+                    // both endpoints and spare the endpoint probe.
+                    if jobs == 1 {
+                        let slack = usize::from(lazy);
+                        assert!(
+                            worst + slack >= e.total,
+                            "n={n} lazy={lazy}: {worst}, {}",
+                            e.detail
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
