@@ -171,9 +171,10 @@ fn a_cmake_include_that_changes_an_option_is_a_boundary() {
 /// Two objects, `big.c` (reads `big.h`) and `small.c` (reads `small.h`); every commit changes
 /// `small.h` (so each is its own candidate) and commit 8 of 40 changes `big.h`. The fault
 /// shows from commit 3. The first midpoint (15, the stable choice) reproduces, so `--bad` is
-/// never built; the next midpoint is chosen from 7..8 (the window that costs no extra step),
-/// where 8 shares `big.h` with the build of 15 and rebuilds one object, 7 two: 8 must be taken,
-/// although the stable key (depth 8, more trailing zeros) names 7.
+/// never built; the next midpoint is chosen from 7..8 (40 commits leave no probe of slack
+/// beyond an exact halving: `core::search::budget`), where 8 shares `big.h` with the build of
+/// 15 and rebuilds one object, 7 two: the least expected build time takes 8, although the
+/// stable key (depth 8, more trailing zeros) names 7.
 #[test]
 fn the_next_midpoint_is_the_one_that_rebuilds_least() {
     if !common::have_ninja() {

@@ -95,7 +95,10 @@ impl RebuildModel {
 
     /// Each object's compile time (wall ms).
     pub fn weights(&self) -> Vec<u64> {
-        self.objects.iter().map(|o| self.wall(o.weight_ms)).collect()
+        self.objects
+            .iter()
+            .map(|o| self.wall(o.weight_ms))
+            .collect()
     }
 
     fn wall(&self, job_ms: u64) -> u64 {

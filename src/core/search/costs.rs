@@ -60,9 +60,8 @@ pub fn scores(costs: &BuildCosts, pos: &[usize], depth: u32) -> Option<Vec<f64>>
     }
     let objects = costs.weights.len();
     // first/last candidate index sharing each inner candidate's fingerprint, per object.
-    let fp = |i: usize, o: usize| -> Option<u64> {
-        costs.fingerprints.get(i)?.as_ref().map(|f| f[o])
-    };
+    let fp =
+        |i: usize, o: usize| -> Option<u64> { costs.fingerprints.get(i)?.as_ref().map(|f| f[o]) };
     let mut span = vec![(0usize, 0usize); p * objects];
     for (k, &i) in pos.iter().enumerate() {
         for o in 0..objects {
@@ -105,7 +104,8 @@ pub fn scores(costs: &BuildCosts, pos: &[usize], depth: u32) -> Option<Vec<f64>>
                 let now = lb(c, a, b);
                 for d in need.max(1)..=d_max {
                     let v = now
-                        + ((c - a) as f64 * e[at(a, c, d - 1)] + (b - c) as f64 * e[at(c, b, d - 1)])
+                        + ((c - a) as f64 * e[at(a, c, d - 1)]
+                            + (b - c) as f64 * e[at(c, b, d - 1)])
                             / len as f64;
                     if v < e[at(a, b, d)] {
                         e[at(a, b, d)] = v;
@@ -120,7 +120,8 @@ pub fn scores(costs: &BuildCosts, pos: &[usize], depth: u32) -> Option<Vec<f64>>
             .map(|c| {
                 let now = costs.now.get(pos[c]).copied().unwrap_or(0) + costs.per_probe;
                 now as f64
-                    + (c as f64 * e[at(0, c, d_max - 1)] + (last - c) as f64 * e[at(c, last, d_max - 1)])
+                    + (c as f64 * e[at(0, c, d_max - 1)]
+                        + (last - c) as f64 * e[at(c, last, d_max - 1)])
                         / last as f64
             })
             .collect(),

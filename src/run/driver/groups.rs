@@ -234,13 +234,22 @@ impl Shared<'_> {
         for g in (lo + 1..hi).filter(|g| !cheap.contains(g)) {
             now[g] = model.cost(repo, sha(g));
         }
-        // Fingerprints for the cubic program only where it runs (`MAX_OPEN`); every group's,
-        // since what lies outside the open range counts as built there.
-        let fingerprints = if hi - lo <= MAX_OPEN + 1 {
-            (0..n).map(|g| Some(model.fingerprints(repo, sha(g)))).collect()
-        } else {
-            vec![None; n]
-        };
+        // Fingerprints for the interval program only where it runs (`MAX_OPEN`): the open
+        // range's and, since what lies outside it counts as built there, as many groups again
+        // on each side (a header's versions are contiguous runs of commits; the far ones only
+        // cost lookups on a 10,000-commit range).
+        let mut fingerprints = vec![None; n];
+        if hi - lo <= MAX_OPEN + 1 {
+            let reach = hi - lo;
+            for (g, f) in fingerprints
+                .iter_mut()
+                .enumerate()
+                .take((hi + reach + 1).min(n))
+                .skip(lo.saturating_sub(reach))
+            {
+                *f = Some(model.fingerprints(repo, sha(g)));
+            }
+        }
         let made = (0..n).filter(|&g| search.verdict(g).is_some()).count();
         let endpoint_open = search.verdict(0).is_none() || search.verdict(n - 1).is_none();
         let per_probe = self.overhead_ms.lock().ok().and_then(|o| *o).unwrap_or(0);
