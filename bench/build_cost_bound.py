@@ -12,7 +12,8 @@ of `git bisect run` and a LOWER BOUND on the compile work of every exact search 
   object read, `.ninja_log` how long it took. Probing commit c after the set S was built costs the
   summed time of the objects whose inputs' blob ids at c differ from those at every commit of S
   (ccache and Ninja's own incremental build reuse the rest). The first probe is cold: everything.
-* `git bisect run`: git's midpoint rule on the first-parent list, each culprit position in turn.
+* `git bisect run`: an exact halving of the first-parent list, as git does (git's own pick can be a
+  neighbouring commit), each culprit position in turn.
 * Lower bound: candidates are groups of commits with identical inputs (no build tells them apart),
   culprits are the groups' first commits, uniformly. In a bisection every probe so far lies at or
   outside the open interval (l, r], so pretending that EVERY commit outside it was built can only

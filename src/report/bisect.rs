@@ -450,14 +450,32 @@ fn reproduce(b: &BisectResult) -> Option<String> {
             code(&super::log_place(&p.log))
         ));
         if let Some(id) = &b.invocation.id {
-            md.push_str(&format!(
-                " (`setrows-bisect show {}`)",
-                escape::sha(id, 16).trim_matches('`')
-            ));
+            // `show` reads the default work dir unless told otherwise: name the run's own
+            // (already in the command line above), or the hint points at nothing.
+            let id = escape::sha(id, 16).trim_matches('`').to_string();
+            let mut show = vec!["setrows-bisect".to_string(), "show".into(), id];
+            if let Some(d) = work_dir_arg(&b.invocation.argv) {
+                show.extend(["--work-dir".to_string(), d]);
+            }
+            md.push_str(&format!(" ({})", code(&super::shell_line(&show))));
         }
         md.push_str(".\n");
     }
     Some(md)
+}
+
+/// The `--work-dir` a recorded command line named, if any.
+fn work_dir_arg(argv: &[String]) -> Option<String> {
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if a == "--work-dir" {
+            return it.next().cloned();
+        }
+        if let Some(d) = a.strip_prefix("--work-dir=") {
+            return Some(d.to_string());
+        }
+    }
+    None
 }
 
 /// Appends the bisection to `doc`, most important first: the comment cuts from the end.

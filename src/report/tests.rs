@@ -364,3 +364,39 @@ fn timeline_and_junit_mark_a_skipped_test() {
         "the verdict stays: {x}"
     );
 }
+
+/// The report's `show` hint names the run's own work dir: `show` reads the default one
+/// otherwise, and the hint would point at nothing.
+#[test]
+fn the_show_hint_names_the_runs_work_dir() {
+    let mut b = bisect_found();
+    b.invocation.id = Some("0123456789abcdef99".into());
+    b.invocation.argv = [
+        "setrows-bisect",
+        "--good",
+        "a",
+        "--work-dir",
+        "/tmp/my work",
+    ]
+    .map(String::from)
+    .to_vec();
+    let md = super::bisect::markdown(&b);
+    assert!(
+        md.contains("`setrows-bisect show 0123456789abcdef --work-dir '/tmp/my work'`"),
+        "{md}"
+    );
+    b.invocation.argv = ["setrows-bisect", "--work-dir=/w"]
+        .map(String::from)
+        .to_vec();
+    let md = super::bisect::markdown(&b);
+    assert!(
+        md.contains("`setrows-bisect show 0123456789abcdef --work-dir /w`"),
+        "{md}"
+    );
+    b.invocation.argv = ["setrows-bisect", "--good", "a"].map(String::from).to_vec();
+    let md = super::bisect::markdown(&b);
+    assert!(
+        md.contains("`setrows-bisect show 0123456789abcdef`)"),
+        "{md}"
+    );
+}
