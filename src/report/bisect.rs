@@ -6,7 +6,7 @@
 //! so and lists every commit that may be the answer, rather than guessing.
 
 use super::document::Document;
-use super::{code, code_cell, commit_link, compare_link, escape, icon, probe_note, secs, short};
+use super::{code, code_cell, commit_link, compare_link, escape, icon, probe_note, secs};
 use crate::core::outcome::{Predicate, Verdict};
 use crate::core::range::{Candidate, Range};
 use crate::core::result::{
@@ -14,6 +14,9 @@ use crate::core::result::{
 };
 use crate::core::search::Endpoint;
 use crate::error::exit;
+use reproduce::reproduce;
+
+mod reproduce;
 
 /// Exit code for a conclusion: 0 found, 1 inconclusive (ambiguous, or an endpoint that does
 /// not behave as claimed).
@@ -409,73 +412,6 @@ fn checks(b: &BisectResult) -> Option<String> {
         md.push_str(&format!("- {}\n", escape::inline(&f.to_string())));
     }
     Some(md)
-}
-
-/// How to see it again: the command line that ran (recorded argv), else the question rebuilt
-/// from range and predicate; then the prober's own steps and where the log is.
-fn reproduce(b: &BisectResult) -> Option<String> {
-    let target = target(b)?;
-    let mut md = String::from("### Reproduce\n\n");
-    if b.invocation.argv.len() > 1 {
-        let mut argv = b.invocation.argv.clone();
-        argv[0] = "setrows-bisect".into();
-        md.push_str("The bisection (the command line that produced this report):\n\n");
-        md.push_str(&escape::code_block(&super::shell_line(&argv)).replacen("text\n", "sh\n", 1));
-        md.push_str("\n\n");
-    } else {
-        let mut c = format!(
-            "setrows-bisect --good {} --bad {} --regress {}",
-            b.range.good,
-            b.range.bad,
-            b.regress()
-        );
-        if let Some(re) = b.matcher() {
-            c.push_str(&format!(" --match '{}'", re.replace('\'', r"'\''")));
-        }
-        md.push_str(
-            "The bisection (rebuilt from the result, which predates recorded command lines: add the \
-             original run's prober flags, e.g. `--repo`, `--backend`, `--repro-arg`, `--build`/`--script`):\n\n",
-        );
-        md.push_str(&escape::code_block(&c).replacen("text\n", "sh\n", 1));
-        md.push_str("\n\n");
-    }
-    if let Some(snippet) = &b.reproduce {
-        md.push_str(&format!("One probe of {}, by hand:\n\n", short(target, 12)));
-        md.push_str(&escape::code_block(snippet).replacen("text\n", "sh\n", 1));
-        md.push_str("\n\n");
-    }
-    if let Some(p) = answer_probe(b) {
-        md.push_str(&format!(
-            "Its log: {} in the work dir",
-            code(&super::log_place(&p.log))
-        ));
-        if let Some(id) = &b.invocation.id {
-            // `show` reads the default work dir unless told otherwise: name the run's own
-            // (already in the command line above), or the hint points at nothing.
-            let id = escape::sha(id, 16).trim_matches('`').to_string();
-            let mut show = vec!["setrows-bisect".to_string(), "show".into(), id];
-            if let Some(d) = work_dir_arg(&b.invocation.argv) {
-                show.extend(["--work-dir".to_string(), d]);
-            }
-            md.push_str(&format!(" ({})", code(&super::shell_line(&show))));
-        }
-        md.push_str(".\n");
-    }
-    Some(md)
-}
-
-/// The `--work-dir` a recorded command line named, if any.
-fn work_dir_arg(argv: &[String]) -> Option<String> {
-    let mut it = argv.iter();
-    while let Some(a) = it.next() {
-        if a == "--work-dir" {
-            return it.next().cloned();
-        }
-        if let Some(d) = a.strip_prefix("--work-dir=") {
-            return Some(d.to_string());
-        }
-    }
-    None
 }
 
 /// Appends the bisection to `doc`, most important first: the comment cuts from the end.
