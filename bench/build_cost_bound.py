@@ -213,15 +213,17 @@ def main():
                    + (r - c) * expected_within(c, r, d - 1)) / (r - l) for c in range(l + 1, r))
 
     # src/core/search/costs.rs `budget`: the whole bisection within git's fewest probes
-    # (floor(log2(commits))), one kept for an untested endpoint next to the answer.
+    # (floor(log2(commits))), one kept for an untested endpoint next to the answer, and at most
+    # one midpoint more than an exact halving of the groups.
     git_fewest = n.bit_length() - 1
+    halving = (g - 1).bit_length()
 
     def choose_planned(l, r, seen, made):
         """The tool now: the first probe (no model yet) is the middle; then the true cost now
         plus the relaxed optimum after, within the budget less the probes made."""
         if made == 0:
             return (l + r) // 2
-        d = max(git_fewest - made - 1, (r - l - 1).bit_length())
+        d = max(min(git_fewest - made - 1, halving + 1 - made), (r - l - 1).bit_length())
         return min(range(l + 1, r), key=lambda c: (true_cost(c, seen) + per_probe
                    + ((c - l) * expected_within(l, c, d - 1) + (r - c) * expected_within(c, r, d - 1)) / (r - l),
                    abs(2 * c - l - r)))

@@ -39,7 +39,7 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
             .map(|p| format!(", tested tree: {p}/"))
             .unwrap_or_default()
     );
-    let e = estimate(n, p.plan.jobs, args.lazy_endpoints);
+    let e = estimate(n, p.plan.jobs, args.lazy_endpoints, r.commits);
     let _ = writeln!(
         out,
         "expected probes: up to {} with {} slot(s): {}{}",
@@ -92,7 +92,9 @@ struct Estimate {
 /// answer touches it); with a free slot both endpoints share the first wave; with
 /// --lazy-endpoints only the endpoint next to the answer is tested. A user deciding whether a
 /// range is worth a night of builds needs the bound the search keeps, not a rough guess.
-fn estimate(n: usize, jobs: usize, lazy: bool) -> Estimate {
+/// With one slot and Ninja builds the search may cut off-centre to skip a rebuild
+/// (`core::search::budget`): one midpoint more, never past git's fewest on `commits`.
+fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
     let open = n.saturating_sub(2);
     if open == 0 {
         return Estimate {
@@ -128,6 +130,17 @@ fn estimate(n: usize, jobs: usize, lazy: bool) -> Estimate {
         (false, _) => (2, "plus --good and --bad in the first wave"),
     };
     let total = mids + ends;
+    let git_fewest = (usize::BITS - 1 - commits.max(1).leading_zeros()) as usize;
+    let off_centre = (mids + 1 + ends).min(git_fewest);
+    if jobs == 1 && off_centre > total {
+        return Estimate {
+            total: off_centre,
+            detail: format!(
+                "{mids} midpoint(s), {how}, {why}; one more where cutting off-centre saves a \
+                 rebuild (never more than git's {git_fewest})"
+            ),
+        };
+    }
     Estimate {
         total,
         detail: format!("{mids} midpoint(s), {how}, {why}"),
@@ -138,10 +151,22 @@ fn estimate(n: usize, jobs: usize, lazy: bool) -> Estimate {
 mod tests {
     use super::estimate;
     use crate::core::outcome::Verdict;
-    use crate::core::search::{Answer, EndpointCheck, Search, Step};
+    use crate::core::search::{budget, Answer, BuildCosts, EndpointCheck, Search, Step};
 
     /// Probes the real search spends finding `culprit` among `n` candidates.
     fn probes(n: usize, culprit: usize, jobs: usize, lazy: bool) -> usize {
+        probes_costed(n, culprit, jobs, lazy, None)
+    }
+
+    /// The same with build costs (a hot header changing every `every` candidates) and the
+    /// budget the driver gives for `commits` (`run::driver::groups::set_costs`).
+    fn probes_costed(
+        n: usize,
+        culprit: usize,
+        jobs: usize,
+        lazy: bool,
+        costed: Option<(usize, usize)>,
+    ) -> usize {
         let ends = if lazy {
             EndpointCheck::Lazy
         } else {
@@ -150,6 +175,24 @@ mod tests {
         let mut s = Search::new((0..n as u64).collect(), ends);
         let mut count = 0;
         loop {
+            if let Some((every, commits)) = costed {
+                let made = (0..n).filter(|&i| s.verdict(i).is_some()).count();
+                let mids = (1..n - 1).filter(|&i| s.verdict(i).is_some()).count();
+                let open = s.verdict(0).is_none() || s.verdict(n - 1).is_none();
+                let costs = BuildCosts {
+                    weights: vec![20_000, 300],
+                    fingerprints: (0..n)
+                        .map(|i| Some(vec![(i / every) as u64, i as u64]))
+                        .collect(),
+                    now: (0..n)
+                        .map(|i| if (i / every) % 2 == 0 { 300 } else { 20_300 })
+                        .collect(),
+                    per_probe: 500,
+                };
+                if made > 0 {
+                    s.set_costs(costs, budget(commits, n, made, mids, open));
+                }
+            }
             match s.next(jobs) {
                 Step::Probe(wave) => {
                     for i in wave {
@@ -179,7 +222,7 @@ mod tests {
         for n in 2..=100 {
             for jobs in 1..=5 {
                 for lazy in [false, true] {
-                    let e = estimate(n, jobs, lazy);
+                    let e = estimate(n, jobs, lazy, n - 1);
                     let worst = (1..n).map(|c| probes(n, c, jobs, lazy)).max().unwrap();
                     assert!(
                         worst <= e.total,
@@ -199,5 +242,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// With build costs the search may spend the one midpoint of slack the estimate names
+    /// (commits far more than candidates, as when most commits change nothing built), and
+    /// never more.
+    #[test]
+    fn the_off_centre_midpoint_is_in_the_estimate() {
+        let mut used_slack = false;
+        for n in [9usize, 17, 33, 60] {
+            for lazy in [false, true] {
+                let commits = 8 * n;
+                let plain = estimate(n, 1, lazy, n - 1).total;
+                let e = estimate(n, 1, lazy, commits);
+                for every in [3, 5] {
+                    let worst = (1..n)
+                        .map(|c| probes_costed(n, c, 1, lazy, Some((every, commits))))
+                        .max()
+                        .unwrap();
+                    assert!(
+                        worst <= e.total,
+                        "n={n} lazy={lazy}: {worst} > {}",
+                        e.detail
+                    );
+                    used_slack |= worst > plain;
+                }
+            }
+        }
+        assert!(used_slack, "no history here made the search cut off-centre");
     }
 }

@@ -41,12 +41,22 @@ pub struct BuildCosts {
 /// The probes the search may still spend on midpoints: whatever keeps the whole bisection
 /// within `git bisect`'s fewest probes on the same `commits` (floor(log2)), counting the
 /// `made` probes so far and one for an endpoint still untested (`EndpointCheck` tests one
-/// when the answer touches it). Cutting off-centre to skip a full rebuild can therefore never
-/// cost more probes than git. `Search` never goes below what an exact halving of the open
-/// range needs, so where git's count is that tight this is the plain halving.
-pub fn budget(commits: usize, made: usize, endpoint_open: bool) -> u32 {
+/// when the answer touches it), and at most one midpoint more than an exact halving of the
+/// `groups` needs (what `--dry-run` promises). Cutting off-centre to skip a full rebuild can
+/// therefore never cost more probes than git. `Search` never goes below what an exact halving
+/// of the open range needs, so where git's count is that tight this is the plain halving.
+pub fn budget(
+    commits: usize,
+    groups: usize,
+    made: usize,
+    midpoints_made: usize,
+    endpoint_open: bool,
+) -> u32 {
     let git_fewest = (usize::BITS - 1 - commits.max(1).leading_zeros()) as usize; // floor(log2)
-    git_fewest.saturating_sub(made + usize::from(endpoint_open)) as u32
+    let halving = super::ceil_log2(groups.saturating_sub(1)) as usize;
+    let by_git = git_fewest.saturating_sub(made + usize::from(endpoint_open));
+    let by_halving = (halving + 1).saturating_sub(midpoints_made);
+    by_git.min(by_halving) as u32
 }
 
 /// Expected cost of finishing when `pos[c]` is probed next, for each inner index `c` of
@@ -136,10 +146,12 @@ mod tests {
     fn the_budget_keeps_the_bisection_within_gits_fewest() {
         // 300 commits: git probes 8 or 9 times. One midpoint made, --good still untested:
         // 6 more midpoints, 8 in all with the endpoint.
-        assert_eq!(budget(300, 1, true), 6);
-        assert_eq!(budget(300, 2, false), 6);
-        assert_eq!(budget(300, 9, true), 0);
-        assert_eq!(budget(1, 0, false), 0);
+        assert_eq!(budget(300, 75, 1, 1, true), 6);
+        assert_eq!(budget(300, 75, 2, 1, false), 6);
+        assert_eq!(budget(300, 75, 9, 8, true), 0);
+        assert_eq!(budget(1, 2, 0, 0, false), 0);
+        // 10 groups over 300 commits: git's count leaves room, the halving's + 1 does not.
+        assert_eq!(budget(300, 10, 1, 1, true), 4);
     }
 
     #[test]

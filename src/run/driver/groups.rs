@@ -251,6 +251,7 @@ impl Shared<'_> {
             }
         }
         let made = (0..n).filter(|&g| search.verdict(g).is_some()).count();
+        let midpoints_made = (1..n - 1).filter(|&g| search.verdict(g).is_some()).count();
         let endpoint_open = search.verdict(0).is_none() || search.verdict(n - 1).is_none();
         let per_probe = self.overhead_ms.lock().ok().and_then(|o| *o).unwrap_or(0);
         let costs = BuildCosts {
@@ -259,7 +260,8 @@ impl Shared<'_> {
             now,
             per_probe,
         };
-        search.set_costs(costs, budget(cands.len() - 1, made, endpoint_open));
+        let depth = budget(cands.len() - 1, n, made, midpoints_made, endpoint_open);
+        search.set_costs(costs, depth);
     }
 
     /// The member of group `g` to ask: one with stored runs and a known read set (a result an
