@@ -11,6 +11,11 @@
 //! same history therefore tend to probe the same commits, and the result store answers the
 //! second one. The window is chosen so that the worst case stays `ceil(log2(range))` probes,
 //! the same as an exact binary search (and `git bisect`).
+//!
+//! Once the driver knows what builds cost (`set_costs`, learned from Ninja), one slot instead
+//! takes the midpoint of least expected build time for the rest of the search (`costs`),
+//! within a probe budget the driver gives: at most one probe over the halving, never past
+//! git's fewest on the range.
 
 use crate::core::outcome::Verdict;
 pub use costs::{budget, BuildCosts, MAX_OPEN};
@@ -101,8 +106,9 @@ impl Search {
     }
 
     /// What building each candidate costs, and how many probes may still go to midpoints
-    /// (`costs::budget`; never below what an exact halving of the open range needs). With one slot the midpoint of least expected build time for the rest of the
-    /// search is taken (`costs`); with more, the cheapest to build now inside the window.
+    /// (`costs::budget`; never below what an exact halving of the open range needs). With
+    /// one slot the midpoint of least expected build time for the rest of the search is taken
+    /// (`costs`); with more, the cheapest to build now inside the window.
     pub fn set_costs(&mut self, costs: BuildCosts, depth: u32) {
         self.costs = Some((costs, depth));
     }

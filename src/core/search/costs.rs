@@ -154,42 +154,38 @@ mod tests {
         assert_eq!(budget(300, 10, 1, 1, true), 4);
     }
 
+    /// Candidates 0..n, one object whose input (a hot header) changes at `at`: 0..at and
+    /// at..n are two builds; 0..at is built.
+    fn hot_header(n: usize, at: usize, per_probe: u64) -> BuildCosts {
+        BuildCosts {
+            weights: vec![1000],
+            fingerprints: (0..n).map(|i| Some(vec![u64::from(i >= at)])).collect(),
+            now: (0..n).map(|i| if i >= at { 1000 } else { 0 }).collect(),
+            per_probe,
+        }
+    }
+
+    fn best(s: &[f64]) -> usize {
+        (0..s.len()).min_by(|&a, &b| s[a].total_cmp(&s[b])).unwrap() + 1
+    }
+
     #[test]
     fn a_full_rebuild_is_avoided_by_cutting_off_centre() {
-        // Candidates 0..=16; one object whose input changes at 9 (a hot header): 0..=8 and
-        // 9..=16 are two builds. With 0..=8 built, probing 8 costs nothing now while 9 would
-        // cost a full rebuild, and 8 is still within the budget.
-        let n = 17;
-        let costs = BuildCosts {
-            weights: vec![1000],
-            fingerprints: (0..n).map(|i| Some(vec![u64::from(i >= 9)])).collect(),
-            now: (0..n).map(|i| if i >= 9 { 1000 } else { 0 }).collect(),
-            per_probe: 10,
-        };
-        let pos: Vec<usize> = (0..n).collect();
-        let s = scores(&costs, &pos, 5).unwrap();
-        let best = (0..s.len()).min_by(|&a, &b| s[a].total_cmp(&s[b])).unwrap() + 1;
-        assert_eq!(best, 8, "{s:?}");
-        // With minutes per probe the halving wins: fewer probes matter more than one build.
-        let slow = BuildCosts {
-            per_probe: 1_000_000,
-            ..costs
-        };
-        let s = scores(&slow, &pos, 5).unwrap();
-        let best = (0..s.len()).min_by(|&a, &b| s[a].total_cmp(&s[b])).unwrap() + 1;
-        assert!((7..=9).contains(&best), "{best} {s:?}");
+        // 16 culprit positions (candidates 1..=16); the halving cuts at 8, which would
+        // rebuild everything; 5 is built already and still within one probe of slack.
+        let pos: Vec<usize> = (0..17).collect();
+        let s = scores(&hot_header(17, 6, 10), &pos, 5).unwrap();
+        assert_eq!(best(&s), 5, "{s:?}");
+        // With minutes per probe the halving wins: its 4 probes for every culprit beat 4.2
+        // expected after an off-centre cut, whatever one build costs.
+        let s = scores(&hot_header(17, 6, 1_000_000), &pos, 5).unwrap();
+        assert_eq!(best(&s), 8, "{s:?}");
     }
 
     #[test]
     fn the_budget_is_a_hard_limit() {
-        let n = 17;
-        let costs = BuildCosts {
-            weights: vec![1000],
-            fingerprints: (0..n).map(|i| Some(vec![u64::from(i >= 2)])).collect(),
-            now: (0..n).map(|i| if i >= 2 { 1000 } else { 0 }).collect(),
-            per_probe: 0,
-        };
-        let pos: Vec<usize> = (0..n).collect();
+        let pos: Vec<usize> = (0..17).collect();
+        let costs = hot_header(17, 2, 0);
         // 16 culprit positions: 4 probes exactly; probing 1 leaves 15 (needs 4 more): over.
         let s = scores(&costs, &pos, 4).unwrap();
         assert!(s[0].is_infinite());
