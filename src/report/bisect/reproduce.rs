@@ -46,30 +46,27 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
             code(&crate::report::log_place(&p.log))
         ));
         if let Some(id) = &b.invocation.id {
-            // `show` reads the default work dir unless told otherwise: name the run's own
-            // (already in the command line above), or the hint points at nothing.
+            // `show` reads the default work dir unless told otherwise: a run with its own
+            // says so (the path is in the command line above; the log line stays path-free).
             let id = escape::sha(id, 16).trim_matches('`').to_string();
-            let mut show = vec!["setrows-bisect".to_string(), "show".into(), id];
-            if let Some(d) = work_dir_arg(&b.invocation.argv) {
-                show.extend(["--work-dir".to_string(), d]);
+            let show = code(&crate::report::shell_line(&[
+                "setrows-bisect".into(),
+                "show".into(),
+                id,
+            ]));
+            if names_work_dir(&b.invocation.argv) {
+                md.push_str(&format!(" ({show} with the same `--work-dir`)"));
+            } else {
+                md.push_str(&format!(" ({show})"));
             }
-            md.push_str(&format!(" ({})", code(&crate::report::shell_line(&show))));
         }
         md.push_str(".\n");
     }
     Some(md)
 }
 
-/// The `--work-dir` a recorded command line named, if any.
-fn work_dir_arg(argv: &[String]) -> Option<String> {
-    let mut it = argv.iter();
-    while let Some(a) = it.next() {
-        if a == "--work-dir" {
-            return it.next().cloned();
-        }
-        if let Some(d) = a.strip_prefix("--work-dir=") {
-            return Some(d.to_string());
-        }
-    }
-    None
+/// Whether a recorded command line named its own `--work-dir`.
+fn names_work_dir(argv: &[String]) -> bool {
+    argv.iter()
+        .any(|a| a == "--work-dir" || a.starts_with("--work-dir="))
 }
