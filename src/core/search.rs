@@ -18,7 +18,7 @@
 //! git's fewest on the range.
 
 use crate::core::outcome::Verdict;
-pub use costs::{budget, BuildCosts, MAX_OPEN};
+pub use costs::{budget, git_fewest, BuildCosts, MAX_OPEN};
 use serde::{Deserialize, Serialize};
 
 /// When the endpoints are tested.
@@ -221,8 +221,9 @@ impl Search {
                 .and_then(|(c, _)| c.now.get(m).copied())
                 .unwrap_or(0)
         };
-        // One slot, costs known: least expected build time within the probe budget.
-        let planned = match &self.costs {
+        // One slot, costs known: least expected build time within the probe budget (only
+        // computed when no stored candidate answers first).
+        let planned = || match &self.costs {
             Some((costs, depth)) if parts == 2 => {
                 let mut pos = Vec::with_capacity(open.len() + 2);
                 pos.push(lo);
@@ -263,7 +264,7 @@ impl Search {
                 .min_by_key(|&m| near(m));
             let best = free
                 .or_else(|| {
-                    let scores = planned.as_ref()?;
+                    let scores = planned()?;
                     (0..open.len())
                         .filter(|&k| scores[k].is_finite())
                         .min_by(|&a, &b| {

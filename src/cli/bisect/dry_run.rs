@@ -130,7 +130,7 @@ fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
         (false, _) => (2, "plus --good and --bad in the first wave"),
     };
     let total = mids + ends;
-    let git_fewest = (usize::BITS - 1 - commits.max(1).leading_zeros()) as usize;
+    let git_fewest = crate::core::search::git_fewest(commits);
     let off_centre = (mids + 1 + ends).min(git_fewest);
     if jobs == 1 && off_centre > total {
         return Estimate {

@@ -52,11 +52,15 @@ pub fn budget(
     midpoints_made: usize,
     endpoint_open: bool,
 ) -> u32 {
-    let git_fewest = (usize::BITS - 1 - commits.max(1).leading_zeros()) as usize; // floor(log2)
     let halving = super::ceil_log2(groups.saturating_sub(1)) as usize;
-    let by_git = git_fewest.saturating_sub(made + usize::from(endpoint_open));
+    let by_git = git_fewest(commits).saturating_sub(made + usize::from(endpoint_open));
     let by_halving = (halving + 1).saturating_sub(midpoints_made);
     by_git.min(by_halving) as u32
+}
+
+/// The fewest probes `git bisect` spends on `commits`: floor(log2).
+pub fn git_fewest(commits: usize) -> usize {
+    (usize::BITS - 1 - commits.max(1).leading_zeros()) as usize
 }
 
 /// Expected cost of finishing when `pos[c]` is probed next, for each inner index `c` of
@@ -69,22 +73,21 @@ pub fn scores(costs: &BuildCosts, pos: &[usize], depth: u32) -> Option<Vec<f64>>
         return None;
     }
     let objects = costs.weights.len();
-    // first/last candidate index sharing each inner candidate's fingerprint, per object.
-    let fp =
-        |i: usize, o: usize| -> Option<u64> { costs.fingerprints.get(i)?.as_ref().map(|f| f[o]) };
+    // First and last candidate index of each (object, fingerprint), once; then per inner
+    // candidate the span sharing its fingerprint (its own index alone when unknown).
+    let mut runs: Vec<std::collections::HashMap<u64, (usize, usize)>> =
+        vec![Default::default(); objects];
+    for (j, f) in costs.fingerprints.iter().enumerate() {
+        for (o, &v) in f.iter().flatten().enumerate() {
+            let e = runs[o].entry(v).or_insert((j, j));
+            e.1 = j;
+        }
+    }
     let mut span = vec![(0usize, 0usize); p * objects];
     for (k, &i) in pos.iter().enumerate() {
+        let f = costs.fingerprints.get(i).and_then(|f| f.as_ref());
         for o in 0..objects {
-            let (mut first, mut last) = (i, i);
-            if let Some(v) = fp(i, o) {
-                for j in 0..costs.fingerprints.len() {
-                    if fp(j, o) == Some(v) {
-                        first = first.min(j);
-                        last = last.max(j);
-                    }
-                }
-            }
-            span[k * objects + o] = (first, last);
+            span[k * objects + o] = f.map_or((i, i), |f| runs[o][&f[o]]);
         }
     }
     // Relaxed cost of probing pos[c] inside (pos[a], pos[b]).
