@@ -23,6 +23,7 @@
 
 pub mod classify;
 pub mod expect;
+pub mod offload;
 mod sources;
 
 pub use classify::{classify, classify_expected, parse_result, Classified, ReproResult};

@@ -6,7 +6,7 @@ use super::*;
 
 /// Facts printed from inside the image, one `@@key` header per section.
 pub(super) const PROVENANCE_SCRIPT: &str = r#"echo @@kernel; uname -r
-echo @@hip; hipconfig --version 2>/dev/null
+echo @@hip; hipconfig --version 2>/dev/null; echo
 echo @@nvcc; nvcc --version 2>/dev/null | grep -i release
 echo @@compiler; (c++ --version || cc --version) 2>/dev/null | head -n 1
 echo @@gpu; { rocminfo 2>/dev/null | awk '/^ *Name:/{n=$2} /Marketing Name:/{sub(/^ *Marketing Name: */,""); m=$0} /Device Type: *GPU/{print n " (" m ")"; exit}'; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1; }
