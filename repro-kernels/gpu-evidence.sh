@@ -3,7 +3,10 @@
 #   repro-kernels/gpu-evidence.sh OUTDIR PART GGML_SRC [STEPS]
 # PART: "kernel" (setrows-kernel under compute-sanitizer), "facts" (setrows-kernel's wave_size/arch
 # keys), "graphs" (or "graphs-on" / "graphs-off" for one build: ggml built twice, -DGGML_CUDA_GRAPHS=ON and OFF, the definition grepped from the
-# build, then the replay runs on each), "graphs+facts", "graphs+types", or "all".
+# build, then the replay runs on each), "graphs+facts", "graphs+types", "checkcost" (graphs-on build;
+# the bare loop, --check-every 0, and --check-every 1 side by side, twice each, at ring 64 and 256, in
+# both modes; the three injected faults at --check-every 1; compute-sanitizer memcheck on the replay),
+# or "all".
 # Every log goes into OUTDIR; OUTDIR/summary.txt has the build line before every figure.
 set -u
 out=$1; part=$2; src=${3:-}; steps=${4:-100000}
@@ -78,7 +81,7 @@ run_replay() {
   say "graphs-$g $label: setrows-replay --backend CUDA0 $*"
   timeout 150 $b/setrows-replay --backend CUDA0 "$@" >"$log" 2>&1
   local rc=$?
-  grep -E "^setrows-replay: (backend|pass)|SETROWS_MISMATCH" "$log" | tee -a "$out/summary.txt"
+  grep -E "^setrows-replay: (backend|pass|unchecked|graph)|SETROWS_MISMATCH" "$log" | tee -a "$out/summary.txt"
   tail -1 "$log" | tee -a "$out/summary.txt"
   say "rc=$rc; ggml 'CUDA graph warmup complete' lines: $(grep -c 'CUDA graph warmup complete' "$log"); 'warmup reset': $(grep -c 'CUDA graph warmup reset' "$log")"
 }
@@ -117,6 +120,42 @@ types_part() {
   done
 }
 
+# Issue 20: what a check costs. Pairs run back to back on one build (the loop rate, loop_steps_per_s,
+# leaves device init out); a pair's two runs report the same "graph" fingerprint.
+checkcost_part() {
+  local s=${steps} b=/tmp/build-$(basename "$src")-graphs-on
+  build_variant on
+  for round in 1 2; do
+    run_replay on r64-bare-$round --mode reuse --steps $s --check-every 0
+    run_replay on r64-ce1-$round --mode reuse --steps $s --check-every 1
+  done
+  for f in stale-read corrupt skip-write; do
+    run_replay on inject-$f-ce1 --mode reuse --steps 20000 --check-every 1 --inject $f --inject-step 12345
+  done
+  memcheck_run ce1 --mode reuse --steps 2000 --check-every 1
+  memcheck_run bare --mode reuse --steps 2000 --check-every 0
+  memcheck_run inject-stale-read-ce1 --mode reuse --steps 2000 --check-every 1 --inject stale-read --inject-step 1234
+  for round in 1 2; do
+    run_replay on r256-bare-$round --mode reuse --ring-rows 256 --steps $((s / 2)) --check-every 0
+    run_replay on r256-ce1-$round --mode reuse --ring-rows 256 --steps $((s / 2)) --check-every 1
+  done
+  run_replay on rebuild-bare --mode rebuild --steps 20000 --check-every 0
+  run_replay on rebuild-ce1 --mode rebuild --steps 20000 --check-every 1
+  run_replay on r64-ce100 --mode reuse --steps $s --check-every 100
+  run_replay on q4_0-r256-bare --mode reuse --dst-type q4_0 --ring-rows 256 --steps 20000 --check-every 0
+  run_replay on q4_0-r256-ce1 --mode reuse --dst-type q4_0 --ring-rows 256 --steps 20000 --check-every 1
+}
+
+memcheck_run() {  # $1 = label, rest = replay flags; on the graphs-on build
+  local label=$1; shift
+  local b=/tmp/build-$(basename "$src")-graphs-on log="$out/memcheck-$label.log"
+  say "memcheck $label: compute-sanitizer --tool memcheck --error-exitcode 9 setrows-replay --backend CUDA0 $*"
+  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $b/setrows-replay --backend CUDA0 "$@" >"$log" 2>&1
+  local rc=$?
+  grep -E "ERROR SUMMARY|^setrows-replay: (pass|unchecked)|SETROWS_MISMATCH" "$log" | tee -a "$out/summary.txt"
+  say "rc=$rc"
+}
+
 nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
 case $part in
   kernel) kernel_part ;;
@@ -127,5 +166,6 @@ case $part in
   graphs+facts) facts_part; graphs_part ;;
   graphs+types) graphs_part; types_part ;;
   all) kernel_part; facts_part; graphs_part ;;
+  checkcost) checkcost_part ;;
   *) echo "unknown PART $part" >&2; exit 2 ;;
 esac

@@ -126,44 +126,137 @@ fn quantized_and_i32_indices_at_high_rows_pass() {
     }
 }
 
-/// Every injected fault is caught at the injection step with the right kind of first difference.
+/// The whole result line, for keys `ReproResult` does not carry (`graph`, `checks_run`).
+fn result_json(output: &str) -> serde_json::Value {
+    let line = output
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("SETROWS_RESULT "))
+        .unwrap_or_else(|| panic!("no SETROWS_RESULT line in:\n{output}"));
+    serde_json::from_str(line).expect("result line is JSON")
+}
+
+/// `--check-every 0` is the bare loop the check's cost is measured against: it must compute the
+/// same graph, placed the same way, as a checked run (same `graph` fingerprint), check nothing, and
+/// never read as a pass.
+#[test]
+fn bare_loop_runs_the_checked_graph_and_checks_nothing() {
+    let Some(bin) = replay() else { return };
+    let mut reuse_graph = None;
+    for mode in ["reuse", "rebuild"] {
+        let bare = run(
+            bin,
+            &["--mode", mode, "--steps", "500", "--check-every", "0"],
+        );
+        let checked = run(
+            bin,
+            &["--mode", mode, "--steps", "500", "--check-every", "1"],
+        );
+        assert_eq!(bare.code, 0, "{mode} bare: {}", bare.output);
+        assert_eq!(checked.code, 0, "{mode} checked: {}", checked.output);
+        let (b, c) = (result_json(&bare.output), result_json(&checked.output));
+        assert_eq!(b["status"], "unchecked", "{mode}");
+        assert_eq!(c["status"], "pass", "{mode}");
+        assert_eq!(
+            (b["steps_run"].as_i64(), c["steps_run"].as_i64()),
+            (Some(500), Some(500))
+        );
+        assert_eq!(b["checks_run"].as_i64(), Some(0), "{mode}");
+        assert_eq!(
+            c["checks_run"].as_i64(),
+            Some(500),
+            "{mode}: one check per step"
+        );
+        assert_eq!(b["params"]["check_every"].as_i64(), Some(0));
+        let fp = b["graph"]["fingerprint"].as_str().expect("fingerprint");
+        assert_eq!(fp.len(), 16, "{fp}");
+        assert_eq!(
+            b["graph"], c["graph"],
+            "{mode}: bare and checked graphs differ"
+        );
+        assert_eq!(b["graph"]["nodes"].as_i64(), Some(20), "4 buffers x 5 ops");
+        assert!(b["timings"]["loop_steps_per_s"].as_f64().unwrap_or(0.0) > 0.0);
+        let k = classify(Some(bare.code), None, false, &bare.output);
+        assert_eq!(k.outcome, Outcome::Untestable, "a bare run is no verdict");
+        if mode == "reuse" {
+            reuse_graph = Some(b["graph"].clone());
+        }
+    }
+    // the fingerprint tells graphs apart: reading the set_rows result instead of the buffer is
+    // another graph, and so is one buffer fewer
+    for other in [
+        vec!["--read-via", "result"],
+        vec!["--buffers", "3"],
+        vec!["--width", "64"],
+    ] {
+        let mut args = vec!["--steps", "10", "--check-every", "0"];
+        args.extend(other.iter().copied());
+        let r = run(bin, &args);
+        assert_eq!(r.code, 0, "{other:?}: {}", r.output);
+        assert_ne!(
+            Some(result_json(&r.output)["graph"].clone()),
+            reuse_graph,
+            "{other:?}"
+        );
+    }
+    // nothing to catch a planted fault with
+    let r = run(bin, &["--check-every", "0", "--inject", "stale-read"]);
+    assert_eq!(r.code, 2, "{}", r.output);
+    assert!(r.output.contains("--inject needs checking"), "{}", r.output);
+}
+
+/// Every injected fault is caught at the injection step with the right kind of first difference,
+/// checking every step (the default) and every 50th (where the harness forces the check).
 #[test]
 fn injected_faults_are_caught() {
     let Some(bin) = replay() else { return };
-    for (fault, mode, expect) in [
-        ("corrupt", "reuse", "unwritten-row"),
-        ("skip-write", "reuse", "buffer=raw_kv written-row"),
-        ("stale-read", "reuse", "buffer=raw_kv downstream-get_rows"),
-        ("corrupt", "rebuild", "unwritten-row"),
-        ("skip-write", "rebuild", "buffer=raw_kv written-row"),
-        ("stale-read", "rebuild", "buffer=raw_kv downstream-get_rows"),
-    ] {
-        // --check-every 50 with the fault at step 1234: the harness forces a check where it
-        // tampered, so the checker cannot miss it by sampling.
-        let r = run(
-            bin,
-            &[
-                "--mode",
-                mode,
-                "--steps",
-                "2000",
-                "--check-every",
-                "50",
-                "--inject",
-                fault,
-                "--inject-step",
-                "1234",
-            ],
-        );
-        assert_eq!(r.code, 1, "{fault}/{mode} was not caught: {}", r.output);
-        let res = parse_result(&r.output).expect("result line");
-        assert_eq!(res.status, "mismatch");
-        assert_eq!(res.first_failing_step, Some(1234), "{fault}");
-        let c = classify(Some(r.code), None, false, &r.output);
-        assert_eq!(c.outcome, Outcome::WrongResult);
-        let sig = c.signature.expect("signature");
-        assert!(sig.starts_with("step=1234 "), "{sig}");
-        assert!(sig.contains(expect), "{fault}/{mode}: {sig}");
+    for check_every in ["1", "50"] {
+        for (fault, mode, expect) in [
+            ("corrupt", "reuse", "unwritten-row"),
+            ("skip-write", "reuse", "buffer=raw_kv written-row"),
+            ("stale-read", "reuse", "buffer=raw_kv downstream-get_rows"),
+            ("corrupt", "rebuild", "unwritten-row"),
+            ("skip-write", "rebuild", "buffer=raw_kv written-row"),
+            ("stale-read", "rebuild", "buffer=raw_kv downstream-get_rows"),
+        ] {
+            // --check-every 50 with the fault at step 1234: the harness forces a check where it
+            // tampered, so the checker cannot miss it by sampling.
+            let r = run(
+                bin,
+                &[
+                    "--mode",
+                    mode,
+                    "--steps",
+                    "2000",
+                    "--check-every",
+                    check_every,
+                    "--inject",
+                    fault,
+                    "--inject-step",
+                    "1234",
+                ],
+            );
+            assert_eq!(r.code, 1, "{fault}/{mode} was not caught: {}", r.output);
+            let res = parse_result(&r.output).expect("result line");
+            assert_eq!(res.status, "mismatch");
+            assert_eq!(res.first_failing_step, Some(1234), "{fault}");
+            let c = classify(Some(r.code), None, false, &r.output);
+            assert_eq!(c.outcome, Outcome::WrongResult);
+            let sig = c.signature.expect("signature");
+            assert!(sig.starts_with("step=1234 "), "{sig}");
+            assert!(sig.contains(expect), "{fault}/{mode}: {sig}");
+            let checks = result_json(&r.output)["checks_run"].as_i64();
+            let want = if check_every == "1" {
+                1235
+            } else {
+                1234 / 50 + 1
+            };
+            assert_eq!(
+                checks,
+                Some(want),
+                "{fault}/{mode}/{check_every}: checks up to the fault"
+            );
+        }
     }
 }
 

@@ -250,6 +250,12 @@ pub fn classify(
                 outcome: Outcome::Pass,
                 signature: None,
             },
+            // The replay's bare loop (`--check-every 0`) is a timing baseline: it ran and checked
+            // nothing, so it is no verdict, and the same flags give the same answer at every commit.
+            Some(r) if r.status == "unchecked" => Classified::new(
+                Outcome::Untestable,
+                clip(&format!("unchecked: {}", r.message)),
+            ),
             // A wrapper that exits 0 without running the checks must not count as a pass.
             Some(r) => Classified::new(
                 Outcome::InfraError,
@@ -425,6 +431,17 @@ mod tests {
             classify(Some(0), None, false, &chatter).outcome,
             Outcome::Pass
         );
+    }
+
+    #[test]
+    fn bare_loop_is_no_pass() {
+        // the result line of `setrows-replay --check-every 0` (captured on the CPU, shortened)
+        let bare = "SETROWS_RESULT {\"tool\":\"setrows-replay\",\"format\":2,\"status\":\"unchecked\",\"exit_code\":0,\"message\":\"bare loop (--check-every 0): 3000 steps computed, nothing checked; a timing baseline, not a verdict\",\"steps_run\":3000,\"checks_run\":0}\n";
+        let c = classify(Some(0), None, false, bare);
+        assert_eq!(c.outcome, Outcome::Untestable);
+        let sig = c.signature.unwrap_or_default();
+        assert!(sig.starts_with("unchecked: bare loop"), "{sig}");
+        assert!(sig.contains("nothing checked"), "{sig}");
     }
 
     #[test]
