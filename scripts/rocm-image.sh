@@ -55,7 +55,7 @@ if ! "$engine" image exists "$base" 2>/dev/null; then
     debootstrap --variant=minbase "$suite" "$root" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2 ||
       die 3 "debootstrap $suite failed (network, mirror or disk; see above)"
   fi
-  log "importing $root as $base"
+  log "importing $root as $base ($(( $(date +%s) - start )) s so far)"
   tar -C "$root" -c . | "$engine" import - "$base" >&2 || die 3 "$engine import of $root failed"
 fi
 
