@@ -94,6 +94,8 @@ pub(crate) fn bisect_found() -> BisectResult {
         store_runs: None,
         configuration: None,
         budget: None,
+        reproducer: None,
+        endpoint: None,
         invocation: Default::default(),
     }
 }
