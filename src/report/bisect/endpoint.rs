@@ -48,16 +48,17 @@ fn ran(b: &BisectResult) -> String {
         Some(r) => format!("{} ({}; arguments: {})", r.command(), r.extent(), r.source),
         None => "the --script probe (see Reproduce)".to_string(),
     };
-    let config = match &b.configuration {
-        Some(c) => format!(
-            "configuration {} ({}) in {}",
+    match (&b.configuration, &b.reproducer) {
+        (Some(c), _) => format!(
+            "{probe}, configuration {} ({}) in {}",
             c.id.as_deref().unwrap_or("from flags"),
             c.settings.join(" "),
             c.image.as_deref().unwrap_or("the host")
         ),
-        None => "the default configuration (backend=cpu) on the host".to_string(),
-    };
-    format!("{probe}, {config}")
+        // No configuration flag: the bundled reproducer's default, the CPU on the host.
+        (None, Some(_)) => format!("{probe}, the default configuration (backend=cpu) on the host"),
+        (None, None) => probe,
+    }
 }
 
 /// What to try, most likely first for this contradiction.
