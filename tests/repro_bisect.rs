@@ -361,3 +361,75 @@ fn a_commit_that_cannot_be_tested_stays_a_stored_skip() {
         "a commit's own reason is its stored result"
     );
 }
+
+/// The matrix keeps going past a configuration that cannot run here: that cell is `untestable`
+/// with the reason and its build reported, the other cell runs, and a second run tests the
+/// systematic cell again (it was not stored) while the other is answered from the store.
+#[test]
+fn a_matrix_cell_that_cannot_run_is_untestable_and_not_stored() {
+    let Some(h) = history() else { return };
+    let conf = h.out.join("matrix.toml");
+    std::fs::create_dir_all(&h.out).expect("out dir");
+    std::fs::write(
+        &conf,
+        "[probe]\nkind = \"replay\"\n[matrix]\nbackend = [\"cpu\"]\ngraphs = [true, false]\n\
+         params = [\"short\"]\n[params.short]\nargs = [\"--steps\", \"50\"]\n",
+    )
+    .expect("matrix.toml");
+    let run = || {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+            .args(["matrix", "--engine", "none", "--rev", &h.shas[0]])
+            .arg("--config")
+            .arg(&conf)
+            .arg("--repo")
+            .arg(&h.repo)
+            .arg("--out")
+            .arg(h.out.join("m"))
+            .env("SETROWS_WORK_DIR", &h.work)
+            .env("GGML_NO_BACKTRACE", "1")
+            .output()
+            .expect("run setrows-bisect matrix");
+        assert!(out.status.success(), "{}", text(&out));
+        let doc = std::fs::read_to_string(h.out.join("m/matrix-results.json")).expect("results");
+        let r: Value = serde_json::from_str(&doc).expect("json");
+        let cell = |graphs: bool| {
+            let id = r["configs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| {
+                    c["label"]
+                        .as_str()
+                        .is_some_and(|l| l.contains(&format!("graphs={graphs}")))
+                })
+                .and_then(|c| c["id"].as_str())
+                .expect("config")
+                .to_string();
+            r["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["config"] == id.as_str())
+                .cloned()
+                .expect("cell")
+        };
+        (cell(true), cell(false))
+    };
+    let (on, off) = run();
+    assert_eq!(on["outcome"], "untestable", "{on:#}");
+    assert!(
+        on["signature"]
+            .as_str()
+            .is_some_and(|s| s.contains("CPU backend has no graphs")),
+        "{on:#}"
+    );
+    assert!(on["build_s"].as_f64().unwrap() > 0.0, "{on:#}");
+    assert_eq!(off["outcome"], "pass", "{off:#}");
+    let (on, off) = run();
+    assert_eq!(
+        on["cached"], false,
+        "the systematic cell runs again: {on:#}"
+    );
+    assert_eq!(on["outcome"], "untestable");
+    assert_eq!(off["cached"], true, "{off:#}");
+}
