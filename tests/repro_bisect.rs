@@ -286,6 +286,7 @@ fn a_short_run_misses_it_and_the_contradiction_says_what_ran_and_what_to_try() {
         "shows the old behaviour (pass)",
         "Ran: setrows-replay --steps 2000 (2000 steps, checked every step; arguments: --repro-arg)",
         "the default configuration (backend=cpu) on the host",
+        "the default run: no --repro-arg",
         "--repro-arg=--steps --repro-arg=8000",
         "--config ID",
         "--repeat N",

@@ -27,7 +27,7 @@ mod matrix;
 mod reproducer;
 pub use invocation::{web_url, Invocation, Tool};
 pub use matrix::{Cell, ConfigRow, MatrixResults, Rev};
-pub use reproducer::{EndpointAdvice, ReproducerInfo};
+pub use reproducer::{EndpointAdvice, ReproducerInfo, FROM_REPRO_ARG};
 
 /// The schema version every writer writes. Bump it (and teach [`read`] the old one, or refuse
 /// it) whenever a field changes meaning or becomes required.

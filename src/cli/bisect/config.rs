@@ -132,7 +132,7 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         }
     };
     let args_from = if !flags.repro_args.is_empty() {
-        "--repro-arg".to_string()
+        crate::core::result::FROM_REPRO_ARG.to_string()
     } else if named {
         format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
     } else {

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 const REPLAY_DEFAULT_STEPS: &str = "2000";
 const REPLAY_DEFAULT_CHECK_EVERY: &str = "1";
 
+/// `ReproducerInfo::source` when the user's `--repro-arg` gave the arguments.
+pub const FROM_REPRO_ARG: &str = "--repro-arg";
+
 /// The bundled reproducer of a bisection (absent for a `--script` probe).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ReproducerInfo {

@@ -3,7 +3,7 @@
 //! back to the same short run; naming the run's length and the heavier runs at hand does not.
 
 use crate::core::outcome::Verdict;
-use crate::core::result::{BisectResult, Conclusion, EndpointAdvice};
+use crate::core::result::{BisectResult, Conclusion, EndpointAdvice, FROM_REPRO_ARG};
 use crate::core::search::Endpoint;
 
 /// The advice for a bisection that stopped at a wrong endpoint (`None` otherwise). Pure over
@@ -76,6 +76,9 @@ fn next(b: &BisectResult, which: Endpoint, got: Verdict) -> Vec<String> {
                     .iter()
                     .map(|a| format!("--repro-arg={a}"))
                     .collect();
+                if r.source == FROM_REPRO_ARG {
+                    v.push("the default run: no --repro-arg (the built-in matrix's decode-reuse pattern, a reused graph checked every step)".into());
+                }
                 v.push(format!(
                     "a longer run: {} (4x the steps; --repro-arg replaces the whole list)",
                     more.join(" ")
