@@ -425,6 +425,8 @@ fn a_matrix_cell_that_cannot_run_is_untestable_and_not_stored() {
         "{on:#}"
     );
     assert!(on["build_s"].as_f64().unwrap() > 0.0, "{on:#}");
+    let md = std::fs::read_to_string(h.out.join("m/matrix-results.md")).expect("markdown");
+    assert!(md.contains("CPU backend has no graphs"), "{md}");
     assert_eq!(off["outcome"], "pass", "{off:#}");
     let (on, off) = run();
     assert_eq!(

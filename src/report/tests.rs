@@ -404,3 +404,21 @@ fn the_show_hint_names_the_runs_work_dir() {
         "{md}"
     );
 }
+
+/// A HIP cell on a machine without an AMD GPU: its build ran and is kept, the report says so
+/// with the build's time and log; a cell whose test ran says nothing of the kind.
+#[test]
+fn a_cell_built_but_not_run_says_so() {
+    let mut no_gpu = cell("hip", CULPRIT, Outcome::Untestable);
+    no_gpu.signature = Some("no AMD GPU (/dev/kfd is missing on this machine)".into());
+    no_gpu.test_s = 0.0;
+    no_gpu.log = "/w/logs/ab-0.log".into();
+    let mut ran = cell("cpu", CULPRIT, Outcome::Untestable);
+    ran.signature = Some("not as asked: graphs asked for".into());
+    let md = matrix(vec![no_gpu, ran]).markdown();
+    assert!(
+        md.contains("(40.0 s, built in 30.0 s, log `logs/ab-0.log`, not run)"),
+        "{md}"
+    );
+    assert_eq!(md.matches("not run)").count(), 1, "{md}");
+}
