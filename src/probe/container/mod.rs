@@ -317,6 +317,14 @@ impl ContainerLauncher {
             action: format!("create ccache dir {}", ccache_dir.display()),
             detail: e.to_string(),
         })?;
+        // A missing `--device /dev/kfd` stops the engine starting any step, the build included;
+        // the build needs no GPU, and the test is refused before it runs (`probe::device`).
+        let no_kfd = !Path::new(crate::probe::device::AMD_KFD).exists();
+        let gpu = if gpu == GpuAccess::Amd && no_kfd {
+            GpuAccess::None
+        } else {
+            gpu
+        };
         let gpu_groups = if gpu == GpuAccess::Amd {
             host_gpu_group_ids()
         } else {
