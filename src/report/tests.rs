@@ -422,3 +422,33 @@ fn a_cell_built_but_not_run_says_so() {
     );
     assert_eq!(md.matches("not run)").count(), 1, "{md}");
 }
+
+/// What every probe ran is on the Configuration line and in the Reproduce section.
+#[test]
+fn the_reproducer_and_its_arguments_are_shown() {
+    let mut b = bisect_found();
+    b.configuration = Some(crate::core::result::ConfigurationInfo {
+        id: Some("c0ffee01".into()),
+        label: None,
+        source: "embedded matrix.toml".into(),
+        image: None,
+        settings: vec!["backend=cpu".into()],
+        overrides: vec![],
+    });
+    b.reproducer = Some(crate::core::result::ReproducerInfo {
+        program: "setrows-replay".into(),
+        args: ["--mode", "reuse", "--steps", "100000", "--check-every", "1"]
+            .map(String::from)
+            .to_vec(),
+        source: "configuration c0ffee01".into(),
+    });
+    let md = render(&[&AnyResult::Bisect(Box::new(b))]).to_markdown(None);
+    assert!(
+        md.contains("- reproducer: setrows-replay --mode reuse --steps 100000 --check-every 1 (100000 steps, checked every step)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Every probe ran the bundled reproducer (100000 steps, checked every step; arguments: configuration c0ffee01)"),
+        "{md}"
+    );
+}
