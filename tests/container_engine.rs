@@ -187,3 +187,25 @@ fn a_docker_daemon_that_is_down_is_an_infrastructure_error() {
         "{out:?}"
     );
 }
+
+/// A HIP launcher on a machine without an AMD GPU (CI, hosted runners) still runs its steps:
+/// the build needs no device, and passing a missing `/dev/kfd` would stop the engine from
+/// starting any step. Where the node exists it is passed (the golden argv tests pin that).
+#[test]
+fn a_hip_launcher_without_an_amd_gpu_still_runs_its_build_steps() {
+    let Some(engine) = podman() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let (src, work) = (d.path().join("src"), d.path().join("work"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let l =
+        ContainerLauncher::new(engine, &image_a(), GpuAccess::Amd, &d.path().join("cc")).unwrap();
+    let j = job(&src, &work, "echo built", &unique("nokfd"));
+    let argv = l.command(&j).argv.join(" ");
+    let has_kfd = std::path::Path::new(setrows_bisect::probe::device::AMD_KFD).exists();
+    assert_eq!(argv.contains("/dev/kfd"), has_kfd, "{argv}");
+    let r = setrows_bisect::probe::exec::run(&l.command(&j), None, &d.path().join("log"), &|| {})
+        .unwrap();
+    assert!(r.success(), "{}", r.output);
+    assert!(r.output.contains("built"), "{}", r.output);
+}

@@ -393,7 +393,7 @@ fn graphs_asked_on_the_cpu_come_out_untestable() {
     );
     let r = probe(&guarded, &f, "graphs");
     assert_eq!(r.outcome, Outcome::Untestable, "{}", r.output_tail);
-    let sig = r.signature.unwrap_or_default();
+    let sig = r.signature.clone().unwrap_or_default();
     assert!(sig.contains("CPU backend has no graphs"), "{sig}");
     assert_eq!(
         r.exit_code,
@@ -401,12 +401,33 @@ fn graphs_asked_on_the_cpu_come_out_untestable() {
         "the reproducer itself passed: the guard decided"
     );
 
-    // asking for a GPU backend that did not run is the same kind of skip
+    assert!(
+        r.is_systematic(),
+        "no commit builds graphs into the CPU backend"
+    );
+
+    // Asking for HIP on a machine without an AMD GPU (CI, hosted runners): the build runs and is
+    // kept and reported, the reproducer does not run, and the reason is the machine's. Where
+    // /dev/kfd exists the run happens and the guard sees it ran on the CPU: the same kind of skip.
     o.expect = Expectations {
         backend: Some(Backend::Hip),
         ..Expectations::default()
     };
     let r = probe(&ReproProber::new(o), &f, "hip-asked");
-    assert_eq!(r.outcome, Outcome::Untestable);
-    assert!(r.signature.unwrap_or_default().contains("ran on cpu"));
+    assert_eq!(r.outcome, Outcome::Untestable, "{}", r.output_tail);
+    assert!(r.is_systematic(), "{:?}", r.signature);
+    let sig = r.signature.clone().unwrap_or_default();
+    if Path::new(setrows_bisect::probe::device::AMD_KFD).exists() {
+        assert!(sig.contains("ran on cpu"), "{sig}");
+    } else {
+        assert!(sig.starts_with("no AMD GPU (/dev/kfd is missing"), "{sig}");
+        assert!(r.build_s > 0.0, "the build phase ran");
+        assert_eq!(r.test_s, 0.0, "the reproducer did not run");
+        let log = std::fs::read_to_string(&r.log_path).expect("probe log");
+        assert!(
+            log.contains("-DGGML_SOURCE_DIR="),
+            "the build is in the log"
+        );
+        assert!(!log.contains("SETROWS_RESULT"), "no run: {log}");
+    }
 }

@@ -27,7 +27,8 @@ pub enum Outcome {
     /// The build step failed: a skip, never a verdict.
     BuildFailed,
     /// The test declared itself unable to test this revision (exit 125, or the reproducer's
-    /// "unsupported" exit 3): a skip, never a verdict.
+    /// "unsupported" exit 3): a skip, never a verdict. Its `SkipScope` says whether another
+    /// commit could do better.
     Untestable,
     /// Our own machinery failed (container engine down, disk full, git error): retried, never a
     /// verdict, never stored as a result.
@@ -76,6 +77,29 @@ impl Outcome {
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Whether an `Untestable` reason depends on the commit probed. The search can step around a
+/// commit that cannot be tested; it cannot step around a configuration that cannot run here,
+/// and probing every commit to prove that again (minutes per HIP build) helps nobody.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipScope {
+    /// This commit cannot be tested (an old tree without the option, no `ggml_set_rows` yet,
+    /// a script's exit 125): a skip, and the search goes on around it.
+    #[default]
+    Commit,
+    /// No commit can be tested in this configuration on this machine (graphs asked and not
+    /// built, a toolchain that cannot target the GPU, no GPU, a missing toolchain, reproducer
+    /// arguments it rejects): the run stops after the first probe that shows it, and the probe
+    /// is not stored, so a run after the environment is fixed tests the commit again.
+    Systematic,
+}
+
+impl SkipScope {
+    pub fn is_commit(&self) -> bool {
+        *self == SkipScope::Commit
     }
 }
 

@@ -24,8 +24,10 @@ use std::path::PathBuf;
 
 mod invocation;
 mod matrix;
+mod reproducer;
 pub use invocation::{web_url, Invocation, Tool};
 pub use matrix::{Cell, ConfigRow, MatrixResults, Rev};
+pub use reproducer::{EndpointAdvice, ReproducerInfo, FROM_REPRO_ARG};
 
 /// The schema version every writer writes. Bump it (and teach [`read`] the old one, or refuse
 /// it) whenever a field changes meaning or becomes required.
@@ -235,6 +237,12 @@ pub struct BisectResult {
     /// `--max-runs` spent before the answer held (the candidates and their probabilities).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSpent>,
+    /// The bundled reproducer every probe ran, with its arguments (absent: a `--script`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproducer: Option<ReproducerInfo>,
+    /// An endpoint that contradicts the question: what ran there and what to try.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<EndpointAdvice>,
     /// How it was asked and by which build of the tool (absent in results of older versions).
     #[serde(flatten)]
     pub invocation: Invocation,

@@ -112,6 +112,7 @@ fn stored_run(store: &Store, v: &Value, identity: &str) -> Option<(StoreKey, usi
         ccache: None,
         artifact_digest: None,
         reused_from: None,
+        skip_scope: Default::default(),
     };
     let run = StoredRun {
         tree: tree.to_string(),
@@ -219,6 +220,7 @@ mod tests {
             ccache: None,
             artifact_digest: None,
             reused_from: None,
+            skip_scope: Default::default(),
         }
     }
 

@@ -9,6 +9,7 @@
 pub mod artifacts;
 pub mod ccache;
 pub mod container;
+pub mod device;
 pub mod exec;
 pub mod launch;
 pub mod reaper;
@@ -18,7 +19,7 @@ pub mod secrets;
 
 use crate::core::build::{BuildError, TreeFacts};
 use crate::core::ccache::Ccache;
-use crate::core::outcome::Outcome;
+use crate::core::outcome::{Outcome, SkipScope};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -117,6 +118,10 @@ pub struct ProbeReport {
     /// The commit whose identical artifacts' outcome this is: the test did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reused_from: Option<String>,
+    /// For `Untestable`: whether the reason is this commit's or the configuration's on this
+    /// machine (`Systematic`: never stored, and the run stops).
+    #[serde(default, skip_serializing_if = "SkipScope::is_commit")]
+    pub skip_scope: SkipScope,
 }
 
 impl ProbeReport {
@@ -136,7 +141,13 @@ impl ProbeReport {
             ccache: None,
             artifact_digest: None,
             reused_from: None,
+            skip_scope: SkipScope::Commit,
         }
+    }
+
+    /// An `Untestable` whose reason holds for every commit in this configuration here.
+    pub fn is_systematic(&self) -> bool {
+        self.outcome == Outcome::Untestable && self.skip_scope == SkipScope::Systematic
     }
 }
 

@@ -24,6 +24,7 @@
 pub mod classify;
 pub mod expect;
 pub mod offload;
+mod reasons;
 mod sources;
 
 pub use classify::{classify, classify_expected, parse_result, Classified, ReproResult};
@@ -31,7 +32,7 @@ pub use expect::{CompileDefs, Expectations};
 pub use sources::{materialize_sources, sources_hash, SOURCES};
 
 use crate::core::ccache::Ccache;
-use crate::core::outcome::Outcome;
+use crate::core::outcome::{Outcome, SkipScope};
 use crate::probe::ccache::StatsLog;
 use crate::probe::launch::{Launcher, ShellJob};
 use crate::probe::{artifacts, exec};
@@ -120,27 +121,6 @@ impl std::fmt::Debug for ReproOptions {
 pub struct ReproProber {
     opts: ReproOptions,
     sources: String,
-}
-
-/// Keeps the last part of an output for reports (`ProbeReport::output_tail`).
-fn tail(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    s[start..].to_string()
-}
-
-/// The first line a person needs to see when a build failed.
-fn build_error_line(output: &str) -> Option<String> {
-    output
-        .lines()
-        .map(str::trim)
-        .find(|l| l.contains("error:") || l.starts_with("CMake Error") || l.contains("FAILED:"))
-        .map(|l| l.chars().take(300).collect())
 }
 
 impl ReproProber {
@@ -321,7 +301,9 @@ impl Prober for ReproProber {
             duration_s: started.elapsed().as_secs_f64(),
             build_s,
             test_s,
-            output_tail: r.map(|r| tail(&r.output, 8192)).unwrap_or_default(),
+            output_tail: r
+                .map(|r| reasons::tail(&r.output, 8192))
+                .unwrap_or_default(),
             provenance,
             ..ProbeReport::infra(String::new(), req.log_path)
         };
@@ -384,20 +366,23 @@ impl Prober for ReproProber {
             if let Some(why) = crate::probe::step_infra_failure(&*self.opts.launcher, &built) {
                 return ProbeReport::infra(why, req.log_path);
             }
-            if let Some(line) = classify::toolchain_cannot_target(&built.output) {
-                return report(
-                    Outcome::Untestable,
-                    Some(format!("the toolchain cannot target this GPU: {line}")),
-                    Some(&built),
-                    build_s,
-                    0.0,
-                    provenance,
-                );
+            if let Some((why, scope)) = reasons::toolchain(&self.opts.expect, &built.output) {
+                return ProbeReport {
+                    skip_scope: scope,
+                    ..report(
+                        Outcome::Untestable,
+                        Some(why),
+                        Some(&built),
+                        build_s,
+                        0.0,
+                        provenance,
+                    )
+                };
             }
             let sig = if built.timed_out {
                 "build timed out".to_string()
             } else {
-                build_error_line(&built.output).unwrap_or_else(|| "build failed".into())
+                reasons::build_error_line(&built.output).unwrap_or_else(|| "build failed".into())
             };
             return report(
                 Outcome::BuildFailed,
@@ -407,6 +392,21 @@ impl Prober for ReproProber {
                 0.0,
                 provenance,
             );
+        }
+        // No GPU for the backend here: the build stands, the test cannot run (and must not
+        // run, or a runtime abort would read as the commit's crash).
+        if let Some(why) = crate::probe::device::missing(self.opts.expect.backend) {
+            return ProbeReport {
+                skip_scope: SkipScope::Systematic,
+                ..report(
+                    Outcome::Untestable,
+                    Some(why),
+                    Some(&built),
+                    build_s,
+                    0.0,
+                    provenance,
+                )
+            };
         }
         let digest = req
             .artifacts
@@ -443,6 +443,7 @@ impl Prober for ReproProber {
             &ran.output,
             &self.opts.expect,
             defs.as_ref(),
+            &reasons::tree_options(&self.opts.expect, &ggml_root),
         );
         if let Some(r) = parse_result(&ran.output) {
             if let Some(f) = &r.features {
@@ -483,6 +484,7 @@ impl Prober for ReproProber {
         }
         ProbeReport {
             artifact_digest: built.artifact_digest,
+            skip_scope: c.scope,
             ..report(
                 c.outcome,
                 c.signature,

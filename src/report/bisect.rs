@@ -10,12 +10,14 @@ use super::{code, code_cell, commit_link, compare_link, escape, icon, probe_note
 use crate::core::outcome::{Predicate, Verdict};
 use crate::core::range::{Candidate, Range};
 use crate::core::result::{
-    BisectOutcome, BisectProbe, BisectRange, BisectResult, CandidateClass, Conclusion, Kind,
+    BisectOutcome, BisectProbe, BisectRange, BisectResult, CandidateClass, Conclusion,
+    EndpointAdvice, Kind,
 };
 use crate::core::search::Endpoint;
 use crate::error::exit;
 use reproduce::reproduce;
 
+mod endpoint;
 mod reproduce;
 
 /// Exit code for a conclusion: 0 found, 1 inconclusive (ambiguous, or an endpoint that does
@@ -109,6 +111,8 @@ pub fn result(
         store_runs: None,
         configuration: None,
         budget: o.budget.clone(),
+        reproducer: None,
+        endpoint: None,
         invocation: Default::default(),
     };
     if let (Some(tpl), Some(sha)) = (reproduce, target(&r).map(str::to_string)) {
@@ -134,34 +138,16 @@ fn target(b: &BisectResult) -> Option<&str> {
     }
 }
 
-/// One line explaining a wrong endpoint, naming it and what it showed (`None` otherwise).
-/// The search stops at a wrong endpoint, so its probe is the last one with that verdict.
+/// One line explaining a wrong endpoint: which, what it showed, what ran there and what to
+/// try (`None` otherwise). The search stops at a wrong endpoint, so its probe is the last one
+/// with that verdict.
 pub fn endpoint_message(b: &BisectResult) -> Option<String> {
-    let Conclusion::BadEndpoint { which, got } = b.conclusion else {
-        return None;
-    };
-    let (flag, sha, claimed) = match which {
-        Endpoint::Good => ("--good", &b.range.good, "old"),
-        Endpoint::Bad => ("--bad", &b.range.bad, "new"),
-    };
-    let seen = b
-        .probes
-        .iter()
-        .rev()
-        .find(|p| p.verdict == got)
-        .map(|p| match &p.signature {
-            Some(s) => format!("{}: {s}", p.outcome),
-            None => p.outcome.to_string(),
-        })
-        .unwrap_or_else(|| "?".into());
-    let what = match got {
-        Verdict::Skip => "could not be tested".to_string(),
-        v => format!("shows the {} behaviour", verdict_text(v)),
-    };
-    Some(format!(
-        "{flag} {} {what} ({seen}), but it must show the {claimed} behaviour; check the endpoints, --regress and --match",
-        &sha[..sha.len().min(12)]
-    ))
+    endpoint_advice(b).map(|a| a.line())
+}
+
+/// The result's own advice, or the advice rebuilt from it (results written before it existed).
+pub fn endpoint_advice(b: &BisectResult) -> Option<EndpointAdvice> {
+    b.endpoint.clone().or_else(|| endpoint::advice(b))
 }
 
 fn capitalized(s: &str) -> String {
@@ -225,8 +211,15 @@ fn summary(b: &BisectResult) -> String {
             }
         }
         (Conclusion::BadEndpoint { .. }, _) => {
-            md.push_str(&escape::inline(&endpoint_message(b).unwrap_or_default()));
-            md.push_str("\n\n");
+            if let Some(a) = endpoint_advice(b) {
+                md.push_str(&escape::inline(&a.problem));
+                md.push_str(".\n\n");
+                md.push_str(&format!("- ran: {}\n", escape::inline(&a.ran)));
+                for n in &a.next {
+                    md.push_str(&format!("- try: {}\n", escape::inline(n)));
+                }
+                md.push('\n');
+            }
         }
         _ if b.budget.is_some() => {
             md.push_str(&super::budget::render(b, &term, &link));

@@ -24,6 +24,13 @@ pub fn render(b: &BisectResult) -> Option<String> {
             .map_or("the host".into(), |i| escape::inline_short(i, 200)),
         escape::inline_short(&c.settings.join(" "), 600)
     );
+    if let Some(r) = &b.reproducer {
+        md.push_str(&format!(
+            "- reproducer: {} ({})\n",
+            escape::inline_short(&r.command(), 600),
+            escape::inline_short(&r.extent(), 200)
+        ));
+    }
     for o in &c.overrides {
         md.push_str(&format!(
             "- overridden by flag: {}\n",

@@ -147,9 +147,21 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
             match cells.iter().find(|c| c.config == *id && c.sha == *sha) {
                 None => md.push_str(" · |"),
                 Some(c) => {
+                    // A build that ran although the test could not (no GPU here): it is kept,
+                    // and a reader needs to see that it built and where its log is.
+                    let built =
+                        if c.outcome == Outcome::Untestable && c.build_s > 0.0 && c.test_s == 0.0 {
+                            format!(
+                                ", built in {}, log {}, not run",
+                                secs(c.build_s),
+                                code(&super::log_place(&c.log))
+                            )
+                        } else {
+                            String::new()
+                        };
                     let note = c.signature.as_deref().map(|sig| {
                         notes.push(format!(
-                            "{}. {} at {}: {}{} ({}{})",
+                            "{}. {} at {}: {}{} ({}{}{built})",
                             notes.len() + 1,
                             code(id),
                             code(&sha[..sha.len().min(10)]),

@@ -94,6 +94,8 @@ pub(crate) fn bisect_found() -> BisectResult {
         store_runs: None,
         configuration: None,
         budget: None,
+        reproducer: None,
+        endpoint: None,
         invocation: Default::default(),
     }
 }
@@ -399,6 +401,54 @@ fn the_show_hint_names_the_runs_work_dir() {
     let md = super::bisect::markdown(&b);
     assert!(
         md.contains("`setrows-bisect show 0123456789abcdef`)"),
+        "{md}"
+    );
+}
+
+/// A HIP cell on a machine without an AMD GPU: its build ran and is kept, the report says so
+/// with the build's time and log; a cell whose test ran says nothing of the kind.
+#[test]
+fn a_cell_built_but_not_run_says_so() {
+    let mut no_gpu = cell("hip", CULPRIT, Outcome::Untestable);
+    no_gpu.signature = Some("no AMD GPU (/dev/kfd is missing on this machine)".into());
+    no_gpu.test_s = 0.0;
+    no_gpu.log = "/w/logs/ab-0.log".into();
+    let mut ran = cell("cpu", CULPRIT, Outcome::Untestable);
+    ran.signature = Some("not as asked: graphs asked for".into());
+    let md = matrix(vec![no_gpu, ran]).markdown();
+    assert!(
+        md.contains("(40.0 s, built in 30.0 s, log `logs/ab-0.log`, not run)"),
+        "{md}"
+    );
+    assert_eq!(md.matches("not run)").count(), 1, "{md}");
+}
+
+/// What every probe ran is on the Configuration line and in the Reproduce section.
+#[test]
+fn the_reproducer_and_its_arguments_are_shown() {
+    let mut b = bisect_found();
+    b.configuration = Some(crate::core::result::ConfigurationInfo {
+        id: Some("c0ffee01".into()),
+        label: None,
+        source: "embedded matrix.toml".into(),
+        image: None,
+        settings: vec!["backend=cpu".into()],
+        overrides: vec![],
+    });
+    b.reproducer = Some(crate::core::result::ReproducerInfo {
+        program: "setrows-replay".into(),
+        args: ["--mode", "reuse", "--steps", "100000", "--check-every", "1"]
+            .map(String::from)
+            .to_vec(),
+        source: "configuration c0ffee01".into(),
+    });
+    let md = render(&[&AnyResult::Bisect(Box::new(b))]).to_markdown(None);
+    assert!(
+        md.contains("- reproducer: setrows-replay --mode reuse --steps 100000 --check-every 1 (100000 steps, checked every step)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Every probe ran the bundled reproducer (100000 steps, checked every step; arguments: configuration c0ffee01)"),
         "{md}"
     );
 }

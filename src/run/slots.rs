@@ -37,6 +37,16 @@ pub enum DriverError {
         message: String,
         log: String,
     },
+    /// An untestable reason no commit can change (`SkipScope::Systematic`): the run stops at
+    /// the first probe that shows it, and that probe is not stored.
+    #[error("configuration {} cannot be tested here: {reason}; every commit would say the same, so the run stops at its first probe ({}; nothing stored, so a run after the fix tests it again; log: {log})", configuration.as_deref().unwrap_or("(from flags)"), &sha[..sha.len().min(10)])]
+    Systematic {
+        sha: String,
+        reason: String,
+        /// The configuration id the probe named, if any.
+        configuration: Option<String>,
+        log: String,
+    },
     #[error("another setrows-bisect is using {0}; wait for it or pass a different --work-dir")]
     Busy(PathBuf),
     #[error("{path}: {source}")]
@@ -220,8 +230,9 @@ impl<'a> Probing<'a> {
     }
 
     /// The loop: checkout, probe, retry infrastructure errors, store. An `InfraError` report
-    /// comes back (never stored) when every attempt failed; callers that must not turn it
-    /// into a verdict use `run_in`.
+    /// comes back (never stored) when every attempt failed, and a systematic `Untestable` at
+    /// once (never stored, never retried: the same machine says the same); callers that must
+    /// not turn either into a verdict use `run_in`.
     pub fn attempt_in(
         &self,
         slot: &Slot,
@@ -251,6 +262,14 @@ impl<'a> Probing<'a> {
                 artifacts: index.as_ref().map(|i| i as &dyn ArtifactIndex),
             };
             let report = self.prober.probe(&req, hooks.phase);
+            // A reason of this machine or configuration is no result of the tree: stored, it
+            // would answer for the tree after the environment is fixed ("no AMD GPU" forever).
+            if report.is_systematic() {
+                return Ok(Attempted {
+                    report,
+                    attempts: attempt,
+                });
+            }
             if report.outcome != Outcome::InfraError {
                 let report = self.save(run, report)?;
                 return Ok(Attempted {
@@ -271,8 +290,9 @@ impl<'a> Probing<'a> {
         }
     }
 
-    /// `attempt_in`, with an exhausted infrastructure failure as `DriverError::Infra`: the
-    /// result of every caller whose answer is a verdict (exit 3, never a silent drop).
+    /// `attempt_in`, with an exhausted infrastructure failure as `DriverError::Infra` and a
+    /// systematic untestable as `DriverError::Systematic`: the result of every caller whose
+    /// answer is a verdict (exit 3, never a silent drop, never a probe per commit to prove it).
     pub fn run_in(
         &self,
         slot: &Slot,
@@ -280,6 +300,14 @@ impl<'a> Probing<'a> {
         hooks: &Hooks<'_>,
     ) -> Result<ProbeReport, DriverError> {
         let a = self.attempt_in(slot, run, hooks)?;
+        if a.report.is_systematic() {
+            return Err(DriverError::Systematic {
+                sha: run.sha.to_string(),
+                reason: a.report.signature.clone().unwrap_or_default(),
+                configuration: a.report.provenance.get("configuration").cloned(),
+                log: a.report.log_path.display().to_string(),
+            });
+        }
         if a.report.outcome != Outcome::InfraError {
             return Ok(a.report);
         }

@@ -253,6 +253,7 @@ mod tests {
             ccache: None,
             artifact_digest: None,
             reused_from: None,
+            skip_scope: Default::default(),
         }
     }
 

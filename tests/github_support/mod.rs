@@ -276,6 +276,8 @@ pub fn bisect_result(
         store_runs: None,
         configuration: None,
         budget: None,
+        reproducer: None,
+        endpoint: None,
         invocation: Default::default(),
     }
 }

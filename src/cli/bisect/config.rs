@@ -3,9 +3,9 @@
 
 use super::BisectArgs;
 use crate::core::build::Backend;
-use crate::core::config::{Flags, Resolved};
+use crate::core::config::{Flags, ProbeKind, Resolved};
 use crate::core::matrix::{self, Matrix};
-use crate::core::result::ConfigurationInfo;
+use crate::core::result::{ConfigurationInfo, ReproducerInfo};
 use crate::error::CliError;
 use crate::probe::container::EngineChoice;
 use std::path::Path;
@@ -13,6 +13,22 @@ use std::path::Path;
 /// The repository's `matrix.toml`, built in: `--config ID` works from any directory.
 pub const EMBEDDED_MATRIX: &str = include_str!("../../../matrix.toml");
 pub const EMBEDDED_NAME: &str = "embedded matrix.toml";
+
+/// The `[params.*]` of the built-in matrix every bundled-reproducer probe runs when nothing
+/// names other arguments: the upstream report's pattern (a cached decode graph reused many
+/// times, checked every step). The replay's own default, 2,000 steps, misses a fault that
+/// starts after tens of thousands of reuses, and a pass there says nothing about it.
+pub const DEFAULT_PARAMS: &str = "decode-reuse";
+
+/// The arguments of `DEFAULT_PARAMS` in the built-in matrix: one definition for the matrix's
+/// decode-reuse configurations and for a bisect, `--probe` and `--validate` without
+/// `--config` or `--repro-arg` (they all resolve through `choose`).
+pub fn default_repro_args() -> Vec<String> {
+    matrix::parse(EMBEDDED_NAME, EMBEDDED_MATRIX)
+        .ok()
+        .and_then(|m| m.params(DEFAULT_PARAMS).map(<[String]>::to_vec))
+        .unwrap_or_default()
+}
 
 /// Reads and parses a matrix file (errors name file, line, column and key).
 pub fn read_matrix(path: &Path) -> Result<Matrix, matrix::MatrixError> {
@@ -87,6 +103,8 @@ pub struct Chosen {
     pub cfg: Resolved,
     pub engine: EngineChoice,
     pub info: Option<ConfigurationInfo>,
+    /// The bundled reproducer and its arguments (`None`: a `--script` probe).
+    pub reproducer: Option<ReproducerInfo>,
 }
 
 /// Resolves `--config` (or `base`, a configuration found by `bisect-config`) and the flags.
@@ -105,7 +123,20 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
             })?;
             Resolved::from_matrix(c, &m.probe, &m.file)
         }
-        (None, None) => Resolved::for_backend(flags.backend.unwrap_or(Backend::Cpu)),
+        (None, None) => {
+            let mut r = Resolved::for_backend(flags.backend.unwrap_or(Backend::Cpu));
+            if flags.script.is_none() {
+                r.repro_args = default_repro_args();
+            }
+            r
+        }
+    };
+    let args_from = if !flags.repro_args.is_empty() {
+        crate::core::result::FROM_REPRO_ARG.to_string()
+    } else if named {
+        format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
+    } else {
+        format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
     };
     let mut overrides = cfg.apply(&flags);
     if let Some(note) = cfg.default_target() {
@@ -133,5 +164,44 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         || !c.launch_env.is_empty()
         || !c.cmake_args.is_empty();
     let info = configured.then(|| cfg.info(if named { overrides } else { Vec::new() }));
-    Ok(Chosen { cfg, engine, info })
+    let reproducer = (cfg.probe == ProbeKind::Replay).then(|| ReproducerInfo {
+        program: crate::probe::repro::Reproducer::Replay.target().to_string(),
+        args: cfg.repro_args.clone(),
+        source: args_from,
+    });
+    Ok(Chosen {
+        cfg,
+        engine,
+        info,
+        reproducer,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default is the built-in matrix's decode-reuse parameters, which its decode-reuse
+    /// configurations run too: many steps, checked every step.
+    #[test]
+    fn the_default_reproducer_is_the_matrix_decode_reuse() {
+        let args = default_repro_args();
+        let m = matrix::parse(EMBEDDED_NAME, EMBEDDED_MATRIX).expect("built-in matrix");
+        let reuse: Vec<_> = m
+            .configs
+            .iter()
+            .filter(|c| {
+                c.values.get("params").map(|v| v.to_string()).as_deref() == Some(DEFAULT_PARAMS)
+            })
+            .collect();
+        assert!(!reuse.is_empty(), "no configuration runs {DEFAULT_PARAMS}");
+        assert!(reuse.iter().all(|c| c.repro_args == args));
+        let info = ReproducerInfo {
+            program: "setrows-replay".into(),
+            args,
+            source: String::new(),
+        };
+        assert_eq!(info.arg("--mode"), Some("reuse"));
+        assert_eq!(info.extent(), "100000 steps, checked every step");
+    }
 }

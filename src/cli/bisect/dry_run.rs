@@ -67,6 +67,10 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
             let _ = writeln!(out, "  overridden by flag: {o}");
         }
     }
+    if let Some(r) = &p.reproducer {
+        let _ = writeln!(out, "reproducer: {} ({})", r.command(), r.extent());
+        let _ = writeln!(out, "  arguments: {}", r.source);
+    }
     let _ = writeln!(out, "work dir: {}", p.plan.work_dir.display());
     let _ = writeln!(out, "prober identity (part of every store key):");
     for line in identity.lines() {

@@ -44,6 +44,39 @@ fn driver_error(e: DriverError) -> anyhow::Error {
     }
 }
 
+/// `driver_error`, with a systematic untestable naming the configuration by its values too
+/// (`--config ID` alone does not say what was asked; explicit flags have no id at all).
+fn driver_error_in(e: DriverError, p: &Prepared) -> anyhow::Error {
+    match e {
+        DriverError::Systematic {
+            sha,
+            reason,
+            configuration,
+            log,
+        } => {
+            let settings = p
+                .configuration
+                .as_ref()
+                .map(|c| c.settings.join(" "))
+                .unwrap_or_else(|| format!("backend={}", p.backend.as_str()));
+            let name = match configuration {
+                Some(id) => format!("{id} ({settings})"),
+                None => format!("({settings})"),
+            };
+            CliError::infra(
+                DriverError::Systematic {
+                    sha,
+                    reason,
+                    configuration: Some(name),
+                    log,
+                }
+                .to_string(),
+            )
+        }
+        other => driver_error(other),
+    }
+}
+
 /// How candidates are decided: a per-candidate policy in the driver's search loop (one run,
 /// `--repeat N`), or the `--confidence` Session, which plans every run itself.
 pub enum Strategy {
@@ -64,6 +97,8 @@ pub struct Prepared {
     pub reproduce: Option<String>,
     /// What the report says about the configuration (`None`: no configuration flag).
     pub configuration: Option<crate::core::result::ConfigurationInfo>,
+    /// The bundled reproducer and its arguments (`None`: a `--script` probe).
+    pub reproducer: Option<crate::core::result::ReproducerInfo>,
     pub backend: crate::core::build::Backend,
 }
 
@@ -219,6 +254,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         strategy,
         reproduce,
         configuration: chosen.info,
+        reproducer: chosen.reproducer,
         backend: chosen.cfg.backend,
     })
 }
@@ -330,12 +366,14 @@ pub fn run_with(
             &progress,
         ),
     }
-    .map_err(driver_error)?;
+    .map_err(|e| driver_error_in(e, &p))?;
     let mut result = report::result(r, &p.plan.predicate, &outcome, p.reproduce.as_deref());
     result.flaky = args
         .confidence
         .and_then(|c| outcome.assess(r.candidates.len(), c));
     result.configuration = p.configuration.clone();
+    result.reproducer = p.reproducer.clone();
+    result.endpoint = report::endpoint_advice(&result);
     if let Some(a) = &result.flaky {
         eprintln!("setrows-bisect: {}", a.line());
     }

@@ -467,6 +467,10 @@ pub fn config_id(values: &BTreeMap<String, Value>) -> String {
 }
 
 impl Matrix {
+    /// The reproducer arguments of `[params.NAME]` (`None`: no such table).
+    pub fn params(&self, name: &str) -> Option<&[String]> {
+        self.params.get(name).map(Vec::as_slice)
+    }
     /// The configuration with one axis set to `value` (for config bisection): re-resolved so the
     /// image, recipe and id follow.
     pub fn with_value(

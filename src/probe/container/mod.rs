@@ -60,9 +60,6 @@ pub enum EngineChoice {
     None,
 }
 
-/// The AMD compute device node: its absence on the host means no AMD GPU can run anything.
-pub const AMD_KFD: &str = "/dev/kfd";
-
 /// Which GPU the container must see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuAccess {
@@ -313,14 +310,6 @@ impl ContainerLauncher {
     ) -> Result<ContainerLauncher, ContainerError> {
         engine.check()?;
         let digest = engine.image_digest(image)?;
-        // Device nodes the host does not have cannot be passed (the engine refuses to start the
-        // container). Builds never need the GPU, and the prober decides "no AMD GPU" from the
-        // host's own /dev/kfd before it runs a test, so a GPU-less host still builds HIP.
-        let gpu = if gpu == GpuAccess::Amd && !Path::new(AMD_KFD).exists() {
-            GpuAccess::None
-        } else {
-            gpu
-        };
         // A relative host path in `--volume` would name a *volume*, not a directory.
         let ccache_dir = &absolute(ccache_dir);
         std::fs::create_dir_all(ccache_dir).map_err(|e| ContainerError::Failed {
@@ -328,6 +317,14 @@ impl ContainerLauncher {
             action: format!("create ccache dir {}", ccache_dir.display()),
             detail: e.to_string(),
         })?;
+        // A missing `--device /dev/kfd` stops the engine starting any step, the build included;
+        // the build needs no GPU, and the test is refused before it runs (`probe::device`).
+        let no_kfd = !Path::new(crate::probe::device::AMD_KFD).exists();
+        let gpu = if gpu == GpuAccess::Amd && no_kfd {
+            GpuAccess::None
+        } else {
+            gpu
+        };
         let gpu_groups = if gpu == GpuAccess::Amd {
             host_gpu_group_ids()
         } else {

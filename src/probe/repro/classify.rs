@@ -6,7 +6,7 @@
 //! rules matters: a hang beats everything (the output is incomplete), GPU runtime error text beats
 //! a plain signal (a fault usually ends in abort()), and only then do exit codes speak.
 
-use crate::core::outcome::Outcome;
+use crate::core::outcome::{Outcome, SkipScope};
 use serde::{Deserialize, Serialize};
 
 /// Exit codes shared by `setrows-replay` and `setrows-kernel`.
@@ -83,6 +83,8 @@ pub struct Classified {
     pub outcome: Outcome,
     /// Short text identifying the failure (or the reason for a skip); `None` for a pass.
     pub signature: Option<String>,
+    /// For `Untestable`: whether the reason is the commit's or the configuration's here.
+    pub scope: SkipScope,
 }
 
 impl Classified {
@@ -90,6 +92,15 @@ impl Classified {
         Classified {
             outcome,
             signature: Some(strip_dirs(&signature.into())),
+            scope: SkipScope::Commit,
+        }
+    }
+
+    /// `Untestable` for a reason no other commit can change.
+    fn systematic(signature: impl Into<String>) -> Self {
+        Classified {
+            scope: SkipScope::Systematic,
+            ..Classified::new(Outcome::Untestable, signature)
         }
     }
 }
@@ -146,16 +157,35 @@ pub fn no_code_for_gpu(output: &str) -> Option<String> {
 }
 
 /// The first line of a build saying the toolchain cannot target the asked GPU (clang's
-/// "unsupported HIP gpu architecture: gfx1151", nvcc's "Unsupported gpu architecture", LLVM's
-/// "unknown target CPU 'gfx1151'").
+/// "unsupported HIP gpu architecture: gfx1151" and "invalid target ID 'gfx1151'", nvcc's
+/// "Unsupported gpu architecture 'compute_90'", LLVM's "unknown target CPU 'gfx1151'").
 pub fn toolchain_cannot_target(output: &str) -> Option<String> {
     let lower = |l: &str| l.to_ascii_lowercase();
     first_line_with(output, |l| {
         let l = lower(l);
         (l.contains("unsupported") && l.contains("gpu architecture"))
             || l.contains("invalid offload arch")
+            || l.contains("invalid target id '")
             || l.contains("unknown target cpu 'gfx")
             || (l.contains("offload") && l.contains("not supported") && l.contains("gfx"))
+    })
+    .map(clip)
+}
+
+/// What a build says when the toolchain it needs is not there at all: CMake finding no CUDA or
+/// HIP (or C/C++) compiler, `FindCUDAToolkit` without nvcc, the shell without cmake. The same
+/// for every commit, unlike a compile error in the tree.
+pub fn missing_toolchain(output: &str) -> Option<String> {
+    const PATTERNS: [&str; 6] = [
+        "No CMAKE_CUDA_COMPILER could be found",
+        "No CMAKE_HIP_COMPILER could be found",
+        "No CMAKE_CXX_COMPILER could be found",
+        "No CMAKE_C_COMPILER could be found",
+        "Failed to find nvcc",
+        "cmake: not found",
+    ];
+    first_line_with(output, |l| {
+        PATTERNS.iter().any(|p| l.contains(p)) || l.ends_with("cmake: command not found")
     })
     .map(clip)
 }
@@ -230,7 +260,7 @@ pub fn classify(
     });
     if let Some(line) = no_code_for_gpu(output) {
         if signal.is_some() || exit_code != Some(code::PASS) {
-            return Classified::new(Outcome::Untestable, format!("no code for this GPU: {line}"));
+            return Classified::systematic(format!("no code for this GPU: {line}"));
         }
     }
     let fault = first_line_with(output, |l| GPU_FAULT_PATTERNS.iter().any(|p| l.contains(p)));
@@ -249,6 +279,7 @@ pub fn classify(
             Some(r) if r.status == "pass" => Classified {
                 outcome: Outcome::Pass,
                 signature: None,
+                scope: SkipScope::Commit,
             },
             // The replay's bare loop (`--check-every 0`) is a timing baseline: it ran and checked
             // nothing, so it is no verdict, and the same flags give the same answer at every commit.
@@ -285,7 +316,8 @@ pub fn classify(
                 .map(|r| r.message)
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| "bad reproducer arguments (exit 2)".into());
-            Classified::new(Outcome::Untestable, clip(&format!("usage error: {why}")))
+            // The same arguments go to every commit's reproducer: none of them can do better.
+            Classified::systematic(clip(&format!("usage error: {why}")))
         }
         Some(c @ (126 | 127)) => Classified::new(
             Outcome::InfraError,
@@ -299,7 +331,8 @@ pub fn classify(
 /// `classify`, then the vacuous-pass guard: a run whose facts (or build) show it did not run what
 /// `exp` asked for is `untestable` with the reason, whatever it would otherwise have been.
 /// Skips and machinery failures stay what they are. With `Expectations::default()` this is
-/// `classify`.
+/// `classify`. `tree`: what the probed tree's CMake files offer (`expect::TreeOptions`), which
+/// decides whether a reason is this commit's or the configuration's.
 pub fn classify_expected(
     exit_code: Option<i32>,
     signal: Option<i32>,
@@ -307,6 +340,7 @@ pub fn classify_expected(
     output: &str,
     exp: &super::Expectations,
     defs: Option<&super::CompileDefs>,
+    tree: &super::expect::TreeOptions,
 ) -> Classified {
     let c = classify(exit_code, signal, timed_out, output);
     if matches!(
@@ -315,8 +349,14 @@ pub fn classify_expected(
     ) {
         return c;
     }
-    match super::expect::mismatch(exp, parse_result(output).as_ref(), defs) {
-        Some(why) => Classified::new(Outcome::Untestable, clip(&format!("not as asked: {why}"))),
+    match super::expect::mismatch_in(exp, parse_result(output).as_ref(), defs, tree) {
+        Some(m) => Classified {
+            scope: m.scope,
+            ..Classified::new(
+                Outcome::Untestable,
+                clip(&format!("not as asked: {}", m.reason)),
+            )
+        },
         None => c,
     }
 }

@@ -11,6 +11,7 @@
 
 use super::ReproResult;
 use crate::core::build::{Backend, Recipe};
+use crate::core::outcome::SkipScope;
 use serde::{Deserialize, Serialize};
 
 /// What a configuration asked for. `Default` asks nothing, so nothing is checked.
@@ -147,6 +148,44 @@ fn cuda_arch_compiled(target: &str, compiled: &str) -> bool {
         .any(|a| a == format!("{t}0") || a == t)
 }
 
+/// What the probed tree's CMake files offer, read by the prober from the checkout: whether a
+/// reason is the commit's or the configuration's depends on it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeOptions {
+    /// The tree declares the graphs option of the asked backend (`GGML_CUDA_GRAPHS`,
+    /// `GGML_HIP_GRAPHS`): graphs asked and not built is then the configuration's doing (a
+    /// later `-D...=OFF`, a toolchain that turns them off), not an old tree's.
+    pub graphs_option: bool,
+}
+
+/// The CMake option that turns graphs on for `backend` (`None`: it has no graphs).
+pub fn graphs_option(backend: Backend) -> Option<&'static str> {
+    match backend {
+        Backend::Cuda => Some("GGML_CUDA_GRAPHS"),
+        Backend::Hip => Some("GGML_HIP_GRAPHS"),
+        Backend::Cpu => None,
+    }
+}
+
+/// Why a run does not test what was asked, and whether another commit could.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub reason: String,
+    pub scope: SkipScope,
+}
+
+/// Where a reason comes from, which decides its scope.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The configuration against this machine or toolchain: no commit changes it.
+    Configuration,
+    /// Graphs asked and not built: the configuration's unless the tree lacks the option.
+    GraphsNotBuilt,
+    /// Nothing in the build could prove the asked graphs (e.g. a tree whose GPU sources sit
+    /// elsewhere): this tree's.
+    Unproven,
+}
+
 /// Why the run does not test what was asked (`None`: it does, or nothing was asked).
 /// `result` is the reproducer's summary line; `defs` the build's compile definitions, when read.
 pub fn mismatch(
@@ -154,16 +193,42 @@ pub fn mismatch(
     result: Option<&ReproResult>,
     defs: Option<&CompileDefs>,
 ) -> Option<String> {
+    find(exp, result, defs).map(|(reason, _)| reason)
+}
+
+/// `mismatch` with its scope: systematic unless the reason depends on what this commit's tree
+/// offers (graphs asked of a tree without the option, or a build that cannot prove them).
+pub fn mismatch_in(
+    exp: &Expectations,
+    result: Option<&ReproResult>,
+    defs: Option<&CompileDefs>,
+    tree: &TreeOptions,
+) -> Option<Mismatch> {
+    let (reason, source) = find(exp, result, defs)?;
+    let scope = match source {
+        Source::Configuration => SkipScope::Systematic,
+        Source::GraphsNotBuilt if tree.graphs_option => SkipScope::Systematic,
+        Source::GraphsNotBuilt | Source::Unproven => SkipScope::Commit,
+    };
+    Some(Mismatch { reason, scope })
+}
+
+fn find(
+    exp: &Expectations,
+    result: Option<&ReproResult>,
+    defs: Option<&CompileDefs>,
+) -> Option<(String, Source)> {
+    let config = |s: String| Some((s, Source::Configuration));
     if exp.is_empty() {
         return None;
     }
     if exp.graphs == Some(true) && exp.backend == Some(Backend::Cpu) {
-        return Some("graphs asked for, but the CPU backend has no graphs".into());
+        return config("graphs asked for, but the CPU backend has no graphs".into());
     }
     if let Some(r) = result {
         if let (Some(want), Some(got)) = (exp.backend, ran_backend(r)) {
             if want != got {
-                return Some(format!(
+                return config(format!(
                     "asked for the {} backend, but the reproducer ran on {} ({})",
                     want.as_str(),
                     got.as_str(),
@@ -187,21 +252,21 @@ pub fn mismatch(
             ),
         ] {
             if let Some(got) = got.filter(|g| *g != w) {
-                return Some(format!("wave size {w} asked for, but {what} {got}"));
+                return config(format!("wave size {w} asked for, but {what} {got}"));
             }
         }
     }
     if let Some(t) = exp.gpu_target.as_deref() {
         let arch = r.arch.as_deref().map(bare_arch);
         if let Some(a) = arch.filter(|a| exp.backend == Some(Backend::Hip) && *a != bare_arch(t)) {
-            return Some(format!(
+            return config(format!(
                 "GPU target {t} asked for, but the device code that ran is {a}"
             ));
         }
         if exp.backend == Some(Backend::Cuda) {
             if let Some(c) = r.compiled_archs.as_deref() {
                 if !cuda_arch_compiled(t, c) {
-                    return Some(format!(
+                    return config(format!(
                         "CUDA arch {t} asked for, but the library was compiled for {c}"
                     ));
                 }
@@ -216,22 +281,23 @@ fn graphs_mismatch(
     want: bool,
     r: Option<&ReproResult>,
     defs: Option<&CompileDefs>,
-) -> Option<String> {
+) -> Option<(String, Source)> {
     let onoff = if want { "on" } else { "off" };
-    let from_build = |macro_name: &str, count: fn(&CompileDefs) -> usize| -> Option<String> {
+    let not_built = |s: String| Some((s, Source::GraphsNotBuilt));
+    let from_build = |macro_name: &str, count: fn(&CompileDefs) -> usize| {
         let Some(d) = defs.filter(|d| d.backend_commands > 0) else {
-            return Some(format!(
+            return Some((format!(
                 "graphs {onoff} asked for, but nothing proves it: no compile commands of ggml's GPU sources to read {macro_name} from{}",
                 defs.map(|d| format!(" ({})", d.source)).unwrap_or_default()
-            ));
+            ), Source::Unproven));
         };
         let n = count(d);
         match (want, n) {
-            (true, 0) => Some(format!(
+            (true, 0) => not_built(format!(
                 "graphs on asked for, but none of the {} ggml GPU compile commands defines {macro_name} ({})",
                 d.backend_commands, d.source
             )),
-            (false, n) if n > 0 => Some(format!(
+            (false, n) if n > 0 => not_built(format!(
                 "graphs off asked for, but {n} of the {} ggml GPU compile commands define {macro_name} ({})",
                 d.backend_commands, d.source
             )),
@@ -246,10 +312,10 @@ fn graphs_mismatch(
                 Some((f, "ggml_backend_get_features")) => {
                     let listed = f.contains_key("USE_GRAPHS");
                     match (want, listed) {
-                    (true, false) => Some(
+                    (true, false) => not_built(
                         "CUDA graphs on asked for, but the backend's features do not list USE_GRAPHS (built without GGML_CUDA_GRAPHS)".into(),
                     ),
-                    (false, true) => Some(
+                    (false, true) => not_built(
                         "CUDA graphs off asked for, but the backend's features list USE_GRAPHS".into(),
                     ),
                     _ => None,

@@ -20,7 +20,7 @@ fn exp(backend: Backend) -> Expectations {
 }
 
 fn run(out: &str, e: &Expectations, defs: Option<&CompileDefs>) -> (Outcome, String) {
-    let c = classify_expected(Some(0), None, false, out, e, defs);
+    let c = classify_expected(Some(0), None, false, out, e, defs, &TreeOptions::default());
     (c.outcome, c.signature.unwrap_or_default())
 }
 
@@ -48,7 +48,15 @@ fn format2_lines_parse_with_their_facts() {
     assert_eq!((old.format, old.features), (Some(1), None));
     for out in [CPU1, CPU2] {
         assert_eq!(
-            classify_expected(Some(0), None, false, out, &Expectations::default(), None),
+            classify_expected(
+                Some(0),
+                None,
+                false,
+                out,
+                &Expectations::default(),
+                None,
+                &TreeOptions::default()
+            ),
             classify(Some(0), None, false, out)
         );
     }
@@ -66,7 +74,15 @@ fn graphs_asked_on_the_cpu_is_untestable_and_not_asking_passes() {
     assert_eq!(o, Outcome::Untestable);
     assert!(why.contains("CPU backend has no graphs"), "{why}");
     // not only a pass: a mismatch found by a run that is not what was asked is no verdict either
-    let c = classify_expected(Some(1), None, false, CORRUPT, &e, None);
+    let c = classify_expected(
+        Some(1),
+        None,
+        false,
+        CORRUPT,
+        &e,
+        None,
+        &TreeOptions::default(),
+    );
     assert_eq!(c.outcome, Outcome::Untestable);
 }
 
@@ -148,10 +164,27 @@ fn hip_graphs_are_proven_by_the_build_not_the_features() {
     assert_eq!(run(HIP_REPLAY, &e, Some(&on)).0, Outcome::Untestable);
     // a fault in a build that is not what was asked is not pinned on the asked configuration
     let fault = "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x7f.\n";
-    let c = classify_expected(None, Some(libc::SIGABRT), false, fault, &e, Some(&on));
+    let c = classify_expected(
+        None,
+        Some(libc::SIGABRT),
+        false,
+        fault,
+        &e,
+        Some(&on),
+        &TreeOptions::default(),
+    );
     assert_eq!(c.outcome, Outcome::Untestable);
     assert_eq!(
-        classify_expected(None, Some(libc::SIGABRT), false, fault, &e, Some(&off)).outcome,
+        classify_expected(
+            None,
+            Some(libc::SIGABRT),
+            false,
+            fault,
+            &e,
+            Some(&off),
+            &TreeOptions::default()
+        )
+        .outcome,
         Outcome::GpuFault
     );
     // `-DGGML_HIP_GRAPHS_X` is another macro
@@ -211,4 +244,42 @@ fn from_recipe_asks_what_the_recipe_pins() {
     );
     assert!(e.needs_compile_defs());
     assert!(Expectations::default().is_empty());
+}
+
+/// Graphs asked and not built stop the run when the tree has the option (a later `-D...=OFF`
+/// or the toolchain turned them off: every commit would say the same), and stay a skip of this
+/// commit when its tree has no such option yet. The other guards are the configuration's.
+#[test]
+fn the_scope_of_a_mismatch_follows_the_tree() {
+    use crate::core::outcome::SkipScope;
+    let mut e = exp(Backend::Cuda);
+    e.graphs = Some(true);
+    let scope = |tree: TreeOptions| {
+        classify_expected(Some(0), None, false, CUDA_OFF, &e, None, &tree).scope
+    };
+    let with = TreeOptions {
+        graphs_option: true,
+    };
+    assert_eq!(scope(with), SkipScope::Systematic);
+    assert_eq!(scope(TreeOptions::default()), SkipScope::Commit);
+    let mut cpu = exp(Backend::Cpu);
+    cpu.graphs = Some(true);
+    let c = classify_expected(Some(0), None, false, CPU2, &cpu, None, &with);
+    assert_eq!(
+        (c.outcome, c.scope),
+        (Outcome::Untestable, SkipScope::Systematic)
+    );
+    let wrong = classify_expected(Some(0), None, false, CPU2, &exp(Backend::Cuda), None, &with);
+    assert_eq!(
+        (wrong.outcome, wrong.scope),
+        (Outcome::Untestable, SkipScope::Systematic),
+        "{:?}",
+        wrong.signature
+    );
+    // a run that matches what was asked keeps its own outcome and no scope
+    let fine = classify_expected(Some(0), None, false, CPU2, &exp(Backend::Cpu), None, &with);
+    assert_eq!(
+        (fine.outcome, fine.scope),
+        (Outcome::Pass, SkipScope::Commit)
+    );
 }

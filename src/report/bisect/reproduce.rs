@@ -35,6 +35,15 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
         md.push_str(&escape::code_block(&c).replacen("text\n", "sh\n", 1));
         md.push_str("\n\n");
     }
+    if let Some(r) = &b.reproducer {
+        md.push_str(&format!(
+            "Every probe ran the bundled reproducer ({}; arguments: {}):\n\n",
+            escape::inline(&r.extent()),
+            escape::inline(&r.source)
+        ));
+        md.push_str(&escape::code_block(&r.command()).replacen("text\n", "sh\n", 1));
+        md.push_str("\n\n");
+    }
     if let Some(snippet) = &b.reproduce {
         md.push_str(&format!("One probe of {}, by hand:\n\n", short(target, 12)));
         md.push_str(&escape::code_block(snippet).replacen("text\n", "sh\n", 1));
