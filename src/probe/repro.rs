@@ -82,6 +82,9 @@ pub struct ReproOptions {
     /// What the configuration asked for; a run that shows otherwise is `untestable`
     /// (`expect::mismatch`). Default: nothing asked, nothing checked.
     pub expect: Expectations,
+    /// Stop after the build (`--regress build`, `matrix --build-only`): `Built`, no run, so
+    /// no GPU is needed. The build tree is the full probe's, so either reuses the other's work.
+    pub build_only: bool,
 }
 
 impl ReproOptions {
@@ -98,6 +101,7 @@ impl ReproOptions {
             run_timeout: Some(Duration::from_secs(900)),
             launcher,
             expect: Expectations::default(),
+            build_only: false,
         }
     }
 }
@@ -110,6 +114,7 @@ impl std::fmt::Debug for ReproOptions {
             .field("reproducer", &self.reproducer)
             .field("repro_args", &self.repro_args)
             .field("expect", &self.expect)
+            .field("build_only", &self.build_only)
             .field("launcher", &self.launcher.identity())
             .finish_non_exhaustive()
     }
@@ -288,6 +293,19 @@ impl Prober for ReproProber {
         } else {
             format!(" expect={:?}", self.opts.expect)
         };
+        if self.opts.build_only {
+            // No run: what only the run reads (its environment, arguments, timeout, the
+            // expectations checked on its report) names nothing here.
+            return format!(
+                "repro:v1 build-only (no test runs) sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}] launcher={}",
+                &self.sources[..16],
+                self.opts.reproducer.target(),
+                self.opts.ggml_subdir,
+                self.opts.cmake_args,
+                env(&self.opts.build_env),
+                self.opts.launcher.identity(),
+            );
+        }
         format!(
             "repro:v1 sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}] run_env=[{}] args={:?} run_timeout_s={} launcher={}{expect}",
             &self.sources[..16],
@@ -401,6 +419,16 @@ impl Prober for ReproProber {
             return report(
                 Outcome::BuildFailed,
                 Some(sig),
+                Some(&built),
+                build_s,
+                0.0,
+                provenance,
+            );
+        }
+        if self.opts.build_only {
+            return report(
+                Outcome::Built,
+                None,
                 Some(&built),
                 build_s,
                 0.0,

@@ -8,6 +8,10 @@
 //! 125 skip, 1..=127 bad (`WrongResult`), killed by a signal or >= 128 bad (`Crash`), and past
 //! `--timeout` `Hang`. A crash or wrong result whose output carries a GPU fault message is
 //! reported as `GpuFault` so `--regress crash` and reports can tell them apart.
+//!
+//! Build-only (`--regress build`, `matrix --build-only`): the build step is the whole probe. A
+//! build that succeeds is `Built` and the test never starts; one that fails is `BuildFailed`,
+//! which the build predicate judges new.
 
 use crate::core::ccache::Ccache;
 use crate::core::outcome::Outcome;
@@ -41,6 +45,8 @@ pub struct ScriptProber {
     pub launcher: Box<dyn Launcher>,
     /// Extra environment for both steps (ccache settings, ...), not part of the identity.
     pub env: Vec<(String, String)>,
+    /// Stop after the build (`Built`); `script` is never run and not part of the identity.
+    pub build_only: bool,
 }
 
 impl ScriptProber {
@@ -74,6 +80,7 @@ impl ScriptProber {
             timeout,
             launcher,
             env,
+            build_only: false,
         }
     }
 
@@ -94,9 +101,14 @@ impl ScriptProber {
         );
         if let Some(b) = &self.build {
             s.push_str(&format!(
-                "(cd \"$WORK\" && sh -c {})\n",
+                "(cd \"$WORK\" && sh -c {})",
                 exec::shell_quote(b)
             ));
+            if self.build_only {
+                s.push_str("; echo \"build exit $?\"");
+                return s;
+            }
+            s.push('\n');
         }
         s.push_str(&format!(
             "sh -c {}; echo \"exit $?\"",
@@ -115,13 +127,22 @@ pub fn which(tool: &str) -> Option<PathBuf> {
 
 impl Prober for ScriptProber {
     fn identity(&self) -> String {
-        let mut id = format!(
-            "script-prober v1\nlauncher={}\nbuild={}\nscript={}\ntimeout={}\n",
-            self.launcher.identity(),
-            self.build.as_deref().unwrap_or(""),
-            self.script,
-            self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
-        );
+        let mut id = if self.build_only {
+            // The test is never run: only what the build is names the result.
+            format!(
+                "script-prober v1 build-only (no test runs)\nlauncher={}\nbuild={}\n",
+                self.launcher.identity(),
+                self.build.as_deref().unwrap_or(""),
+            )
+        } else {
+            format!(
+                "script-prober v1\nlauncher={}\nbuild={}\nscript={}\ntimeout={}\n",
+                self.launcher.identity(),
+                self.build.as_deref().unwrap_or(""),
+                self.script,
+                self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
+            )
+        };
         for k in RELEVANT_ENV {
             if let Ok(v) = std::env::var(k) {
                 id.push_str(&format!("env {k}={v}\n"));
@@ -136,7 +157,9 @@ impl Prober for ScriptProber {
     /// words that read nothing (`exit`, `echo`, `test`, `!`): a test run through `make`,
     /// `ctest`, `python`, ... may read any file of the checkout, so it gets `None` (whole tree).
     fn named_inputs(&self) -> Option<Vec<String>> {
-        named_inputs(self.build.as_deref(), &self.script)
+        // A test that never runs reads nothing.
+        let script = if self.build_only { "" } else { &self.script };
+        named_inputs(self.build.as_deref(), script)
     }
 
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
@@ -158,6 +181,13 @@ impl Prober for ScriptProber {
         report.provenance = self.launcher.provenance();
         if let Err(e) = std::fs::create_dir_all(req.build_dir) {
             report.signature = Some(format!("cannot create {}: {e}", req.build_dir.display()));
+            return report;
+        }
+        if self.build_only && self.build.is_none() {
+            // The command line refuses this; a prober built otherwise must not report `built`
+            // for a build that never ran.
+            report.outcome = Outcome::Untestable;
+            report.signature = Some("build-only probe without a build command".into());
             return report;
         }
         if let Some(build) = &self.build {
@@ -190,6 +220,13 @@ impl Prober for ScriptProber {
                         report.exit_code = r.exit_code;
                         report.signal = r.signal;
                         report.signature = portable_signature(&r.output, req.checkout);
+                        report.output_tail = tail(&r.output);
+                        return report;
+                    }
+                    if self.build_only {
+                        report.outcome = Outcome::Built;
+                        report.exit_code = r.exit_code;
+                        report.signature = None;
                         report.output_tail = tail(&r.output);
                         return report;
                     }
@@ -460,5 +497,19 @@ mod tests {
             d.path(),
         );
         assert_eq!(p.probe(&req, &|_| {}).outcome, Outcome::BuildFailed);
+        // Build-only: the test (which would fail) never starts.
+        let mut p = ScriptProber::new(
+            Some("touch built.txt".into()),
+            "touch \"$WORK/tested\"; exit 1".into(),
+            None,
+            Box::new(HostLauncher),
+            d.path(),
+        );
+        let full = p.identity();
+        p.build_only = true;
+        assert_ne!(p.identity(), full);
+        let r = p.probe(&req, &|_| {});
+        assert_eq!(r.outcome, Outcome::Built);
+        assert!(work.join("built.txt").is_file() && !work.join("tested").exists());
     }
 }

@@ -97,6 +97,7 @@ pub fn prober(cfg: &Resolved, place: &Place) -> InfraAware {
                 timeout: timeout(cfg),
                 launcher: Box::new(Shared(place.launcher.clone())),
                 env: Vec::new(),
+                build_only: cfg.build_only,
             },
             cfg: cfg.clone(),
             place: place_copy(place),
@@ -135,6 +136,7 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     opts.run_env = cfg.launch_env.clone();
     opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
     opts.repro_args = cfg.repro_args.clone();
+    opts.build_only = cfg.build_only;
     if let Some(t) = timeout(cfg) {
         opts.run_timeout = Some(t);
         // A build is never cut shorter than the default hour by a short test timeout.
@@ -215,6 +217,7 @@ impl PerTreeScript {
             timeout: self.base.timeout,
             launcher: Box::new(Shared(self.place.launcher.clone())),
             env: script_env(&self.cfg, &self.place, &facts),
+            build_only: self.base.build_only,
         }
     }
 }
@@ -289,7 +292,10 @@ impl Prober for InfraAware {
         if let Some(id) = &self.config_id {
             report.provenance.insert("configuration".into(), id.clone());
         }
-        if !matches!(report.outcome, Outcome::InfraError | Outcome::Pass) {
+        if !matches!(
+            report.outcome,
+            Outcome::InfraError | Outcome::Pass | Outcome::Built
+        ) {
             let why = self
                 .launcher
                 .infra_failure(report.exit_code, &report.output_tail)
