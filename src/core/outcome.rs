@@ -117,7 +117,7 @@ impl Regress {
     pub fn culprit_term(self) -> &'static str {
         match self {
             Regress::Success => "first fixed commit",
-            Regress::Build => "first commit whose build fails",
+            Regress::Build => "first failing build",
             _ => "first bad commit",
         }
     }
@@ -247,11 +247,20 @@ mod tests {
         assert_eq!(p.judge(Outcome::Untestable, ""), Verdict::Skip);
         assert_eq!(p.judge(Outcome::InfraError, ""), Verdict::Skip);
         let only = Predicate::new(Regress::Build, Some(regex::Regex::new("hip").unwrap()));
-        assert_eq!(only.judge(Outcome::BuildFailed, "error: hip.h"), Verdict::New);
-        assert_eq!(only.judge(Outcome::BuildFailed, "error: cpu.c"), Verdict::Old);
+        assert_eq!(
+            only.judge(Outcome::BuildFailed, "error: hip.h"),
+            Verdict::New
+        );
+        assert_eq!(
+            only.judge(Outcome::BuildFailed, "error: cpu.c"),
+            Verdict::Old
+        );
         // A build-only run never answers a test question.
         for r in [Regress::Error, Regress::Success, Regress::Crash] {
-            assert_eq!(Predicate::new(r, None).judge(Outcome::Built, ""), Verdict::Skip);
+            assert_eq!(
+                Predicate::new(r, None).judge(Outcome::Built, ""),
+                Verdict::Skip
+            );
         }
         assert!(Regress::Build.build_only() && !Regress::Error.build_only());
         assert!(!Outcome::Built.is_skip() && !Outcome::Built.is_failure());

@@ -426,14 +426,7 @@ impl Prober for ReproProber {
             );
         }
         if self.opts.build_only {
-            return report(
-                Outcome::Built,
-                None,
-                Some(&built),
-                build_s,
-                0.0,
-                provenance,
-            );
+            return report(Outcome::Built, None, Some(&built), build_s, 0.0, provenance);
         }
         let digest = req
             .artifacts

@@ -100,10 +100,7 @@ impl ScriptProber {
             exec::shell_quote(&repo.to_string_lossy())
         );
         if let Some(b) = &self.build {
-            s.push_str(&format!(
-                "(cd \"$WORK\" && sh -c {})",
-                exec::shell_quote(b)
-            ));
+            s.push_str(&format!("(cd \"$WORK\" && sh -c {})", exec::shell_quote(b)));
             if self.build_only {
                 s.push_str("; echo \"build exit $?\"");
                 return s;

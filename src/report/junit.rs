@@ -210,8 +210,7 @@ fn cases(r: &AnyResult) -> Vec<TestCase> {
                     if c.first_failing.is_some() && p.verdict == Verdict::New {
                         cell.outcome = Outcome::Pass;
                     }
-                    let mut t =
-                        cell_case(&class, format!("{}={}", c.axis, p.value), &cell, false);
+                    let mut t = cell_case(&class, format!("{}={}", c.axis, p.value), &cell, false);
                     t.set_system_out(message(p.cell.outcome, p.cell.signature.as_deref()));
                     t
                 })
@@ -299,11 +298,17 @@ mod tests {
         assert!(x.contains("<testsuite name=\"matrix-build\""), "{x}");
         let md = m.markdown();
         assert!(md.contains("(build only: no test ran)"), "{md}");
-        assert!(md.contains("✅ built") && md.contains("❌ build_failed"), "{md}");
+        assert!(
+            md.contains("✅ built") && md.contains("❌ build_failed"),
+            "{md}"
+        );
         // The same cells in a GPU matrix: a failed build is a skip there.
         m.build_only = false;
         let x = render(&[&AnyResult::Matrix(m)]);
-        assert!(x.contains("skipped=\"2\" errors=\"0\" failures=\"0\""), "{x}");
+        assert!(
+            x.contains("skipped=\"2\" errors=\"0\" failures=\"0\""),
+            "{x}"
+        );
     }
 
     #[test]

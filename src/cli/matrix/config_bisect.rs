@@ -81,8 +81,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     if args.regress.build_only() {
         build_only_probe(&m)?;
         let c = &args.commit;
-        if args.good_rev.is_some() && (c.confidence.is_some() || c.repeat.is_some_and(|n| n > 1))
-        {
+        if args.good_rev.is_some() && (c.confidence.is_some() || c.repeat.is_some_and(|n| n > 1)) {
             return Err(CliError::usage(
                 "--regress build: a build is run once per commit (rebuilding the same tree gives the same answer); drop --confidence/--repeat",
             ));
