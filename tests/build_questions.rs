@@ -7,7 +7,9 @@
 //! "No test ran" is proven, not assumed: the configuration's test script writes a marker file,
 //! and the same configuration asked a test question writes it.
 mod common;
+mod gitcommit;
 use common::*;
+use gitcommit::commit_all;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
@@ -358,4 +360,100 @@ fn matrix_build_only_compile_checks_every_cell_without_a_test() {
     assert_eq!(r["cells"][0]["outcome"], "wrong_result", "{}", stdout(&a));
     assert!(r.get("build_only").is_none(), "{r:#}");
     assert!(s.marker.exists(), "the test question ran no test");
+}
+
+/// The bundled reproducer's build as the question: a history of a tiny ggml tree backed by the
+/// installed libggml (as in tests/repro_prober.rs) whose third commit stops configuring. The
+/// real binary bisects it with no `--script`; the replay is built at every probe and never run
+/// (its run prints `SETROWS_RESULT`, which no probe log holds).
+#[test]
+fn regress_build_with_the_bundled_reproducer_builds_it_and_never_runs_it() {
+    let Some(ggml) = common::tools::require(
+        std::env::var_os("SETROWS_GGML_DIR").map(PathBuf::from),
+        "libggml-python (SETROWS_GGML_DIR)",
+        "scripts/setup.d/20-ggml.sh",
+    ) else {
+        return;
+    };
+    if !have_cmake() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let repo_dir = d.path().join("repo");
+    std::fs::create_dir_all(repo_dir.join("include")).unwrap();
+    let include = ggml
+        .ancestors()
+        .nth(3)
+        .expect("<prefix>/lib64/cmake/ggml")
+        .join("include");
+    for e in std::fs::read_dir(&include).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), repo_dir.join("include").join(e.file_name())).unwrap();
+    }
+    let shim = "cmake_minimum_required(VERSION 3.14)\nproject(ggml_shim C CXX)\n\
+                set(CMAKE_FIND_PACKAGE_TARGETS_GLOBAL ON)\nfind_package(ggml REQUIRED)\n\
+                add_library(ggml INTERFACE)\ntarget_link_libraries(ggml INTERFACE ggml::ggml)\n";
+    let repo = git2::Repository::init(&repo_dir).unwrap();
+    let mut shas = Vec::new();
+    for i in 0..6 {
+        let cmake = if i >= 4 {
+            format!("{shim}message(FATAL_ERROR \"gfx1151: this revision does not build\")\n")
+        } else {
+            shim.to_string()
+        };
+        std::fs::write(repo_dir.join("CMakeLists.txt"), cmake).unwrap();
+        std::fs::write(repo_dir.join("n"), format!("{i}\n")).unwrap();
+        shas.push(commit_all(&repo, &format!("c{i}")));
+    }
+    let json = d.path().join("r.json");
+    let a = Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .arg("--repo")
+        .arg(&repo_dir)
+        .args(["--good", &shas[0], "--bad", &shas[5], "--regress", "build"])
+        .arg(format!("--cmake-arg=-Dggml_DIR={}", ggml.display()))
+        .arg("--work-dir")
+        .arg(d.path().join("work"))
+        .arg("--json")
+        .arg(&json)
+        .env_remove("SETROWS_WORK_DIR")
+        .assert();
+    let out = format!("{}{}", stdout(&a), stderr(&a));
+    a.code(0);
+    let r = read_json(&json);
+    assert_eq!(r["first_bad"], shas[4].as_str(), "{out}");
+    let ps = probes(&r);
+    assert!(ps.iter().any(|p| p["outcome"] == "built"), "{ps:?}");
+    for p in &ps {
+        assert!(
+            ["built", "build_failed"].contains(&p["outcome"].as_str().unwrap()),
+            "{p}"
+        );
+        let log = std::fs::read_to_string(p["log"].as_str().unwrap()).unwrap();
+        assert!(!log.contains("SETROWS_RESULT"), "the replay ran: {log}");
+        if p["outcome"] == "built" {
+            assert!(log.contains("setrows-replay"), "the replay was built: {log}");
+        }
+    }
+    // The control: asked about the test, the same build's replay runs and its log says so
+    // (the range's --bad passes, so the bisection stops there: exit 1).
+    Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .arg("--repo")
+        .arg(&repo_dir)
+        .args(["--good", &shas[0], "--bad", &shas[1]])
+        .args(["--repro-arg=--steps", "--repro-arg=200"])
+        .arg(format!("--cmake-arg=-Dggml_DIR={}", ggml.display()))
+        .arg("--work-dir")
+        .arg(d.path().join("work"))
+        .arg("--json")
+        .arg(&json)
+        .env_remove("SETROWS_WORK_DIR")
+        .assert()
+        .code(1);
+    let r = read_json(&json);
+    let ran = &probes(&r)[0];
+    assert_eq!(ran["outcome"], "pass", "{ran}");
+    let log = std::fs::read_to_string(ran["log"].as_str().unwrap()).unwrap();
+    assert!(log.contains("SETROWS_RESULT"), "{log}");
 }

@@ -232,8 +232,14 @@ fn summary(b: &BisectResult) -> String {
             md.push_str(&super::budget::render(b, &term, &link));
         }
         _ => {
+            // Under `--regress build` a failed build is a verdict: only untestable ones skip.
+            let why = if b.regress() == "build" {
+                "untestable"
+            } else {
+                "build failed or untestable"
+            };
             md.push_str(&format!(
-                "Commits next to the boundary could not be tested (build failed or untestable), so the {term} is one of these {}:\n\n",
+                "Commits next to the boundary could not be tested ({why}), so the {term} is one of these {}:\n\n",
                 b.candidates.len()
             ));
             for sha in b.candidates.iter().take(40) {
