@@ -115,6 +115,10 @@ fn regress_build_finds_the_first_broken_build_runs_no_test_and_keeps_its_own_res
     assert!(out.contains("ringbuf: add tuning knob"), "{out}");
     assert!(out.contains("regress=build"), "{out}");
     assert!(!out.contains("one of these"), "{out}");
+    assert!(
+        out.contains("one build decided each commit (no test ran)"),
+        "{out}"
+    );
     let ps = probes(&r);
     for p in &ps {
         let want = match p["outcome"].as_str().unwrap() {
@@ -324,7 +328,12 @@ fn matrix_build_only_compile_checks_every_cell_without_a_test() {
 
     let a = matrix(&[&["--build-only"][..], &rev_args].concat())
         .assert()
-        .success();
+        .code(1);
+    assert!(
+        stderr(&a).contains("2 of 6 cells failed to build"),
+        "{}",
+        stderr(&a)
+    );
     let md = stdout(&a);
     let r = read_json(&out.join("matrix-results.json"));
     assert_eq!(r["build_only"], true);
@@ -432,7 +441,10 @@ fn regress_build_with_the_bundled_reproducer_builds_it_and_never_runs_it() {
         let log = std::fs::read_to_string(p["log"].as_str().unwrap()).unwrap();
         assert!(!log.contains("SETROWS_RESULT"), "the replay ran: {log}");
         if p["outcome"] == "built" {
-            assert!(log.contains("setrows-replay"), "the replay was built: {log}");
+            assert!(
+                log.contains("setrows-replay"),
+                "the replay was built: {log}"
+            );
         }
     }
     // The control: asked about the test, the same build's replay runs and its log says so

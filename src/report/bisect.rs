@@ -340,6 +340,10 @@ fn confidence(b: &BisectResult) -> String {
         );
     }
     match &b.conclusion {
+        // A build question refuses --confidence: a rebuild of the same tree answers the same.
+        Conclusion::Found { .. } if b.regress() == "build" => {
+            "deterministic: one build decided each commit (no test ran)".into()
+        }
         Conclusion::Found { .. } => format!(
             "deterministic ({}): one run decided each commit; for an intermittent fault re-run with `--confidence 0.95` or check with `--validate 5`",
             escape::inline_short(&b.policy, 60)

@@ -81,7 +81,8 @@ pub struct MatrixArgs {
     pub only: Vec<String>,
     /// Compile-check only: every cell stops after its build and reports `built` or
     /// `build_failed`; no test runs and no GPU is passed to the container, so this runs where
-    /// no GPU exists (hosted CI runners). Results are stored apart from full runs.
+    /// no GPU exists (hosted CI runners). Results are stored apart from full runs. Exits 1
+    /// when a build failed (after writing the results).
     #[arg(long, conflicts_with = "list")]
     pub build_only: bool,
     /// `--post-to OWNER/REPO#N`: after the run, keep the `matrix` comment current (docs/github.md).
@@ -338,10 +339,26 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         "they are in {}",
         args.run.out.join("matrix-results.json").display()
     );
+    // A compile check fails when a build does, so a nightly job shows red on its own.
+    let failed_builds = results
+        .cells
+        .iter()
+        .filter(|c| args.build_only && c.outcome == Outcome::BuildFailed)
+        .count();
+    let code = match failed_builds {
+        0 => 0,
+        _ => crate::error::exit::BUILD_FAILED,
+    };
     // Posted even with infrastructure errors (their cells say so); exit 3 either way then.
     let code = args
         .post
-        .publish(vec![AnyResult::Matrix(results)], 0, &written);
+        .publish(vec![AnyResult::Matrix(results)], code, &written);
+    if failed_builds > 0 {
+        eprintln!(
+            "setrows-bisect: {failed_builds} of {total} cells failed to build (exit {code}); see {}",
+            args.run.out.join("matrix-results.md").display()
+        );
+    }
     match infra {
         0 => Ok(code),
         n => Err(CliError::infra(format!(
