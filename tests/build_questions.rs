@@ -187,7 +187,7 @@ fn a_build_failure_in_the_middle_is_the_answer_not_a_skip() {
         .args(["--good", f.sha(0), "--bad", f.sha(28)])
         .arg("--build")
         .arg(setrows_bisect::cli::demo::build_command())
-        .args(["--regress", "build", "--work-dir"])
+        .args(["--regress", "build", "--validate", "1", "--work-dir"])
         .arg(f.work())
         .arg("--json")
         .arg(f.json_path())
@@ -196,6 +196,9 @@ fn a_build_failure_in_the_middle_is_the_answer_not_a_skip() {
         .code(0);
     let r = f.result();
     assert_eq!(r["first_bad"], f.sha(27), "{}", stdout(&a));
+    // Validation asks the same question: the parent builds, the culprit does not, and the bad
+    // endpoint with the culprit reverted builds again.
+    assert_eq!(r["validation"]["confirmed"], true, "{:#}", r["validation"]);
     let ps = probes(&r);
     // The answer came from the search's own midpoints, not from the endpoint.
     assert!(
