@@ -33,6 +33,7 @@ use crate::core::ccache::Ccache;
 use crate::core::outcome::Outcome;
 use crate::probe::ccache::StatsLog;
 use crate::probe::launch::{Launcher, ShellJob};
+use crate::probe::script::tail_bytes as tail;
 use crate::probe::{artifacts, exec};
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
 use sha2::{Digest, Sha256};
@@ -82,8 +83,7 @@ pub struct ReproOptions {
     /// What the configuration asked for; a run that shows otherwise is `untestable`
     /// (`expect::mismatch`). Default: nothing asked, nothing checked.
     pub expect: Expectations,
-    /// Stop after the build (`--regress build`, `matrix --build-only`): `Built`, no run, so
-    /// no GPU is needed. The build tree is the full probe's, so either reuses the other's work.
+    /// Stop after the build (`--regress build`, `matrix --build-only`): `Built`, no run, no GPU.
     pub build_only: bool,
 }
 
@@ -114,7 +114,6 @@ impl std::fmt::Debug for ReproOptions {
             .field("reproducer", &self.reproducer)
             .field("repro_args", &self.repro_args)
             .field("expect", &self.expect)
-            .field("build_only", &self.build_only)
             .field("launcher", &self.launcher.identity())
             .finish_non_exhaustive()
     }
@@ -124,18 +123,6 @@ impl std::fmt::Debug for ReproOptions {
 pub struct ReproProber {
     opts: ReproOptions,
     sources: String,
-}
-
-/// Keeps the last part of an output for reports (`ProbeReport::output_tail`).
-fn tail(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    s[start..].to_string()
 }
 
 /// The first line a person needs to see when a build failed.
@@ -293,30 +280,24 @@ impl Prober for ReproProber {
         } else {
             format!(" expect={:?}", self.opts.expect)
         };
-        if self.opts.build_only {
-            // No run: what only the run reads (its environment, arguments, timeout, the
-            // expectations checked on its report) names nothing here.
-            return format!(
-                "repro:v1 build-only (no test runs) sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}] launcher={}",
-                &self.sources[..16],
-                self.opts.reproducer.target(),
-                self.opts.ggml_subdir,
-                self.opts.cmake_args,
-                env(&self.opts.build_env),
-                self.opts.launcher.identity(),
-            );
-        }
-        format!(
-            "repro:v1 sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}] run_env=[{}] args={:?} run_timeout_s={} launcher={}{expect}",
+        let built = format!(
+            "sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}]",
             &self.sources[..16],
             self.opts.reproducer.target(),
             self.opts.ggml_subdir,
             self.opts.cmake_args,
             env(&self.opts.build_env),
+        );
+        let launcher = self.opts.launcher.identity();
+        if self.opts.build_only {
+            // What only the run reads (environment, arguments, timeout, expectations) is out.
+            return format!("repro:v1 build-only (no test runs) {built} launcher={launcher}");
+        }
+        format!(
+            "repro:v1 {built} run_env=[{}] args={:?} run_timeout_s={} launcher={launcher}{expect}",
             env(&self.opts.run_env),
             self.opts.repro_args,
             self.opts.run_timeout.map(|t| t.as_secs()).unwrap_or(0),
-            self.opts.launcher.identity(),
         )
     }
 
