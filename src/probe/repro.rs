@@ -33,7 +33,6 @@ use crate::core::ccache::Ccache;
 use crate::core::outcome::Outcome;
 use crate::probe::ccache::StatsLog;
 use crate::probe::launch::{Launcher, ShellJob};
-use crate::probe::script::tail_bytes as tail;
 use crate::probe::{artifacts, exec};
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
 use sha2::{Digest, Sha256};
@@ -319,7 +318,7 @@ impl Prober for ReproProber {
             duration_s: started.elapsed().as_secs_f64(),
             build_s,
             test_s,
-            output_tail: r.map(|r| tail(&r.output, 8192)).unwrap_or_default(),
+            output_tail: exec::tail_bytes(r.map_or("", |r| &r.output), 8192),
             provenance,
             ..ProbeReport::infra(String::new(), req.log_path)
         };

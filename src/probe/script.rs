@@ -398,19 +398,7 @@ fn portable_signature(output: &str, checkout: &std::path::Path) -> Option<String
 
 /// The last lines of output kept with the result (for `--match` and the report).
 fn tail(output: &str) -> String {
-    tail_bytes(output, 16 * 1024)
-}
-
-/// The last `max` bytes of `s` (from a character boundary): every prober's output tail.
-pub(crate) fn tail_bytes(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    s[start..].to_string()
+    exec::tail_bytes(output, 16 * 1024)
 }
 
 #[cfg(test)]
