@@ -108,7 +108,8 @@ pub struct BisectConfigArgs {
     #[arg(long, default_value = "HEAD")]
     pub rev: String,
     /// What counts as the failing value: error (any failure), success (the first value that
-    /// works), crash (signals, aborts and GPU faults only).
+    /// works), crash (signals, aborts and GPU faults only), build (the first value whose build
+    /// fails; no test runs).
     #[arg(long, value_enum, default_value_t = Regress::Error)]
     pub regress: Regress,
     /// Count only failures whose output matches this regex.
