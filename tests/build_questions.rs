@@ -472,3 +472,67 @@ fn regress_build_with_the_bundled_reproducer_builds_it_and_never_runs_it() {
     let log = std::fs::read_to_string(ran["log"].as_str().unwrap()).unwrap();
     assert!(log.contains("SETROWS_RESULT"), "{log}");
 }
+
+/// `bisect-config --regress build`: the first ladder value whose build fails, with the test
+/// never run. The build here fails when the configuration's CMake line turns HIP graphs on.
+#[test]
+fn bisect_config_regress_build_finds_the_first_value_that_does_not_build() {
+    let d = tempfile::tempdir().unwrap();
+    let repo_dir = d.path().join("repo");
+    let repo = git2::Repository::init(&repo_dir).unwrap();
+    std::fs::write(repo_dir.join("README"), "x\n").unwrap();
+    commit_all(&repo, "one");
+    let marker = d.path().join("a-test-ran");
+    let conf = d.path().join("m.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            r#"
+[probe]
+kind = "script"
+build = 'echo "cmake $SETROWS_CMAKE_ARGS repro=${{SETROWS_REPRO_ARGS-unset}} launch=${{HIP_LAUNCH_BLOCKING-unset}}"; case "$SETROWS_CMAKE_ARGS" in *GGML_HIP_GRAPHS=ON*) echo "error: graphs on does not build" >&2; exit 1;; esac'
+script = 'touch "{}"'
+[launch.serialized]
+hip_launch_blocking = true
+[params.p]
+args = ["--steps", "7"]
+[matrix]
+backend = ["hip"]
+gfx = ["gfx1151"]
+graphs = [false, true]
+launch = ["serialized"]
+params = ["p"]
+"#,
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let a = Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .env("SETROWS_WORK_DIR", d.path().join("work"))
+        .args(["bisect-config", "--axis", "graphs", "--rev", "HEAD"])
+        .args(["--regress", "build", "--engine", "none", "--config"])
+        .arg(&conf)
+        .arg("--repo")
+        .arg(&repo_dir)
+        .arg("--out")
+        .arg(&out)
+        .assert();
+    let text = format!("{}{}", stdout(&a), stderr(&a));
+    a.code(0);
+    let r = read_json(&out.join("bisect-config.json"));
+    assert_eq!(r["first_failing"], "true", "{text}");
+    let outcomes: Vec<&str> = r["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cell"]["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["built", "build_failed"], "{text}");
+    assert!(!marker.exists(), "a build question ran the test");
+    // The build step saw the build's settings only: no test settings reach it.
+    let log = std::fs::read_to_string(r["probes"][0]["cell"]["log"].as_str().unwrap()).unwrap();
+    assert!(log.contains("repro=unset launch=unset"), "{log}");
+    assert!(log.contains("GGML_HIP_GRAPHS=OFF"), "{log}");
+}

@@ -62,13 +62,21 @@ pub fn tree_at(checkout: &Path, fallback: &TreeFacts) -> (String, TreeFacts) {
 
 /// The environment a script probe sees (and a replay's identity names): launch settings, the
 /// recipe's CMake arguments for this tree, the reproducer flags, the configuration id.
+/// A build-only probe gets no test settings (launch environment, reproducer arguments): its
+/// identity leaves them out, so its build must not be able to read them.
 pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(String, String)> {
-    let mut env = cfg.launch_env.clone();
+    let mut env = if cfg.build_only {
+        Vec::new()
+    } else {
+        cfg.launch_env.clone()
+    };
     env.push((
         "SETROWS_CMAKE_ARGS".into(),
         shell_words(&recipe_at(cfg, place).cmake_args(facts)),
     ));
-    env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&cfg.repro_args)));
+    if !cfg.build_only {
+        env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&cfg.repro_args)));
+    }
     if let Some(id) = &cfg.id {
         env.push(("SETROWS_CONFIG_ID".into(), id.clone()));
     }
