@@ -536,3 +536,32 @@ params = ["p"]
     assert!(log.contains("repro=unset launch=unset"), "{log}");
     assert!(log.contains("GGML_HIP_GRAPHS=OFF"), "{log}");
 }
+
+/// A `--bad` that builds contradicts a build question: the bisection stops there and says
+/// what it saw (exit 1), as for a test question.
+#[test]
+fn a_bad_endpoint_that_builds_is_named() {
+    if !have_cmake() {
+        return;
+    }
+    let f = Fixture::new(&spec(12, 6));
+    let a = Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .arg("--repo")
+        .arg(f.repo())
+        .args(["--good", f.sha(0), "--bad", f.sha(11), "--regress", "build"])
+        .arg("--build")
+        .arg(setrows_bisect::cli::demo::build_command())
+        .arg("--work-dir")
+        .arg(f.work())
+        .arg("--json")
+        .arg(f.json_path())
+        .env_remove("SETROWS_WORK_DIR")
+        .assert()
+        .code(1);
+    let err = stderr(&a);
+    // (The endpoint wording is the endpoint message's; what matters here: it names --bad and
+    // that it built.)
+    assert!(err.contains("--bad") && err.contains("built"), "{err}");
+    assert!(f.result()["first_bad"].is_null());
+}
