@@ -362,6 +362,7 @@ fn matrix_build_only_compile_checks_every_cell_without_a_test() {
     );
     assert!(md.contains("(build only: no test ran)"), "{md}");
     assert!(md.contains("❌ build_failed"), "{md}");
+    assert!(md.contains("(same build as `"), "{md}");
     assert!(!s.marker.exists(), "a compile check ran the test");
 
     // The same cell asked for its test: the test runs and fails (the planted change).

@@ -62,10 +62,8 @@ fn cell_text(c: &Cell, note: Option<usize>, build_only: bool) -> String {
         .provenance
         .get("shared_with")
         .map(|id| {
-            format!(
-                " (same build and run as `{}`)",
-                escape::inline_short(id, 40)
-            )
+            let what = if build_only { "build" } else { "build and run" };
+            format!(" (same {what} as `{}`)", escape::inline_short(id, 40))
         })
         .unwrap_or_default();
     format!("{}{word}{note}{shared}", cell_icon(c.outcome, build_only))
