@@ -6,6 +6,9 @@
 pub mod exit {
     pub const FOUND: i32 = 0;
     pub const INCONCLUSIVE: i32 = 1;
+    /// `matrix --build-only`: at least one cell's build failed, the finding a compile check
+    /// exists to report (results are written first).
+    pub const BUILD_FAILED: i32 = 1;
     pub const USAGE: i32 = 2;
     pub const INFRA: i32 = 3;
 }

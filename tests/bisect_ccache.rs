@@ -225,6 +225,7 @@ fn a_probe_counts_its_own_build_or_says_ccache_was_not_there() {
             timeout: None,
             launcher: Box::new(HostLauncher),
             env,
+            build_only: false,
         }
     };
     let probe = |p: &ScriptProber, name: &str| {

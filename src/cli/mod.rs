@@ -80,7 +80,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
 impl clap::ValueEnum for crate::core::outcome::Regress {
     fn value_variants<'a>() -> &'a [Self] {
         use crate::core::outcome::Regress::*;
-        &[Error, Success, Crash]
+        &[Error, Success, Crash, Build]
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
@@ -94,6 +94,9 @@ impl clap::ValueEnum for crate::core::outcome::Regress {
                 .help("New = success; old = failing. Finds the commit that fixed it"),
             Crash => PossibleValue::new("crash").help(
                 "New = a crash or GPU fault (signals/aborts) only; wrong results and hangs count as old",
+            ),
+            Build => PossibleValue::new("build").help(
+                "New = the build fails; old = it builds. No test runs. Finds the first commit whose build breaks",
             ),
         })
     }

@@ -58,6 +58,9 @@ pub struct Resolved {
     pub repro_args: Vec<String>,
     /// Seconds a step may take (`None`: the prober's defaults).
     pub timeout_s: Option<f64>,
+    /// The probe stops after the build (`--regress build`, `matrix --build-only`): no test
+    /// runs, the outcome is `built` or `build_failed`, and no GPU is needed.
+    pub build_only: bool,
 }
 
 /// Explicit flags of a commit bisect; `None`/empty leaves the configuration's value.
@@ -100,6 +103,7 @@ impl Resolved {
             probe: kind,
             repro_args: c.repro_args.clone(),
             timeout_s: probe.timeout_s.map(|t| t as f64),
+            build_only: false,
         }
     }
 
@@ -116,6 +120,7 @@ impl Resolved {
             probe: ProbeKind::Replay,
             repro_args: Vec::new(),
             timeout_s: None,
+            build_only: false,
         }
     }
 
@@ -198,10 +203,12 @@ impl Resolved {
             ));
             self.repro_args = f.repro_args.clone();
         }
-        if let Some(script) = &f.script {
+        // `--build` alone is a build-only probe's own build (the command line allows it with
+        // `--regress build` only): no test to name.
+        if f.script.is_some() || f.build.is_some() {
             let new = ProbeKind::Script {
                 build: f.build.clone(),
-                script: script.clone(),
+                script: f.script.clone().unwrap_or_default(),
             };
             if new != self.probe {
                 changed.push("--script/--build (configuration: its own probe)".into());
@@ -234,6 +241,22 @@ impl Resolved {
         let mut recipe = self.recipe.clone();
         // Whether ccache wraps the compiler is where the probe runs, not what it tests.
         recipe.ccache = false;
+        if self.build_only {
+            // What only the test reads (launch settings, reproducer arguments, the test
+            // script) is left out: configurations that build alike share one build's result.
+            let probe = match &self.probe {
+                ProbeKind::Replay => "replay".to_string(),
+                ProbeKind::Script { build, .. } => {
+                    format!("script build={:?}", build.as_deref().unwrap_or(""))
+                }
+            };
+            return format!(
+                "configuration v1 build-only (no test runs)\nbackend={}\nimage={}\nrecipe={}\nprobe={probe}\n",
+                self.backend.as_str(),
+                self.image.as_deref().unwrap_or("host"),
+                recipe.identity(),
+            );
+        }
         let probe = match &self.probe {
             ProbeKind::Replay => "replay".to_string(),
             ProbeKind::Script { build, script } => format!(
@@ -335,6 +358,15 @@ args = ["--steps", "7"]
         });
         assert_eq!(o, vec!["--wave-size 64 (configuration: 32)".to_string()]);
         assert_ne!(w64.identity(), from_matrix.identity());
+        // A build-only probe of the same configuration is another store key; what only the
+        // test reads (launch settings) does not split build-only keys.
+        let mut built = hip();
+        built.build_only = true;
+        assert_ne!(built.identity(), from_matrix.identity());
+        let mut other_launch = built.clone();
+        other_launch.launch_env.clear();
+        other_launch.repro_args.clear();
+        assert_eq!(other_launch.identity(), built.identity());
     }
 
     #[test]

@@ -24,7 +24,8 @@ pub enum Outcome {
     Crash,
     /// Ran past its timeout and was killed.
     Hang,
-    /// The build step failed: a skip, never a verdict.
+    /// The build step failed: a skip, never a verdict, except for `--regress build`, where it
+    /// is the new behaviour itself.
     BuildFailed,
     /// The test declared itself unable to test this revision (exit 125, or the reproducer's
     /// "unsupported" exit 3): a skip, never a verdict. Its `SkipScope` says whether another
@@ -33,10 +34,13 @@ pub enum Outcome {
     /// Our own machinery failed (container engine down, disk full, git error): retried, never a
     /// verdict, never stored as a result.
     InfraError,
+    /// The build succeeded and no test ran: a build-only probe (`--regress build`,
+    /// `matrix --build-only`). Not a `pass`, which says a test ran and succeeded.
+    Built,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Pass,
         Outcome::WrongResult,
         Outcome::GpuFault,
@@ -45,6 +49,7 @@ impl Outcome {
         Outcome::BuildFailed,
         Outcome::Untestable,
         Outcome::InfraError,
+        Outcome::Built,
     ];
 
     /// A failure of the code under test (as opposed to a skip or an infrastructure problem).
@@ -70,6 +75,7 @@ impl Outcome {
             Outcome::BuildFailed => "build_failed",
             Outcome::Untestable => "untestable",
             Outcome::InfraError => "infra_error",
+            Outcome::Built => "built",
         }
     }
 }
@@ -111,7 +117,7 @@ pub enum Verdict {
     Old,
     /// Behaves like the `--bad` endpoint.
     New,
-    /// Cannot tell (build failed, untestable).
+    /// Cannot tell (build failed, untestable; a build-only run when a test was asked).
     Skip,
 }
 
@@ -125,6 +131,9 @@ pub enum Regress {
     Success,
     /// New = a crash or GPU fault (signals/aborts) only; wrong results and hangs count as old.
     Crash,
+    /// New = the build fails; old = it builds. No test runs: the probe stops after the build,
+    /// so a failing build is the answer here, not a skip.
+    Build,
 }
 
 impl Regress {
@@ -132,6 +141,7 @@ impl Regress {
     pub fn culprit_term(self) -> &'static str {
         match self {
             Regress::Success => "first fixed commit",
+            Regress::Build => "first failing build",
             _ => "first bad commit",
         }
     }
@@ -140,7 +150,14 @@ impl Regress {
             Regress::Error => "error",
             Regress::Success => "success",
             Regress::Crash => "crash",
+            Regress::Build => "build",
         }
+    }
+
+    /// Whether the question is about the build alone: probes stop after the build (their
+    /// identity says so, so build-only results never answer a test question or the reverse).
+    pub fn build_only(self) -> bool {
+        self == Regress::Build
     }
 }
 
@@ -174,12 +191,25 @@ impl Predicate {
         let kind_ok = match self.regress {
             Regress::Error | Regress::Success => outcome.is_failure(),
             Regress::Crash => matches!(outcome, Outcome::Crash | Outcome::GpuFault),
+            Regress::Build => outcome == Outcome::BuildFailed,
         };
         kind_ok && self.signature.as_ref().is_none_or(|re| re.is_match(output))
     }
 
     pub fn judge(&self, outcome: Outcome, output: &str) -> Verdict {
-        if outcome.is_skip() || outcome == Outcome::InfraError {
+        if self.regress == Regress::Build {
+            // The build is the question: its failure decides (a different build error than
+            // `--match` asks for is old, as for tests); anything that got past the build,
+            // `built` or a test's outcome, built. Untestable (a toolchain that cannot target
+            // the GPU) and machinery failures still say nothing.
+            return match outcome {
+                Outcome::Untestable | Outcome::InfraError => Verdict::Skip,
+                o if self.bug_present(o, output) => Verdict::New,
+                _ => Verdict::Old,
+            };
+        }
+        // A build-only run says nothing about a test.
+        if outcome.is_skip() || matches!(outcome, Outcome::InfraError | Outcome::Built) {
             return Verdict::Skip;
         }
         let present = self.bug_present(outcome, output);
@@ -228,6 +258,36 @@ mod tests {
         assert_eq!(p.judge(Outcome::Hang, ""), Verdict::Old);
         assert_eq!(p.judge(Outcome::Crash, ""), Verdict::New);
         assert_eq!(p.judge(Outcome::GpuFault, ""), Verdict::New);
+    }
+
+    #[test]
+    fn build_mode_judges_the_build_alone() {
+        let p = Predicate::new(Regress::Build, None);
+        assert_eq!(p.judge(Outcome::BuildFailed, "error: x"), Verdict::New);
+        assert_eq!(p.judge(Outcome::Built, ""), Verdict::Old);
+        // Past the build: it built, whatever the test said.
+        assert_eq!(p.judge(Outcome::Pass, ""), Verdict::Old);
+        assert_eq!(p.judge(Outcome::GpuFault, ""), Verdict::Old);
+        assert_eq!(p.judge(Outcome::Untestable, ""), Verdict::Skip);
+        assert_eq!(p.judge(Outcome::InfraError, ""), Verdict::Skip);
+        let only = Predicate::new(Regress::Build, Some(regex::Regex::new("hip").unwrap()));
+        assert_eq!(
+            only.judge(Outcome::BuildFailed, "error: hip.h"),
+            Verdict::New
+        );
+        assert_eq!(
+            only.judge(Outcome::BuildFailed, "error: cpu.c"),
+            Verdict::Old
+        );
+        // A build-only run never answers a test question.
+        for r in [Regress::Error, Regress::Success, Regress::Crash] {
+            assert_eq!(
+                Predicate::new(r, None).judge(Outcome::Built, ""),
+                Verdict::Skip
+            );
+        }
+        assert!(Regress::Build.build_only() && !Regress::Error.build_only());
+        assert!(!Outcome::Built.is_skip() && !Outcome::Built.is_failure());
     }
 
     #[test]

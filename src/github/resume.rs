@@ -44,7 +44,11 @@ pub fn store_runs<'a>(
         let key = StoreKey::new(tree, identity);
         for (index, run) in store.load(&key)?.into_iter().enumerate() {
             let r = run.report;
-            let keep = keep_match_text && r.outcome.is_failure() && !r.output_tail.is_empty();
+            // A failed build is what `--regress build --match` reads, as a test failure is for
+            // the other questions.
+            let judged =
+                r.outcome.is_failure() || r.outcome == crate::core::outcome::Outcome::BuildFailed;
+            let keep = keep_match_text && judged && !r.output_tail.is_empty();
             runs.push(StoreRunEntry {
                 tree: run.tree,
                 commit: run.commit,

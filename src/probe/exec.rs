@@ -452,5 +452,17 @@ fn read_tail(log: &mut File, from: u64) -> std::io::Result<String> {
 
 pub use crate::core::build::{shell_quote, shell_words};
 
+/// The last `max` bytes of `s` (from a character boundary): every prober's output tail.
+pub(crate) fn tail_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    s[start..].to_string()
+}
+
 #[cfg(test)]
 mod tests;

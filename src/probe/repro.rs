@@ -24,98 +24,25 @@
 pub mod classify;
 pub mod expect;
 pub mod offload;
+mod options;
 mod reasons;
 mod sources;
 
 pub use classify::{classify, classify_expected, parse_result, Classified, ReproResult};
 pub use expect::{CompileDefs, Expectations};
+pub use options::{ReproOptions, Reproducer};
 pub use sources::{materialize_sources, sources_hash, SOURCES};
 
 use crate::core::ccache::Ccache;
 use crate::core::outcome::{Outcome, SkipScope};
 use crate::probe::ccache::StatsLog;
-use crate::probe::launch::{Launcher, ShellJob};
+use crate::probe::launch::ShellJob;
 use crate::probe::{artifacts, exec};
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
-
-/// Which bundled reproducer a probe runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reproducer {
-    /// `setrows-replay`: the cached-graph pattern through ggml (any backend).
-    Replay,
-    /// `setrows-kernel`: the standalone kernel (needs `-DGGML_CUDA=ON` or `-DGGML_HIP=ON`).
-    Kernel,
-}
-
-impl Reproducer {
-    pub fn target(self) -> &'static str {
-        match self {
-            Reproducer::Replay => "setrows-replay",
-            Reproducer::Kernel => "setrows-kernel",
-        }
-    }
-}
-
-/// Everything a `ReproProber` needs; public so the driver and the matrix runner fill it from
-/// flags and matrix entries. `ReproOptions::new` gives working defaults for a CPU run.
-#[derive(Clone)]
-pub struct ReproOptions {
-    /// Where ggml lives inside the checkout: "" for ggml-org/ggml, "ggml" for llama.cpp.
-    pub ggml_subdir: String,
-    /// Extra CMake arguments (backend recipe from `build.rs`, e.g. `-DGGML_HIP=ON`).
-    pub cmake_args: Vec<String>,
-    /// Environment of the configure and build steps.
-    pub build_env: Vec<(String, String)>,
-    /// Environment of the reproducer run (e.g. `GGML_CUDA_DISABLE_GRAPHS=1`).
-    pub run_env: Vec<(String, String)>,
-    pub reproducer: Reproducer,
-    /// Arguments passed to the reproducer (`--repro-arg`).
-    pub repro_args: Vec<String>,
-    /// Parallel build jobs (`cmake --build -j`); `None` lets the generator decide.
-    pub jobs: Option<usize>,
-    pub build_timeout: Option<Duration>,
-    pub run_timeout: Option<Duration>,
-    pub launcher: Arc<dyn Launcher>,
-    /// What the configuration asked for; a run that shows otherwise is `untestable`
-    /// (`expect::mismatch`). Default: nothing asked, nothing checked.
-    pub expect: Expectations,
-}
-
-impl ReproOptions {
-    pub fn new(launcher: Arc<dyn Launcher>) -> Self {
-        ReproOptions {
-            ggml_subdir: String::new(),
-            cmake_args: Vec::new(),
-            build_env: Vec::new(),
-            run_env: Vec::new(),
-            reproducer: Reproducer::Replay,
-            repro_args: Vec::new(),
-            jobs: None,
-            build_timeout: Some(Duration::from_secs(3600)),
-            run_timeout: Some(Duration::from_secs(900)),
-            launcher,
-            expect: Expectations::default(),
-        }
-    }
-}
-
-impl std::fmt::Debug for ReproOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReproOptions")
-            .field("ggml_subdir", &self.ggml_subdir)
-            .field("cmake_args", &self.cmake_args)
-            .field("reproducer", &self.reproducer)
-            .field("repro_args", &self.repro_args)
-            .field("expect", &self.expect)
-            .field("launcher", &self.launcher.identity())
-            .finish_non_exhaustive()
-    }
-}
 
 #[derive(Debug)]
 pub struct ReproProber {
@@ -269,17 +196,24 @@ impl Prober for ReproProber {
         } else {
             format!(" expect={:?}", self.opts.expect)
         };
-        format!(
-            "repro:v1 sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}] run_env=[{}] args={:?} run_timeout_s={} launcher={}{expect}",
+        let built = format!(
+            "sources={} reproducer={} ggml_subdir={:?} cmake_args={:?} build_env=[{}]",
             &self.sources[..16],
             self.opts.reproducer.target(),
             self.opts.ggml_subdir,
             self.opts.cmake_args,
             env(&self.opts.build_env),
+        );
+        let launcher = self.opts.launcher.identity();
+        if self.opts.build_only {
+            // What only the run reads (environment, arguments, timeout, expectations) is out.
+            return format!("repro:v1 build-only (no test runs) {built} launcher={launcher}");
+        }
+        format!(
+            "repro:v1 {built} run_env=[{}] args={:?} run_timeout_s={} launcher={launcher}{expect}",
             env(&self.opts.run_env),
             self.opts.repro_args,
             self.opts.run_timeout.map(|t| t.as_secs()).unwrap_or(0),
-            self.opts.launcher.identity(),
         )
     }
 
@@ -301,9 +235,7 @@ impl Prober for ReproProber {
             duration_s: started.elapsed().as_secs_f64(),
             build_s,
             test_s,
-            output_tail: r
-                .map(|r| reasons::tail(&r.output, 8192))
-                .unwrap_or_default(),
+            output_tail: exec::tail_bytes(r.map_or("", |r| &r.output), 8192),
             provenance,
             ..ProbeReport::infra(String::new(), req.log_path)
         };
@@ -392,6 +324,9 @@ impl Prober for ReproProber {
                 0.0,
                 provenance,
             );
+        }
+        if self.opts.build_only {
+            return report(Outcome::Built, None, Some(&built), build_s, 0.0, provenance);
         }
         // No GPU for the backend here: the build stands, the test cannot run (and must not
         // run, or a runtime abort would read as the commit's crash).

@@ -8,6 +8,10 @@
 //! 125 skip, 1..=127 bad (`WrongResult`), killed by a signal or >= 128 bad (`Crash`), and past
 //! `--timeout` `Hang`. A crash or wrong result whose output carries a GPU fault message is
 //! reported as `GpuFault` so `--regress crash` and reports can tell them apart.
+//!
+//! Build-only (`--regress build`, `matrix --build-only`): the build step is the whole probe. A
+//! build that succeeds is `Built` and the test never starts; one that fails is `BuildFailed`,
+//! which the build predicate judges new.
 
 use crate::core::ccache::Ccache;
 use crate::core::outcome::Outcome;
@@ -41,6 +45,8 @@ pub struct ScriptProber {
     pub launcher: Box<dyn Launcher>,
     /// Extra environment for both steps (ccache settings, ...), not part of the identity.
     pub env: Vec<(String, String)>,
+    /// Stop after the build (`Built`); `script` is never run and not part of the identity.
+    pub build_only: bool,
 }
 
 impl ScriptProber {
@@ -74,6 +80,7 @@ impl ScriptProber {
             timeout,
             launcher,
             env,
+            build_only: false,
         }
     }
 
@@ -93,10 +100,12 @@ impl ScriptProber {
             exec::shell_quote(&repo.to_string_lossy())
         );
         if let Some(b) = &self.build {
-            s.push_str(&format!(
-                "(cd \"$WORK\" && sh -c {})\n",
-                exec::shell_quote(b)
-            ));
+            s.push_str(&format!("(cd \"$WORK\" && sh -c {})", exec::shell_quote(b)));
+            if self.build_only {
+                s.push_str("; echo \"build exit $?\"");
+                return s;
+            }
+            s.push('\n');
         }
         s.push_str(&format!(
             "sh -c {}; echo \"exit $?\"",
@@ -115,13 +124,22 @@ pub fn which(tool: &str) -> Option<PathBuf> {
 
 impl Prober for ScriptProber {
     fn identity(&self) -> String {
-        let mut id = format!(
-            "script-prober v1\nlauncher={}\nbuild={}\nscript={}\ntimeout={}\n",
-            self.launcher.identity(),
-            self.build.as_deref().unwrap_or(""),
-            self.script,
-            self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
-        );
+        let mut id = if self.build_only {
+            // The test is never run: only what the build is names the result.
+            format!(
+                "script-prober v1 build-only (no test runs)\nlauncher={}\nbuild={}\n",
+                self.launcher.identity(),
+                self.build.as_deref().unwrap_or(""),
+            )
+        } else {
+            format!(
+                "script-prober v1\nlauncher={}\nbuild={}\nscript={}\ntimeout={}\n",
+                self.launcher.identity(),
+                self.build.as_deref().unwrap_or(""),
+                self.script,
+                self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
+            )
+        };
         for k in RELEVANT_ENV {
             if let Ok(v) = std::env::var(k) {
                 id.push_str(&format!("env {k}={v}\n"));
@@ -136,7 +154,9 @@ impl Prober for ScriptProber {
     /// words that read nothing (`exit`, `echo`, `test`, `!`): a test run through `make`,
     /// `ctest`, `python`, ... may read any file of the checkout, so it gets `None` (whole tree).
     fn named_inputs(&self) -> Option<Vec<String>> {
-        named_inputs(self.build.as_deref(), &self.script)
+        // A test that never runs reads nothing.
+        let script = if self.build_only { "" } else { &self.script };
+        named_inputs(self.build.as_deref(), script)
     }
 
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
@@ -158,6 +178,13 @@ impl Prober for ScriptProber {
         report.provenance = self.launcher.provenance();
         if let Err(e) = std::fs::create_dir_all(req.build_dir) {
             report.signature = Some(format!("cannot create {}: {e}", req.build_dir.display()));
+            return report;
+        }
+        if self.build_only && self.build.is_none() {
+            // The command line refuses this; a prober built otherwise must not report `built`
+            // for a build that never ran.
+            report.outcome = Outcome::Untestable;
+            report.signature = Some("build-only probe without a build command".into());
             return report;
         }
         if let Some(build) = &self.build {
@@ -190,6 +217,13 @@ impl Prober for ScriptProber {
                         report.exit_code = r.exit_code;
                         report.signal = r.signal;
                         report.signature = portable_signature(&r.output, req.checkout);
+                        report.output_tail = tail(&r.output);
+                        return report;
+                    }
+                    if self.build_only {
+                        report.outcome = Outcome::Built;
+                        report.exit_code = r.exit_code;
+                        report.signature = None;
                         report.output_tail = tail(&r.output);
                         return report;
                     }
@@ -364,101 +398,8 @@ fn portable_signature(output: &str, checkout: &std::path::Path) -> Option<String
 
 /// The last lines of output kept with the result (for `--match` and the report).
 fn tail(output: &str) -> String {
-    const KEEP: usize = 16 * 1024;
-    if output.len() <= KEEP {
-        return output.to_string();
-    }
-    let mut start = output.len() - KEEP;
-    while !output.is_char_boundary(start) {
-        start += 1;
-    }
-    output[start..].to_string()
+    exec::tail_bytes(output, 16 * 1024)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::probe::launch::HostLauncher;
-
-    #[test]
-    fn git_bisect_run_exit_mapping() {
-        assert_eq!(classify(Some(0), None, false, ""), Outcome::Pass);
-        assert_eq!(classify(Some(125), None, false, ""), Outcome::Untestable);
-        assert_eq!(classify(Some(1), None, false, ""), Outcome::WrongResult);
-        assert_eq!(classify(Some(127), None, false, ""), Outcome::WrongResult);
-        assert_eq!(classify(Some(134), None, false, ""), Outcome::Crash);
-        assert_eq!(classify(None, Some(11), false, ""), Outcome::Crash);
-        assert_eq!(classify(None, Some(9), true, ""), Outcome::Hang);
-        assert_eq!(
-            classify(None, Some(6), false, "Memory access fault by GPU node-1"),
-            Outcome::GpuFault
-        );
-    }
-
-    #[test]
-    fn signature_prefers_the_cause() {
-        let out = "x/src/ggml.c:3677: GGML_ASSERT(c->type == GGML_TYPE_I64) failed\nAborted\n";
-        assert_eq!(
-            signature(out).as_deref(),
-            Some("x/src/ggml.c:3677: GGML_ASSERT(c->type == GGML_TYPE_I64) failed")
-        );
-        assert_eq!(
-            portable_signature("/w/src/a.c:1: error: boom\n", Path::new("/w/src")).as_deref(),
-            Some("a.c:1: error: boom")
-        );
-        assert_eq!(signature("one\ntwo\n").as_deref(), Some("two"));
-        assert_eq!(signature(""), None);
-    }
-
-    #[test]
-    fn named_inputs_of_build_and_test() {
-        let b = "cmake -S \"$SRC\" -B . && sh $SRC/scripts/gen.sh";
-        assert_eq!(
-            named_inputs(Some(b), "\"$WORK/t\" && exit 1 || exit 0"),
-            Some(vec!["scripts/gen.sh".to_string()])
-        );
-        assert_eq!(
-            named_inputs(None, "sh ./tests/run.sh data/in.bin; echo ok"),
-            Some(vec!["tests/run.sh".to_string(), "data/in.bin".to_string()])
-        );
-        assert_eq!(named_inputs(None, "make test"), None);
-        assert_eq!(named_inputs(None, "cat $SRC"), None);
-        assert_eq!(named_inputs(None, "\"$WORK/t\" data/*.bin"), None);
-    }
-
-    #[test]
-    fn probe_runs_build_in_work_and_test_in_src() {
-        let d = tempfile::tempdir().unwrap();
-        let (src, work) = (d.path().join("src"), d.path().join("work"));
-        std::fs::create_dir_all(&src).unwrap();
-        std::fs::write(src.join("in.txt"), "7").unwrap();
-        let p = ScriptProber::new(
-            Some("cp \"$SRC/in.txt\" built.txt".into()),
-            "test \"$(cat \"$WORK/built.txt\")\" = 7 && echo assert ok-ish && exit 3".into(),
-            None,
-            Box::new(HostLauncher),
-            d.path(),
-        );
-        let log = d.path().join("p.log");
-        let req = ProbeRequest {
-            commit: "abc",
-            checkout: &src,
-            build_dir: &work,
-            log_path: &log,
-            run_name: "t",
-            artifacts: None,
-        };
-        let r = p.probe(&req, &|_| {});
-        assert_eq!(r.outcome, Outcome::WrongResult);
-        assert_eq!(r.exit_code, Some(3));
-        assert_eq!(r.signature.as_deref(), Some("assert ok-ish"));
-        let p = ScriptProber::new(
-            Some("exit 2".into()),
-            "true".into(),
-            None,
-            Box::new(HostLauncher),
-            d.path(),
-        );
-        assert_eq!(p.probe(&req, &|_| {}).outcome, Outcome::BuildFailed);
-    }
-}
+mod tests;

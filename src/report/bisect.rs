@@ -225,8 +225,14 @@ fn summary(b: &BisectResult) -> String {
             md.push_str(&super::budget::render(b, &term, &link));
         }
         _ => {
+            // Under `--regress build` a failed build is a verdict: only untestable ones skip.
+            let why = if b.regress() == "build" {
+                "untestable"
+            } else {
+                "build failed or untestable"
+            };
             md.push_str(&format!(
-                "Commits next to the boundary could not be tested (build failed or untestable), so the {term} is one of these {}:\n\n",
+                "Commits next to the boundary could not be tested ({why}), so the {term} is one of these {}:\n\n",
                 b.candidates.len()
             ));
             for sha in b.candidates.iter().take(40) {
@@ -327,6 +333,10 @@ fn confidence(b: &BisectResult) -> String {
         );
     }
     match &b.conclusion {
+        // A build question refuses --confidence: a rebuild of the same tree answers the same.
+        Conclusion::Found { .. } if b.regress() == "build" => {
+            "deterministic: one build decided each commit (no test ran)".into()
+        }
         Conclusion::Found { .. } => format!(
             "deterministic ({}): one run decided each commit; for an intermittent fault re-run with `--confidence 0.95` or check with `--validate 5`",
             escape::inline_short(&b.policy, 60)

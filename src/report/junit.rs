@@ -55,9 +55,15 @@ fn reused_note(reused_from: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-fn cell_case(classname: &str, name: String, c: &Cell) -> TestCase {
+/// `build_only`: the cell is a compile check (`matrix --build-only`), where a failed build is
+/// the failure the check exists to find.
+fn cell_case(classname: &str, name: String, c: &Cell, build_only: bool) -> TestCase {
     let msg = message(c.outcome, c.signature.as_deref());
-    let mut status = if c.outcome.is_skip() {
+    let mut status = if build_only && c.outcome == Outcome::BuildFailed {
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        s.set_message(msg.clone()).set_type(c.outcome.as_str());
+        s
+    } else if c.outcome.is_skip() {
         let mut s = TestCaseStatus::skipped();
         s.set_message(msg.clone());
         s
@@ -184,7 +190,14 @@ fn cases(r: &AnyResult) -> Vec<TestCase> {
         AnyResult::Matrix(m) => m
             .cells
             .iter()
-            .map(|c| cell_case(&format!("matrix.{}", c.config), c.sha.clone(), c))
+            .map(|c| {
+                cell_case(
+                    &format!("matrix.{}", c.config),
+                    c.sha.clone(),
+                    c,
+                    m.build_only,
+                )
+            })
             .collect(),
         AnyResult::Bisect(b) => bisect_cases(&class, b),
         AnyResult::BisectConfig(c) => {
@@ -197,7 +210,7 @@ fn cases(r: &AnyResult) -> Vec<TestCase> {
                     if c.first_failing.is_some() && p.verdict == Verdict::New {
                         cell.outcome = Outcome::Pass;
                     }
-                    let mut t = cell_case(&class, format!("{}={}", c.axis, p.value), &cell);
+                    let mut t = cell_case(&class, format!("{}={}", c.axis, p.value), &cell, false);
                     t.set_system_out(message(p.cell.outcome, p.cell.signature.as_deref()));
                     t
                 })
@@ -266,6 +279,36 @@ mod tests {
         assert!(!x.contains('\u{1}'));
         assert!(x.contains("<flakyError"), "a retried pass is flaky: {x}");
         assert!(x.contains("<skipped"), "{x}");
+    }
+
+    #[test]
+    fn a_compile_check_fails_on_a_failed_build_and_keeps_its_own_suite() {
+        let mut m = matrix(vec![
+            cell("hip-a", "abc", Outcome::Built),
+            cell("hip-a", "def", Outcome::BuildFailed),
+            cell("hip-b", "def", Outcome::Untestable),
+        ]);
+        m.build_only = true;
+        let x = render(&[&AnyResult::Matrix(m.clone())]);
+        assert!(
+            x.contains("tests=\"3\" skipped=\"1\" errors=\"0\" failures=\"1\""),
+            "{x}"
+        );
+        assert!(x.contains("type=\"build_failed\""), "{x}");
+        assert!(x.contains("<testsuite name=\"matrix-build\""), "{x}");
+        let md = m.markdown();
+        assert!(md.contains("(build only: no test ran)"), "{md}");
+        assert!(
+            md.contains("✅ built") && md.contains("❌ build_failed"),
+            "{md}"
+        );
+        // The same cells in a GPU matrix: a failed build is a skip there.
+        m.build_only = false;
+        let x = render(&[&AnyResult::Matrix(m)]);
+        assert!(
+            x.contains("skipped=\"2\" errors=\"0\" failures=\"0\""),
+            "{x}"
+        );
     }
 
     #[test]

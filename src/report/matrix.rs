@@ -50,7 +50,7 @@ impl MatrixResults {
 
 /// A cell as one glance reads it: the symbol, then the outcome word when it is not a pass
 /// (signatures go below the table, numbered, so columns stay narrow).
-fn cell_text(c: &Cell, note: Option<usize>) -> String {
+fn cell_text(c: &Cell, note: Option<usize>, build_only: bool) -> String {
     let word = if c.outcome == Outcome::Pass {
         String::new()
     } else {
@@ -62,18 +62,26 @@ fn cell_text(c: &Cell, note: Option<usize>) -> String {
         .provenance
         .get("shared_with")
         .map(|id| {
-            format!(
-                " (same build and run as `{}`)",
-                escape::inline_short(id, 40)
-            )
+            let what = if build_only { "build" } else { "build and run" };
+            format!(" (same {what} as `{}`)", escape::inline_short(id, 40))
         })
         .unwrap_or_default();
-    format!("{}{word}{note}{shared}", icon(c.outcome))
+    format!("{}{word}{note}{shared}", cell_icon(c.outcome, build_only))
+}
+
+/// In a compile check (`matrix --build-only`) a failed build is the finding, not a skip.
+fn cell_icon(o: Outcome, build_only: bool) -> &'static str {
+    if build_only && o == Outcome::BuildFailed {
+        "❌"
+    } else {
+        icon(o)
+    }
 }
 
 /// Appends the merged table of `files` to `doc`.
 pub fn render(files: &[&MatrixResults], doc: &mut Document) {
     let cells: Vec<&Cell> = files.iter().flat_map(|m| &m.cells).collect();
+    let build_only = !files.is_empty() && files.iter().all(|m| m.build_only);
     // Rows and columns in first-appearance order across files; a cell whose configuration has
     // no row in its file still gets one.
     let mut rows: Vec<(String, Option<String>)> = Vec::new();
@@ -110,12 +118,17 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
     }
     let tally: Vec<String> = counts
         .iter()
-        .map(|(o, n)| format!("{} {n} {o}", icon(*o)))
+        .map(|(o, n)| format!("{} {n} {o}", cell_icon(*o, build_only)))
         .collect();
     let sources: BTreeSet<String> = files.iter().map(|m| code(&m.matrix)).collect();
     let engines: BTreeSet<String> = files.iter().map(|m| escape::inline(&m.engine)).collect();
     let mut md = format!(
-        "## setrows-bisect: configuration matrix\n\n{} · engine {} · **{} cell(s):** {}\n\n| id | configuration |",
+        "## setrows-bisect: configuration matrix{}\n\n{} · engine {} · **{} cell(s):** {}\n\n| id | configuration |",
+        if build_only {
+            " (build only: no test ran)"
+        } else {
+            ""
+        },
         sources.into_iter().collect::<Vec<_>>().join(", "),
         engines.into_iter().collect::<Vec<_>>().join(", "),
         cells.len(),
@@ -165,20 +178,24 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
                             notes.len() + 1,
                             code(id),
                             code(&sha[..sha.len().min(10)]),
-                            icon(c.outcome),
+                            cell_icon(c.outcome, build_only),
                             code(&sig.chars().take(160).collect::<String>()),
                             secs(c.duration_s),
                             if c.cached { ", stored" } else { "" }
                         ));
                         notes.len()
                     });
-                    md.push_str(&format!(" {} |", cell_text(c, note)));
+                    md.push_str(&format!(" {} |", cell_text(c, note, build_only)));
                 }
             }
         }
         md.push('\n');
     }
-    md.push_str("\n✅ pass · ❌ fails (wrong result, crash, GPU fault, hang) · ⚠️ could not be tested (build failure, untestable, infrastructure) · `·` not run\n");
+    md.push_str(if build_only {
+        "\n✅ built · ❌ build failed · ⚠️ could not be built (untestable, infrastructure) · `·` not run\n"
+    } else {
+        "\n✅ pass · ❌ fails (wrong result, crash, GPU fault, hang) · ⚠️ could not be tested (build failure, untestable, infrastructure) · `·` not run\n"
+    });
     if !notes.is_empty() {
         md.push_str("\n**Signatures**\n\n");
         md.push_str(&notes.join("\n"));

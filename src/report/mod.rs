@@ -51,6 +51,9 @@ pub fn render(results: &[&AnyResult]) -> Document {
 /// derived from the question asked, so a rerun of the same question edits the same comment.
 pub fn key(r: &AnyResult) -> String {
     match r {
+        // A compile check (`--build-only`) keeps its own comment: it must not replace the
+        // GPU matrix's table, nor merge `built` cells into it.
+        AnyResult::Matrix(m) if m.build_only => "matrix-build".into(),
         AnyResult::Matrix(_) => "matrix".into(),
         AnyResult::Bisect(b) => bisect_key(&b.range.good, &b.range.bad, &b.predicate),
         AnyResult::BisectConfig(c) => format!(
@@ -85,11 +88,12 @@ fn short_hash(text: &str) -> String {
     hex::encode(&sha2::Sha256::digest(text.as_bytes())[..6])
 }
 
-/// One glyph per outcome class, so a long table is scannable: passed, failed, or could not
-/// be tested (build failure, untestable, infrastructure).
+/// One glyph per outcome class, so a long table is scannable: passed (or built, where only
+/// the build was asked), failed, or could not be tested (build failure, untestable,
+/// infrastructure).
 pub(crate) fn icon(o: Outcome) -> &'static str {
     match o {
-        Outcome::Pass => "✅",
+        Outcome::Pass | Outcome::Built => "✅",
         o if o.is_failure() => "❌",
         _ => "⚠️",
     }

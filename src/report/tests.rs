@@ -37,6 +37,7 @@ pub(crate) fn matrix(cells: Vec<Cell>) -> MatrixResults {
         revisions: vec![],
         configs: vec![],
         cells,
+        build_only: false,
         invocation: Default::default(),
     }
 }

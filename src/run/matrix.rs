@@ -51,6 +51,9 @@ pub struct Runner {
     shared: Mutex<HashMap<String, Cell>>,
     /// Per tree: whether its ggml reads `DFLASH_WAVE_SIZE` (so a wave size changes its build).
     reads_wave: Mutex<HashMap<String, bool>>,
+    /// Every cell stops after its build (`matrix --build-only`, `bisect-config --regress
+    /// build`): no test, no GPU passed to the container.
+    pub build_only: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +105,7 @@ impl Runner {
             slot: Mutex::new(None),
             shared: Mutex::new(HashMap::new()),
             reads_wave: Mutex::new(HashMap::new()),
+            build_only: false,
         }
     }
 
@@ -140,6 +144,13 @@ impl Runner {
     /// What makes two cells the same run: the tree, and the configuration's resolved build and
     /// run (image, recipe, launch environment, reproducer arguments), not its id.
     fn shared_key(&self, effective: &Config, rev: &Rev) -> String {
+        // Build-only: the resolved identity leaves out what only a test reads (launch
+        // settings), so configurations that build alike are one cell's build.
+        let what = if self.build_only {
+            self.resolved(effective).identity()
+        } else {
+            effective.identity()
+        };
         format!(
             "{}\n{}\n{}",
             if rev.tree.is_empty() {
@@ -148,7 +159,7 @@ impl Runner {
                 &rev.tree
             },
             self.build_key(effective),
-            effective.identity()
+            what
         )
     }
 
@@ -218,7 +229,12 @@ impl Runner {
                 config.backend.as_str()
             )
         })?;
-        let gpu = GpuAccess::from(config.backend);
+        // A build needs no GPU: build-only cells run where none exists (hosted CI runners).
+        let gpu = if self.build_only {
+            GpuAccess::None
+        } else {
+            GpuAccess::from(config.backend)
+        };
         let key = format!("{image}\n{gpu:?}\n{}", self.build_key(config));
         let mut cache = self
             .launchers
@@ -260,7 +276,9 @@ impl Runner {
     pub fn resolved(&self, config: &Config) -> crate::core::config::Resolved {
         let mut probe = self.probe.clone();
         probe.timeout_s = self.timeout.map(|t| t.as_secs());
-        crate::core::config::Resolved::from_matrix(config, &probe, "matrix")
+        let mut r = crate::core::config::Resolved::from_matrix(config, &probe, "matrix");
+        r.build_only = self.build_only;
+        r
     }
 
     /// The environment a configuration gives a script probe at `rev`.

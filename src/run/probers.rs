@@ -62,13 +62,21 @@ pub fn tree_at(checkout: &Path, fallback: &TreeFacts) -> (String, TreeFacts) {
 
 /// The environment a script probe sees (and a replay's identity names): launch settings, the
 /// recipe's CMake arguments for this tree, the reproducer flags, the configuration id.
+/// A build-only probe gets no test settings (launch environment, reproducer arguments): its
+/// identity leaves them out, so its build must not be able to read them.
 pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(String, String)> {
-    let mut env = cfg.launch_env.clone();
+    let mut env = if cfg.build_only {
+        Vec::new()
+    } else {
+        cfg.launch_env.clone()
+    };
     env.push((
         "SETROWS_CMAKE_ARGS".into(),
         shell_words(&recipe_at(cfg, place).cmake_args(facts)),
     ));
-    env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&cfg.repro_args)));
+    if !cfg.build_only {
+        env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&cfg.repro_args)));
+    }
     if let Some(id) = &cfg.id {
         env.push(("SETROWS_CONFIG_ID".into(), id.clone()));
     }
@@ -97,6 +105,7 @@ pub fn prober(cfg: &Resolved, place: &Place) -> InfraAware {
                 timeout: timeout(cfg),
                 launcher: Box::new(Shared(place.launcher.clone())),
                 env: Vec::new(),
+                build_only: cfg.build_only,
             },
             cfg: cfg.clone(),
             place: place_copy(place),
@@ -135,6 +144,7 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     opts.run_env = cfg.launch_env.clone();
     opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
     opts.repro_args = cfg.repro_args.clone();
+    opts.build_only = cfg.build_only;
     if let Some(t) = timeout(cfg) {
         opts.run_timeout = Some(t);
         // A build is never cut shorter than the default hour by a short test timeout.
@@ -215,6 +225,7 @@ impl PerTreeScript {
             timeout: self.base.timeout,
             launcher: Box::new(Shared(self.place.launcher.clone())),
             env: script_env(&self.cfg, &self.place, &facts),
+            build_only: self.base.build_only,
         }
     }
 }
@@ -289,7 +300,10 @@ impl Prober for InfraAware {
         if let Some(id) = &self.config_id {
             report.provenance.insert("configuration".into(), id.clone());
         }
-        if !matches!(report.outcome, Outcome::InfraError | Outcome::Pass) {
+        if !matches!(
+            report.outcome,
+            Outcome::InfraError | Outcome::Pass | Outcome::Built
+        ) {
             let why = self
                 .launcher
                 .infra_failure(report.exit_code, &report.output_tail)

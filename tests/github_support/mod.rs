@@ -309,6 +309,7 @@ pub fn matrix_result(cells: &[(&str, &str)]) -> setrows_bisect::core::result::Ma
                 cached: false,
             })
             .collect(),
+        build_only: false,
         invocation: Default::default(),
     }
 }

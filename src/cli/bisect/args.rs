@@ -22,11 +22,12 @@ pub struct BisectArgs {
     #[arg(long, value_name = "CMD", help_heading = "Probe")]
     pub script: Option<String>,
     /// Build command, run with `sh -c` in the persistent build dir ($WORK) before the test;
-    /// a failing build is a skip, never a verdict.
+    /// a failing build is a skip, never a verdict. With --regress build it is the whole probe
+    /// (no --script) and its failure is the new behaviour.
     #[arg(long, value_name = "CMD", help_heading = "Probe")]
     pub build: Option<String>,
     /// What counts as the new behaviour: error (any failure), success (find the fix), crash
-    /// (signals, aborts and GPU faults only).
+    /// (signals, aborts and GPU faults only), build (the build fails; no test runs).
     #[arg(long, value_enum, default_value_t = Regress::Error, help_heading = "Probe")]
     pub regress: Regress,
     /// Only failures whose output matches REGEX count as the bug; other failures count as the

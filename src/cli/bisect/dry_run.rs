@@ -54,6 +54,12 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
     );
     let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
+    if p.plan.predicate.regress.build_only() {
+        let _ = writeln!(
+            out,
+            "build only: each probe stops after the build, no test runs (new = build_failed, old = built; untestable is a skip)"
+        );
+    }
     if let Some(c) = &p.configuration {
         let _ = writeln!(
             out,

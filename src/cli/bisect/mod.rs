@@ -140,12 +140,15 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         })?),
         None => None,
     };
-    if args.script.is_none() && args.build.is_some() {
+    let build_only = args.regress.build_only();
+    build_question(args)?;
+    let mut chosen = config::choose(args, base)?;
+    chosen.cfg.build_only = build_only;
+    if let (true, ProbeKind::Script { build: None, .. }) = (build_only, &chosen.cfg.probe) {
         return Err(CliError::usage(
-            "--build needs --script (the bundled reproducer builds itself)",
+            "--regress build: the configuration's probe is a script without a build command; pass --build CMD",
         ));
     }
-    let chosen = config::choose(args, base)?;
     placement::check_flags(chosen.engine, chosen.cfg.image.as_deref())?;
     let repo = git::open(&args.repo).map_err(git_error)?;
     let good_id = git::resolve(&repo, good, "--good").map_err(git_error)?;
@@ -188,7 +191,12 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
     let work_dir = std::fs::canonicalize(&work_dir).unwrap_or(work_dir);
     let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
     let canon_repo = std::fs::canonicalize(&args.repo).unwrap_or(args.repo.clone());
-    let gpu = GpuAccess::from(chosen.cfg.backend);
+    // A build needs no GPU: a build-only probe runs where none exists.
+    let gpu = if build_only {
+        GpuAccess::None
+    } else {
+        GpuAccess::from(chosen.cfg.backend)
+    };
     let container =
         placement::container(chosen.engine, chosen.cfg.image.as_deref(), gpu, &work_dir)?;
     let image = container.as_ref().map(|c| c.image().to_string());
@@ -205,6 +213,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
                     .into_iter()
                     .filter(|(k, _)| !k.starts_with("CCACHE_"))
                     .collect(),
+                build_only,
             };
             let mut hint = p.reproduce_hint(&canon_repo, "{sha}");
             if let Some(image) = &image {
@@ -257,6 +266,33 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         reproducer: chosen.reproducer,
         backend: chosen.cfg.backend,
     })
+}
+
+/// `--regress build` asks whether the build fails, so nothing may run a test: `--script` is
+/// refused (one line, exit 2) rather than ignored, since a user who gave one expects it to
+/// run; `--build` alone is that question's own build. Re-running a build of one tree gives the
+/// same answer (the build dir is reused), so the flaky policies are refused too. Without
+/// `--regress build`, `--build` still needs `--script`.
+fn build_question(args: &BisectArgs) -> anyhow::Result<()> {
+    if !args.regress.build_only() {
+        if args.script.is_none() && args.build.is_some() {
+            return Err(CliError::usage(
+                "--build needs --script (the bundled reproducer builds itself), or --regress build to ask only whether it builds",
+            ));
+        }
+        return Ok(());
+    }
+    if args.script.is_some() {
+        return Err(CliError::usage(
+            "--regress build runs no test: drop --script (the build command is --build; without it the bundled reproducer's build is probed)",
+        ));
+    }
+    if args.confidence.is_some() || args.repeat.is_some_and(|n| n > 1) {
+        return Err(CliError::usage(
+            "--regress build: a build is run once per commit (rebuilding the same tree gives the same answer); drop --confidence/--repeat",
+        ));
+    }
+    Ok(())
 }
 
 /// What `--plan-only` replays the store into: the policy of `--confidence`/`--repeat`.

@@ -78,8 +78,20 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|v| at_value(&m, base, &args.axis, v))
         .collect::<anyhow::Result<Vec<Config>>>()?;
+    if args.regress.build_only() {
+        build_only_probe(&m)?;
+        let c = &args.commit;
+        if args.good_rev.is_some() && (c.confidence.is_some() || c.repeat.is_some_and(|n| n > 1)) {
+            return Err(CliError::usage(
+                "--regress build: a build is run once per commit (rebuilding the same tree gives the same answer); drop --confidence/--repeat",
+            ));
+        }
+    }
     crate::probe::exec::install_interrupt_handler();
-    let runner = runner(&args.run, &m, "bisect-config-logs")?;
+    let mut runner = runner(&args.run, &m, "bisect-config-logs")?;
+    // The build question: each value's cell stops after its build (`Predicate` judges a failed
+    // build new).
+    runner.build_only = args.regress.build_only();
     let mut rev = resolve(&runner, std::slice::from_ref(&args.rev))?.remove(0);
     runner.checkout(&mut rev).map_err(run_error)?;
     let progress = crate::run::progress::Progress::for_stderr(1);

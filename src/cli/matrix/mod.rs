@@ -79,6 +79,12 @@ pub struct MatrixArgs {
     /// Only these configuration ids (repeat or comma-separate).
     #[arg(long = "only", value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Compile-check only: every cell stops after its build and reports `built` or
+    /// `build_failed`; no test runs and no GPU is passed to the container, so this runs where
+    /// no GPU exists (hosted CI runners). Results are stored apart from full runs. Exits 1
+    /// when a build failed (after writing the results).
+    #[arg(long, conflicts_with = "list")]
+    pub build_only: bool,
     /// `--post-to OWNER/REPO#N`: after the run, keep the `matrix` comment current (docs/github.md).
     #[command(flatten)]
     pub post: crate::cli::report::PostToArgs,
@@ -102,7 +108,8 @@ pub struct BisectConfigArgs {
     #[arg(long, default_value = "HEAD")]
     pub rev: String,
     /// What counts as the failing value: error (any failure), success (the first value that
-    /// works), crash (signals, aborts and GPU faults only).
+    /// works), crash (signals, aborts and GPU faults only), build (the first value whose build
+    /// fails; no test runs).
     #[arg(long, value_enum, default_value_t = Regress::Error)]
     pub regress: Regress,
     /// Count only failures whose output matches this regex.
@@ -264,14 +271,19 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             m.file
         )));
     }
+    if args.build_only {
+        build_only_probe(&m)?;
+    }
     if args.dry_run {
-        let runner = runner(&args.run, &m, "logs")?;
+        let mut runner = runner(&args.run, &m, "logs")?;
+        runner.build_only = args.build_only;
         let revs = resolve(&runner, &revs)?;
         out(&dry_run(&runner, &configs, &revs))?;
         return Ok(0);
     }
     crate::probe::exec::install_interrupt_handler();
-    let runner = runner(&args.run, &m, "logs")?;
+    let mut runner = runner(&args.run, &m, "logs")?;
+    runner.build_only = args.build_only;
     let mut revs = resolve(&runner, &revs)?;
     let progress = crate::run::progress::Progress::for_stderr(1);
     let total = configs.len() * revs.len();
@@ -317,6 +329,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             })
             .collect(),
         cells,
+        build_only: args.build_only,
         invocation: crate::run::stamp::invocation(&args.run.repo),
     };
     let md = results.markdown();
@@ -327,10 +340,26 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         "they are in {}",
         args.run.out.join("matrix-results.json").display()
     );
+    // A compile check fails when a build does, so a nightly job shows red on its own.
+    let failed_builds = results
+        .cells
+        .iter()
+        .filter(|c| args.build_only && c.outcome == Outcome::BuildFailed)
+        .count();
+    let code = match failed_builds {
+        0 => 0,
+        _ => crate::error::exit::BUILD_FAILED,
+    };
     // Posted even with infrastructure errors (their cells say so); exit 3 either way then.
     let code = args
         .post
-        .publish(vec![AnyResult::Matrix(results)], 0, &written);
+        .publish(vec![AnyResult::Matrix(results)], code, &written);
+    if failed_builds > 0 {
+        eprintln!(
+            "setrows-bisect: {failed_builds} of {total} cells failed to build (exit {code}); see {}",
+            args.run.out.join("matrix-results.md").display()
+        );
+    }
     match infra {
         0 => Ok(code),
         n => Err(CliError::infra(format!(
@@ -338,6 +367,19 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             args.run.out.join("matrix-results.md").display()
         ))),
     }
+}
+
+/// A build-only probe needs a build to run: the bundled reproducer builds itself, a script
+/// probe needs its `build` command (its `script`, the test, is never run). Checked before
+/// anything runs (exit 2).
+fn build_only_probe(m: &Matrix) -> anyhow::Result<()> {
+    if m.probe.kind.as_deref() == Some("script") && m.probe.build.is_none() {
+        return Err(CliError::usage(format!(
+            "{}: [probe] is a script without `build`; a build-only run has nothing to build (add `build = \"...\"`)",
+            m.file
+        )));
+    }
+    Ok(())
 }
 
 fn run_error(e: crate::run::matrix::RunError) -> anyhow::Error {
@@ -379,6 +421,9 @@ fn dry_run(runner: &Runner, configs: &[&Config], revs: &[Rev]) -> String {
         revs.len(),
         configs.len()
     );
+    if runner.build_only {
+        out.push_str("build only: each cell stops after its build (built / build_failed); no test runs, no GPU is passed to the container\n");
+    }
     for rev in revs {
         for c in configs {
             let _ = writeln!(

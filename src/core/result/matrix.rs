@@ -48,6 +48,10 @@ pub struct MatrixResults {
     pub revisions: Vec<Rev>,
     pub configs: Vec<ConfigRow>,
     pub cells: Vec<Cell>,
+    /// `matrix --build-only`: every cell stopped after its build (`built` / `build_failed`),
+    /// so a failed build is the finding here, not a skip.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub build_only: bool,
     /// How it was asked and by which build of the tool (absent in results of older versions).
     #[serde(flatten)]
     pub invocation: Invocation,

@@ -47,18 +47,6 @@ pub(super) fn tree_options(exp: &Expectations, ggml_root: &Path) -> expect::Tree
     expect::TreeOptions { graphs_option }
 }
 
-/// Keeps the last part of an output for reports (`ProbeReport::output_tail`).
-pub(super) fn tail(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    s[start..].to_string()
-}
-
 /// The first line a person needs to see when a build failed.
 pub(super) fn build_error_line(output: &str) -> Option<String> {
     output
