@@ -25,6 +25,7 @@ pub mod classify;
 pub mod expect;
 pub mod offload;
 mod options;
+mod proof;
 mod reasons;
 mod sources;
 
@@ -324,6 +325,32 @@ impl Prober for ReproProber {
                 0.0,
                 provenance,
             );
+        }
+        // What the build itself proves (HIP: graphs from the compile commands, GPU targets from
+        // the offload bundles), recorded before anything can run and checked even when nothing
+        // will (a build-only question, a machine without the GPU): a build that is not what its
+        // configuration names answers neither question.
+        let tree = req.build_dir.join(self.build_dir_name());
+        let options = reasons::tree_options(&self.opts.expect, &ggml_root);
+        let proof = proof::hip_build(
+            &self.opts.expect,
+            &tree,
+            || self.compile_defs(req.build_dir),
+            &options,
+            &mut provenance,
+        );
+        if let Some(m) = proof {
+            return ProbeReport {
+                skip_scope: m.scope,
+                ..report(
+                    Outcome::Untestable,
+                    Some(m.reason),
+                    Some(&built),
+                    build_s,
+                    0.0,
+                    provenance,
+                )
+            };
         }
         if self.opts.build_only {
             return report(Outcome::Built, None, Some(&built), build_s, 0.0, provenance);

@@ -283,10 +283,9 @@ pub fn classify(
             },
             // The replay's bare loop (`--check-every 0`) is a timing baseline: it ran and checked
             // nothing, so it is no verdict, and the same flags give the same answer at every commit.
-            Some(r) if r.status == "unchecked" => Classified::new(
-                Outcome::Untestable,
-                clip(&format!("unchecked: {}", r.message)),
-            ),
+            Some(r) if r.status == "unchecked" => {
+                Classified::systematic(clip(&format!("unchecked: {}", r.message)))
+            }
             // A wrapper that exits 0 without running the checks must not count as a pass.
             Some(r) => Classified::new(
                 Outcome::InfraError,
@@ -482,6 +481,8 @@ mod tests {
         let sig = c.signature.unwrap_or_default();
         assert!(sig.starts_with("unchecked: bare loop"), "{sig}");
         assert!(sig.contains("nothing checked"), "{sig}");
+        // the same flags give the same non-answer at every commit: the run stops
+        assert_eq!(c.scope, SkipScope::Systematic);
     }
 
     #[test]

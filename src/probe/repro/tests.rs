@@ -1,5 +1,6 @@
 use super::*;
 use crate::probe::launch::HostLauncher;
+use std::sync::Arc;
 
 #[test]
 fn sources_are_embedded_and_hashed_stably() {
