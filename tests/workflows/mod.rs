@@ -71,6 +71,7 @@ pub struct Harness {
     pub secrets: Map<String, Value>,
     pub token: String,
     pub run_id: u64,
+    /// Fires once per harness (a re-run does not lose the same runner again).
     pub kill: Option<Kill>,
     /// Every job and leg of the latest attempt, by `path[leg]`.
     pub jobs: BTreeMap<String, JobRun>,
@@ -159,7 +160,6 @@ impl Harness {
             std::fs::create_dir_all(&store).unwrap();
         }
         self.jobs.clear();
-        self.killed = false;
         let wf = self.load(&format!(".github/workflows/{name}"));
         let declared = get(&wf, "on")
             .and_then(|on| get(on, "workflow_dispatch"))
