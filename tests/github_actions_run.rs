@@ -42,7 +42,10 @@ impl FakeGithub {
             .expect("python3 runs the GitHub API stand-in");
         let t = std::time::Instant::now();
         while !port_file.exists() {
-            assert!(t.elapsed() < Duration::from_secs(20), "fake GitHub did not start");
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "fake GitHub did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         let port = std::fs::read_to_string(&port_file).unwrap();
@@ -145,7 +148,8 @@ args = ["--level", "10"]
         &d.path().join("actions"),
     );
     h.repos.insert("ggml-org/ggml".into(), repo);
-    h.runner_env.push(("GITHUB_API_URL".into(), api.url.clone()));
+    h.runner_env
+        .push(("GITHUB_API_URL".into(), api.url.clone()));
     h.runner_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
     for k in ["CONTAINERS_CONF", "SETROWS_BASE_IMAGE"] {
         if let Ok(v) = std::env::var(k) {
@@ -172,7 +176,14 @@ impl World {
     }
     fn config_id(&self, params: &str) -> String {
         let out = self.tool(
-            &["matrix", "--config", "matrix.toml", "--list", "--format", "json"],
+            &[
+                "matrix",
+                "--config",
+                "matrix.toml",
+                "--list",
+                "--format",
+                "json",
+            ],
             &self.h.project,
         );
         assert!(out.status.success(), "{out:?}");
@@ -225,7 +236,10 @@ fn stored_runs(dir: &Path) -> Vec<(String, u32)> {
                 continue;
             };
             let r: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            v.push((r["commit"].as_str().unwrap().to_string(), idx.parse().unwrap()));
+            v.push((
+                r["commit"].as_str().unwrap().to_string(),
+                idx.parse().unwrap(),
+            ));
         }
     }
     v
@@ -242,14 +256,22 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
     );
     assert_eq!(r, "success", "{}", w.explain());
     // The plan printed one job per image; the CUDA control was filtered out by the plan's jq.
-    let legs: Vec<_> = w.h.jobs.iter().filter(|(k, _)| k.starts_with("run[")).collect();
+    let legs: Vec<_> =
+        w.h.jobs
+            .iter()
+            .filter(|(k, _)| k.starts_with("run["))
+            .collect();
     assert_eq!(legs.len(), 1, "{}", w.explain());
     let leg = legs[0].1;
     assert_eq!(leg.matrix["name"], "cpu", "{:?}", leg.matrix);
     assert_eq!(leg.matrix["backend"], "cpu");
     let (low, high) = (w.config_id("low"), w.config_id("high"));
     assert_eq!(
-        leg.matrix["ids"].as_str().unwrap().split(',').collect::<BTreeSet<_>>(),
+        leg.matrix["ids"]
+            .as_str()
+            .unwrap()
+            .split(',')
+            .collect::<BTreeSet<_>>(),
         BTreeSet::from([low.as_str(), high.as_str()])
     );
     assert_eq!(w.h.jobs["report"].result, "success");
@@ -274,12 +296,38 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
     assert!(w.artifact("matrix-junit").join("junit.xml").is_file());
     let summary = std::fs::read_to_string(w.h.base.join("step-summary.md")).unwrap();
     assert!(summary.contains(&high), "{summary}");
-    assert_eq!((w.api.creates(), w.api.edits()), (1, 0), "{:?}", w.api.requests());
+    assert_eq!(
+        (w.api.creates(), w.api.edits()),
+        (1, 0),
+        "{:?}",
+        w.api.requests()
+    );
 
-    // The nightly (schedule: no inputs, matrix.toml's revisions, posting on) edits that comment.
+    assert!(!w.h.base.join("dispatches").exists());
+
+    // The nightly (schedule: no inputs, matrix.toml's revisions, posting on) edits that comment,
+    // and with BISECT_NEW_FAILURES starts one bisection: the configuration that passed at the
+    // first revision and fails at the last, never the one that passes at both.
+    w.h.vars.insert("BISECT_NEW_FAILURES".into(), json!("true"));
     let r = w.h.dispatch("matrix.yml", "schedule", json!({}));
     assert_eq!(r, "success", "{}", w.explain());
-    assert_eq!((w.api.creates(), w.api.edits()), (1, 1), "{:?}", w.api.requests());
+    assert_eq!(w.h.jobs["bisect-new-failures[0]"].result, "success");
+    let dispatches = std::fs::read_to_string(w.h.base.join("dispatches")).unwrap();
+    assert_eq!(
+        dispatches.trim(),
+        format!(
+            "bisect.yml --ref main -f config={high} -f good={} -f bad={}",
+            w.shas[0], w.shas[5]
+        ),
+        "{}",
+        w.explain()
+    );
+    assert_eq!(
+        (w.api.creates(), w.api.edits()),
+        (1, 1),
+        "{:?}",
+        w.api.requests()
+    );
     w.assert_token_nowhere();
     eprintln!("{}", w.explain());
 }
@@ -296,15 +344,25 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
     let local_json = w.d.path().join("local.json");
     let out = w.tool(
         &[
-            "bisect", "--repo", w.h.repos["ggml-org/ggml"].to_str().unwrap(), "--good", &good,
-            "--bad", &bad, "--config", &id, "--work-dir",
-            w.d.path().join("local-work").to_str().unwrap(), "--json",
+            "bisect",
+            "--repo",
+            w.h.repos["ggml-org/ggml"].to_str().unwrap(),
+            "--good",
+            &good,
+            "--bad",
+            &bad,
+            "--config",
+            &id,
+            "--work-dir",
+            w.d.path().join("local-work").to_str().unwrap(),
+            "--json",
             local_json.to_str().unwrap(),
         ],
         &w.h.project.clone(),
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let local: Value = serde_json::from_str(&std::fs::read_to_string(&local_json).unwrap()).unwrap();
+    let local: Value =
+        serde_json::from_str(&std::fs::read_to_string(&local_json).unwrap()).unwrap();
     assert_eq!(local["first_bad"], w.shas[13], "{local:#}");
 
     // Round 2's first runner dies in the middle of its probe.
@@ -314,32 +372,44 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
         step: "Probe".into(),
         after: Duration::from_millis(1500),
     });
-    let inputs = json!({"good": good, "bad": bad, "config": id, "slots": K.to_string(), "post": "true"});
-    let r = w.h.dispatch("bisect-distributed.yml", "workflow_dispatch", inputs.clone());
+    let inputs =
+        json!({"good": good, "bad": bad, "config": id, "slots": K.to_string(), "post": "true"});
+    let r = w.h.dispatch(
+        "bisect-distributed.yml",
+        "workflow_dispatch",
+        inputs.clone(),
+    );
     assert_eq!(r, "failure", "{}", w.explain());
-    assert!(w.explain().contains("runner killed during 'Probe'"), "{}", w.explain());
+    assert!(
+        w.explain().contains("runner killed during 'Probe'"),
+        "{}",
+        w.explain()
+    );
     assert_eq!(w.h.jobs["round2/probe[0]"].result, "failure");
     assert_eq!(w.h.jobs["verdict"].result, "skipped", "{}", w.explain());
     assert_eq!(w.h.jobs["report"].result, "skipped");
     let killed = w.h.jobs["round2/probe[0]"].matrix.clone();
-    let survivors: Vec<String> = w
-        .h
-        .jobs
-        .iter()
-        .filter(|(k, j)| k.starts_with("round2/probe[") && j.result == "success")
-        .map(|(k, _)| k.clone())
-        .collect();
+    let survivors: Vec<String> =
+        w.h.jobs
+            .iter()
+            .filter(|(k, j)| k.starts_with("round2/probe[") && j.result == "success")
+            .map(|(k, _)| k.clone())
+            .collect();
     assert!(!survivors.is_empty(), "{}", w.explain());
 
     // "Re-run failed jobs": only the dead runner's probe runs again, then the later rounds.
-    let r = w.h.rerun_failed("bisect-distributed.yml", "workflow_dispatch", inputs);
+    let r =
+        w.h.rerun_failed("bisect-distributed.yml", "workflow_dispatch", inputs);
     assert_eq!(r, "success", "{}", w.explain());
     assert_eq!(w.h.jobs["report"].result, "success");
 
     // Same answer as the local bisection.
     let dist: Value = serde_json::from_str(
-        &std::fs::read_to_string(w.artifact(&format!("bisect-{}", w.h.run_id)).join("bisect.json"))
-            .unwrap(),
+        &std::fs::read_to_string(
+            w.artifact(&format!("bisect-{}", w.h.run_id))
+                .join("bisect.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(dist["first_bad"], local["first_bad"], "{dist:#}");
@@ -359,7 +429,11 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
     }
     let all: Vec<_> = by_round.values().flatten().cloned().collect();
     let distinct: BTreeSet<_> = all.iter().cloned().collect();
-    assert_eq!(all.len(), distinct.len(), "a probe was repeated: {by_round:?}");
+    assert_eq!(
+        all.len(),
+        distinct.len(),
+        "a probe was repeated: {by_round:?}"
+    );
     let killed_probe = (
         killed["sha"].as_str().unwrap().to_string(),
         killed["run_index"].as_u64().unwrap() as u32,
@@ -395,15 +469,29 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
         rounds_probing <= bound,
         "{rounds_probing} probing rounds for N={N}, K={K} (bound {bound})"
     );
-    eprintln!("distributed: {rounds_probing} probing rounds (N={N}, K={K}, bound {bound}), {} probes", all.len());
+    eprintln!(
+        "distributed: {rounds_probing} probing rounds (N={N}, K={K}, bound {bound}), {} probes",
+        all.len()
+    );
     // The verdict job found every probe stored: it made none of its own.
     let verdict_dir = w.h.jobs["verdict[0]"].runner_dir.clone().unwrap();
     let verdict_runs = stored_runs(&verdict_dir.join("temp/setrows-work/results"));
-    assert_eq!(verdict_runs.len(), all.len(), "the verdict job probed on its own");
-    assert_eq!((w.api.creates(), w.api.edits()), (1, 0), "{:?}", w.api.requests());
+    assert_eq!(
+        verdict_runs.len(),
+        all.len(),
+        "the verdict job probed on its own"
+    );
+    assert_eq!(
+        (w.api.creates(), w.api.edits()),
+        (1, 0),
+        "{:?}",
+        w.api.requests()
+    );
 
-    // The same question through bisect.yml: it resumes from the comment's stored probes and
-    // edits the one comment instead of adding one.
+    // The same question through bisect.yml: it resumes from the comment's stored probes (the
+    // comments' author is the token's user, as RESULTS_AUTHOR documents) and edits the one
+    // comment instead of adding one.
+    w.h.vars.insert("RESULTS_AUTHOR".into(), json!("fi-bot"));
     let r = w.h.dispatch(
         "bisect.yml",
         "workflow_dispatch",
@@ -411,11 +499,65 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
     );
     assert_eq!(r, "success", "{}", w.explain());
     let single: Value = serde_json::from_str(
-        &std::fs::read_to_string(w.artifact(&format!("bisect-{}", w.h.run_id)).join("bisect.json"))
-            .unwrap(),
+        &std::fs::read_to_string(
+            w.artifact(&format!("bisect-{}", w.h.run_id))
+                .join("bisect.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(single["first_bad"], local["first_bad"], "{single:#}");
-    assert_eq!((w.api.creates(), w.api.edits()), (1, 1), "{:?}", w.api.requests());
+    let probes = single["probes"].as_array().unwrap();
+    assert!(
+        !probes.is_empty() && probes.iter().all(|p| p["cached"] == true),
+        "bisect.yml probed again what the comment stores: {single:#}"
+    );
+    assert_eq!(
+        (w.api.creates(), w.api.edits()),
+        (1, 1),
+        "{:?}",
+        w.api.requests()
+    );
     w.assert_token_nowhere();
+}
+
+/// The harness refuses what it does not understand instead of guessing.
+#[test]
+#[should_panic(expected = "is not implemented by the harness")]
+fn an_unknown_expression_function_fails_the_harness() {
+    let c = BTreeMap::new();
+    let ctx = workflows::expr::Ctx {
+        contexts: &c,
+        success: true,
+        failure: false,
+    };
+    workflows::expr::eval("hashFiles('**/Cargo.lock')", &ctx);
+}
+
+#[test]
+fn expressions_follow_githubs_rules() {
+    let mut c = BTreeMap::new();
+    c.insert("needs".to_string(), json!({"a": {"result": "success", "outputs": {"m": "{\"include\":[]}"}}, "b": {"result": "failure"}}));
+    c.insert("vars".to_string(), json!({}));
+    c.insert("inputs".to_string(), json!({"round": 2, "post": false}));
+    let ctx = workflows::expr::Ctx {
+        contexts: &c,
+        success: false,
+        failure: true,
+    };
+    let e = |s: &str| workflows::expr::eval(s, &ctx);
+    assert_eq!(
+        e("fromJSON(needs.a.outputs.m).include[0] != null"),
+        json!(false)
+    );
+    assert_eq!(e("contains(needs.*.result, 'FAILURE')"), json!(true));
+    assert_eq!(e("vars.X || 'default'"), json!("default"));
+    assert_eq!(e("inputs.round > 1 && inputs.round == '2'"), json!(true));
+    assert_eq!(e("!inputs.post"), json!(true));
+    // Without a status function a condition means success() && (...).
+    assert!(!workflows::expr::condition(Some("inputs.round > 1"), &ctx));
+    assert!(workflows::expr::condition(
+        Some("always() && inputs.round > 1"),
+        &ctx
+    ));
 }

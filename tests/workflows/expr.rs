@@ -58,7 +58,8 @@ fn lex(src: &str) -> Vec<Tok> {
             }
             let t: String = c[start..i].iter().collect();
             out.push(Tok::Num(
-                t.parse().unwrap_or_else(|_| panic!("number `{t}` in `{src}`")),
+                t.parse()
+                    .unwrap_or_else(|_| panic!("number `{t}` in `{src}`")),
             ));
         } else if ch.is_ascii_alphabetic() || ch == '_' {
             let start = i;

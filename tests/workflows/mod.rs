@@ -18,7 +18,8 @@
 //!   use of them fails the step.
 //! - `actions/upload-artifact` / `download-artifact` copy directories in the run's store with
 //!   v4's rules (a name is uploaded once per run unless `overwrite: true`; `if-no-files-found`;
-//!   `name`, `pattern`, `merge-multiple`). Artifacts belong to the run, so a re-run sees them.
+//!   `name`, `pattern`, `merge-multiple`; hidden files left out). Artifacts belong to the run, so a re-run sees them.
+//! - `gh workflow run ARGS` (the GitHub CLI) appends ARGS to `dispatches` in the harness dir.
 //! - Not simulated, and named here: `permissions:`, `concurrency:`, `timeout-minutes:`,
 //!   `runs-on:` labels (every job runs on this machine), `persist-credentials`.
 //!
@@ -113,7 +114,20 @@ impl Harness {
         let rustup = "#!/bin/sh\n# The harness's rustup: the toolchain is the test's own.\n\
                       case \"$1\" in toolchain|default) exit 0 ;; esac\n\
                       echo \"harness rustup: not supported: $*\" >&2\nexit 97\n";
-        for (name, text) in [("cargo", cargo.as_str()), ("rustup", rustup)] {
+        // The GitHub CLI talks to the API the harness stands in for: a workflow dispatch is
+        // recorded (one line of arguments in `dispatches`) for the test to read.
+        let gh = format!(
+            "#!/bin/sh\n# The harness's gh: records workflow dispatches.\n\
+             if [ \"$1 $2\" = \"workflow run\" ]; then\n  shift 2\n  \
+             printf '%s\\n' \"$*\" >> '{}'\n  exit 0\nfi\n\
+             echo \"harness gh: not supported: $*\" >&2\nexit 97\n",
+            base.join("dispatches").display()
+        );
+        for (name, text) in [
+            ("cargo", cargo.as_str()),
+            ("rustup", rustup),
+            ("gh", gh.as_str()),
+        ] {
             let p = tools.join(name);
             std::fs::write(&p, text).unwrap();
             use std::os::unix::fs::PermissionsExt;
@@ -186,8 +200,7 @@ impl Harness {
 
     fn load(&self, rel: &str) -> Y {
         let p = self.project.join(rel);
-        let text =
-            std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
@@ -240,7 +253,10 @@ impl Harness {
                 );
                 done.insert(id.clone(), r);
             }
-            assert!(done.len() > before, "needs: cycle or unknown job in {prefix}");
+            assert!(
+                done.len() > before,
+                "needs: cycle or unknown job in {prefix}"
+            );
         }
         let result = if done.values().any(|(r, _)| r == "failure") {
             "failure"
@@ -366,7 +382,10 @@ impl Harness {
                 }
             }
             c.insert("matrix".into(), leg.clone());
-            c.insert("strategy".into(), json!({"job-index": i, "job-total": total}));
+            c.insert(
+                "strategy".into(),
+                json!({"job-index": i, "job-total": total}),
+            );
             let run = self.leg(path, i, job, &c, &j);
             if run.result != "success" {
                 result = "failure".into();
@@ -390,14 +409,23 @@ impl Harness {
         let Some(prev) = &self.previous else { return };
         let legs: Vec<(String, JobRun)> = prev
             .iter()
-            .filter(|(k, _)| k.starts_with(&format!("{path}[")) || k.starts_with(&format!("{path}/")))
+            .filter(|(k, _)| {
+                k.starts_with(&format!("{path}[")) || k.starts_with(&format!("{path}/"))
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         self.jobs.extend(legs);
     }
 
     /// One runner: a fresh workspace and RUNNER_TEMP, the job's steps in order.
-    fn leg(&mut self, path: &str, leg: usize, job: &Y, c: &BTreeMap<String, Value>, j: &JobIn) -> JobRun {
+    fn leg(
+        &mut self,
+        path: &str,
+        leg: usize,
+        job: &Y,
+        c: &BTreeMap<String, Value>,
+        j: &JobIn,
+    ) -> JobRun {
         self.runners += 1;
         let dir = self.base.join(format!("runner-{:03}", self.runners));
         let ws = dir.join("work");
@@ -486,10 +514,14 @@ impl Harness {
                         .to_string()
                 });
             for k in ["continue-on-error", "working-directory", "timeout-minutes"] {
-                assert!(get(step, k).is_none(), "{label}: step '{name}': `{k}` is not simulated");
+                assert!(
+                    get(step, k).is_none(),
+                    "{label}: step '{name}': `{k}` is not simulated"
+                );
             }
             if !expr::condition(get(step, "if").and_then(y_str), &ctx) {
-                self.log.push(format!("{label}: step '{name}': skipped (if)"));
+                self.log
+                    .push(format!("{label}: step '{name}': skipped (if)"));
                 continue;
             }
             let mut env = r.env.clone();
@@ -505,10 +537,12 @@ impl Harness {
                     .clone()
                     .filter(|k| !self.killed && k.job == path && k.leg == leg && k.step == name);
                 self.log.push(format!("{label}: step '{name}': run"));
-                let (ok, outputs, killed) = self.run_script(label, n, &script, shell, &env, r, kill);
+                let (ok, outputs, killed) =
+                    self.run_script(label, n, &script, shell, &env, r, kill);
                 if killed {
                     self.killed = true;
-                    self.log.push(format!("{label}: runner killed during '{name}'"));
+                    self.log
+                        .push(format!("{label}: runner killed during '{name}'"));
                     r.lost = true;
                     r.ok = false;
                     return;
@@ -561,7 +595,8 @@ impl Harness {
     ) -> (bool, Map<String, Value>) {
         let w = |k: &str| with.get(k).map(expr::to_string);
         let action = uses.split('@').next().unwrap();
-        let note = |s: &mut Self, what: String| s.log.push(format!("{label}: step '{name}': {what}"));
+        let note =
+            |s: &mut Self, what: String| s.log.push(format!("{label}: step '{name}': {what}"));
         match action {
             "actions/checkout" => {
                 let dest = r.ws.join(w("path").unwrap_or_default());
@@ -571,7 +606,11 @@ impl Harness {
                         .get(&repo)
                         .unwrap_or_else(|| panic!("{label}: no local repository for {repo}"))
                         .clone();
-                    assert_eq!(w("fetch-depth").as_deref(), Some("0"), "{label}: only full clones");
+                    assert_eq!(
+                        w("fetch-depth").as_deref(),
+                        Some("0"),
+                        "{label}: only full clones"
+                    );
                     let out = Command::new("git")
                         .args(["clone", "--quiet"])
                         .arg(&src)
@@ -579,7 +618,10 @@ impl Harness {
                         .output()
                         .unwrap();
                     assert!(out.status.success(), "{label}: clone {repo}: {out:?}");
-                    note(self, format!("checkout {repo}: git clone of {}", src.display()));
+                    note(
+                        self,
+                        format!("checkout {repo}: git clone of {}", src.display()),
+                    );
                 } else {
                     copy_tree(&self.project, &dest);
                     note(self, "checkout: copy of the project checkout".into());
@@ -609,6 +651,26 @@ impl Harness {
                     copy_tree(&src, &store);
                 } else {
                     std::fs::copy(&src, store.join(src.file_name().unwrap())).unwrap();
+                }
+                // v4.4 and later leave hidden files and folders out unless include-hidden-files.
+                if w("include-hidden-files").as_deref() != Some("true") {
+                    let out = Command::new("find")
+                        .arg(&store)
+                        .args([
+                            "-mindepth",
+                            "1",
+                            "-name",
+                            ".*",
+                            "-prune",
+                            "-exec",
+                            "rm",
+                            "-rf",
+                            "{}",
+                            "+",
+                        ])
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success(), "{out:?}");
                 }
                 note(self, format!("upload {aname}"));
                 (true, Map::new())
@@ -669,7 +731,14 @@ impl Harness {
                     lost: false,
                 };
                 let steps = get(runs, "steps").and_then(Y::as_sequence).unwrap();
-                self.steps(&format!("{label} > {local}"), path, leg, steps, &mut sub, &mut inner);
+                self.steps(
+                    &format!("{label} > {local}"),
+                    path,
+                    leg,
+                    steps,
+                    &mut sub,
+                    &mut inner,
+                );
                 r.lost = sub.lost;
                 // $GITHUB_ENV written inside the action holds for the rest of the job.
                 r.env.extend(sub.env[env.len()..].iter().cloned());
@@ -706,7 +775,11 @@ impl Harness {
         r: &mut Runner,
         kill: Option<Kill>,
     ) -> (bool, Map<String, Value>, bool) {
-        let stepdir = r.temp.parent().unwrap().join(format!("step-{n:02}-{}", self.log.len()));
+        let stepdir = r
+            .temp
+            .parent()
+            .unwrap()
+            .join(format!("step-{n:02}-{}", self.log.len()));
         std::fs::create_dir_all(&stepdir).unwrap();
         let file = stepdir.join("script.sh");
         std::fs::write(&file, script).unwrap();
@@ -734,7 +807,10 @@ impl Harness {
             .current_dir(&r.ws)
             .env_clear()
             .env("PATH", path)
-            .env("HOME", std::env::var("HOME").unwrap_or_else(|_| "/root".into()))
+            .env(
+                "HOME",
+                std::env::var("HOME").unwrap_or_else(|_| "/root".into()),
+            )
             .env("CI", "true")
             .env("GITHUB_ACTIONS", "true")
             .env("GITHUB_WORKSPACE", &r.ws)
@@ -778,7 +854,8 @@ impl Harness {
             return (false, Map::new(), true);
         };
         if !status.success() {
-            self.log.push(format!("{label}: exit {:?}; log:\n{log}", status.code()));
+            self.log
+                .push(format!("{label}: exit {:?}; log:\n{log}", status.code()));
         }
         for (k, v) in parse_kv(&std::fs::read_to_string(&genv).unwrap()) {
             r.env.push((k, v));
@@ -856,7 +933,9 @@ fn typed_inputs(declared: Option<&Y>, given: Value) -> Value {
                 }
                 ("boolean", Some(Value::String(s))) => Value::Bool(s == "true"),
                 ("number", Some(Value::String(s))) => {
-                    json!(s.parse::<f64>().unwrap_or_else(|_| panic!("input {k}: {s}")))
+                    json!(s
+                        .parse::<f64>()
+                        .unwrap_or_else(|_| panic!("input {k}: {s}")))
                 }
                 ("choice", Some(v)) => {
                     let options: Vec<Value> = get(d, "options")
@@ -913,7 +992,10 @@ fn expand_matrix(m: &Y, ctx: &Ctx) -> Vec<Value> {
             })
             .collect();
     }
-    assert!(m.get("exclude").is_none(), "matrix exclude is not simulated");
+    assert!(
+        m.get("exclude").is_none(),
+        "matrix exclude is not simulated"
+    );
     let axes = m.keys().any(|k| k != "include");
     let mut out: Vec<Value> = if axes {
         legs.into_iter().map(Value::Object).collect()
@@ -988,5 +1070,10 @@ pub fn copy_tree(from: &Path, to: &Path) {
         .arg(to)
         .output()
         .unwrap();
-    assert!(out.status.success(), "cp {} {}: {out:?}", from.display(), to.display());
+    assert!(
+        out.status.success(),
+        "cp {} {}: {out:?}",
+        from.display(),
+        to.display()
+    );
 }
