@@ -178,7 +178,7 @@ impl World {
         let out = self.tool(
             &[
                 "matrix",
-                "--config",
+                "--matrix",
                 "matrix.toml",
                 "--list",
                 "--format",

@@ -96,7 +96,7 @@ fn matrix_and_bisect_config_run_on_the_host() {
         let mut c = Command::cargo_bin("setrows-bisect").unwrap();
         c.env("SETROWS_WORK_DIR", d.path().join("work"))
             .args(args)
-            .arg("--config")
+            .arg("--matrix")
             .arg(&conf)
             .arg("--repo")
             .arg(&repo)
@@ -163,7 +163,7 @@ fn list_formats() {
     let list = |fmt: &str| {
         let a = Command::cargo_bin("setrows-bisect")
             .unwrap()
-            .args(["matrix", "--list", "--format", fmt, "--config"])
+            .args(["matrix", "--list", "--format", fmt, "--matrix"])
             .arg(&conf)
             .assert()
             .success();
@@ -416,7 +416,7 @@ fn dry_run_prints_every_cell_and_runs_nothing() {
     let work = d.path().join("work");
     let a = Command::cargo_bin("setrows-bisect")
         .unwrap()
-        .args(["matrix", "--dry-run", "--engine", "none", "--config"])
+        .args(["matrix", "--dry-run", "--engine", "none", "--matrix"])
         .arg(&conf)
         .arg("--repo")
         .arg(&repo)
@@ -469,7 +469,7 @@ fn an_out_of_range_probe_timeout_is_refused_before_any_probe() {
         std::fs::write(&conf, text).unwrap();
         let mut c = Command::cargo_bin("setrows-bisect").unwrap();
         c.env("SETROWS_WORK_DIR", &work)
-            .args(["matrix", "--engine", "none", "--rev", &good, "--config"])
+            .args(["matrix", "--engine", "none", "--rev", &good, "--matrix"])
             .arg(&conf)
             .arg("--repo")
             .arg(&repo)
