@@ -116,7 +116,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
                 }
                 let output = std::fs::read_to_string(&cell.log).unwrap_or_default();
                 let verdict = predicate.judge(cell.outcome, &output);
-                progress.line(&format!("{label}: {} -> {verdict:?}", cell.outcome));
+                progress.line(&format!("{label}: {} -> {verdict}", cell.outcome));
                 search.record(i, verdict);
                 probed.push((i, cell, verdict));
             }

@@ -38,6 +38,24 @@ impl Expectations {
         }
     }
 
+    /// `backend=hip graphs=on wave_size=32 gpu_target=gfx1151`, the asked-for facts only.
+    pub fn describe(&self) -> String {
+        let mut v = Vec::new();
+        if let Some(b) = self.backend {
+            v.push(format!("backend={}", b.as_str()));
+        }
+        if let Some(g) = self.graphs {
+            v.push(format!("graphs={}", if g { "on" } else { "off" }));
+        }
+        if let Some(w) = self.wave_size {
+            v.push(format!("wave_size={w}"));
+        }
+        if let Some(t) = &self.gpu_target {
+            v.push(format!("gpu_target={t}"));
+        }
+        v.join(" ")
+    }
+
     pub fn is_empty(&self) -> bool {
         *self == Expectations::default()
     }

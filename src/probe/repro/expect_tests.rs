@@ -212,3 +212,18 @@ fn from_recipe_asks_what_the_recipe_pins() {
     assert!(e.needs_compile_defs());
     assert!(Expectations::default().is_empty());
 }
+
+#[test]
+fn expectations_read_as_settings_not_as_a_debug_struct() {
+    let e = Expectations {
+        backend: Some(Backend::Hip),
+        graphs: Some(true),
+        wave_size: Some(32),
+        gpu_target: Some("gfx1151".into()),
+    };
+    assert_eq!(
+        e.describe(),
+        "backend=hip graphs=on wave_size=32 gpu_target=gfx1151"
+    );
+    assert_eq!(Expectations::default().describe(), "");
+}
