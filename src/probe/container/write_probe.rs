@@ -4,7 +4,7 @@
 //! reported with the engine's own error, not as a permission problem of the work dir.
 
 /// Printed by the write probe's shell: its presence proves the container started.
-const STARTED: &str = "setrows-write-probe: started";
+const STARTED: &str = "setrows-write-probe-started";
 
 use super::*;
 
@@ -12,7 +12,7 @@ use super::*;
 pub fn write_probe_job(dir: &Path) -> ShellJob {
     ShellJob {
         script: format!(
-            "echo '{STARTED}'; touch \"$WORK/.setrows-write-probe\" && rm -f \"$WORK/.setrows-write-probe\""
+            "echo {STARTED}; touch \"$WORK/.setrows-write-probe\" && rm -f \"$WORK/.setrows-write-probe\""
         ),
         src: dir.to_path_buf(),
         work: dir.to_path_buf(),
