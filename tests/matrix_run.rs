@@ -151,6 +151,68 @@ fn matrix_and_bisect_config_run_on_the_host() {
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("--axis nonsense"));
 }
 
+/// One vocabulary with `bisect`: `--matrix FILE`, `--config ID`; the old `--config FILE` still
+/// works with one line of notice, and without either the built-in matrix answers from anywhere.
+#[test]
+fn matrix_takes_matrix_file_and_config_id_like_bisect() {
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("m.toml");
+    std::fs::write(
+        &conf,
+        "[images]\nhip = \"r/rocm:{rocm}\"\n[matrix]\nrocm = [\"6.4.1\", \"7.0.2\"]\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::cargo_bin("setrows-bisect")
+            .unwrap()
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (code, all, err) = run(&["matrix", "--list", "--matrix", "m.toml"]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{err}");
+    assert_eq!(all.lines().count(), 2, "{all}");
+    let id = all
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let (code, one, err) = run(&["matrix", "--list", "--matrix", "m.toml", "--config", id]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{err}");
+    assert_eq!(
+        one.lines().collect::<Vec<_>>(),
+        vec![all.lines().nth(1).unwrap()]
+    );
+    let (code, old, err) = run(&["matrix", "--list", "--config", "m.toml"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(old, all);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--matrix m.toml"), "{err}");
+    let (code, _, err) = run(&[
+        "matrix", "--list", "--matrix", "m.toml", "--config", "nosuchid",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--config nosuchid"), "{err}");
+    // No matrix.toml here: the copy built into the binary, as `bisect --config ID` uses.
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .current_dir(empty.path())
+        .args(["matrix", "--list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("backend=hip rocm=6.4.1"));
+}
+
 #[test]
 fn list_formats() {
     let d = tempfile::tempdir().unwrap();

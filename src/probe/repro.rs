@@ -271,12 +271,6 @@ impl ReproProber {
 }
 
 impl Prober for ReproProber {
-    fn identity_for_people(&self) -> String {
-        let debug = format!(" expect={:?}", self.opts.expect);
-        let readable = format!(" expect=[{}]", self.opts.expect.describe());
-        self.identity().replace(&debug, &readable)
-    }
-
     fn identity(&self) -> String {
         // Cache locations (CCACHE_DIR sits under the work dir) change nothing that is tested; keeping
         // them out lets runners with different work dirs share results (`--resume-from-issue`).

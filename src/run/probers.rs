@@ -169,7 +169,7 @@ impl PerTreeRepro {
         let named = ReproProber::new(named);
         let tail = format!(" cmake_spellings=per-tree recipe={}", recipe.identity());
         let identity = format!("{}{tail}", named.identity());
-        let for_people = format!("{}{tail}", named.identity_for_people());
+        let for_people = format!("{}{tail}", opts.expect.readable_in(&named.identity()));
         PerTreeRepro {
             opts,
             recipe,

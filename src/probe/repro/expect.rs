@@ -56,6 +56,15 @@ impl Expectations {
         v.join(" ")
     }
 
+    /// A reproducer identity as people read it: its ` expect=` part (hashed as the struct's
+    /// debug text, which must stay for stored results to stay valid) spelled as settings.
+    pub fn readable_in(&self, identity: &str) -> String {
+        identity.replace(
+            &format!(" expect={self:?}"),
+            &format!(" expect=[{}]", self.describe()),
+        )
+    }
+
     pub fn is_empty(&self) -> bool {
         *self == Expectations::default()
     }

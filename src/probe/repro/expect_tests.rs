@@ -226,4 +226,9 @@ fn expectations_read_as_settings_not_as_a_debug_struct() {
         "backend=hip graphs=on wave_size=32 gpu_target=gfx1151"
     );
     assert_eq!(Expectations::default().describe(), "");
+    let id = format!("repro:v1 launcher=host expect={e:?} cmake_spellings=per-tree");
+    assert_eq!(
+        e.readable_in(&id),
+        "repro:v1 launcher=host expect=[backend=hip graphs=on wave_size=32 gpu_target=gfx1151] cmake_spellings=per-tree"
+    );
 }
