@@ -103,6 +103,9 @@ struct World {
 /// harness whose runners reach the API stand-in and podman.
 fn world(n: usize, bad_from: usize) -> Option<World> {
     podman()?;
+    for tool in ["jq", "python3"] {
+        container_common::tools_require(tool)?;
+    }
     let d = tempfile::tempdir().unwrap();
     let repo = d.path().join("ggml");
     let shas = make_repo(&repo, n, bad_from);
