@@ -18,7 +18,8 @@
 //!   use of them fails the step.
 //! - `actions/upload-artifact` / `download-artifact` copy directories in the run's store with
 //!   v4's rules (a name is uploaded once per run unless `overwrite: true`; `if-no-files-found`;
-//!   `name`, `pattern`, `merge-multiple`; hidden files left out). Artifacts belong to the run, so a re-run sees them.
+//!   `name`, `pattern`, `merge-multiple`; hidden files left out; file names with `":<>|*?`
+//!   refused). Artifacts belong to the run, so a re-run sees them.
 //! - `gh workflow run ARGS` (the GitHub CLI) appends ARGS to `dispatches` in the harness dir.
 //! - Not simulated, and named here: `permissions:`, `concurrency:`, `timeout-minutes:`,
 //!   `runs-on:` labels (every job runs on this machine), `persist-credentials`.
@@ -651,6 +652,17 @@ impl Harness {
                     copy_tree(&src, &store);
                 } else {
                     std::fs::copy(&src, store.join(src.file_name().unwrap())).unwrap();
+                }
+                // v4 refuses paths with these characters (NTFS rules, for every runner OS).
+                let out = Command::new("find").arg(&store).output().unwrap();
+                let bad = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter(|l| l.contains(['"', ':', '<', '>', '|', '*', '?', '\r']))
+                    .map(String::from)
+                    .collect::<Vec<_>>();
+                if !bad.is_empty() {
+                    note(self, format!("upload {aname}: invalid file names {bad:?}"));
+                    return (false, Map::new());
                 }
                 // v4.4 and later leave hidden files and folders out unless include-hidden-files.
                 if w("include-hidden-files").as_deref() != Some("true") {
