@@ -201,6 +201,35 @@ fn matrix_takes_matrix_file_and_config_id_like_bisect() {
     ]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--config nosuchid"), "{err}");
+    // bisect-config's base configuration is `--config ID` too; `--base ID` still works, noted.
+    let (code, _, err) = run(&[
+        "bisect-config",
+        "--matrix",
+        "m.toml",
+        "--axis",
+        "rocm",
+        "--config",
+        "nosuchid",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--config nosuchid: no such configuration"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        "bisect-config",
+        "--matrix",
+        "m.toml",
+        "--axis",
+        "rocm",
+        "--base",
+        "nosuchid",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("note: `--base nosuchid` is spelled `--config nosuchid` now\n"),
+        "{err}"
+    );
     // No matrix.toml here: the copy built into the binary, as `bisect --config ID` uses.
     let empty = tempfile::tempdir().unwrap();
     let out = Command::cargo_bin("setrows-bisect")
