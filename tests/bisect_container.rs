@@ -244,3 +244,41 @@ fn a_config_bisect_runs_in_the_configurations_image_and_flags_reuse_its_runs() {
         "{g}"
     );
 }
+
+/// An engine that cannot start any container (here runc refusing an rlimit past the kernel's
+/// maximum, the failure podman shows on this kind of host without the setup script's
+/// CONTAINERS_CONF) is reported as such, with the engine's own error: not as a work dir the
+/// container cannot write, which only a started container can find out.
+#[test]
+fn an_engine_that_cannot_start_a_container_says_so_in_its_own_words() {
+    let Some(_) = podman() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let shas = make_repo(&repo, 3, 2);
+    let conf = d.path().join("containers.conf");
+    std::fs::write(
+        &conf,
+        "[containers]\ndefault_ulimits = [\"nofile=2000000000:2000000000\"]\n[engine]\nruntime = \"runc\"\n",
+    )
+    .unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .arg("--repo")
+        .arg(&repo)
+        .args(["--good", &shas[0], "--bad", &shas[2]])
+        .args(["--build", BUILD, "--script", TEST])
+        .arg("--work-dir")
+        .arg(d.path().join("work"))
+        .args(["--engine", "podman", "--image", &image_a()])
+        .env("CONTAINERS_CONF", &conf)
+        .env_remove("SETROWS_WORK_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("could not start a container"), "{stderr}");
+    assert!(
+        stderr.contains("rlimit"),
+        "the engine's own error: {stderr}"
+    );
+    assert!(!stderr.contains("not writable"), "{stderr}");
+}

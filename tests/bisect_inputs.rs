@@ -173,6 +173,14 @@ fn dry_run_resolves_everything_and_runs_nothing() {
     );
     assert!(!counter.exists(), "--dry-run ran a probe");
     assert!(!f.json_path().exists(), "--dry-run wrote a result");
+    // Readable lines: no internal structure's debug spelling reaches the user.
+    assert!(
+        stdout.contains("configuration: set by flags, on the host"),
+        "{stdout}"
+    );
+    for debug in ["Some(", "None", " { ", "Expectations"] {
+        assert!(!stdout.contains(debug), "{debug} in:\n{stdout}");
+    }
 
     // A free slot puts both endpoints in the first wave; --lazy-endpoints tests at most the one
     // next to the answer.

@@ -177,7 +177,7 @@ fn a_docker_daemon_that_is_down_is_an_infrastructure_error() {
     .unwrap();
     let out = assert_cmd::Command::cargo_bin("setrows-bisect")
         .unwrap()
-        .args(["matrix", "--engine", "docker", "--rev", "HEAD", "--config"])
+        .args(["matrix", "--engine", "docker", "--rev", "HEAD", "--matrix"])
         .arg(&conf)
         .output()
         .unwrap();

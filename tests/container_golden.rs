@@ -135,7 +135,7 @@ fn the_write_probe_touches_the_work_mount() {
     assert!(argv.contains("--volume /cache/ccache/k1:/work "), "{argv}");
     assert!(
         argv.ends_with(
-            "sh -c 'touch \"$WORK/.setrows-write-probe\" && rm -f \"$WORK/.setrows-write-probe\"'"
+            "sh -c 'echo setrows-write-probe-started; touch \"$WORK/.setrows-write-probe\" && rm -f \"$WORK/.setrows-write-probe\"'"
         ),
         "{argv}"
     );

@@ -34,7 +34,7 @@ fn a_matrix_over_two_images_and_two_revisions() {
     );
     let out = d.path().join("out");
     let assert = bin(&d.path().join("work"))
-        .args(["matrix", "--engine", "podman", "--config"])
+        .args(["matrix", "--engine", "podman", "--matrix"])
         .arg(&m)
         .arg("--repo")
         .arg(&repo)
@@ -105,7 +105,7 @@ fn a_missing_image_is_reported_as_infrastructure_not_a_verdict() {
             "1",
             "--rev",
             "HEAD",
-            "--config",
+            "--matrix",
         ])
         .arg(&m)
         .arg("--repo")
@@ -148,7 +148,7 @@ fn bisect_config_finds_the_first_failing_image() {
             "--values",
             &ladder,
         ])
-        .arg("--config")
+        .arg("--matrix")
         .arg(&m)
         .arg("--repo")
         .arg(&repo)
@@ -185,7 +185,7 @@ fn two_levels_first_failing_value_then_first_bad_commit_inside_it() {
             "arg:--level",
         ])
         .args(["--values", "0,2,4,5,6,9", "--good-rev", &shas[0]])
-        .arg("--config")
+        .arg("--matrix")
         .arg(&m)
         .arg("--repo")
         .arg(&repo)
@@ -218,7 +218,7 @@ fn an_interrupted_matrix_leaves_no_container_behind() {
     )
     .unwrap();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
-        .args(["matrix", "--engine", "podman", "--rev", "HEAD", "--config"])
+        .args(["matrix", "--engine", "podman", "--rev", "HEAD", "--matrix"])
         .arg(&m)
         .arg("--repo")
         .arg(&repo)

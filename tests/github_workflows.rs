@@ -254,7 +254,7 @@ fn list(format: &str) -> serde_json::Value {
         .unwrap()
         .args([
             "matrix",
-            "--config",
+            "--matrix",
             "matrix.toml",
             "--list",
             "--format",

@@ -96,7 +96,7 @@ fn matrix_and_bisect_config_run_on_the_host() {
         let mut c = Command::cargo_bin("setrows-bisect").unwrap();
         c.env("SETROWS_WORK_DIR", d.path().join("work"))
             .args(args)
-            .arg("--config")
+            .arg("--matrix")
             .arg(&conf)
             .arg("--repo")
             .arg(&repo)
@@ -151,6 +151,97 @@ fn matrix_and_bisect_config_run_on_the_host() {
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("--axis nonsense"));
 }
 
+/// One vocabulary with `bisect`: `--matrix FILE`, `--config ID`; the old `--config FILE` still
+/// works with one line of notice, and without either the built-in matrix answers from anywhere.
+#[test]
+fn matrix_takes_matrix_file_and_config_id_like_bisect() {
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("m.toml");
+    std::fs::write(
+        &conf,
+        "[images]\nhip = \"r/rocm:{rocm}\"\n[matrix]\nrocm = [\"6.4.1\", \"7.0.2\"]\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::cargo_bin("setrows-bisect")
+            .unwrap()
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (code, all, err) = run(&["matrix", "--list", "--matrix", "m.toml"]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{err}");
+    assert_eq!(all.lines().count(), 2, "{all}");
+    let id = all
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let (code, one, err) = run(&["matrix", "--list", "--matrix", "m.toml", "--config", id]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{err}");
+    assert_eq!(
+        one.lines().collect::<Vec<_>>(),
+        vec![all.lines().nth(1).unwrap()]
+    );
+    let (code, old, err) = run(&["matrix", "--list", "--config", "m.toml"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(old, all);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--matrix m.toml"), "{err}");
+    let (code, _, err) = run(&[
+        "matrix", "--list", "--matrix", "m.toml", "--config", "nosuchid",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--config nosuchid"), "{err}");
+    // bisect-config's base configuration is `--config ID` too; `--base ID` still works, noted.
+    let (code, _, err) = run(&[
+        "bisect-config",
+        "--matrix",
+        "m.toml",
+        "--axis",
+        "rocm",
+        "--config",
+        "nosuchid",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--config nosuchid: no such configuration"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        "bisect-config",
+        "--matrix",
+        "m.toml",
+        "--axis",
+        "rocm",
+        "--base",
+        "nosuchid",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("note: `--base nosuchid` is spelled `--config nosuchid` now\n"),
+        "{err}"
+    );
+    // No matrix.toml here: the copy built into the binary, as `bisect --config ID` uses.
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .current_dir(empty.path())
+        .args(["matrix", "--list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("backend=hip rocm=6.4.1"));
+}
+
 #[test]
 fn list_formats() {
     let d = tempfile::tempdir().unwrap();
@@ -163,7 +254,7 @@ fn list_formats() {
     let list = |fmt: &str| {
         let a = Command::cargo_bin("setrows-bisect")
             .unwrap()
-            .args(["matrix", "--list", "--format", fmt, "--config"])
+            .args(["matrix", "--list", "--format", fmt, "--matrix"])
             .arg(&conf)
             .assert()
             .success();
@@ -416,7 +507,7 @@ fn dry_run_prints_every_cell_and_runs_nothing() {
     let work = d.path().join("work");
     let a = Command::cargo_bin("setrows-bisect")
         .unwrap()
-        .args(["matrix", "--dry-run", "--engine", "none", "--config"])
+        .args(["matrix", "--dry-run", "--engine", "none", "--matrix"])
         .arg(&conf)
         .arg("--repo")
         .arg(&repo)
@@ -469,7 +560,7 @@ fn an_out_of_range_probe_timeout_is_refused_before_any_probe() {
         std::fs::write(&conf, text).unwrap();
         let mut c = Command::cargo_bin("setrows-bisect").unwrap();
         c.env("SETROWS_WORK_DIR", &work)
-            .args(["matrix", "--engine", "none", "--rev", &good, "--config"])
+            .args(["matrix", "--engine", "none", "--rev", &good, "--matrix"])
             .arg(&conf)
             .arg("--repo")
             .arg(&repo)

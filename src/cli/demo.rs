@@ -183,7 +183,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     if found_it {
         println!("demo: the bisect found exactly that commit.");
     } else {
-        println!("demo: the bisect did NOT find it (got {found:?}); please report this.");
+        println!(
+            "demo: the bisect did NOT find it (got {}); please report this.",
+            found.as_deref().unwrap_or("no commit")
+        );
     }
     println!(
         "{}",

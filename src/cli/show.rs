@@ -80,7 +80,7 @@ fn from_journal(b: &workdir::Bisection) -> String {
                 .unwrap_or_else(|| "?".into()),
             if p.cached { " (stored)" } else { "" },
             p.verdict
-                .map(|v| format!("{v:?}").to_lowercase())
+                .map(|v| v.to_string())
                 .unwrap_or_else(|| "?".into())
         ));
     }

@@ -121,6 +121,23 @@ pub enum Verdict {
     Skip,
 }
 
+impl Verdict {
+    /// The word reports, progress lines and JUnit use (the JSON's spelling).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Old => "old",
+            Verdict::New => "new",
+            Verdict::Skip => "skip",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What counts as "new" behaviour (cargo-bisect-rustc's `--regress`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

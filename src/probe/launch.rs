@@ -57,6 +57,49 @@ pub trait Launcher: Send + Sync {
     }
 }
 
+/// The environment facts upstream maintainers ask for first (kernel; ROCm, HIP runtime and
+/// amdgpu driver; CUDA toolkit, NVIDIA driver and the CUDA version that driver supports;
+/// compiler; GPU), printed by one shell script that runs the same on the host and inside an
+/// image: one `@@key` header per section, and a tool that is absent prints nothing, so its
+/// section is left out. `/sys/module/amdgpu/version` exists only for the DKMS driver; Debian's
+/// ROCm has no `/opt/rocm/.info/version`, so its images record their ROCm in `/etc/setrows-rocm`.
+pub const ENVIRONMENT_SCRIPT: &str = r#"echo @@kernel; uname -r
+echo @@rocm; head -n 1 /opt/rocm/.info/version 2>/dev/null || sed -n 's/^rocm=//p' /etc/setrows-rocm 2>/dev/null
+echo @@hip; hipconfig --version 2>/dev/null; echo
+echo @@amdgpu_driver; cat /sys/module/amdgpu/version 2>/dev/null
+echo @@nvcc; nvcc --version 2>/dev/null | grep -i release
+echo @@cuda_driver; nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1
+echo @@cuda_driver_api; nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -n 1 | sed 's/CUDA Version: //'
+echo @@compiler; (c++ --version || cc --version) 2>/dev/null | head -n 1
+echo @@gpu; { rocminfo 2>/dev/null | awk '/^ *Name:/{n=$2} /Marketing Name:/{sub(/^ *Marketing Name: */,""); m=$0} /Device Type: *GPU/{print n " (" m ")"; exit}'; nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1; }
+true"#;
+
+/// Parses the `@@key` sections; empty sections (tool absent) are left out.
+pub fn parse_provenance(output: &str) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut key: Option<String> = None;
+    let mut val: Vec<&str> = Vec::new();
+    let mut flush = |key: &Option<String>, val: &mut Vec<&str>| {
+        if let Some(k) = key {
+            let v = val.join("; ").trim().to_string();
+            if !v.is_empty() {
+                out.insert(k.clone(), v);
+            }
+        }
+        val.clear();
+    };
+    for line in output.lines() {
+        if let Some(k) = line.strip_prefix("@@") {
+            flush(&key, &mut val);
+            key = Some(k.trim().to_string());
+        } else if !line.trim().is_empty() {
+            val.push(line.trim());
+        }
+    }
+    flush(&key, &mut val);
+    out
+}
+
 /// Runs steps directly on this machine.
 #[derive(Debug, Clone, Default)]
 pub struct HostLauncher;
@@ -82,6 +125,23 @@ impl Launcher for HostLauncher {
         }
     }
 
+    /// The host's drivers and runtimes, read once per process (they do not change under a run).
+    fn provenance(&self) -> std::collections::BTreeMap<String, String> {
+        static FACTS: std::sync::OnceLock<std::collections::BTreeMap<String, String>> =
+            std::sync::OnceLock::new();
+        FACTS
+            .get_or_init(|| {
+                std::process::Command::new("sh")
+                    .args(["-c", ENVIRONMENT_SCRIPT])
+                    .stdin(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .output()
+                    .map(|o| parse_provenance(&String::from_utf8_lossy(&o.stdout)))
+                    .unwrap_or_default()
+            })
+            .clone()
+    }
+
     fn work_in_step(&self, job: &ShellJob) -> String {
         // Compilers run in subdirectories of the build: a relative path would point elsewhere.
         std::path::absolute(&job.work)
@@ -97,4 +157,32 @@ pub fn with_dirs(env: &[(String, String)], src: &str, work: &str) -> Vec<(String
     out.push(("SRC".into(), src.into()));
     out.push(("WORK".into(), work.into()));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The script's real output on an H200 host (the evidence file says where it ran): the
+    /// driver, the CUDA version it supports and the toolkit come out as their own facts.
+    #[test]
+    fn cuda_driver_and_runtime_are_read_from_a_real_host() {
+        let text = include_str!("../../repro-kernels/evidence/h200-environment-facts.txt");
+        let p = parse_provenance(text);
+        assert_eq!(p["cuda_driver"], "580.159.04");
+        assert_eq!(p["cuda_driver_api"], "13.0");
+        assert!(p["nvcc"].contains("release 13.0"), "{p:?}");
+        assert_eq!(p["gpu"], "NVIDIA H200");
+        // Absent tools leave no empty facts behind.
+        for k in ["rocm", "hip", "amdgpu_driver"] {
+            assert!(!p.contains_key(k), "{p:?}");
+        }
+    }
+
+    /// On this machine: the script runs, and the kernel is always there.
+    #[test]
+    fn the_host_reports_at_least_its_kernel() {
+        let p = HostLauncher.provenance();
+        assert!(p.get("kernel").is_some_and(|k| !k.is_empty()), "{p:?}");
+    }
 }

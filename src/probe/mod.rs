@@ -165,6 +165,13 @@ pub trait Prober: Send + Sync {
     /// nothing stored is reused.
     fn identity(&self) -> String;
 
+    /// The identity as people read it (`--dry-run`): the same facts, with no internal
+    /// structure's debug spelling. The hashed `identity` keeps its text, so stored results
+    /// stay valid.
+    fn identity_for_people(&self) -> String {
+        self.identity()
+    }
+
     /// Build and test one revision. Never panics; failures of the machinery come back as
     /// `Outcome::InfraError`.
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport;

@@ -54,7 +54,7 @@ pub fn render(c: &BisectConfigResult, doc: &mut Document) {
     );
     for p in &c.probes {
         md.push_str(&format!(
-            "| {} | {} | {} {} | {:?} | {} |\n",
+            "| {} | {} | {} {} | {} | {} |\n",
             code(&p.value),
             code(&p.config),
             icon(p.cell.outcome),

@@ -14,14 +14,19 @@ pub fn render(b: &BisectResult) -> Option<String> {
             escape::inline_short(l, 200)
         ),
         (Some(id), None) => format!("`{}`", escape::inline_short(id, 40)),
-        _ => "explicit flags".into(),
+        _ => String::new(),
     };
+    // "`ID` (label) from matrix.toml, in image X" or "set by flags, on the host".
+    let origin = if c.id.is_some() {
+        format!("{name} from {}", escape::inline_short(&c.source, 200))
+    } else {
+        "set by flags".into()
+    };
+    let place = c.image.as_deref().map_or("on the host".into(), |i| {
+        format!("in image {}", escape::inline_short(i, 200))
+    });
     let mut md = format!(
-        "**Configuration:** {name} from {}, in {}\n\n- settings: {}\n",
-        escape::inline_short(&c.source, 200),
-        c.image
-            .as_deref()
-            .map_or("the host".into(), |i| escape::inline_short(i, 200)),
+        "**Configuration:** {origin}, {place}\n\n- settings: {}\n",
         escape::inline_short(&c.settings.join(" "), 600)
     );
     if let Some(r) = &b.reproducer {

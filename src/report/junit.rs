@@ -147,7 +147,7 @@ fn bisect_cases(class: &str, b: &BisectResult) -> Vec<TestCase> {
             let verdicts: Vec<String> = runs
                 .iter()
                 .map(|p| {
-                    let v = format!("{:?}", p.verdict).to_lowercase();
+                    let v = p.verdict.as_str().to_string();
                     format!(
                         "{} ({v}){}",
                         message(p.outcome, p.signature.as_deref()),

@@ -169,22 +169,23 @@ pub struct PerTreeRepro {
     recipe: Recipe,
     fallback: TreeFacts,
     identity: String,
+    for_people: String,
 }
 
 impl PerTreeRepro {
     pub fn new(opts: ReproOptions, recipe: Recipe, fallback: TreeFacts) -> Self {
         let mut named = opts.clone();
         named.cmake_args = recipe.cmake_args(&TreeFacts::default());
-        let identity = format!(
-            "{} cmake_spellings=per-tree recipe={}",
-            ReproProber::new(named).identity(),
-            recipe.identity()
-        );
+        let named = ReproProber::new(named);
+        let tail = format!(" cmake_spellings=per-tree recipe={}", recipe.identity());
+        let identity = format!("{}{tail}", named.identity());
+        let for_people = format!("{}{tail}", opts.expect.readable_in(&named.identity()));
         PerTreeRepro {
             opts,
             recipe,
             fallback,
             identity,
+            for_people,
         }
     }
 
@@ -201,6 +202,10 @@ impl PerTreeRepro {
 impl Prober for PerTreeRepro {
     fn identity(&self) -> String {
         self.identity.clone()
+    }
+
+    fn identity_for_people(&self) -> String {
+        self.for_people.clone()
     }
 
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
@@ -291,6 +296,14 @@ impl Prober for InfraAware {
         format!(
             "{}\nconfig:\n{}",
             self.inner.identity(),
+            self.config_identity
+        )
+    }
+
+    fn identity_for_people(&self) -> String {
+        format!(
+            "{}\nconfig:\n{}",
+            self.inner.identity_for_people(),
             self.config_identity
         )
     }

@@ -298,7 +298,7 @@ impl Runs<'_> {
                 .predicate
                 .judge(report.outcome, &report.output_tail);
             (self.progress)(&format!(
-                "validate {role} {short} run {}: {} ({v:?}){}",
+                "validate {role} {short} run {}: {} ({v}){}",
                 i + 1,
                 report.outcome,
                 if cached { " [stored]" } else { "" }

@@ -61,13 +61,15 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
         );
     }
     if let Some(c) = &p.configuration {
-        let _ = writeln!(
-            out,
-            "configuration: {} from {}, in {}",
-            c.id.as_deref().unwrap_or("explicit flags"),
-            c.source,
-            c.image.as_deref().unwrap_or("the host")
-        );
+        let origin = match &c.id {
+            Some(id) => format!("{id} from {}", c.source),
+            None => "set by flags".into(),
+        };
+        let place = c
+            .image
+            .as_deref()
+            .map_or("on the host".into(), |i| format!("in image {i}"));
+        let _ = writeln!(out, "configuration: {origin}, {place}");
         let _ = writeln!(out, "  settings: {}", c.settings.join(" "));
         for o in &c.overrides {
             let _ = writeln!(out, "  overridden by flag: {o}");
@@ -79,7 +81,7 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
     }
     let _ = writeln!(out, "work dir: {}", p.plan.work_dir.display());
     let _ = writeln!(out, "prober identity (part of every store key):");
-    for line in identity.lines() {
+    for line in p.prober.identity_for_people().lines() {
         let _ = writeln!(out, "  {line}");
     }
     if let Some(hint) = &p.reproduce {

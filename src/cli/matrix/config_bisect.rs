@@ -34,10 +34,23 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             "--post-to posts the commit bisect of --good-rev; without --good-rev there is none",
         ));
     }
-    let m = load(&args.run.config)?;
-    let base = match &args.base {
+    let (m, ids) = args.run.load()?;
+    let (flag, base) = match (ids.as_slice(), &args.base) {
+        ([], None) => ("", None),
+        ([id], None) => ("--config", Some(id)),
+        ([], Some(id)) => {
+            eprintln!("note: `--base {id}` is spelled `--config {id}` now");
+            ("--config", Some(id))
+        }
+        _ => {
+            return Err(CliError::usage(
+                "bisect-config takes one base configuration: --config ID (--base ID is its old spelling)",
+            ))
+        }
+    };
+    let base = match base {
         Some(id) => m.find(id).ok_or_else(|| {
-            CliError::usage(format!("--base {id}: no such configuration in {}", m.file))
+            CliError::usage(format!("{flag} {id}: no such configuration in {}", m.file))
         })?,
         None => m
             .configs
@@ -115,7 +128,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
                 }
                 let output = std::fs::read_to_string(&cell.log).unwrap_or_default();
                 let verdict = predicate.judge(cell.outcome, &output);
-                progress.line(&format!("{label}: {} -> {verdict:?}", cell.outcome));
+                progress.line(&format!("{label}: {} -> {verdict}", cell.outcome));
                 search.record(i, verdict);
                 probed.push((i, cell, verdict));
             }

@@ -31,9 +31,15 @@ pub enum ListFormat {
 /// Flags shared by `matrix` and `bisect-config`.
 #[derive(Debug, Args)]
 pub struct RunFlags {
-    /// The matrix file.
-    #[arg(long, default_value = "matrix.toml")]
-    pub config: PathBuf,
+    /// The matrix file [default: ./matrix.toml, else the copy built into the binary], as for
+    /// `setrows-bisect --matrix`.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// Configuration ids (`matrix --list`), as `setrows-bisect --config ID`: for `matrix` the
+    /// configurations to run (like --only), for `bisect-config` the one giving every other
+    /// value. A FILE here (the old spelling of --matrix) still works, with a notice.
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub config: Vec<String>,
     /// The ggml (or llama.cpp) repository the revisions come from.
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
@@ -101,8 +107,8 @@ pub struct BisectConfigArgs {
     /// The ladder, in order (default: the axis's values as written in the matrix file).
     #[arg(long, value_delimiter = ',')]
     pub values: Vec<String>,
-    /// Configuration id giving every other value (default: the first configuration).
-    #[arg(long)]
+    /// The old spelling of `--config ID` (the configuration giving every other value).
+    #[arg(long, hide = true)]
     pub base: Option<String>,
     /// The fixed commit.
     #[arg(long, default_value = "HEAD")]
@@ -137,8 +143,31 @@ fn out(text: &str) -> anyhow::Result<()> {
 
 pub use crate::cli::bisect::read_matrix;
 
-fn load(path: &Path) -> anyhow::Result<Matrix> {
-    read_matrix(path).map_err(|e| CliError::usage(e.to_string()))
+impl RunFlags {
+    /// The matrix (`--matrix`, else ./matrix.toml, else the built-in copy, as everywhere) and
+    /// the configuration ids given with `--config`. `--config FILE`, this command's spelling
+    /// before one vocabulary, is read as `--matrix FILE` with a one-line notice.
+    fn load(&self) -> anyhow::Result<(Matrix, Vec<String>)> {
+        let mut file = self.matrix.clone();
+        let mut ids = Vec::new();
+        for v in &self.config {
+            let p = Path::new(v);
+            if !(v.ends_with(".toml") || p.is_file()) {
+                ids.push(v.clone());
+                continue;
+            }
+            if let Some(f) = file.as_ref().filter(|f| f.as_path() != p) {
+                return Err(CliError::usage(format!(
+                    "--config {v} is a matrix file and --matrix {} another: give the file once, as --matrix",
+                    f.display()
+                )));
+            }
+            eprintln!("note: `--config {v}` reads a matrix file; spell it `--matrix {v}` (--config takes a configuration id)");
+            file = Some(p.to_path_buf());
+        }
+        let m = crate::cli::bisect::load_matrix(file.as_deref())?;
+        Ok((m, ids))
+    }
 }
 
 fn engine(choice: EngineChoice) -> anyhow::Result<Option<Engine>> {
@@ -228,19 +257,25 @@ pub fn github_matrix(configs: &[&Config]) -> serde_json::Value {
 pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     // Issue and token first: a usage error before anything runs.
     args.post.check()?;
-    let m = load(&args.run.config)?;
-    for id in &args.only {
+    let (m, ids) = args.run.load()?;
+    for (flag, id) in args
+        .only
+        .iter()
+        .map(|i| ("--only", i))
+        .chain(ids.iter().map(|i| ("--config", i)))
+    {
         if m.find(id).is_none() {
             return Err(CliError::usage(format!(
-                "--only {id}: no configuration with this id in {} (see `matrix --list`)",
+                "{flag} {id}: no configuration with this id in {} (see `matrix --list`)",
                 m.file
             )));
         }
     }
+    let only: Vec<&String> = args.only.iter().chain(&ids).collect();
     let configs: Vec<&Config> = m
         .configs
         .iter()
-        .filter(|c| args.only.is_empty() || args.only.contains(&c.id))
+        .filter(|c| only.is_empty() || only.contains(&&c.id))
         .collect();
     if args.list {
         let text = match args.format {

@@ -94,6 +94,13 @@ pub enum ContainerError {
     },
     #[error("image `{image}` is not present in {engine}; build it first (see containers/README.md), nothing is pulled during a run")]
     ImageMissing { engine: &'static str, image: String },
+    /// The engine ran but no container came up (the shell inside never printed a line).
+    #[error("`{engine}` could not start a container from {image}: {detail} (the engine or its runtime refused; check its configuration, e.g. CONTAINERS_CONF, runtime and ulimits)")]
+    StartFailed {
+        engine: &'static str,
+        image: String,
+        detail: String,
+    },
     #[error("the work dir {dir} is not writable inside {image} as {user}: {detail} (rootless podman maps the caller's uid with --userns=keep-id; on SELinux hosts label=disable is used; check the directory's owner and mode)")]
     WorkNotWritable {
         dir: String,

@@ -4,39 +4,9 @@
 
 use super::*;
 
-/// Facts printed from inside the image, one `@@key` header per section.
-pub(super) const PROVENANCE_SCRIPT: &str = r#"echo @@kernel; uname -r
-echo @@hip; hipconfig --version 2>/dev/null; echo
-echo @@nvcc; nvcc --version 2>/dev/null | grep -i release
-echo @@compiler; (c++ --version || cc --version) 2>/dev/null | head -n 1
-echo @@gpu; { rocminfo 2>/dev/null | awk '/^ *Name:/{n=$2} /Marketing Name:/{sub(/^ *Marketing Name: */,""); m=$0} /Device Type: *GPU/{print n " (" m ")"; exit}'; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1; }
-true"#;
-
-/// Parses the `@@key` sections; empty sections (tool absent) are left out.
-pub fn parse_provenance(output: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut key: Option<String> = None;
-    let mut val: Vec<&str> = Vec::new();
-    let mut flush = |key: &Option<String>, val: &mut Vec<&str>| {
-        if let Some(k) = key {
-            let v = val.join("; ").trim().to_string();
-            if !v.is_empty() {
-                out.insert(k.clone(), v);
-            }
-        }
-        val.clear();
-    };
-    for line in output.lines() {
-        if let Some(k) = line.strip_prefix("@@") {
-            flush(&key, &mut val);
-            key = Some(k.trim().to_string());
-        } else if !line.trim().is_empty() {
-            val.push(line.trim());
-        }
-    }
-    flush(&key, &mut val);
-    out
-}
+pub use crate::probe::launch::parse_provenance;
+/// Facts printed from inside the image: the same script as on the host.
+pub(super) use crate::probe::launch::ENVIRONMENT_SCRIPT as PROVENANCE_SCRIPT;
 
 /// A full disk: the one rule of `exec`, for the host and containers alike.
 pub use crate::probe::exec::disk_full;

@@ -1,13 +1,19 @@
 //! The launcher's one-shot write probe: a work dir the container cannot write is an
-//! infrastructure error before any probe.
+//! infrastructure error before any probe. The probe first says it started, so an engine that
+//! cannot start a container at all (a runtime refusing an rlimit, a broken storage driver) is
+//! reported with the engine's own error, not as a permission problem of the work dir.
+
+/// Printed by the write probe's shell: its presence proves the container started.
+const STARTED: &str = "setrows-write-probe-started";
 
 use super::*;
 
 /// The launcher's one-shot write probe: `touch` in `$WORK` (mounted from `dir`).
 pub fn write_probe_job(dir: &Path) -> ShellJob {
     ShellJob {
-        script: "touch \"$WORK/.setrows-write-probe\" && rm -f \"$WORK/.setrows-write-probe\""
-            .into(),
+        script: format!(
+            "echo {STARTED}; touch \"$WORK/.setrows-write-probe\" && rm -f \"$WORK/.setrows-write-probe\""
+        ),
         src: dir.to_path_buf(),
         work: dir.to_path_buf(),
         cwd_is_work: true,
@@ -34,6 +40,11 @@ impl ContainerLauncher {
         let _ = std::fs::remove_file(&log);
         match out {
             Ok(r) if r.success() => Ok(()),
+            Ok(r) if !r.output.contains(STARTED) => Err(ContainerError::StartFailed {
+                engine: self.engine.kind.as_str(),
+                image: self.spec.image.clone(),
+                detail: r.output.trim().chars().take(600).collect(),
+            }),
             Ok(r) => Err(ContainerError::WorkNotWritable {
                 dir: dir.display().to_string(),
                 image: self.spec.image.clone(),

@@ -289,7 +289,7 @@ pub fn classify(
             // A wrapper that exits 0 without running the checks must not count as a pass.
             Some(r) => Classified::new(
                 Outcome::InfraError,
-                format!("reproducer exited 0 but reported status {:?}", r.status),
+                format!("reproducer exited 0 but reported status '{}'", r.status),
             ),
             None => Classified::new(
                 Outcome::InfraError,

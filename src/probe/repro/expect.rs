@@ -39,6 +39,33 @@ impl Expectations {
         }
     }
 
+    /// `backend=hip graphs=on wave_size=32 gpu_target=gfx1151`, the asked-for facts only.
+    pub fn describe(&self) -> String {
+        let mut v = Vec::new();
+        if let Some(b) = self.backend {
+            v.push(format!("backend={}", b.as_str()));
+        }
+        if let Some(g) = self.graphs {
+            v.push(format!("graphs={}", if g { "on" } else { "off" }));
+        }
+        if let Some(w) = self.wave_size {
+            v.push(format!("wave_size={w}"));
+        }
+        if let Some(t) = &self.gpu_target {
+            v.push(format!("gpu_target={t}"));
+        }
+        v.join(" ")
+    }
+
+    /// A reproducer identity as people read it: its ` expect=` part (hashed as the struct's
+    /// debug text, which must stay for stored results to stay valid) spelled as settings.
+    pub fn readable_in(&self, identity: &str) -> String {
+        identity.replace(
+            &format!(" expect={self:?}"),
+            &format!(" expect=[{}]", self.describe()),
+        )
+    }
+
     pub fn is_empty(&self) -> bool {
         *self == Expectations::default()
     }

@@ -283,3 +283,23 @@ fn the_scope_of_a_mismatch_follows_the_tree() {
         (Outcome::Pass, SkipScope::Commit)
     );
 }
+
+#[test]
+fn expectations_read_as_settings_not_as_a_debug_struct() {
+    let e = Expectations {
+        backend: Some(Backend::Hip),
+        graphs: Some(true),
+        wave_size: Some(32),
+        gpu_target: Some("gfx1151".into()),
+    };
+    assert_eq!(
+        e.describe(),
+        "backend=hip graphs=on wave_size=32 gpu_target=gfx1151"
+    );
+    assert_eq!(Expectations::default().describe(), "");
+    let id = format!("repro:v1 launcher=host expect={e:?} cmake_spellings=per-tree");
+    assert_eq!(
+        e.readable_in(&id),
+        "repro:v1 launcher=host expect=[backend=hip graphs=on wave_size=32 gpu_target=gfx1151] cmake_spellings=per-tree"
+    );
+}

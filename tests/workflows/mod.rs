@@ -1,0 +1,1091 @@
+//! Size: one executor of GitHub Actions workflows (jobs, matrices, reusable workflows,
+//! composite actions, artifacts, re-runs) is one unit; splitting it would scatter one model.
+//!
+//! Runs this repository's workflow files on this machine, the way a runner would: jobs in
+//! `needs` order with `if:` conditions and `needs.*` results and outputs, `strategy.matrix`
+//! expansion (with `fromJSON` of an earlier job's output), reusable workflows (`uses:
+//! ./.github/workflows/X.yml`, `workflow_call` inputs and outputs), composite actions (`uses:
+//! ./.github/actions/X`), `$GITHUB_OUTPUT`, `$GITHUB_ENV`, `$GITHUB_STEP_SUMMARY`, and artifacts
+//! as directory copies. Every `run:` script is the YAML's own text, run with the shell GitHub
+//! uses (`bash -e` or, with `shell: bash`, `bash --noprofile --norc -eo pipefail`).
+//!
+//! What a hosted runner would bring is replaced by named local equivalents, and nothing else:
+//! - `actions/checkout` without `repository:` copies the project checkout the test prepared;
+//!   with `repository:` it clones the local repository the test mapped to that name.
+//! - `cargo` and `rustup` on the runners' PATH are stand-ins: `cargo build --release --locked`
+//!   links the test build's binary to `target/release/setrows-bisect`, `cargo run --locked
+//!   --quiet -- ARGS` runs it, `rustup` does nothing (the toolchain is the test's). Any other
+//!   use of them fails the step.
+//! - `actions/upload-artifact` / `download-artifact` copy directories in the run's store with
+//!   v4's rules (a name is uploaded once per run unless `overwrite: true`; `if-no-files-found`;
+//!   `name`, `pattern`, `merge-multiple`; hidden files left out; file names with `":<>|*?`
+//!   refused). Artifacts belong to the run, so a re-run sees them.
+//! - `gh workflow run ARGS` (the GitHub CLI) appends ARGS to `dispatches` in the harness dir.
+//! - Not simulated, and named here: `permissions:`, `concurrency:`, `timeout-minutes:`,
+//!   `runs-on:` labels (every job runs on this machine), `persist-credentials`.
+//!
+//! Any other `uses:`, an expression outside expr.rs's subset or an unknown key that changes
+//! execution panics, so the harness never quietly runs something else than the YAML says.
+
+pub mod expr;
+
+use expr::Ctx;
+use serde_json::{json, Map, Value};
+use serde_yaml_ng::Value as Y;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Kill one runner mid-step: the step's whole process group gets SIGKILL `after` it started,
+/// and the job ends there (a lost runner runs no further step, not even `if: always()`).
+#[derive(Clone)]
+pub struct Kill {
+    /// Job path, e.g. `round2/probe`.
+    pub job: String,
+    pub leg: usize,
+    pub step: String,
+    pub after: Duration,
+}
+
+/// One job (or one matrix leg) as it ended.
+#[derive(Clone, Debug)]
+pub struct JobRun {
+    pub result: String,
+    pub outputs: Map<String, Value>,
+    /// The matrix values of the leg (`null` for a job without a matrix).
+    pub matrix: Value,
+    pub runner_dir: Option<PathBuf>,
+}
+
+pub struct Harness {
+    /// The project checkout that `actions/checkout` (no `repository:`) copies.
+    pub project: PathBuf,
+    /// `owner/name` → a local git repository to clone for `actions/checkout` with `repository:`.
+    pub repos: BTreeMap<String, PathBuf>,
+    /// The tool binary the `cargo` stand-in hands out.
+    pub bin: PathBuf,
+    /// Where runners, artifacts and logs of this harness live.
+    pub base: PathBuf,
+    /// The runner machine's own environment (e.g. CONTAINERS_CONF, GITHUB_API_URL).
+    pub runner_env: Vec<(String, String)>,
+    pub vars: Map<String, Value>,
+    pub secrets: Map<String, Value>,
+    pub token: String,
+    pub run_id: u64,
+    /// Fires once per harness (a re-run does not lose the same runner again).
+    pub kill: Option<Kill>,
+    /// Every job and leg of the latest attempt, by `path[leg]`.
+    pub jobs: BTreeMap<String, JobRun>,
+    /// What the harness did instead of an action, and every step it ran, in order.
+    pub log: Vec<String>,
+    runners: usize,
+    killed: bool,
+    /// The previous attempt's jobs, for `rerun_failed`.
+    previous: Option<BTreeMap<String, JobRun>>,
+    /// Jobs the current attempt re-ran (so their dependents run again too).
+    rerun: std::collections::BTreeSet<String>,
+}
+
+fn y_str(v: &Y) -> Option<&str> {
+    v.as_str()
+}
+
+fn get<'a>(m: &'a Y, k: &str) -> Option<&'a Y> {
+    m.as_mapping().and_then(|m| m.get(Y::String(k.into())))
+}
+
+fn to_json(v: &Y) -> Value {
+    serde_json::to_value(v).unwrap()
+}
+
+impl Harness {
+    pub fn new(project: &Path, bin: &Path, base: &Path) -> Self {
+        std::fs::create_dir_all(base.join("artifacts")).unwrap();
+        let tools = base.join("tools");
+        std::fs::create_dir_all(&tools).unwrap();
+        let cargo = format!(
+            "#!/bin/sh\n# The harness's cargo: the test build's binary is the tool.\n\
+             if [ \"$*\" = \"build --release --locked\" ]; then\n  \
+             mkdir -p target/release && ln -sf '{bin}' target/release/setrows-bisect && exit 0\nfi\n\
+             if [ \"$1 $2 $3 $4\" = \"run --locked --quiet --\" ]; then\n  shift 4\n  exec '{bin}' \"$@\"\nfi\n\
+             echo \"harness cargo: not supported: $*\" >&2\nexit 97\n",
+            bin = bin.display()
+        );
+        let rustup = "#!/bin/sh\n# The harness's rustup: the toolchain is the test's own.\n\
+                      case \"$1\" in toolchain|default) exit 0 ;; esac\n\
+                      echo \"harness rustup: not supported: $*\" >&2\nexit 97\n";
+        // The GitHub CLI talks to the API the harness stands in for: a workflow dispatch is
+        // recorded (one line of arguments in `dispatches`) for the test to read.
+        let gh = format!(
+            "#!/bin/sh\n# The harness's gh: records workflow dispatches.\n\
+             if [ \"$1 $2\" = \"workflow run\" ]; then\n  shift 2\n  \
+             printf '%s\\n' \"$*\" >> '{}'\n  exit 0\nfi\n\
+             echo \"harness gh: not supported: $*\" >&2\nexit 97\n",
+            base.join("dispatches").display()
+        );
+        for (name, text) in [
+            ("cargo", cargo.as_str()),
+            ("rustup", rustup),
+            ("gh", gh.as_str()),
+        ] {
+            let p = tools.join(name);
+            std::fs::write(&p, text).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        Harness {
+            project: project.into(),
+            repos: BTreeMap::new(),
+            bin: bin.into(),
+            base: base.into(),
+            runner_env: Vec::new(),
+            vars: Map::new(),
+            secrets: Map::new(),
+            token: "ghs_harnessTOKEN0123456789".into(),
+            run_id: 4242,
+            kill: None,
+            jobs: BTreeMap::new(),
+            log: Vec::new(),
+            runners: 0,
+            killed: false,
+            previous: None,
+            rerun: Default::default(),
+        }
+    }
+
+    fn github(&self, event: &str) -> Value {
+        json!({
+            "event_name": event,
+            "token": self.token,
+            "run_id": self.run_id.to_string(),
+            "repository": "harness/setrows-bisect",
+            "ref_name": "main",
+        })
+    }
+
+    /// Runs `.github/workflows/NAME` of the project for `event` with `inputs` (defaults from
+    /// the workflow fill the rest). Returns the workflow's result (`success` / `failure`).
+    pub fn dispatch(&mut self, name: &str, event: &str, inputs: Value) -> String {
+        if self.previous.is_none() {
+            // A new run: its own id and an empty artifact store.
+            self.run_id += 1;
+            let store = self.base.join("artifacts");
+            std::fs::remove_dir_all(&store).unwrap();
+            std::fs::create_dir_all(&store).unwrap();
+        }
+        self.jobs.clear();
+        let wf = self.load(&format!(".github/workflows/{name}"));
+        let declared = get(&wf, "on")
+            .and_then(|on| get(on, "workflow_dispatch"))
+            .and_then(|d| get(d, "inputs"));
+        let inputs = if event == "schedule" {
+            Value::Object(Map::new())
+        } else {
+            typed_inputs(declared, inputs)
+        };
+        let (result, _) = self.workflow(&wf, "", inputs, event);
+        result
+    }
+
+    /// GitHub's "Re-run failed jobs" of the last attempt: failed jobs (matrix legs one by one)
+    /// and every job that depends on one run again; the rest keeps its result and outputs,
+    /// and the run's artifacts stay.
+    pub fn rerun_failed(&mut self, name: &str, event: &str, inputs: Value) -> String {
+        self.previous = Some(std::mem::take(&mut self.jobs));
+        self.rerun.clear();
+        let r = self.dispatch(name, event, inputs);
+        self.previous = None;
+        r
+    }
+
+    fn load(&self, rel: &str) -> Y {
+        let p = self.project.join(rel);
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    fn workflow(&mut self, wf: &Y, prefix: &str, inputs: Value, event: &str) -> (String, Value) {
+        let jobs = get(wf, "jobs").and_then(Y::as_mapping).expect("jobs:");
+        let wf_env = get(wf, "env");
+        let mut done: BTreeMap<String, (String, Map<String, Value>)> = BTreeMap::new();
+        let ids: Vec<String> = jobs.keys().map(|k| y_str(k).unwrap().to_string()).collect();
+        while done.len() < ids.len() {
+            let before = done.len();
+            for id in &ids {
+                if done.contains_key(id) {
+                    continue;
+                }
+                let job = &jobs[Y::String(id.clone())];
+                let needs: Vec<String> = match get(job, "needs") {
+                    None => vec![],
+                    Some(Y::String(s)) => vec![s.clone()],
+                    Some(Y::Sequence(s)) => s.iter().map(|x| y_str(x).unwrap().into()).collect(),
+                    Some(other) => panic!("needs: {other:?}"),
+                };
+                if !needs.iter().all(|n| done.contains_key(n)) {
+                    continue;
+                }
+                let needs_ctx: Map<String, Value> = needs
+                    .iter()
+                    .map(|n| {
+                        let (r, o) = &done[n];
+                        (n.clone(), json!({"result": r, "outputs": o}))
+                    })
+                    .collect();
+                let path = format!("{prefix}{id}");
+                let all_ok = needs.iter().all(|n| done[n].0 == "success");
+                let any_failed = needs.iter().any(|n| done[n].0 == "failure");
+                let rerun_need = needs
+                    .iter()
+                    .any(|n| self.rerun.contains(&format!("{prefix}{n}")));
+                let r = self.job(
+                    &path,
+                    job,
+                    JobIn {
+                        inputs: &inputs,
+                        needs: Value::Object(needs_ctx),
+                        wf_env,
+                        event,
+                        success: all_ok,
+                        failure: any_failed,
+                        rerun_need,
+                    },
+                );
+                done.insert(id.clone(), r);
+            }
+            assert!(
+                done.len() > before,
+                "needs: cycle or unknown job in {prefix}"
+            );
+        }
+        let result = if done.values().any(|(r, _)| r == "failure") {
+            "failure"
+        } else {
+            "success"
+        };
+        let jobs_ctx: Map<String, Value> = done
+            .iter()
+            .map(|(k, (r, o))| (k.clone(), json!({"result": r, "outputs": o})))
+            .collect();
+        let mut outputs = Map::new();
+        if let Some(decl) = get(wf, "on")
+            .and_then(|on| get(on, "workflow_call"))
+            .and_then(|c| get(c, "outputs"))
+            .and_then(Y::as_mapping)
+        {
+            let mut c = BTreeMap::new();
+            c.insert("jobs".to_string(), Value::Object(jobs_ctx));
+            let ctx = Ctx {
+                contexts: &c,
+                success: true,
+                failure: false,
+            };
+            for (k, v) in decl {
+                let src = get(v, "value").and_then(y_str).expect("output value");
+                outputs.insert(
+                    y_str(k).unwrap().into(),
+                    Value::String(expr::to_string(&expr::template(src, &ctx))),
+                );
+            }
+        }
+        (result.into(), Value::Object(outputs))
+    }
+
+    fn base_contexts(&self, inputs: &Value, needs: &Value, event: &str) -> BTreeMap<String, Value> {
+        let mut c = BTreeMap::new();
+        c.insert("inputs".into(), inputs.clone());
+        c.insert("needs".into(), needs.clone());
+        c.insert("github".into(), self.github(event));
+        c.insert("vars".into(), Value::Object(self.vars.clone()));
+        c.insert("secrets".into(), Value::Object(self.secrets.clone()));
+        c
+    }
+
+    fn job(&mut self, path: &str, job: &Y, j: JobIn) -> (String, Map<String, Value>) {
+        let mut c = self.base_contexts(j.inputs, &j.needs, j.event);
+        let ctx = Ctx {
+            contexts: &c,
+            success: j.success,
+            failure: j.failure,
+        };
+        let cond = get(job, "if").map(|v| match v {
+            Y::String(s) => s.clone(),
+            Y::Bool(b) => b.to_string(),
+            o => panic!("if: {o:?}"),
+        });
+        let prev = self.previous.as_ref().and_then(|p| p.get(path)).cloned();
+        // A job the previous attempt finished well, with no re-run job before it, is kept.
+        if let Some(p) = &prev {
+            if !j.rerun_need && (p.result == "success" || p.result == "skipped") {
+                self.jobs.insert(path.into(), p.clone());
+                self.copy_legs(path);
+                return (p.result.clone(), p.outputs.clone());
+            }
+        }
+        if self.previous.is_some() {
+            self.rerun.insert(path.into());
+        }
+        if !expr::condition(cond.as_deref(), &ctx) {
+            self.log.push(format!("{path}: skipped (if)"));
+            self.jobs.insert(path.into(), skipped());
+            return ("skipped".into(), Map::new());
+        }
+        if let Some(uses) = get(job, "uses").and_then(y_str) {
+            let rel = uses
+                .strip_prefix("./")
+                .unwrap_or_else(|| panic!("{path}: only local reusable workflows: {uses}"));
+            let wf = self.load(rel);
+            let declared = get(&wf, "on")
+                .and_then(|on| get(on, "workflow_call"))
+                .and_then(|d| get(d, "inputs"));
+            let mut with = Map::new();
+            if let Some(m) = get(job, "with").and_then(Y::as_mapping) {
+                for (k, v) in m {
+                    let v = match v {
+                        Y::String(s) => expr::template(s, &ctx),
+                        other => to_json(other),
+                    };
+                    with.insert(y_str(k).unwrap().into(), v);
+                }
+            }
+            let inputs = typed_inputs(declared, Value::Object(with));
+            self.log.push(format!("{path}: calls {rel}"));
+            let (r, o) = self.workflow(&wf, &format!("{path}/"), inputs, j.event);
+            let o = o.as_object().cloned().unwrap_or_default();
+            self.jobs.insert(
+                path.into(),
+                JobRun {
+                    result: r.clone(),
+                    outputs: o.clone(),
+                    matrix: Value::Null,
+                    runner_dir: None,
+                },
+            );
+            return (r, o);
+        }
+        let legs: Vec<Value> = match get(job, "strategy").and_then(|s| get(s, "matrix")) {
+            None => vec![Value::Null],
+            Some(m) => expand_matrix(m, &ctx),
+        };
+        assert!(!legs.is_empty(), "{path}: the matrix expands to no job");
+        let total = legs.len();
+        let mut result = "success".to_string();
+        let mut outputs = Map::new();
+        for (i, leg) in legs.into_iter().enumerate() {
+            let key = format!("{path}[{i}]");
+            if let Some(p) = self.previous.as_ref().and_then(|p| p.get(&key)) {
+                if !j.rerun_need && p.result == "success" {
+                    let p = p.clone();
+                    merge_outputs(&mut outputs, &p.outputs);
+                    self.jobs.insert(key, p);
+                    continue;
+                }
+            }
+            c.insert("matrix".into(), leg.clone());
+            c.insert(
+                "strategy".into(),
+                json!({"job-index": i, "job-total": total}),
+            );
+            let run = self.leg(path, i, job, &c, &j);
+            if run.result != "success" {
+                result = "failure".into();
+            }
+            merge_outputs(&mut outputs, &run.outputs);
+            self.jobs.insert(key, run);
+        }
+        self.jobs.insert(
+            path.into(),
+            JobRun {
+                result: result.clone(),
+                outputs: outputs.clone(),
+                matrix: Value::Null,
+                runner_dir: None,
+            },
+        );
+        (result, outputs)
+    }
+
+    fn copy_legs(&mut self, path: &str) {
+        let Some(prev) = &self.previous else { return };
+        let legs: Vec<(String, JobRun)> = prev
+            .iter()
+            .filter(|(k, _)| {
+                k.starts_with(&format!("{path}[")) || k.starts_with(&format!("{path}/"))
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        self.jobs.extend(legs);
+    }
+
+    /// One runner: a fresh workspace and RUNNER_TEMP, the job's steps in order.
+    fn leg(
+        &mut self,
+        path: &str,
+        leg: usize,
+        job: &Y,
+        c: &BTreeMap<String, Value>,
+        j: &JobIn,
+    ) -> JobRun {
+        self.runners += 1;
+        let dir = self.base.join(format!("runner-{:03}", self.runners));
+        let ws = dir.join("work");
+        let temp = dir.join("temp");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&temp).unwrap();
+        let mut c = c.clone();
+        c.insert(
+            "runner".into(),
+            json!({"temp": temp, "os": "Linux", "arch": "X64", "name": format!("harness-{}", self.runners)}),
+        );
+        let ctx = Ctx {
+            contexts: &c,
+            success: true,
+            failure: false,
+        };
+        if let Some(name) = get(job, "name").and_then(y_str) {
+            let shown = expr::to_string(&expr::template(name, &ctx));
+            self.log.push(format!("{path}[{leg}]: job '{shown}'"));
+        }
+        let mut env: Vec<(String, String)> = Vec::new();
+        for scope in [j.wf_env, get(job, "env")].into_iter().flatten() {
+            env.extend(eval_env(scope, &ctx));
+        }
+        let mut r = Runner {
+            ws,
+            temp,
+            env,
+            steps: Map::new(),
+            ok: true,
+            lost: false,
+        };
+        let steps = get(job, "steps").and_then(Y::as_sequence).expect("steps:");
+        self.steps(&format!("{path}[{leg}]"), path, leg, steps, &mut r, &mut c);
+        let mut outputs = Map::new();
+        if let Some(m) = get(job, "outputs").and_then(Y::as_mapping) {
+            c.insert("steps".into(), Value::Object(r.steps.clone()));
+            let ctx = Ctx {
+                contexts: &c,
+                success: r.ok,
+                failure: !r.ok,
+            };
+            for (k, v) in m {
+                let v = expr::to_string(&expr::template(y_str(v).unwrap(), &ctx));
+                outputs.insert(y_str(k).unwrap().into(), Value::String(v));
+            }
+        }
+        JobRun {
+            result: if r.ok { "success" } else { "failure" }.into(),
+            outputs,
+            matrix: c.get("matrix").cloned().unwrap_or(Value::Null),
+            runner_dir: Some(dir),
+        }
+    }
+
+    fn steps(
+        &mut self,
+        label: &str,
+        path: &str,
+        leg: usize,
+        steps: &[Y],
+        r: &mut Runner,
+        c: &mut BTreeMap<String, Value>,
+    ) {
+        for (n, step) in steps.iter().enumerate() {
+            if r.lost {
+                return;
+            }
+            c.insert("steps".into(), Value::Object(r.steps.clone()));
+            let ctx = Ctx {
+                contexts: c,
+                success: r.ok,
+                failure: !r.ok,
+            };
+            let name = get(step, "name")
+                .and_then(y_str)
+                .map(|s| expr::to_string(&expr::template(s, &ctx)))
+                .unwrap_or_else(|| {
+                    get(step, "uses")
+                        .or_else(|| get(step, "run"))
+                        .and_then(y_str)
+                        .unwrap_or("?")
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                });
+            for k in ["continue-on-error", "working-directory", "timeout-minutes"] {
+                assert!(
+                    get(step, k).is_none(),
+                    "{label}: step '{name}': `{k}` is not simulated"
+                );
+            }
+            if !expr::condition(get(step, "if").and_then(y_str), &ctx) {
+                self.log
+                    .push(format!("{label}: step '{name}': skipped (if)"));
+                continue;
+            }
+            let mut env = r.env.clone();
+            if let Some(e) = get(step, "env") {
+                env.extend(eval_env(e, &ctx));
+            }
+            let id = get(step, "id").and_then(y_str).map(String::from);
+            let (ok, outputs) = if let Some(script) = get(step, "run").and_then(y_str) {
+                let shell = get(step, "shell").and_then(y_str);
+                let script = expr::to_string(&expr::template(script, &ctx));
+                let kill = self
+                    .kill
+                    .clone()
+                    .filter(|k| !self.killed && k.job == path && k.leg == leg && k.step == name);
+                self.log.push(format!("{label}: step '{name}': run"));
+                let (ok, outputs, killed) =
+                    self.run_script(label, n, &script, shell, &env, r, kill);
+                if killed {
+                    self.killed = true;
+                    self.log
+                        .push(format!("{label}: runner killed during '{name}'"));
+                    r.lost = true;
+                    r.ok = false;
+                    return;
+                }
+                (ok, outputs)
+            } else if let Some(uses) = get(step, "uses").and_then(y_str) {
+                let with: Map<String, Value> = get(step, "with")
+                    .and_then(Y::as_mapping)
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| {
+                                let v = match v {
+                                    Y::String(s) => expr::template(s, &ctx),
+                                    o => to_json(o),
+                                };
+                                (y_str(k).unwrap().to_string(), v)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                self.uses(label, path, leg, &name, uses, with, &env, r, c)
+            } else {
+                panic!("{label}: step '{name}' has neither run nor uses")
+            };
+            if let Some(id) = id {
+                r.steps.insert(
+                    id,
+                    json!({"outputs": outputs, "outcome": if ok {"success"} else {"failure"}}),
+                );
+            }
+            if !ok {
+                self.log.push(format!("{label}: step '{name}': failed"));
+                r.ok = false;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn uses(
+        &mut self,
+        label: &str,
+        path: &str,
+        leg: usize,
+        name: &str,
+        uses: &str,
+        with: Map<String, Value>,
+        env: &[(String, String)],
+        r: &mut Runner,
+        c: &mut BTreeMap<String, Value>,
+    ) -> (bool, Map<String, Value>) {
+        let w = |k: &str| with.get(k).map(expr::to_string);
+        let action = uses.split('@').next().unwrap();
+        let note =
+            |s: &mut Self, what: String| s.log.push(format!("{label}: step '{name}': {what}"));
+        match action {
+            "actions/checkout" => {
+                let dest = r.ws.join(w("path").unwrap_or_default());
+                if let Some(repo) = w("repository") {
+                    let src = self
+                        .repos
+                        .get(&repo)
+                        .unwrap_or_else(|| panic!("{label}: no local repository for {repo}"))
+                        .clone();
+                    assert_eq!(
+                        w("fetch-depth").as_deref(),
+                        Some("0"),
+                        "{label}: only full clones"
+                    );
+                    let out = Command::new("git")
+                        .args(["clone", "--quiet"])
+                        .arg(&src)
+                        .arg(&dest)
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success(), "{label}: clone {repo}: {out:?}");
+                    note(
+                        self,
+                        format!("checkout {repo}: git clone of {}", src.display()),
+                    );
+                } else {
+                    copy_tree(&self.project, &dest);
+                    note(self, "checkout: copy of the project checkout".into());
+                }
+                (true, Map::new())
+            }
+            "actions/upload-artifact" => {
+                let aname = w("name").unwrap_or_else(|| "artifact".into());
+                let src = r.ws.join(w("path").expect("upload path"));
+                let store = self.base.join("artifacts").join(&aname);
+                let empty = !src.exists()
+                    || (src.is_dir() && std::fs::read_dir(&src).unwrap().next().is_none());
+                if empty {
+                    let mode = w("if-no-files-found").unwrap_or_else(|| "warn".into());
+                    note(self, format!("upload {aname}: no files ({mode})"));
+                    return (mode != "error", Map::new());
+                }
+                if store.exists() {
+                    if w("overwrite").as_deref() != Some("true") {
+                        note(self, format!("upload {aname}: the name exists in this run"));
+                        return (false, Map::new());
+                    }
+                    std::fs::remove_dir_all(&store).unwrap();
+                }
+                std::fs::create_dir_all(&store).unwrap();
+                if src.is_dir() {
+                    copy_tree(&src, &store);
+                } else {
+                    std::fs::copy(&src, store.join(src.file_name().unwrap())).unwrap();
+                }
+                // v4 refuses paths with these characters (NTFS rules, for every runner OS).
+                let out = Command::new("find").arg(&store).output().unwrap();
+                let bad = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter(|l| l.contains(['"', ':', '<', '>', '|', '*', '?', '\r']))
+                    .map(String::from)
+                    .collect::<Vec<_>>();
+                if !bad.is_empty() {
+                    note(self, format!("upload {aname}: invalid file names {bad:?}"));
+                    return (false, Map::new());
+                }
+                // v4.4 and later leave hidden files and folders out unless include-hidden-files.
+                if w("include-hidden-files").as_deref() != Some("true") {
+                    let out = Command::new("find")
+                        .arg(&store)
+                        .args([
+                            "-mindepth",
+                            "1",
+                            "-name",
+                            ".*",
+                            "-prune",
+                            "-exec",
+                            "rm",
+                            "-rf",
+                            "{}",
+                            "+",
+                        ])
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success(), "{out:?}");
+                }
+                note(self, format!("upload {aname}"));
+                (true, Map::new())
+            }
+            "actions/download-artifact" => {
+                let dest = r.ws.join(w("path").unwrap_or_default());
+                let all: Vec<String> = std::fs::read_dir(self.base.join("artifacts"))
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                if let Some(n) = w("name") {
+                    if !all.contains(&n) {
+                        note(self, format!("download {n}: not found"));
+                        return (false, Map::new());
+                    }
+                    copy_tree(&self.base.join("artifacts").join(&n), &dest);
+                    note(self, format!("download {n}"));
+                    return (true, Map::new());
+                }
+                let pattern = w("pattern").unwrap_or_else(|| "*".into());
+                let merge = w("merge-multiple").as_deref() == Some("true");
+                let mut got = Vec::new();
+                for a in all.iter().filter(|a| glob(&pattern, a)) {
+                    let to = if merge { dest.clone() } else { dest.join(a) };
+                    copy_tree(&self.base.join("artifacts").join(a), &to);
+                    got.push(a.clone());
+                }
+                got.sort();
+                note(self, format!("download {pattern}: {}", got.join(" ")));
+                (true, Map::new())
+            }
+            local if local.starts_with("./.github/actions/") => {
+                let a = self.load(&format!("{}/action.yml", &local[2..]));
+                let runs = get(&a, "runs").expect("runs:");
+                assert_eq!(get(runs, "using").and_then(y_str), Some("composite"));
+                let mut inputs = Map::new();
+                if let Some(decl) = get(&a, "inputs").and_then(Y::as_mapping) {
+                    for (k, d) in decl {
+                        let k = y_str(k).unwrap().to_string();
+                        let v = with
+                            .get(&k)
+                            .cloned()
+                            .or_else(|| get(d, "default").map(to_json));
+                        if v.is_none() && get(d, "required").and_then(Y::as_bool) == Some(true) {
+                            panic!("{label}: {local}: input {k} is required");
+                        }
+                        inputs.insert(k, v.unwrap_or(Value::String(String::new())));
+                    }
+                }
+                let mut inner = c.clone();
+                inner.insert("inputs".into(), Value::Object(inputs));
+                let mut sub = Runner {
+                    ws: r.ws.clone(),
+                    temp: r.temp.clone(),
+                    env: env.to_vec(),
+                    steps: Map::new(),
+                    ok: true,
+                    lost: false,
+                };
+                let steps = get(runs, "steps").and_then(Y::as_sequence).unwrap();
+                self.steps(
+                    &format!("{label} > {local}"),
+                    path,
+                    leg,
+                    steps,
+                    &mut sub,
+                    &mut inner,
+                );
+                r.lost = sub.lost;
+                // $GITHUB_ENV written inside the action holds for the rest of the job.
+                r.env.extend(sub.env[env.len()..].iter().cloned());
+                let mut outputs = Map::new();
+                if let Some(decl) = get(&a, "outputs").and_then(Y::as_mapping) {
+                    inner.insert("steps".into(), Value::Object(sub.steps.clone()));
+                    let ctx = Ctx {
+                        contexts: &inner,
+                        success: sub.ok,
+                        failure: !sub.ok,
+                    };
+                    for (k, d) in decl {
+                        let v = get(d, "value").and_then(y_str).unwrap();
+                        outputs.insert(
+                            y_str(k).unwrap().into(),
+                            Value::String(expr::to_string(&expr::template(v, &ctx))),
+                        );
+                    }
+                }
+                (sub.ok, outputs)
+            }
+            other => panic!("{label}: `uses: {other}` has no local equivalent in the harness"),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_script(
+        &mut self,
+        label: &str,
+        n: usize,
+        script: &str,
+        shell: Option<&str>,
+        env: &[(String, String)],
+        r: &mut Runner,
+        kill: Option<Kill>,
+    ) -> (bool, Map<String, Value>, bool) {
+        let stepdir = r
+            .temp
+            .parent()
+            .unwrap()
+            .join(format!("step-{n:02}-{}", self.log.len()));
+        std::fs::create_dir_all(&stepdir).unwrap();
+        let file = stepdir.join("script.sh");
+        std::fs::write(&file, script).unwrap();
+        let (output, genv, summary, gpath) = (
+            stepdir.join("output"),
+            stepdir.join("env"),
+            stepdir.join("summary.md"),
+            stepdir.join("path"),
+        );
+        for f in [&output, &genv, &summary, &gpath] {
+            std::fs::write(f, "").unwrap();
+        }
+        let mut cmd = Command::new("bash");
+        match shell {
+            None => cmd.arg("-e"),
+            Some("bash") => cmd.args(["--noprofile", "--norc", "-eo", "pipefail"]),
+            Some(s) => panic!("{label}: shell `{s}` is not simulated"),
+        };
+        let path = format!(
+            "{}:{}",
+            self.base.join("tools").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.arg(&file)
+            .current_dir(&r.ws)
+            .env_clear()
+            .env("PATH", path)
+            .env(
+                "HOME",
+                std::env::var("HOME").unwrap_or_else(|_| "/root".into()),
+            )
+            .env("CI", "true")
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_WORKSPACE", &r.ws)
+            .env("RUNNER_TEMP", &r.temp)
+            .env("GITHUB_RUN_ID", self.run_id.to_string())
+            .env("GITHUB_REPOSITORY", "harness/setrows-bisect")
+            .env("GITHUB_SERVER_URL", "http://127.0.0.1:9")
+            .env("GITHUB_OUTPUT", &output)
+            .env("GITHUB_ENV", &genv)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("GITHUB_PATH", &gpath)
+            .envs(self.runner_env.iter().cloned())
+            .envs(env.iter().cloned())
+            .stdout(std::fs::File::create(stepdir.join("log")).unwrap())
+            .stderr(std::process::Stdio::from(
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(stepdir.join("log"))
+                    .unwrap(),
+            ));
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        let mut child = cmd.spawn().unwrap();
+        let started = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if let Some(k) = &kill {
+                if started.elapsed() >= k.after {
+                    // SAFETY: signalling the process group this harness created.
+                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                    let _ = child.wait();
+                    break None;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let log = std::fs::read_to_string(stepdir.join("log")).unwrap_or_default();
+        let Some(status) = status else {
+            return (false, Map::new(), true);
+        };
+        if !status.success() {
+            self.log
+                .push(format!("{label}: exit {:?}; log:\n{log}", status.code()));
+        }
+        for (k, v) in parse_kv(&std::fs::read_to_string(&genv).unwrap()) {
+            r.env.push((k, v));
+        }
+        let s = std::fs::read_to_string(&summary).unwrap();
+        if !s.is_empty() {
+            let all = self.base.join("step-summary.md");
+            let mut prev = std::fs::read_to_string(&all).unwrap_or_default();
+            prev.push_str(&s);
+            std::fs::write(all, prev).unwrap();
+        }
+        let outputs = parse_kv(&std::fs::read_to_string(&output).unwrap())
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        (status.success(), outputs, false)
+    }
+}
+
+struct Runner {
+    ws: PathBuf,
+    temp: PathBuf,
+    env: Vec<(String, String)>,
+    steps: Map<String, Value>,
+    ok: bool,
+    lost: bool,
+}
+
+struct JobIn<'a> {
+    inputs: &'a Value,
+    needs: Value,
+    wf_env: Option<&'a Y>,
+    event: &'a str,
+    success: bool,
+    failure: bool,
+    rerun_need: bool,
+}
+
+fn skipped() -> JobRun {
+    JobRun {
+        result: "skipped".into(),
+        outputs: Map::new(),
+        matrix: Value::Null,
+        runner_dir: None,
+    }
+}
+
+fn merge_outputs(into: &mut Map<String, Value>, from: &Map<String, Value>) {
+    for (k, v) in from {
+        if v.as_str().is_some_and(|s| !s.is_empty()) {
+            into.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+/// `inputs` as the workflow declares them: defaults filled in, booleans and numbers typed.
+fn typed_inputs(declared: Option<&Y>, given: Value) -> Value {
+    let given = given.as_object().cloned().unwrap_or_default();
+    let mut out = Map::new();
+    if let Some(decl) = declared.and_then(Y::as_mapping) {
+        for (k, d) in decl {
+            let k = y_str(k).unwrap().to_string();
+            let ty = get(d, "type").and_then(y_str).unwrap_or("string");
+            let v = given
+                .get(&k)
+                .cloned()
+                .or_else(|| get(d, "default").map(to_json));
+            let v = match (ty, v) {
+                (_, None) => {
+                    assert!(
+                        get(d, "required").and_then(Y::as_bool) != Some(true),
+                        "input {k} is required"
+                    );
+                    Value::Null
+                }
+                ("boolean", Some(Value::String(s))) => Value::Bool(s == "true"),
+                ("number", Some(Value::String(s))) => {
+                    json!(s
+                        .parse::<f64>()
+                        .unwrap_or_else(|_| panic!("input {k}: {s}")))
+                }
+                ("choice", Some(v)) => {
+                    let options: Vec<Value> = get(d, "options")
+                        .and_then(Y::as_sequence)
+                        .unwrap()
+                        .iter()
+                        .map(to_json)
+                        .collect();
+                    assert!(options.contains(&v), "input {k}: {v} is not an option");
+                    v
+                }
+                (_, Some(v)) => v,
+            };
+            out.insert(k, v);
+        }
+    }
+    for k in given.keys() {
+        assert!(out.contains_key(k), "input {k} is not declared");
+    }
+    Value::Object(out)
+}
+
+fn expand_matrix(m: &Y, ctx: &Ctx) -> Vec<Value> {
+    let m = match m {
+        Y::String(s) => expr::template(s, ctx),
+        Y::Mapping(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Y::String(s) => expr::template(s, ctx),
+                        o => to_json(o),
+                    };
+                    (y_str(k).unwrap().to_string(), v)
+                })
+                .collect(),
+        ),
+        o => panic!("strategy.matrix: {o:?}"),
+    };
+    let m = m.as_object().expect("matrix object").clone();
+    let mut legs: Vec<Map<String, Value>> = vec![Map::new()];
+    for (k, vals) in &m {
+        if k == "include" || k == "exclude" {
+            continue;
+        }
+        let vals = vals.as_array().expect("matrix axis is a list");
+        legs = legs
+            .iter()
+            .flat_map(|l| {
+                vals.iter().map(move |v| {
+                    let mut l = l.clone();
+                    l.insert(k.clone(), v.clone());
+                    l
+                })
+            })
+            .collect();
+    }
+    assert!(
+        m.get("exclude").is_none(),
+        "matrix exclude is not simulated"
+    );
+    let axes = m.keys().any(|k| k != "include");
+    let mut out: Vec<Value> = if axes {
+        legs.into_iter().map(Value::Object).collect()
+    } else {
+        vec![]
+    };
+    if let Some(inc) = m.get("include") {
+        assert!(!axes, "include next to axes is not simulated");
+        out.extend(inc.as_array().expect("include list").iter().cloned());
+    }
+    out
+}
+
+fn eval_env(scope: &Y, ctx: &Ctx) -> Vec<(String, String)> {
+    scope
+        .as_mapping()
+        .expect("env mapping")
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Y::String(s) => expr::to_string(&expr::template(s, ctx)),
+                o => expr::to_string(&to_json(o)),
+            };
+            (y_str(k).unwrap().to_string(), v)
+        })
+        .collect()
+}
+
+/// `$GITHUB_OUTPUT` / `$GITHUB_ENV` lines: `k=v` and `k<<DELIM` ... `DELIM`.
+fn parse_kv(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if l.is_empty() {
+            continue;
+        }
+        if let Some((k, delim)) = l.split_once("<<") {
+            let mut v = Vec::new();
+            for m in lines.by_ref() {
+                if m == delim {
+                    break;
+                }
+                v.push(m);
+            }
+            out.push((k.to_string(), v.join("\n")));
+        } else {
+            let (k, v) = l
+                .split_once('=')
+                .unwrap_or_else(|| panic!("malformed output line `{l}`"));
+            out.push((k.to_string(), v.to_string()));
+        }
+    }
+    out
+}
+
+/// `*` and literal text, as download-artifact's `pattern`.
+fn glob(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((pre, rest)) => {
+            name.starts_with(pre)
+                && (0..=name.len() - pre.len()).any(|i| glob(rest, &name[pre.len() + i..]))
+        }
+    }
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    let out = Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", from.display()))
+        .arg(to)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cp {} {}: {out:?}",
+        from.display(),
+        to.display()
+    );
+}
