@@ -11,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 die() { echo "rocm-image: $2" >&2; exit "$1"; }
+# debootstrap needs root; a hosted runner's user has sudo, and its rootless podman imports the tree.
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 log() { echo "rocm-image: $*" >&2; }
 
 suite=${1:-}
@@ -47,16 +49,17 @@ done
 
 start=$(date +%s)
 if ! "$engine" image exists "$base" 2>/dev/null; then
-  command -v debootstrap >/dev/null || die 3 "debootstrap is not installed (apt-get install debootstrap)"
+  command -v debootstrap >/dev/null || as_root apt-get install -y -qq debootstrap >&2 ||
+    die 3 "debootstrap is not installed and could not be (apt-get install debootstrap)"
   root="$cache/${suite}-rootfs"
   if [ ! -x "$root/bin/sh" ]; then
     log "debootstrap minbase $suite into $root"
-    rm -rf "$root"
-    debootstrap --variant=minbase "$suite" "$root" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2 ||
+    as_root rm -rf "$root"
+    as_root debootstrap --variant=minbase "$suite" "$root" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2 ||
       die 3 "debootstrap $suite failed (network, mirror or disk; see above)"
   fi
   log "importing $root as $base ($(( $(date +%s) - start )) s so far)"
-  tar -C "$root" -c . | "$engine" import - "$base" >&2 || die 3 "$engine import of $root failed"
+  as_root tar -C "$root" -c . | "$engine" import - "$base" >&2 || die 3 "$engine import of $root failed"
 fi
 
 log "building $tag from containers/rocm-debian.Dockerfile on $base"
