@@ -55,8 +55,15 @@ fn ggml_hip_builds_for_gfx1151_in_the_debian_rocm_image() {
     let first = gitcommit::commit_all(&repo, "ggml as vendored by llama-cpp-python");
     let set_rows = repo_dir.join("src/ggml-cuda/set-rows.cu");
     let text = std::fs::read_to_string(&set_rows).unwrap();
-    let changed = text.replacen("if (i >= ne_total) {", "if (i >= ne_total || ne_total < 0) {", 1);
-    assert_ne!(changed, text, "set-rows.cu no longer has the line this test edits");
+    let changed = text.replacen(
+        "if (i >= ne_total) {",
+        "if (i >= ne_total || ne_total < 0) {",
+        1,
+    );
+    assert_ne!(
+        changed, text,
+        "set-rows.cu no longer has the line this test edits"
+    );
     std::fs::write(&set_rows, changed).unwrap();
     let second = gitcommit::commit_all(&repo, "set-rows.cu only: same behaviour, new device code");
 
@@ -100,12 +107,16 @@ fn ggml_hip_builds_for_gfx1151_in_the_debian_rocm_image() {
     let gpu = Path::new("/dev/kfd").exists();
     for cell in cells {
         let p = &cell["provenance"];
-        let offload = p["offload_targets"].as_str().unwrap_or_else(|| panic!("{cell}"));
+        let offload = p["offload_targets"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{cell}"));
         assert!(
             offload.starts_with("gfx1151 x") && offload.contains("libggml-hip.so"),
             "{offload}"
         );
-        let graphs = p["graphs_build"].as_str().unwrap_or_else(|| panic!("{cell}"));
+        let graphs = p["graphs_build"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{cell}"));
         let words: Vec<&str> = graphs.split_whitespace().collect();
         // "GGML_HIP_GRAPHS defined in N of N ggml GPU compile commands"
         assert_eq!(words[3], words[5], "{graphs}");
