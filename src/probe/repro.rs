@@ -295,22 +295,24 @@ impl Prober for ReproProber {
             }
         };
         let build_s = built.duration.as_secs_f64();
+        // The build ran and is kept in the report; the test cannot answer (`why`, `scope`).
+        let untestable = |why: String, scope: SkipScope, provenance| ProbeReport {
+            skip_scope: scope,
+            ..report(
+                Outcome::Untestable,
+                Some(why),
+                Some(&built),
+                build_s,
+                0.0,
+                provenance,
+            )
+        };
         if !built.success() {
             if let Some(why) = crate::probe::step_infra_failure(&*self.opts.launcher, &built) {
                 return ProbeReport::infra(why, req.log_path);
             }
             if let Some((why, scope)) = reasons::toolchain(&self.opts.expect, &built.output) {
-                return ProbeReport {
-                    skip_scope: scope,
-                    ..report(
-                        Outcome::Untestable,
-                        Some(why),
-                        Some(&built),
-                        build_s,
-                        0.0,
-                        provenance,
-                    )
-                };
+                return untestable(why, scope, provenance);
             }
             let sig = if built.timed_out {
                 "build timed out".to_string()
@@ -340,17 +342,7 @@ impl Prober for ReproProber {
             &mut provenance,
         );
         if let Some(m) = proof {
-            return ProbeReport {
-                skip_scope: m.scope,
-                ..report(
-                    Outcome::Untestable,
-                    Some(m.reason),
-                    Some(&built),
-                    build_s,
-                    0.0,
-                    provenance,
-                )
-            };
+            return untestable(m.reason, m.scope, provenance);
         }
         if self.opts.build_only {
             return report(Outcome::Built, None, Some(&built), build_s, 0.0, provenance);
@@ -358,17 +350,7 @@ impl Prober for ReproProber {
         // No GPU for the backend here: the build stands, the test cannot run (and must not
         // run, or a runtime abort would read as the commit's crash).
         if let Some(why) = crate::probe::device::missing(self.opts.expect.backend) {
-            return ProbeReport {
-                skip_scope: SkipScope::Systematic,
-                ..report(
-                    Outcome::Untestable,
-                    Some(why),
-                    Some(&built),
-                    build_s,
-                    0.0,
-                    provenance,
-                )
-            };
+            return untestable(why, SkipScope::Systematic, provenance);
         }
         let digest = req
             .artifacts
