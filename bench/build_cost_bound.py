@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much compile work can any exact bisection of a real ggml range save over `git bisect run`?
 
-    bench/build_cost_bound.py GGML_GIT_DIR GOOD BAD [--build-dir DIR] [--fix SHA]
+    bench/build_cost_bound.py GGML_GIT_DIR GOOD BAD [--build-dir DIR] [--fix SHA] [--lie-prior P]
 
 Issue 13 asks for <= 0.5x `git bisect run`'s wall time on real 300-commit ggml ranges with a CPU
 test. Almost all of that time is compiling, so this computes, in one cost model, the compile work
@@ -26,7 +26,10 @@ of `git bisect run` and a LOWER BOUND on the compile work of every exact search 
   this benchmark existed (cheapest build now inside the no-extra-step window) and the one now in
   src/core/search/costs.rs (least expected build time: true cost now plus the relaxed optimum
   after, within its probe budget; the first probe, made before anything was learned, is the
-  middle).
+  middle), each with its endpoint probes: `--bad` right after an old first midpoint (the rule
+  until issue 22), only when the answer touches it (`--lazy-endpoints`), or priced as
+  src/core/search/endpoint.rs does (`--lie-prior`); `--good` when the answer touches it. Also
+  for a lying `--bad` (every verdict old), and the expected cost at a few lying rates.
 
 Prints all of it, the ratios to git, a full build's core use (so the compile-work bound becomes
 a wall-time bound), and for --fix the sequence git takes with the model's cost per build (to
@@ -347,6 +350,9 @@ def main():
             cost, seq = git_run(commits.index(fix))
             print(f"git for {fix[:8]}: {cost / 1000:.1f} s: " +
                   " ".join(f"{s}:{c / 1000:.1f}" for s, c in seq))
+            tool, probes, ends, _ = group_run(group_of[commits.index(fix)], choose_planned, "priced")
+            print(f"the tool now for {fix[:8]}: {tool / 1000:.1f} s ({tool / cost:.2f}x git's), "
+                  f"{probes} probes ({ends} of an endpoint), git {len(seq)}")
 
 
 if __name__ == "__main__":
