@@ -129,7 +129,11 @@ impl RebuildModel {
         }
         let same_inputs = self.paths == old.paths
             && self.objects.len() == old.objects.len()
-            && self.objects.iter().zip(&old.objects).all(|(a, b)| a.inputs == b.inputs);
+            && self
+                .objects
+                .iter()
+                .zip(&old.objects)
+                .all(|(a, b)| a.inputs == b.inputs);
         if same_inputs {
             self.memo = old.memo;
         }

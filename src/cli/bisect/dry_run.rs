@@ -52,7 +52,11 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
             ""
         }
     );
-    let _ = writeln!(out, "{}", lying_bad(n, p.plan.jobs, args.lazy_endpoints, &e));
+    let _ = writeln!(
+        out,
+        "{}",
+        lying_bad(n, p.plan.jobs, args.lazy_endpoints, &e)
+    );
     let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
     if let Some(c) = &p.configuration {

@@ -26,7 +26,13 @@ pub const LIE_PRIOR: f64 = 0.05;
 /// so far old, none new), `open` the untested candidates above it, `check` what building
 /// `--bad` costs now and `per_midpoint` what a midpoint costs on average (any one unit: ms, or
 /// probes when builds are not costed).
-pub fn verify_bad_now(groups: usize, lo: usize, open: usize, check: f64, per_midpoint: f64) -> bool {
+pub fn verify_bad_now(
+    groups: usize,
+    lo: usize,
+    open: usize,
+    check: f64,
+    per_midpoint: f64,
+) -> bool {
     if open == 0 || groups < 3 {
         return true;
     }

@@ -199,7 +199,10 @@ fn endpoint_probes(n: usize, ends: EndpointCheck, culprit: usize) -> (Step, usiz
             Verdict::Old
         }
     });
-    (step, probes.iter().filter(|&&i| i == 0 || i == n - 1).count())
+    (
+        step,
+        probes.iter().filter(|&&i| i == 0 || i == n - 1).count(),
+    )
 }
 
 #[test]
@@ -219,7 +222,11 @@ fn truthful_endpoints_cost_no_endpoint_probe() {
     }
     // Equal probe costs: 0.15 endpoint probes per bisection on average (the eager check after
     // an old first midpoint: 0.57); with build costs the check waits until --bad is cheap.
-    assert!(total * 6 <= n, "{total} endpoint probes over {} culprits", n - 1);
+    assert!(
+        total * 6 <= n,
+        "{total} endpoint probes over {} culprits",
+        n - 1
+    );
 }
 
 #[test]
