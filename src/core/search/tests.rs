@@ -167,9 +167,8 @@ fn bad_is_tested_when_the_walk_toward_it_makes_it_worth_it() {
         }
     );
     // A --bad whose build is incremental from a built neighbour is checked at once.
-    let mut cheap = s.clone();
+    let (mut cheap, mut now) = (s.clone(), vec![20_000; 100]);
     cheap.record(mid[0], Verdict::Old);
-    let mut now = vec![20_000; 100];
     now[99] = 200;
     cheap.set_costs(
         BuildCosts {
