@@ -173,6 +173,24 @@ fn wrong_endpoint_stops_with_a_clear_message() {
 }
 
 #[test]
+fn an_answer_next_to_bad_is_only_given_once_bad_was_tested() {
+    if !have_cmake() {
+        return;
+    }
+    // The culprit is --bad itself: the answer rests on it, so it is tested (and shows it).
+    let f = Fixture::new(&spec(30, 29));
+    f.bisect(0, 29).assert().code(0);
+    let r = f.result();
+    assert_eq!(r["first_bad"], f.sha(29));
+    let probes = r["probes"].as_array().unwrap();
+    assert!(
+        probes.iter().any(|p| p["sha"] == f.sha(29)),
+        "{:#}",
+        r["probes"]
+    );
+}
+
+#[test]
 fn parallel_jobs_find_the_same_commit() {
     if !have_cmake() {
         return;
