@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much compile work can any exact bisection of a real ggml range save over `git bisect run`?
 
-    bench/build_cost_bound.py GGML_GIT_DIR GOOD BAD [--build-dir DIR] [--fix SHA]
+    bench/build_cost_bound.py GGML_GIT_DIR GOOD BAD [--build-dir DIR] [--fix SHA] [--lie-prior P]
 
 Issue 13 asks for <= 0.5x `git bisect run`'s wall time on real 300-commit ggml ranges with a CPU
 test. Almost all of that time is compiling, so this computes, in one cost model, the compile work
@@ -26,7 +26,10 @@ of `git bisect run` and a LOWER BOUND on the compile work of every exact search 
   this benchmark existed (cheapest build now inside the no-extra-step window) and the one now in
   src/core/search/costs.rs (least expected build time: true cost now plus the relaxed optimum
   after, within its probe budget; the first probe, made before anything was learned, is the
-  middle).
+  middle), each with its endpoint probes: `--bad` right after an old first midpoint (the rule
+  until issue 22), only when the answer touches it (`--lazy-endpoints`), or priced as
+  src/core/search/endpoint.rs does (`--lie-prior`); `--good` when the answer touches it. Also
+  for a lying `--bad` (every verdict old), and the expected cost at a few lying rates.
 
 Prints all of it, the ratios to git, a full build's core use (so the compile-work bound becomes
 a wall-time bound), and for --fix the sequence git takes with the model's cost per build (to
@@ -127,6 +130,8 @@ def main():
     ap.add_argument("--fix", help="a culprit to print git's build sequence for")
     ap.add_argument("--per-probe", type=float, default=0.0,
                     help="seconds every probe costs besides compiling (test, link), for every policy")
+    ap.add_argument("--lie-prior", type=float, default=0.05,
+                    help="LIE_PRIOR of src/core/search/endpoint.rs, for the priced --bad check")
     a = ap.parse_args()
 
     commits = [git(a.repo, "rev-parse", a.good + "^{commit}").strip()]
@@ -213,22 +218,22 @@ def main():
                    + (r - c) * expected_within(c, r, d - 1)) / (r - l) for c in range(l + 1, r))
 
     # src/core/search/costs.rs `budget`: the whole bisection within git's fewest probes
-    # (floor(log2(commits))), one kept for an untested endpoint next to the answer, and at most
-    # one midpoint more than an exact halving of the groups.
+    # (floor(log2(commits))), one kept for an endpoint still untested, and at most one midpoint
+    # more than an exact halving of the groups.
     git_fewest = n.bit_length() - 1
     halving = (g - 1).bit_length()
 
-    def choose_planned(l, r, seen, made):
+    def choose_planned(l, r, seen, made, mids, endpoint_open):
         """The tool now: the first probe (no model yet) is the middle; then the true cost now
         plus the relaxed optimum after, within the budget less the probes made."""
         if made == 0:
             return (l + r) // 2
-        d = max(min(git_fewest - made - 1, halving + 1 - made), (r - l - 1).bit_length())
+        d = max(min(git_fewest - made - int(endpoint_open), halving + 1 - mids), (r - l - 1).bit_length())
         return min(range(l + 1, r), key=lambda c: (true_cost(c, seen) + per_probe
                    + ((c - l) * expected_within(l, c, d - 1) + (r - c) * expected_within(c, r, d - 1)) / (r - l),
                    abs(2 * c - l - r)))
 
-    def choose_window(l, r, seen, made):
+    def choose_window(l, r, seen, made, mids, endpoint_open):
         """The tool's rule: among midpoints that add no step, the cheapest to build."""
         k = (r - l - 1).bit_length()  # steps left
         ok = [c for c in range(l + 1, r) if max(c - l, r - c) <= 1 << max(k - 1, 0)]
@@ -237,22 +242,78 @@ def main():
     def true_cost(c, seen):
         return sum(w for o, w in enumerate(weight) if gfp[c][o] not in seen[o])
 
-    def group_run(culprit_group, choose):
-        l, r, seen, cost, probes = 0, g, [set() for _ in objects], 0, 0
-        while r - l > 1:
+    # When `--bad` (group g) is built, with one slot (src/core/search.rs `EndpointCheck`):
+    # "eager" right after an old first midpoint (the rule until issue 22), "priced" by
+    # src/core/search/endpoint.rs `verify_bad_now` (mirrored below), "lazy" only when the
+    # answer touches it. Every policy tests --bad when the answer touches it and --good when
+    # the answer touches it; git trusts both.
+    def verify_bad_now(groups, lo, open_, check, per_mid):
+        if open_ == 0 or groups < 3:
+            return True
+        left = (groups - 1 - lo) / (groups - 1)
+        q = a.lie_prior / (a.lie_prior + (1 - a.lie_prior) * left)
+        touch = 1 / (open_ + 1)
+        walk = (open_).bit_length() * per_mid  # ceil(log2(open + 1))
+        return q * walk > check * (1 - (1 - q) * touch)
+
+    def bad_now(policy, l, r, seen, made, first_old):
+        if r != g:
+            return False  # a new verdict inside: the fault reproduces in the range
+        if policy == "eager":
+            return first_old
+        if policy == "priced" and made > 0 and l > 0:
+            open_ = list(range(l + 1, r))
+            per_mid = sum(true_cost(c, seen) + per_probe for c in open_) / max(len(open_), 1)
+            return verify_bad_now(g + 1, l, len(open_), true_cost(g, seen) + per_probe, per_mid)
+        return False
+
+    def group_run(culprit_group, choose, policy="lazy"):
+        """One bisection with the culprit in group `culprit_group` (g + 1: --bad lies, every
+        verdict old). Returns (compile cost, probes, endpoint probes, lie reported)."""
+        l, r, seen, cost, probes, mids, ends = 0, g, [set() for _ in objects], 0, 0, 0, 0
+        bad_done = good_done = False
+        first_old = False
+
+        def probe(c):
+            nonlocal cost, probes
             probes += 1
-            c = choose(l, r, seen, probes - 1)
             cost += true_cost(c, seen) + per_probe
             for o in range(len(objects)):
                 seen[o].add(gfp[c][o])
+
+        while True:
+            if not bad_done and (r - l <= 1 or bad_now(policy, l, r, seen, probes, first_old)):
+                if r == g:
+                    probe(g)
+                    ends += 1
+                    bad_done = True
+                    if culprit_group > g:
+                        return cost, probes, ends, True
+                    first_old = False
+                    continue
+            if r - l <= 1:
+                if l == 0 and not good_done:
+                    probe(0)
+                    ends += 1
+                    good_done = True
+                break
+            c = choose(l, r, seen, probes, mids, not (bad_done and good_done))
+            probe(c)
+            mids += 1
+            first_old = mids == 1 and c < culprit_group
             l, r = (l, c) if c >= culprit_group else (c, r)
-        return cost, probes
+        return cost, probes, ends, False
 
     policy = {}
-    for name, ch in (("cheapest now inside the no-extra-step window (the tool before)", choose_window),
-                     ("least expected build time within the budget (the tool now)", choose_planned)):
-        runs = [group_run(cg, ch) for cg in range(1, g + 1)]
-        policy[name] = (sum(c for c, _ in runs) / g, max(p for _, p in runs), sum(p for _, p in runs) / g)
+    for name, ch, ep in (("cheapest now inside the no-extra-step window, --bad eager (third session)", choose_window, "eager"),
+                         ("least expected build time, --bad eager (before issue 22)", choose_planned, "eager"),
+                         ("least expected build time, --lazy-endpoints", choose_planned, "lazy"),
+                         ("least expected build time, --bad priced (the tool now)", choose_planned, "priced")):
+        runs = [group_run(cg, ch, ep) for cg in range(1, g + 1)]
+        lie = group_run(g + 1, ch, ep)
+        assert lie[3], name
+        policy[name] = (sum(c for c, *_ in runs) / g, max(p for _, p, *_ in runs),
+                        sum(p for _, p, *_ in runs) / g, sum(e for *_, e, _ in runs) / g, lie)
 
     lb_mean = min(full + per_probe + ((c * expected(0, c) + (g - c) * expected(c, g)) / g) for c in range(1, g))
     lb_worst = min(full + per_probe + max(worst(0, c), worst(c, g)) for c in range(1, g))
@@ -264,9 +325,18 @@ def main():
           f"(min {min(git_costs) / 1000:.1f}, max {max(git_costs) / 1000:.1f})")
     print(f"lower bound, any exact search: mean {lb_mean / 1000:.1f} s ({lb_mean / git_mean:.2f}x git), "
           f"worst case {lb_worst / 1000:.1f} s ({lb_worst / max(git_costs):.2f}x git's worst)")
-    for name, (mean, most, avg) in policy.items():
+    eager = policy["least expected build time, --bad eager (before issue 22)"]
+    for name, (mean, most, avg, ends, lie) in policy.items():
         print(f"policy {name}: mean {mean / 1000:.1f} s ({mean / git_mean:.2f}x git), "
-              f"probes mean {avg:.1f}, max {most}")
+              f"probes mean {avg:.2f}, max {most}, endpoint probes mean {ends:.2f}; "
+              f"a lying --bad: {lie[1]} probes, {lie[0] / 1000:.1f} s")
+        at = lambda p: (1 - p) * mean + p * lie[0]
+        print("    expected at lying rate " + ", ".join(f"{p:.0%}: {at(p) / 1000:.1f} s ({at(p) / git_mean:.2f}x git)"
+                                                   for p in (0.0, 0.05, 0.10, 0.20)))
+        if (eager[4][0] - eager[0]) != (lie[0] - mean):
+            # (1-p) mean + p lie = (1-p) eager_mean + p eager_lie
+            p = (eager[0] - mean) / ((lie[0] - mean) - (eager[4][0] - eager[0]))
+            print(f"    break-even lying rate against the eager check: {p:.0%}")
     wall, cpu, cores = open(os.path.join(out, "parallel-build")).read().split()
     used = float(cpu) / float(wall)
     print(f"a full build with Ninja's default -j on {cores} cores: {float(wall):.1f} s wall, "
@@ -280,6 +350,9 @@ def main():
             cost, seq = git_run(commits.index(fix))
             print(f"git for {fix[:8]}: {cost / 1000:.1f} s: " +
                   " ".join(f"{s}:{c / 1000:.1f}" for s, c in seq))
+            tool, probes, ends, _ = group_run(group_of[commits.index(fix)], choose_planned, "priced")
+            print(f"the tool now for {fix[:8]}: {tool / 1000:.1f} s ({tool / cost:.2f}x git's), "
+                  f"{probes} probes ({ends} of an endpoint), git {len(seq)}")
 
 
 if __name__ == "__main__":

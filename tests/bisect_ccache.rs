@@ -1,8 +1,8 @@
 //! Whether ccache hit, as the user sees it (issue 13): a real bisect of a real CMake + C
 //! history through the binary, with ccache wired in. Each commit changes one compiled file;
-//! the bad endpoint's full build compiles every file at its final content, so a later probe
-//! whose files are back at content compiled before (files changed before it and never after)
-//! must hit. The counts come from each probe's own stats log, so they are exact.
+//! the first midpoint's full build compiles every file, so a later probe whose files are back
+//! at content compiled before (a file the newer probe changed and this one does not) must
+//! hit. The counts come from each probe's own stats log, so they are exact.
 
 mod common;
 
@@ -168,8 +168,11 @@ fn the_report_says_how_often_ccache_hit_counting_only_builds_run_now() {
     );
     let md = fs::read_to_string(d.path().join("r.md")).unwrap();
     let pct = (hits * 100 + (hits + misses) / 2) / (hits + misses);
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let line = format!(
-        "- ccache: {hits} hits, {misses} misses ({pct}% hit) over {} builds\n",
+        "- ccache: {}, {} ({pct}% hit) over {} builds\n",
+        plural(hits, "hit", "hits"),
+        plural(misses, "miss", "misses"),
         probes.len()
     );
     assert!(md.contains(&line), "{line}not in:\n{md}");

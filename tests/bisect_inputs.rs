@@ -160,10 +160,15 @@ fn dry_run_resolves_everything_and_runs_nothing() {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert!(stdout.contains("candidates: 12"), "{stdout}");
     // 12 candidates, 10 between the endpoints: ceil(log2 11) = 4 midpoints; with one slot
-    // --bad is not a fixed extra probe but one the first midpoint may make unnecessary.
+    // --bad is not a fixed extra probe but one built only when the walk toward it pays, and
+    // what a --bad that does not reproduce costs is said.
     assert!(
         stdout.contains("expected probes: up to 5 with 1 slot(s): 4 midpoint(s)")
-            && stdout.contains("plus --bad when the first midpoint does not reproduce"),
+            && stdout.contains("plus --bad once the walk toward it makes that worth a build"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("if --bad does not reproduce: reported after 4 probe(s) when builds cost alike, at most 5"),
         "{stdout}"
     );
     assert!(stdout.contains("already in the store: 0 of 12"), "{stdout}");

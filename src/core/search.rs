@@ -25,14 +25,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndpointCheck {
-    /// Test `--bad` before the search relies on it (the endpoint that usually lies: a fault
-    /// that does not reproduce there makes the whole bisection worthless). With one slot the
-    /// first midpoint goes first: if it shows the new behaviour the fault reproduces inside
-    /// the range and `--bad` is only tested when the answer touches it; if it shows the old,
-    /// `--bad` is next, so a lying `--bad` costs one probe, never a whole bisection. With a
-    /// free slot `--bad` and `--good` go in the first wave. Measured on real ggml ranges
-    /// (BENCHMARKS.md): testing `--bad` before anything else cost one full rebuild on every
-    /// range; this costs it only where the first midpoint is old.
+    /// Test `--bad` when it is worth it (the endpoint that usually lies: a fault that does not
+    /// reproduce there). With one slot, a midpoint that shows the new behaviour proves the
+    /// fault reproduces inside the range, and an answer whose commit and parent were both
+    /// tested needs no endpoint; so `--bad` is built only when the answer touches it, or while
+    /// every verdict is old once the odds that it lies times the walk toward it outweigh its
+    /// build (`endpoint`): cheap when it is incremental from a built neighbour, likely after
+    /// several old answers in a row. A truthful range then usually costs no endpoint probe; a
+    /// lying `--bad` costs at most the walk toward it, never a wrong answer. With a free slot
+    /// `--bad` and `--good` go in the first wave. (Until issue 22 `--bad` was built right
+    /// after the first old midpoint: a full cold build on half the culprit positions.)
     First,
     /// Assume the endpoints, and test one only when the answer depends on it (the culprit is
     /// next to it). Same trust at the end, fewer probes; a wrong endpoint is found late.
@@ -176,7 +178,7 @@ impl Search {
                 }
                 return Step::Probe(ends);
             }
-            if inside(Verdict::Old) && !inside(Verdict::New) {
+            if inside(Verdict::Old) && !inside(Verdict::New) && self.bad_worth_checking() {
                 return Step::Probe(vec![n - 1]);
             }
         }
@@ -209,6 +211,32 @@ impl Search {
             });
         }
         Step::Probe(self.pick(lo, hi, &open, slots))
+    }
+
+    /// One slot, every verdict so far old: whether building `--bad` now is worth it
+    /// (`endpoint::verify_bad_now`), in build time when costs are known, else in probes.
+    fn bad_worth_checking(&self) -> bool {
+        let n = self.len();
+        let (lo, hi) = self.bounds();
+        let open: Vec<usize> = (lo + 1..hi)
+            .filter(|&i| self.verdicts[i].is_none())
+            .collect();
+        let stored = |i: usize| self.cheap[i];
+        let (check, per_midpoint) = match &self.costs {
+            Some((c, _)) => {
+                let now = |i: usize| {
+                    if stored(i) {
+                        0.0
+                    } else {
+                        c.now.get(i).copied().unwrap_or(0) as f64 + c.per_probe as f64
+                    }
+                };
+                let mean = open.iter().map(|&i| now(i)).sum::<f64>() / open.len().max(1) as f64;
+                (now(n - 1), mean)
+            }
+            None => (if stored(n - 1) { 0.0 } else { 1.0 }, 1.0),
+        };
+        endpoint::verify_bad_now(n, lo, open.len(), check, per_midpoint)
     }
 
     /// Choose up to `slots` distinct probes splitting (lo, hi) into `slots + 1` parts.
@@ -320,5 +348,6 @@ pub fn ceil_log2(x: usize) -> u32 {
 }
 
 mod costs;
+pub mod endpoint;
 #[cfg(test)]
 mod tests;

@@ -10,8 +10,8 @@
 //! took. So the cost of a candidate is the summed compile time of the objects whose inputs,
 //! read as blob ids from the candidate's git tree, form a combination not compiled yet.
 //!
-//! The estimate only orders midpoints that cost the search no extra step
-//! (`core::search::Search::set_cost`); a wrong estimate costs time, never correctness.
+//! The estimate steers which midpoint is taken and when `--bad` is built (`core::search`,
+//! within the probe budget); a wrong estimate costs time, never correctness.
 
 use crate::run::buildset::NinjaBuild;
 use git2::{Oid, Repository};
@@ -22,6 +22,8 @@ use std::path::Path;
 /// One compiled object: its compile time and the checkout paths it read.
 #[derive(Debug, Clone)]
 struct Object {
+    /// Ninja's output name: an object keeps the compile time of its first (cold) build.
+    target: String,
     weight_ms: u64,
     inputs: Vec<usize>,
 }
@@ -76,6 +78,7 @@ impl RebuildModel {
                 inputs.sort_unstable();
                 inputs.dedup();
                 model.objects.push(Object {
+                    target: target.to_string(),
                     weight_ms: times.get(target).copied().unwrap_or(0).max(1),
                     inputs,
                 });
@@ -106,9 +109,34 @@ impl RebuildModel {
     }
 
     /// Takes over the commits an earlier model saw built (a relearned model keeps the
-    /// history, re-read with its own objects and inputs).
+    /// history, re-read with its own objects and inputs), and each known object's compile
+    /// time: `.ninja_log` keeps the latest one, and an object recompiled from ccache or
+    /// not at all since is logged as fast as a cache hit, which is not what compiling
+    /// new inputs costs. When the objects read the same paths as before (most probes), the
+    /// fingerprints already computed stay valid and are kept: a relearned model would
+    /// otherwise read every candidate's blobs again after every probe.
     pub fn inherit(&mut self, repo: &Repository, old: RebuildModel) {
         self.scale = old.scale;
+        let first: HashMap<&str, u64> = old
+            .objects
+            .iter()
+            .map(|o| (o.target.as_str(), o.weight_ms))
+            .collect();
+        for o in &mut self.objects {
+            if let Some(&w) = first.get(o.target.as_str()) {
+                o.weight_ms = w;
+            }
+        }
+        let same_inputs = self.paths == old.paths
+            && self.objects.len() == old.objects.len()
+            && self
+                .objects
+                .iter()
+                .zip(&old.objects)
+                .all(|(a, b)| a.inputs == b.inputs);
+        if same_inputs {
+            self.memo = old.memo;
+        }
         for sha in old.built {
             self.built(repo, &sha);
         }
@@ -228,5 +256,35 @@ mod tests {
             "# ninja log v5\n0\t900\t0\ta.o\tff\n10\t30\t0\tb.o\tee\n1000\t1500\t0\ta.o\tff\n";
         let t = log_times(log);
         assert_eq!((t["a.o"], t["b.o"]), (500, 20));
+    }
+
+    /// An object Ninja recompiled from ccache is logged at a cache hit's time; the model
+    /// learned after that build still costs compiling it at the cold build's time.
+    #[test]
+    fn a_relearned_model_keeps_the_cold_compile_times() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, build) = (d.path().join("src"), d.path().join("build"));
+        std::fs::create_dir_all(&build).unwrap();
+        let deps = format!(
+            "a.o: #deps 1, deps mtime 1 (VALID)\n    {}/a.c\n\n",
+            src.display()
+        );
+        let ninja = NinjaBuild {
+            dirs: vec![(build.clone(), deps)],
+            roots: vec![src],
+        };
+        let log = build.join(".ninja_log");
+        std::fs::write(&log, "# ninja log v5\n0\t900\t0\ta.o\tff\n").unwrap();
+        let cold = RebuildModel::learn(&ninja, true).unwrap();
+        std::fs::write(
+            &log,
+            "# ninja log v5\n0\t900\t0\ta.o\tff\n1000\t1020\t0\ta.o\tee\n",
+        )
+        .unwrap();
+        let mut warm = RebuildModel::learn(&ninja, true).unwrap();
+        assert_eq!(warm.weights(), vec![20]);
+        let repo = Repository::init(d.path().join("repo")).unwrap();
+        warm.inherit(&repo, cold);
+        assert_eq!(warm.weights(), vec![900]);
     }
 }

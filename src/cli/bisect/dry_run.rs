@@ -52,6 +52,11 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
             ""
         }
     );
+    let _ = writeln!(
+        out,
+        "{}",
+        lying_bad(n, p.plan.jobs, args.lazy_endpoints, &e)
+    );
     let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
     if p.plan.predicate.regress.build_only() {
@@ -136,8 +141,8 @@ fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
         (true, _) => (1, "plus the endpoint next to the answer (--lazy-endpoints)"),
         (false, 1) => (
             1,
-            "plus --bad when the first midpoint does not reproduce, or the endpoint next to \
-             the answer",
+            "plus --bad once the walk toward it makes that worth a build, or the endpoint \
+             next to the answer",
         ),
         (false, _) => (2, "plus --good and --bad in the first wave"),
     };
@@ -159,9 +164,42 @@ fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
     }
 }
 
+/// The worst case of a `--bad` that does not show the new behaviour: every midpoint is then
+/// old, and the search walks toward `--bad` until it builds it (`core::search::endpoint`).
+/// With equal probe costs that point is exact (the real search, replayed); with build costs it
+/// comes earlier when `--bad` is an incremental build, never later than the whole walk, which
+/// `estimate` bounds.
+fn lying_bad(n: usize, jobs: usize, lazy: bool, e: &Estimate) -> String {
+    use crate::core::outcome::Verdict;
+    use crate::core::search::{EndpointCheck, Search, Step};
+    let ends = if lazy {
+        EndpointCheck::Lazy
+    } else {
+        EndpointCheck::First
+    };
+    let mut s = Search::new((0..n as u64).collect(), ends);
+    let mut probes = 0usize;
+    while let Step::Probe(wave) = s.next(jobs.max(1)) {
+        for i in wave {
+            probes += 1;
+            s.record(i, Verdict::Old);
+        }
+    }
+    format!(
+        "if --bad does not reproduce: reported after {probes} probe(s) when builds cost alike, \
+         at most {} (the walk all the way to it){}",
+        e.total.max(probes),
+        if lazy || jobs > 1 {
+            ""
+        } else {
+            "; --confidence tests it first"
+        }
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::estimate;
+    use super::{estimate, lying_bad};
     use crate::core::outcome::Verdict;
     use crate::core::search::{budget, Answer, BuildCosts, EndpointCheck, Search, Step};
 
@@ -241,12 +279,11 @@ mod tests {
                         "n={n} jobs={jobs} lazy={lazy}: {worst} probes > {}",
                         e.detail
                     );
-                    // One slot: reached exactly; lazily the worst culprit may sit away from
-                    // both endpoints and spare the endpoint probe.
+                    // One slot: reached, or one short where the worst culprit sits away
+                    // from both endpoints and the walk never made --bad worth a build.
                     if jobs == 1 {
-                        let slack = usize::from(lazy);
                         assert!(
-                            worst + slack >= e.total,
+                            worst + 1 >= e.total,
                             "n={n} lazy={lazy}: {worst}, {}",
                             e.detail
                         );
@@ -254,6 +291,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The lying-`--bad` line is the real search's count, and never above the bound.
+    #[test]
+    fn a_lying_bad_costs_what_the_dry_run_says() {
+        for n in [3usize, 10, 100, 301] {
+            for (jobs, lazy) in [(1, false), (1, true), (2, false)] {
+                let e = estimate(n, jobs, lazy, n - 1);
+                let line = lying_bad(n, jobs, lazy, &e);
+                let mut s = Search::new(
+                    (0..n as u64).collect(),
+                    if lazy {
+                        EndpointCheck::Lazy
+                    } else {
+                        EndpointCheck::First
+                    },
+                );
+                let mut count = 0;
+                let step = loop {
+                    match s.next(jobs) {
+                        Step::Probe(w) => {
+                            for i in w {
+                                count += 1;
+                                s.record(i, Verdict::Old);
+                            }
+                        }
+                        other => break other,
+                    }
+                };
+                assert!(matches!(step, Step::BadEndpoint { .. }), "{step:?}");
+                assert!(line.contains(&format!("after {count} probe(s)")), "{line}");
+                assert!(count <= e.total, "n={n} jobs={jobs}: {count} > {}", e.total);
+            }
+        }
+        // One slot: fewer than the whole walk (the eager --confidence check: 2).
+        let e = estimate(301, 1, false, 300);
+        let line = lying_bad(301, 1, false, &e);
+        assert!(line.contains("after 3 probe(s)"), "{line}");
     }
 
     /// With build costs the search may spend the one midpoint of slack the estimate names

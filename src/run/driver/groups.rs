@@ -234,6 +234,10 @@ impl Shared<'_> {
         for g in (lo + 1..hi).filter(|g| !cheap.contains(g)) {
             now[g] = model.cost(repo, sha(g));
         }
+        // --bad, while untested: the search weighs building it against the walk toward it.
+        if search.verdict(n - 1).is_none() && !cheap.contains(&(n - 1)) && hi == n - 1 {
+            now[n - 1] = model.cost(repo, sha(n - 1));
+        }
         // Fingerprints for the interval program only where it runs (`MAX_OPEN`): the open
         // range's and, since what lies outside it counts as built there, as many groups again
         // on each side (a header's versions are contiguous runs of commits; the far ones only

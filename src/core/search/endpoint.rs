@@ -1,0 +1,69 @@
+//! When a one-slot search builds `--bad`: only when the chance that it lies, times what the
+//! rest of the search would spend walking toward it, outweighs what building it costs.
+//!
+//! An answer whose commit and parent were both observed is self-verifying: `--bad` matters
+//! only when the answer is next to it (the search then tests it, as `--lazy-endpoints` does) or
+//! when it lies, and a lying `--bad` shows itself as a search that only ever sees the old
+//! behaviour, walking toward it. Building it as soon as one midpoint was old (the rule until
+//! issue 22) cost a full cold build on about half the culprit positions of a truthful range,
+//! the one probe `git bisect run` never makes. Here the check waits while it is unlikely to
+//! pay: every old answer in a row raises the odds of a lie (a truthful culprit must then lie in
+//! the shrinking top of the range), the walk toward `--bad` makes its build incremental, and
+//! the check is made once `q * walk > cost * (1 - (1 - q) * t)`: `q` the posterior odds of a
+//! lie, `walk` the expected cost of the midpoints left, `cost` building `--bad` now and `t`
+//! the chance a truthful answer is next to it (the check is then needed anyway).
+//!
+//! `LIE_PRIOR` is the rate of lying `--bad` endpoints the rule is tuned for (BENCHMARKS.md
+//! "Endpoint checks": the model's break-even rates and why 5%). A lie is never a wrong
+//! answer: at the latest the search walks all the way to `--bad`, tests it there and stops.
+
+/// The share of bisections whose `--bad` does not show the new behaviour (a probe script
+/// that does not reproduce, a build that fails there) the rule is tuned for. `--confidence`
+/// (flaky faults, where a lying `--bad` is likely) keeps the eager check of its own session.
+pub const LIE_PRIOR: f64 = 0.05;
+
+/// Whether to build `--bad` now. `groups` candidates, `lo` the last old one (every verdict
+/// so far old, none new), `open` the untested candidates above it, `check` what building
+/// `--bad` costs now and `per_midpoint` what a midpoint costs on average (any one unit: ms, or
+/// probes when builds are not costed).
+pub fn verify_bad_now(
+    groups: usize,
+    lo: usize,
+    open: usize,
+    check: f64,
+    per_midpoint: f64,
+) -> bool {
+    if open == 0 || groups < 3 {
+        return true;
+    }
+    // Culprit positions still consistent with a truthful --bad: (lo, groups - 1].
+    let left = (groups - 1 - lo) as f64 / (groups - 1) as f64;
+    let q = LIE_PRIOR / (LIE_PRIOR + (1.0 - LIE_PRIOR) * left);
+    let touch = 1.0 / (open + 1) as f64;
+    let walk = f64::from(super::ceil_log2(open + 1)) * per_midpoint;
+    q * walk > check * (1.0 - (1.0 - q) * touch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_truthful_looking_range_does_not_build_bad() {
+        // 64 groups, one old midpoint at 32: half the culprits are still above it.
+        assert!(!verify_bad_now(64, 32, 30, 1.0, 1.0));
+        // Full builds: still not worth one.
+        assert!(!verify_bad_now(64, 32, 30, 20_000.0, 20_000.0));
+    }
+
+    #[test]
+    fn the_walk_toward_bad_makes_it_worth_checking() {
+        // Probes cost the same: after four old answers in a row (top sixteenth left).
+        assert!(!verify_bad_now(65, 56, 7, 1.0, 1.0));
+        assert!(verify_bad_now(65, 60, 3, 1.0, 1.0));
+        // A build of --bad that is incremental from a built neighbour is worth it earlier.
+        assert!(verify_bad_now(65, 48, 15, 500.0, 20_000.0));
+        // Nothing left open: the answer touches --bad.
+        assert!(verify_bad_now(65, 63, 0, 1e9, 1.0));
+    }
+}
