@@ -27,7 +27,12 @@ fn every_image_has_the_build_tools_and_a_base_image_argument() {
         .collect();
     assert_eq!(
         names,
-        ["cpu.Dockerfile", "cuda.Dockerfile", "rocm.Dockerfile"]
+        [
+            "cpu.Dockerfile",
+            "cuda.Dockerfile",
+            "rocm-debian.Dockerfile",
+            "rocm.Dockerfile"
+        ]
     );
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
@@ -42,9 +47,25 @@ fn every_image_has_the_build_tools_and_a_base_image_argument() {
             assert!(text.contains(&format!(" {tool} ")), "{f:?} lacks {tool}");
         }
     }
-    let rocm = std::fs::read_to_string(&files[2]).unwrap();
+    let rocm = std::fs::read_to_string(&files[3]).unwrap();
     assert!(rocm.contains("ARG ROCM_VERSION="));
     assert!(rocm.contains("docker.io/rocm/dev-ubuntu-${UBUNTU_VERSION}:${ROCM_VERSION}"));
+    // Debian's own ROCm: the image refuses a HIP other than its tag's, and carries the paths
+    // Debian's clang needs to compile HIP at all.
+    let debian = std::fs::read_to_string(&files[2]).unwrap();
+    for needed in [
+        "hipcc libamdhip64-dev libhipblas-dev librocblas-dev",
+        "case \"$hip\" in \"${ROCM_VERSION%.*}\".*)",
+        "HIP_DEVICE_LIB_PATH=${HIP_DEVICE_LIB_PATH}",
+        "HIP_CLANG_PATH=${HIP_CLANG_PATH}",
+        "--offload-arch=gfx1151",
+        "io.setrows.rocm-version=\"${ROCM_VERSION}\"",
+    ] {
+        assert!(
+            debian.contains(needed),
+            "rocm-debian.Dockerfile lacks {needed}"
+        );
+    }
 }
 
 fn hadolint() -> Option<PathBuf> {
