@@ -373,7 +373,8 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
         job: "round2/probe".into(),
         leg: 0,
         step: "Probe".into(),
-        after: Duration::from_millis(1500),
+        // the runner's line as its probe's build starts (`setrows-bisect: probe <sha>: build`)
+        once_logged: ": build\n".into(),
     });
     let inputs =
         json!({"good": good, "bad": bad, "config": id, "slots": K.to_string(), "post": "true"});

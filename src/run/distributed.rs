@@ -129,7 +129,18 @@ pub fn probe_one(
         build: None,
         log: None,
     };
-    let report = probing.run_in(&slot, &run, &Hooks::QUIET).map_err(fail)?;
+    // A runner's log says where its one probe is (a killed runner's last line names the phase).
+    let short = &cand.sha[..10];
+    let phase =
+        |ph: crate::probe::Phase| eprintln!("setrows-bisect: probe {short}: {}", ph.as_str());
+    let infra = |attempt: u32, msg: &str| {
+        eprintln!("setrows-bisect: probe {short}: infrastructure error (attempt {attempt}): {msg}")
+    };
+    let hooks = Hooks {
+        phase: &phase,
+        infra: &infra,
+    };
+    let report = probing.run_in(&slot, &run, &hooks).map_err(fail)?;
     let verdict = plan.predicate.judge(report.outcome, &report.output_tail);
     let key = StoreKey::new(&cand.tree, &probing.identity);
     Ok(json!({

@@ -35,17 +35,19 @@ use serde_yaml_ng::Value as Y;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Kill one runner mid-step: the step's whole process group gets SIGKILL `after` it started,
-/// and the job ends there (a lost runner runs no further step, not even `if: always()`).
+/// Kill one runner mid-step: the step's whole process group gets SIGKILL as soon as its log
+/// shows `once_logged` (a point inside the work, not a time: a fast machine would finish a
+/// timed step before the kill), and the job ends there (a lost runner runs no further step,
+/// not even `if: always()`).
 #[derive(Clone)]
 pub struct Kill {
     /// Job path, e.g. `round2/probe`.
     pub job: String,
     pub leg: usize,
     pub step: String,
-    pub after: Duration,
+    pub once_logged: String,
 }
 
 /// One job (or one matrix leg) as it ended.
@@ -846,13 +848,13 @@ impl Harness {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
         let mut child = cmd.spawn().unwrap();
-        let started = Instant::now();
         let status = loop {
             if let Some(s) = child.try_wait().unwrap() {
                 break Some(s);
             }
             if let Some(k) = &kill {
-                if started.elapsed() >= k.after {
+                let log = std::fs::read_to_string(stepdir.join("log")).unwrap_or_default();
+                if log.contains(&k.once_logged) {
                     // SAFETY: signalling the process group this harness created.
                     unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
                     let _ = child.wait();
