@@ -16,6 +16,9 @@
 mod argv;
 mod write_probe;
 pub use write_probe::write_probe_job;
+mod live;
+pub use live::stop_live_containers;
+use live::{force_remove, remember};
 mod signals;
 pub use argv::*;
 use signals::PROVENANCE_SCRIPT;
@@ -417,48 +420,6 @@ fn rand_suffix() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() % 1_000_000_007)
         .unwrap_or(0)
-}
-
-/// Containers started recently (engine program, name), for the interrupt handler: the last
-/// `LIVE_KEEP` are enough, since steps run one per slot and finished ones are already gone.
-static LIVE: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
-const LIVE_KEEP: usize = 16;
-
-fn remember(program: &Path, name: String) {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| crate::probe::exec::on_interrupt(stop_live_containers));
-    if let Ok(mut live) = LIVE.lock() {
-        live.retain(|(_, n)| *n != name);
-        live.push((program.to_path_buf(), name));
-        let excess = live.len().saturating_sub(LIVE_KEEP);
-        live.drain(..excess);
-    }
-}
-
-/// Stops and removes one container at once: `kill` (SIGKILL, no grace: the step is being
-/// abandoned) then `rm -f`. One name per call: podman 4 stops at the first unknown name.
-fn force_remove(program: &Path, name: &str) {
-    for args in [["kill", name].as_slice(), ["rm", "-f", name].as_slice()] {
-        let _ = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// Force-removes every remembered container, concurrently (the interrupt handler waits).
-pub fn stop_live_containers() {
-    let live: Vec<(PathBuf, String)> = match LIVE.lock() {
-        Ok(l) => l.clone(),
-        Err(_) => return,
-    };
-    std::thread::scope(|s| {
-        for (program, name) in &live {
-            s.spawn(move || force_remove(program, name));
-        }
-    });
 }
 
 impl Launcher for ContainerLauncher {
