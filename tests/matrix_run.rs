@@ -355,13 +355,17 @@ fn a_full_disk_is_an_infrastructure_error_even_on_the_host() {
     assert!(cell.signature.unwrap().contains("disk full"));
 }
 
-/// The configure line the first HIP configuration of the shipped matrix runs inside its ROCm
-/// image (the bundled replay's build script with this configuration's recipe), pinned.
+/// The configure line the first HIP configuration of the shipped matrix on AMD's 6.4.1 image
+/// runs inside it (the bundled replay's build script with this configuration's recipe), pinned.
 #[test]
 fn golden_hip_replay_build_from_the_shipped_matrix() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("matrix.toml");
     let m = setrows_bisect::cli::matrix::read_matrix(&path).unwrap();
-    let c = &m.configs[0];
+    let c = m
+        .configs
+        .iter()
+        .find(|c| c.values["rocm"].to_string() == "6.4.1")
+        .unwrap();
     assert_eq!(
         c.label(),
         "backend=hip rocm=6.4.1 gfx=gfx1151 wave_size=32 graphs=false launch=default params=decode-reuse"

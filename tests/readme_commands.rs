@@ -42,6 +42,10 @@ const SKIP: &[(&str, &str)] = &[
         "the bisect workflow's line: tests/github_actions_run executes it in bisect.yml",
     ),
     (
+        "setrows-bisect matrix --build-only --repo ~/src/ggml",
+        "needs a ggml checkout in ~/src/ggml and the shipped matrix's ROCm images",
+    ),
+    (
         "setrows-bisect matrix --repo ~/src/ggml",
         "a synopsis ([--only ID,...]) over ggml and the ROCm images",
     ),
@@ -182,7 +186,13 @@ fn every_readme_command_runs_verbatim_from_an_empty_directory() {
             "`{cmd}` failed ({:?}):\n{se}\n{so}",
             out.status
         );
-        assert!(!se.contains("error"), "`{cmd}` said:\n{se}");
+        // The tool's own errors; a probe's build log may say "error:" (the demo plants broken
+        // builds on purpose, and which of them a bisection meets depends on its seed).
+        assert!(
+            !se.lines()
+                .any(|l| l.starts_with("error") || l.contains("setrows-bisect: error")),
+            "`{cmd}` said:\n{se}"
+        );
         ran.push((cmd.clone(), so.into_owned()));
     }
     eprintln!(
