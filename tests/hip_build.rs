@@ -33,24 +33,18 @@ fn setup() -> Option<(String, PathBuf)> {
     )
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
-}
-
 #[test]
 fn ggml_hip_builds_for_gfx1151_in_the_debian_rocm_image() {
     let Some((image, ggml)) = setup() else { return };
     let d = tempfile::tempdir().unwrap();
     let repo_dir = d.path().join("ggml");
-    copy_tree(&ggml, &repo_dir);
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&ggml)
+        .arg(&repo_dir)
+        .status()
+        .unwrap();
+    assert!(cp.success());
     let repo = git2::Repository::init(&repo_dir).unwrap();
     let first = gitcommit::commit_all(&repo, "ggml as vendored by llama-cpp-python");
     let set_rows = repo_dir.join("src/ggml-cuda/set-rows.cu");

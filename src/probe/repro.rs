@@ -334,10 +334,15 @@ impl Prober for ReproProber {
         // configuration names answers neither question.
         let tree = req.build_dir.join(self.build_dir_name());
         let options = reasons::tree_options(&self.opts.expect, &ggml_root);
+        let defs = self
+            .opts
+            .expect
+            .needs_compile_defs()
+            .then(|| self.compile_defs(req.build_dir));
         let proof = proof::hip_build(
             &self.opts.expect,
             &tree,
-            || self.compile_defs(req.build_dir),
+            defs.as_ref(),
             &options,
             &mut provenance,
         );
@@ -375,11 +380,6 @@ impl Prober for ReproProber {
                 return ProbeReport::infra(why, req.log_path);
             }
         }
-        let defs = self
-            .opts
-            .expect
-            .needs_compile_defs()
-            .then(|| self.compile_defs(req.build_dir));
         let c = classify_expected(
             ran.exit_code,
             ran.signal,
@@ -387,7 +387,7 @@ impl Prober for ReproProber {
             &ran.output,
             &self.opts.expect,
             defs.as_ref(),
-            &reasons::tree_options(&self.opts.expect, &ggml_root),
+            &options,
         );
         if let Some(r) = parse_result(&ran.output) {
             if let Some(f) = &r.features {

@@ -67,7 +67,8 @@ pub fn scan(bytes: &[u8]) -> (BTreeMap<String, usize>, bool) {
         let name = String::from_utf8_lossy(&c[1]).into_owned();
         *counts.entry(name).or_insert(0) += 1;
     }
-    let compressed = bytes.windows(4).any(|w| w == b"CCOB");
+    // Only asked when nothing was readable: a 70 MB library need not be scanned twice.
+    let compressed = counts.is_empty() && bytes.windows(4).any(|w| w == b"CCOB");
     (counts, compressed)
 }
 

@@ -12,13 +12,14 @@ use crate::core::outcome::SkipScope;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The proof of one build: what `tree` (the CMake build tree) says, recorded into `provenance`,
-/// and the first contradiction with `exp`, if any. Only HIP builds are read (CUDA proves its
-/// configuration at run time through ggml's feature list).
+/// The proof of one build: what `tree` (the CMake build tree) and its compile definitions
+/// (`defs`, read when graphs were asked) say, recorded into `provenance`, and the first
+/// contradiction with `exp`, if any. Only HIP builds are read (CUDA proves its configuration at
+/// run time through ggml's feature list).
 pub(super) fn hip_build(
     exp: &Expectations,
     tree: &Path,
-    defs: impl FnOnce() -> CompileDefs,
+    defs: Option<&CompileDefs>,
     options: &TreeOptions,
     provenance: &mut BTreeMap<String, String>,
 ) -> Option<Mismatch> {
@@ -29,8 +30,7 @@ pub(super) fn hip_build(
     if let Some(t) = &targets {
         provenance.insert("offload_targets".into(), t.summary());
     }
-    let defs = exp.graphs.map(|_| defs());
-    if let Some(d) = defs.as_ref().filter(|d| d.backend_commands > 0) {
+    if let Some(d) = defs.filter(|d| d.backend_commands > 0) {
         provenance.insert(
             "graphs_build".into(),
             format!(
@@ -39,8 +39,7 @@ pub(super) fn hip_build(
             ),
         );
     }
-    expect::mismatch_in(exp, None, defs.as_ref(), options)
-        .or_else(|| target_mismatch(exp, targets.as_ref()))
+    expect::mismatch_in(exp, None, defs, options).or_else(|| target_mismatch(exp, targets.as_ref()))
 }
 
 /// The asked GPU missing from the library: the configuration and toolchain decide the targets
@@ -101,7 +100,7 @@ mod tests {
         let m = hip_build(
             &hip(Some(true)),
             d.path(),
-            || defs(140, 140),
+            Some(&defs(140, 140)),
             &DECLARED,
             &mut p,
         );
@@ -118,7 +117,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         lib(d.path(), &["hipv4-amdgcn-amd-amdhsa--gfx1100"]);
         let mut p = BTreeMap::new();
-        let m = hip_build(&hip(None), d.path(), || unreachable!(), &DECLARED, &mut p).unwrap();
+        let m = hip_build(&hip(None), d.path(), None, &DECLARED, &mut p).unwrap();
         assert_eq!(m.scope, SkipScope::Systematic);
         assert!(
             m.reason.contains("gfx1151 asked for") && m.reason.contains("gfx1100 x1"),
@@ -135,7 +134,7 @@ mod tests {
         let m = hip_build(
             &hip(Some(true)),
             d.path(),
-            || defs(140, 0),
+            Some(&defs(140, 0)),
             &DECLARED,
             &mut p,
         )
@@ -146,7 +145,7 @@ mod tests {
         let m = hip_build(
             &hip(Some(false)),
             d.path(),
-            || defs(140, 0),
+            Some(&defs(140, 0)),
             &DECLARED,
             &mut p,
         );
@@ -165,10 +164,7 @@ mod tests {
             backend: Some(Backend::Cuda),
             ..hip(Some(true))
         };
-        assert_eq!(
-            hip_build(&cuda, d.path(), || unreachable!(), &DECLARED, &mut p),
-            None
-        );
+        assert_eq!(hip_build(&cuda, d.path(), None, &DECLARED, &mut p), None);
         assert!(p.is_empty());
     }
 }
