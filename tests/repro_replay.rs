@@ -126,7 +126,7 @@ fn quantized_and_i32_indices_at_high_rows_pass() {
     }
 }
 
-/// The whole result line, for keys `ReproResult` does not carry (`graph`, `checks_run`).
+/// The whole result line, for keys `ReproSummary` does not carry (`graph`, `checks_run`).
 fn result_json(output: &str) -> serde_json::Value {
     let line = output
         .lines()

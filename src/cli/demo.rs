@@ -41,7 +41,7 @@ pub struct DemoArgs {
 
 /// The build command the demo (and its benchmarks) use: configure once, then incremental.
 pub fn build_command() -> String {
-    let gen = if crate::probe::script::which("ninja").is_some() {
+    let gen = if crate::probe::exec::which("ninja").is_some() {
         " -G Ninja"
     } else {
         ""
@@ -91,7 +91,7 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
-    if crate::probe::script::which("cmake").is_none() {
+    if crate::probe::exec::which("cmake").is_none() {
         return Err(CliError::usage(
             "the demo builds a C library with CMake, and cmake is not on PATH; run ./scripts/demo.sh (it installs cmake) or install cmake",
         ));
@@ -144,8 +144,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     eprintln!(
         "demo: setrows-bisect --repo {} --good {} --bad {} --build '{}' --script '{}'\n",
         repo.display(),
-        &good[..10],
-        &bad[..10],
+        crate::core::range::short_sha(&good),
+        crate::core::range::short_sha(&bad),
         build_command(),
         TEST_COMMAND
     );

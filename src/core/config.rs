@@ -14,22 +14,6 @@ use crate::core::result::ConfigurationInfo;
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
 pub const DEFAULT_HIP_TARGET: &str = "gfx1151";
 
-/// Where ggml lives in the trees we know, most specific first: a lucebox checkout
-/// (`server/deps/llama.cpp/ggml`), llama.cpp (`ggml/`), ggml itself (the root).
-pub const GGML_LOCATIONS: [&str; 3] = ["server/deps/llama.cpp/ggml", "ggml", ""];
-
-/// The ggml directory of a tree, given a test for "this relative path exists": the first of
-/// `GGML_LOCATIONS` that has `CMakeLists.txt` and `include/ggml.h`.
-pub fn ggml_subdir(has: impl Fn(&str) -> bool) -> Option<&'static str> {
-    GGML_LOCATIONS.into_iter().find(|dir| {
-        let p = |f: &str| match *dir {
-            "" => f.to_string(),
-            d => format!("{d}/{f}"),
-        };
-        has(&p("CMakeLists.txt")) && has(&p("include/ggml.h"))
-    })
-}
-
 /// What is probed: the bundled replay reproducer, or a user's build + test script.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeKind {
@@ -401,32 +385,5 @@ args = ["--steps", "7"]
         assert_eq!(info.id.as_deref(), Some(c.id.as_deref().unwrap()));
         assert!(info.settings.contains(&"wave_size=32".to_string()));
         assert!(info.settings.contains(&"-DGGML_CUDA_FA=OFF".to_string()));
-    }
-
-    #[test]
-    fn ggml_is_found_in_lucebox_llama_cpp_and_ggml_trees() {
-        fn tree<'a>(files: &'a [&'a str]) -> impl Fn(&str) -> bool + 'a {
-            move |p: &str| files.contains(&p)
-        }
-        const LUCEBOX: [&str; 3] = [
-            "server/deps/llama.cpp/ggml/CMakeLists.txt",
-            "server/deps/llama.cpp/ggml/include/ggml.h",
-            "server/deps/llama.cpp/CMakeLists.txt",
-        ];
-        assert_eq!(
-            ggml_subdir(tree(&LUCEBOX)),
-            Some("server/deps/llama.cpp/ggml")
-        );
-        const LLAMA: [&str; 3] = [
-            "ggml/CMakeLists.txt",
-            "ggml/include/ggml.h",
-            "CMakeLists.txt",
-        ];
-        assert_eq!(ggml_subdir(tree(&LLAMA)), Some("ggml"));
-        assert_eq!(
-            ggml_subdir(tree(&["CMakeLists.txt", "include/ggml.h"])),
-            Some("")
-        );
-        assert_eq!(ggml_subdir(tree(&["CMakeLists.txt"])), None);
     }
 }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod evidence;
 pub mod flaky;
 pub mod judge;
+pub mod layout;
 pub mod matrix;
 pub mod outcome;
 pub mod plan;

@@ -19,22 +19,25 @@ pub mod secrets;
 
 use crate::core::build::{BuildError, TreeFacts};
 use crate::core::ccache::Ccache;
+use crate::core::layout::Layout;
 use crate::core::outcome::{Outcome, SkipScope};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Reads the CMake files of a ggml tree (or a llama.cpp tree with ggml under `ggml/`).
-pub fn tree_facts(tree: &Path) -> Result<TreeFacts, BuildError> {
-    let root = if tree.join("ggml/CMakeLists.txt").is_file() {
-        tree.join("ggml")
-    } else if tree.join("CMakeLists.txt").is_file() {
-        tree.to_path_buf()
-    } else {
+/// Where ggml sits in a checkout on disk: `core::layout`'s rule asked of the file system.
+pub fn layout(checkout: &Path) -> Layout {
+    Layout::of(|p| checkout.join(p).exists())
+}
+
+/// The CMake spellings of the ggml in a checkout, wherever its layout puts it.
+pub fn tree_facts(checkout: &Path) -> Result<TreeFacts, BuildError> {
+    let root = checkout.join(layout(checkout).ggml_dir());
+    if !root.join("CMakeLists.txt").is_file() {
         return Err(BuildError::NotGgml {
-            path: tree.display().to_string(),
+            path: checkout.display().to_string(),
         });
-    };
+    }
     let mut text = String::new();
     for rel in crate::core::build::CMAKE_FILES {
         let p = root.join(rel);
@@ -197,6 +200,7 @@ mod tests {
     fn detect_reads_llama_cpp_layout_and_rejects_non_ggml() {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("ggml/src/ggml-hip")).unwrap();
+        std::fs::create_dir_all(d.path().join("ggml/include")).unwrap();
         std::fs::write(
             d.path().join("ggml/CMakeLists.txt"),
             "option(GGML_HIP \"\" OFF)",

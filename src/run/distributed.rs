@@ -117,7 +117,7 @@ pub fn probe_one(
     let repo = crate::run::git::open(&plan.repo_path).map_err(|e| fail(e.into()))?;
     let name = format!(
         "setrows-planned-{}-{index}-{}",
-        &cand.sha[..10],
+        crate::core::range::short_sha(&cand.sha),
         std::process::id()
     );
     let run = RunSpec {
@@ -130,7 +130,7 @@ pub fn probe_one(
         log: None,
     };
     // A runner's log says where its one probe is (a killed runner's last line names the phase).
-    let short = &cand.sha[..10];
+    let short = crate::core::range::short_sha(&cand.sha);
     let phase =
         |ph: crate::probe::Phase| eprintln!("setrows-bisect: probe {short}: {}", ph.as_str());
     let infra = |attempt: u32, msg: &str| {

@@ -349,7 +349,7 @@ fn note(
     };
     sh.progress.line(&format!(
         "{} {} {}{}  ({:.1}s){}",
-        &cand.sha[..10],
+        crate::core::range::short_sha(&cand.sha),
         report.outcome,
         verdict_word(verdict),
         match (&report.reused_from, cached) {
@@ -414,7 +414,7 @@ fn execute(
 ) -> Result<ProbeReport, DriverError> {
     let cand = &sh.plan.range.candidates[index];
     let title = &title(sh, index);
-    let short = &cand.sha[..10];
+    let short = crate::core::range::short_sha(&cand.sha);
     let repo = git::open(&sh.plan.repo_path)?;
     let name = format!("setrows-{short}-{run_index}-{}", std::process::id());
     let journal_err = Mutex::new(None);

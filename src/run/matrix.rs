@@ -19,7 +19,7 @@ use crate::probe::launch::{HostLauncher, Launcher};
 use crate::probe::{Phase, ProbeReport, Prober};
 use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
 use probers::Unavailable;
-pub use probers::{hipconfig_env, parse_hip_env, InfraAware};
+pub use probers::{hipconfig_env, parse_hip_env, ConfiguredProber};
 
 pub use crate::core::result::{Cell, ConfigRow, MatrixResults, Rev};
 use sha2::{Digest, Sha256};
@@ -211,7 +211,7 @@ impl Runner {
     /// Key of the persistent build and ccache directories: (image, recipe).
     fn build_key(&self, config: &Config) -> String {
         let mut recipe = config.recipe.clone();
-        recipe.ccache = self.engine.is_some() || crate::probe::script::which("ccache").is_some();
+        recipe.ccache = self.engine.is_some() || crate::probe::exec::which("ccache").is_some();
         short_hash(&[
             config.image.as_deref().unwrap_or("host"),
             &recipe.identity(),
@@ -295,7 +295,7 @@ impl Runner {
 
     /// The prober for one configuration: `run::probers`, the construction every command uses.
     /// Errors are infrastructure (the engine or image is not usable) and name the cause.
-    pub fn prober(&self, config: &Config, _rev: &Rev) -> Result<InfraAware, String> {
+    pub fn prober(&self, config: &Config, _rev: &Rev) -> Result<ConfiguredProber, String> {
         if let Some(other) = self
             .probe
             .kind
@@ -368,7 +368,7 @@ impl Runner {
             .join(self.build_key(config));
         let log = self
             .log_dir
-            .join(format!("{}-{}.log", config.id, &rev.sha[..10]));
+            .join(format!("{}-{}.log", config.id, crate::core::range::short_sha(&rev.sha)));
         let prober: Box<dyn Prober> = match self.prober(config, rev) {
             Ok(p) => Box::new(p),
             Err(e) => Box::new(Unavailable(e)),

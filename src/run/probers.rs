@@ -11,8 +11,7 @@
 //! sides.
 
 use crate::core::build::{Backend, Recipe, TreeFacts};
-use crate::core::config::{ggml_subdir, ProbeKind, Resolved};
-use crate::core::outcome::Outcome;
+use crate::core::config::{ProbeKind, Resolved};
 use crate::probe::exec::shell_words;
 use crate::probe::launch::Launcher;
 use crate::probe::repro::{ReproOptions, ReproProber};
@@ -42,7 +41,7 @@ pub struct Place {
 impl Place {
     /// Whether builds go through ccache here.
     pub fn ccache(&self) -> bool {
-        self.in_container || crate::probe::script::which("ccache").is_some()
+        self.in_container || crate::probe::exec::which("ccache").is_some()
     }
 }
 
@@ -55,8 +54,8 @@ pub fn recipe_at(cfg: &Resolved, place: &Place) -> Recipe {
 
 /// Where ggml lives in a checkout, and its CMake spellings.
 pub fn tree_at(checkout: &Path, fallback: &TreeFacts) -> (String, TreeFacts) {
-    let sub = ggml_subdir(|p| checkout.join(p).is_file()).unwrap_or("");
-    let facts = crate::probe::tree_facts(&checkout.join(sub)).unwrap_or_else(|_| fallback.clone());
+    let sub = crate::probe::layout(checkout).ggml_dir();
+    let facts = crate::probe::tree_facts(checkout).unwrap_or_else(|_| fallback.clone());
     (sub.to_string(), facts)
 }
 
@@ -96,7 +95,7 @@ fn timeout(cfg: &Resolved) -> Option<Duration> {
 
 /// The prober of `cfg` at `place`. Infallible: what could fail (the engine, the image, the ROCm
 /// toolchain) was settled when `place` was made.
-pub fn prober(cfg: &Resolved, place: &Place) -> InfraAware {
+pub fn prober(cfg: &Resolved, place: &Place) -> ConfiguredProber {
     let inner: Box<dyn Prober> = match &cfg.probe {
         ProbeKind::Script { build, script } => Box::new(PerTreeScript {
             base: ScriptProber {
@@ -116,9 +115,8 @@ pub fn prober(cfg: &Resolved, place: &Place) -> InfraAware {
             place.fallback_facts.clone(),
         )),
     };
-    InfraAware {
+    ConfiguredProber {
         inner,
-        launcher: place.launcher.clone(),
         config_identity: cfg.identity(),
         config_id: cfg.id.clone(),
     }
@@ -273,19 +271,17 @@ impl Launcher for Shared {
     }
 }
 
-/// A prober whose launcher may veto its verdict: a step that "failed" because the engine did
-/// (exit 125 with the engine's error, a full disk) is an `InfraError`, whatever the prober
-/// concluded from the exit code alone. Its identity adds the configuration's
+/// A prober of one configuration (the machinery's failures were classified by the probe itself,
+/// step by step: `probe::step_infra_failure`). Its identity adds the configuration's
 /// (`Resolved::identity`), so stored results of one configuration are never reused for
 /// another, and each report's provenance names the configuration id.
-pub struct InfraAware {
+pub struct ConfiguredProber {
     pub inner: Box<dyn Prober>,
-    pub launcher: Arc<dyn Launcher>,
     pub config_identity: String,
     pub config_id: Option<String>,
 }
 
-impl Prober for InfraAware {
+impl Prober for ConfiguredProber {
     // A wrapper must pass on what its prober reads, or build-aware candidates silently turn
     // off (the whole tree is assumed) for every bisect built through this path.
     fn named_inputs(&self) -> Option<Vec<String>> {
@@ -312,22 +308,6 @@ impl Prober for InfraAware {
         let mut report = self.inner.probe(req, phase);
         if let Some(id) = &self.config_id {
             report.provenance.insert("configuration".into(), id.clone());
-        }
-        if !matches!(
-            report.outcome,
-            Outcome::InfraError | Outcome::Pass | Outcome::Built
-        ) {
-            let why = self
-                .launcher
-                .infra_failure(report.exit_code, &report.output_tail)
-                .or_else(|| {
-                    crate::probe::container::disk_full(&report.output_tail)
-                        .then(|| "disk full: no space left on device".to_string())
-                });
-            if let Some(why) = why {
-                report.outcome = Outcome::InfraError;
-                report.signature = Some(why);
-            }
         }
         report
     }

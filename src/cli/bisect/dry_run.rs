@@ -3,6 +3,7 @@
 
 use super::{BisectArgs, Prepared};
 use crate::error::CliError;
+use crate::core::search::simulate;
 
 /// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
 pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String> {
@@ -112,55 +113,47 @@ struct Estimate {
 /// With one slot and Ninja builds the search may cut off-centre to skip a rebuild
 /// (`core::search::budget`): one midpoint more, never past git's fewest on `commits`.
 fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
-    let open = n.saturating_sub(2);
-    if open == 0 {
+    let w = simulate::worst_case(n, jobs, endpoint_check(lazy), commits);
+    if w.midpoints == 0 {
         return Estimate {
-            total: n,
+            total: w.total,
             detail: "the endpoints, no commit between them".to_string(),
         };
     }
-    let jobs = jobs.max(1);
-    // What `Search::pick` guarantees: a wave of `jobs` probes leaves at most the power of two
-    // at or above an equal share of the span (the slack it allows for stable midpoints).
-    let (mut span, mut mids, mut waves) = (open + 1, 0usize, 0usize);
-    while span > 1 {
-        mids += jobs.min(span - 1);
-        waves += 1;
-        span = if span - 1 <= jobs {
-            1
-        } else {
-            span.div_ceil(jobs + 1).next_power_of_two()
-        };
-    }
-    let how = if jobs == 1 {
-        format!("ceil(log2 {})", open + 1)
+    let how = if jobs <= 1 {
+        format!("ceil(log2 {})", n - 1)
     } else {
-        format!("{waves} wave(s) of up to {jobs}")
+        format!("{} wave(s) of up to {jobs}", w.waves)
     };
-    let (ends, why) = match (lazy, jobs) {
-        (true, _) => (1, "plus the endpoint next to the answer (--lazy-endpoints)"),
-        (false, 1) => (
-            1,
+    let why = match (lazy, w.endpoints) {
+        (true, _) => "plus the endpoint next to the answer (--lazy-endpoints)",
+        (false, 1) => {
             "plus --bad once the walk toward it makes that worth a build, or the endpoint \
-             next to the answer",
-        ),
-        (false, _) => (2, "plus --good and --bad in the first wave"),
+             next to the answer"
+        }
+        (false, _) => "plus --good and --bad in the first wave",
     };
-    let total = mids + ends;
-    let git_fewest = crate::core::search::git_fewest(commits);
-    let off_centre = (mids + 1 + ends).min(git_fewest);
-    if jobs == 1 && off_centre > total {
-        return Estimate {
-            total: off_centre,
-            detail: format!(
-                "{mids} midpoint(s), {how}, {why}; one more where cutting off-centre saves a \
-                 rebuild (never more than git's {git_fewest})"
-            ),
-        };
-    }
+    let mids = w.midpoints;
+    let detail = if w.off_centre {
+        format!(
+            "{mids} midpoint(s), {how}, {why}; one more where cutting off-centre saves a \
+             rebuild (never more than git's {})",
+            crate::core::search::git_fewest(commits)
+        )
+    } else {
+        format!("{mids} midpoint(s), {how}, {why}")
+    };
     Estimate {
-        total,
-        detail: format!("{mids} midpoint(s), {how}, {why}"),
+        total: w.total,
+        detail,
+    }
+}
+
+fn endpoint_check(lazy: bool) -> crate::core::search::EndpointCheck {
+    if lazy {
+        crate::core::search::EndpointCheck::Lazy
+    } else {
+        crate::core::search::EndpointCheck::First
     }
 }
 
@@ -170,21 +163,9 @@ fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
 /// comes earlier when `--bad` is an incremental build, never later than the whole walk, which
 /// `estimate` bounds.
 fn lying_bad(n: usize, jobs: usize, lazy: bool, e: &Estimate) -> String {
-    use crate::core::outcome::Verdict;
-    use crate::core::search::{EndpointCheck, Search, Step};
-    let ends = if lazy {
-        EndpointCheck::Lazy
-    } else {
-        EndpointCheck::First
-    };
-    let mut s = Search::new((0..n as u64).collect(), ends);
-    let mut probes = 0usize;
-    while let Step::Probe(wave) = s.next(jobs.max(1)) {
-        for i in wave {
-            probes += 1;
-            s.record(i, Verdict::Old);
-        }
-    }
+    let keys = (0..n as u64).collect();
+    let r = simulate::replay(keys, endpoint_check(lazy), jobs.max(1), simulate::lying_bad);
+    let probes = r.probes().len();
     format!(
         "if --bad does not reproduce: reported after {probes} probe(s) when builds cost alike, \
          at most {} (the walk all the way to it){}",

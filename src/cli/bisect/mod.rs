@@ -170,7 +170,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         }
         None => {
             let layout = git::detect_layout(&repo, bad_id).map_err(git_error)?;
-            layout.ggml_dir().map(|dir| {
+            layout.keyed_subtree().map(|dir| {
                 eprintln!("setrows-bisect: {} layout detected: commits that do not change {dir}/ share one probe (--path . to test the whole tree)", layout.name());
                 dir.to_string()
             })

@@ -327,7 +327,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         runner.checkout(rev).map_err(run_error)?;
         let rev = &*rev;
         for c in &configs {
-            let short = &rev.sha[..10];
+            let short = crate::core::range::short_sha(&rev.sha);
             let label = c.label();
             let cell = runner.run_cell(c, rev, &|p| progress.phase(0, short, &label, p.as_str()));
             progress.line(&format!(

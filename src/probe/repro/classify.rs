@@ -21,7 +21,7 @@ pub mod code {
 /// fields are ignored so newer reproducers stay readable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]
-pub struct ReproResult {
+pub struct ReproSummary {
     pub tool: String,
     pub status: String,
     pub exit_code: i32,
@@ -69,7 +69,7 @@ const RESULT_PREFIX: &str = "SETROWS_RESULT ";
 
 /// The last `SETROWS_RESULT` line of `output`, parsed. `None` when there is none or it is not
 /// valid JSON (a run killed mid-line).
-pub fn parse_result(output: &str) -> Option<ReproResult> {
+pub fn parse_result(output: &str) -> Option<ReproSummary> {
     output
         .lines()
         .rev()

@@ -9,7 +9,7 @@
 //! what the features cannot prove, the build's compile definitions (`CompileDefs`, read from
 //! `compile_commands.json` by the prober that knows its build dir).
 
-use super::ReproResult;
+use super::ReproSummary;
 use crate::core::build::{Backend, Recipe};
 use crate::core::outcome::SkipScope;
 use serde::{Deserialize, Serialize};
@@ -136,7 +136,7 @@ impl CompileDefs {
 
 /// The backend a result says it ran on: the registry name (format 2), the kernel's `api`, or the
 /// device name's prefix (format 1: `CUDA0`, `ROCm0`, `CPU`).
-fn ran_backend(r: &ReproResult) -> Option<Backend> {
+fn ran_backend(r: &ReproSummary) -> Option<Backend> {
     let name = [r.backend_reg.as_deref(), r.api.as_deref(), Some(&r.backend)]
         .into_iter()
         .flatten()
@@ -217,7 +217,7 @@ enum Source {
 /// `result` is the reproducer's summary line; `defs` the build's compile definitions, when read.
 pub fn mismatch(
     exp: &Expectations,
-    result: Option<&ReproResult>,
+    result: Option<&ReproSummary>,
     defs: Option<&CompileDefs>,
 ) -> Option<String> {
     find(exp, result, defs).map(|(reason, _)| reason)
@@ -227,7 +227,7 @@ pub fn mismatch(
 /// offers (graphs asked of a tree without the option, or a build that cannot prove them).
 pub fn mismatch_in(
     exp: &Expectations,
-    result: Option<&ReproResult>,
+    result: Option<&ReproSummary>,
     defs: Option<&CompileDefs>,
     tree: &TreeOptions,
 ) -> Option<Mismatch> {
@@ -242,7 +242,7 @@ pub fn mismatch_in(
 
 fn find(
     exp: &Expectations,
-    result: Option<&ReproResult>,
+    result: Option<&ReproSummary>,
     defs: Option<&CompileDefs>,
 ) -> Option<(String, Source)> {
     let config = |s: String| Some((s, Source::Configuration));
@@ -306,7 +306,7 @@ fn find(
 fn graphs_mismatch(
     backend: Option<Backend>,
     want: bool,
-    r: Option<&ReproResult>,
+    r: Option<&ReproSummary>,
     defs: Option<&CompileDefs>,
 ) -> Option<(String, Source)> {
     let onoff = if want { "on" } else { "off" };

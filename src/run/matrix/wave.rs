@@ -19,13 +19,11 @@ pub(super) fn reads_wave_size(checkout: &std::path::Path) -> bool {
             wanted && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
         })
     }
-    ["", "ggml"].iter().any(|sub| {
-        let root = checkout.join(sub);
-        ["src/ggml-cuda", "src/ggml-hip"]
-            .iter()
-            .any(|d| scan(&root.join(d), 2))
-            || ["CMakeLists.txt", "src/CMakeLists.txt"].iter().any(|f| {
-                std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
-            })
-    })
+    let root = checkout.join(crate::probe::layout(checkout).ggml_dir());
+    ["src/ggml-cuda", "src/ggml-hip"]
+        .iter()
+        .any(|d| scan(&root.join(d), 2))
+        || ["CMakeLists.txt", "src/CMakeLists.txt"].iter().any(|f| {
+            std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
+        })
 }
