@@ -94,7 +94,12 @@ mod tests {
         assert_eq!(l.keyed_subtree(), Some("server/deps/llama.cpp/ggml"));
         assert!(l.has_ggml_header(tree(&lucebox)));
 
-        let llama = ["CMakeLists.txt", "include", "ggml/CMakeLists.txt", "ggml/include"];
+        let llama = [
+            "CMakeLists.txt",
+            "include",
+            "ggml/CMakeLists.txt",
+            "ggml/include",
+        ];
         let l = Layout::of(tree(&llama));
         assert_eq!(l, Layout::LlamaCpp);
         assert_eq!(l.path("src/ggml-hip"), "ggml/src/ggml-hip");

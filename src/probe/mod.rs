@@ -217,4 +217,19 @@ mod tests {
         let err = tree_facts(empty.path()).unwrap_err().to_string();
         assert!(err.contains("not a ggml source tree"), "{err}");
     }
+
+    #[test]
+    fn a_lucebox_checkout_is_read_at_its_vendored_ggml() {
+        let d = tempfile::tempdir().unwrap();
+        let ggml = d.path().join("server/deps/llama.cpp/ggml");
+        std::fs::create_dir_all(ggml.join("src/ggml-hip")).unwrap();
+        std::fs::create_dir_all(ggml.join("include")).unwrap();
+        std::fs::write(ggml.join("CMakeLists.txt"), "option(GGML_HIP \"\" OFF)").unwrap();
+        std::fs::write(ggml.join("src/ggml-hip/CMakeLists.txt"), BEFORE_A3FDE8DF).unwrap();
+        // The lucebox root is a CMake project of its own, which says nothing about ggml.
+        std::fs::write(d.path().join("CMakeLists.txt"), "project(lucebox)\n").unwrap();
+        assert_eq!(layout(d.path()), Layout::Lucebox);
+        let f = tree_facts(d.path()).unwrap();
+        assert_eq!(f.hip_targets_var, "AMDGPU_TARGETS");
+    }
 }

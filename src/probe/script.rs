@@ -115,7 +115,6 @@ impl ScriptProber {
     }
 }
 
-
 impl Prober for ScriptProber {
     fn identity(&self) -> String {
         let mut id = if self.build_only {

@@ -68,7 +68,7 @@ pub fn plan_next(
         Action::Finished => {
             let conclusion = s.conclusion().cloned();
             let first_bad = match &conclusion {
-                Some(session::Conclusion::Found { culprit, .. }) => {
+                Some(session::SessionConclusion::Found { culprit, .. }) => {
                     Some(r.candidates[*culprit].sha.clone())
                 }
                 _ => None,

@@ -13,8 +13,8 @@
 
 mod checkout;
 
-pub use crate::core::range::{Candidate, CommitInfo, Range, RangeSpec};
 pub use crate::core::layout::Layout;
+pub use crate::core::range::{Candidate, CommitInfo, Range, RangeSpec};
 pub use checkout::Checkout;
 pub use git2::Oid;
 use git2::{Repository, Sort, Tree};

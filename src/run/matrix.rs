@@ -366,9 +366,11 @@ impl Runner {
             .work_dir
             .join("matrix/build")
             .join(self.build_key(config));
-        let log = self
-            .log_dir
-            .join(format!("{}-{}.log", config.id, crate::core::range::short_sha(&rev.sha)));
+        let log = self.log_dir.join(format!(
+            "{}-{}.log",
+            config.id,
+            crate::core::range::short_sha(&rev.sha)
+        ));
         let prober: Box<dyn Prober> = match self.prober(config, rev) {
             Ok(p) => Box::new(p),
             Err(e) => Box::new(Unavailable(e)),

@@ -2,8 +2,8 @@
 //! so that what it promises (candidates, probes, store hits, identity) is what a run does.
 
 use super::{BisectArgs, Prepared};
-use crate::error::CliError;
 use crate::core::search::simulate;
+use crate::error::CliError;
 
 /// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
 pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String> {

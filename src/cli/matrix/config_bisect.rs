@@ -116,7 +116,12 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
                 let i = ix[0];
                 let label = format!("{}={}", args.axis, ladder[i]);
                 let cell = runner.run_cell(&configs[i], &rev, &|p| {
-                    progress.phase(0, crate::core::range::short_sha(&rev.sha), &label, p.as_str())
+                    progress.phase(
+                        0,
+                        crate::core::range::short_sha(&rev.sha),
+                        &label,
+                        p.as_str(),
+                    )
                 });
                 if cell.outcome == Outcome::InfraError {
                     return Err(CliError::infra(format!(

@@ -20,10 +20,10 @@ mod live;
 pub use live::stop_live_containers;
 use live::{force_remove, remember};
 mod engine_errors;
-pub use argv::*;
 pub use crate::probe::launch::parse_provenance;
 /// Facts printed from inside the image: the same script as on the host.
 use crate::probe::launch::ENVIRONMENT_SCRIPT as PROVENANCE_SCRIPT;
+pub use argv::*;
 pub use engine_errors::engine_failure;
 
 use crate::probe::launch::{with_dirs, Cmd, Launcher, ShellJob};
@@ -135,8 +135,8 @@ impl Engine {
     /// Resolves `--engine`. `Ok(None)` means run on the host.
     pub fn detect(choice: EngineChoice) -> Result<Option<Engine>, ContainerError> {
         let want = |kind: EngineKind| -> Result<Engine, ContainerError> {
-            let program =
-                crate::probe::exec::which(kind.as_str()).ok_or(ContainerError::EngineMissing(kind.as_str()))?;
+            let program = crate::probe::exec::which(kind.as_str())
+                .ok_or(ContainerError::EngineMissing(kind.as_str()))?;
             let e = Engine { kind, program };
             e.check()?;
             Ok(e)

@@ -103,7 +103,13 @@ impl ReproProber {
         let digest = req
             .artifacts
             .and_then(|_| self.artifact_digest(req.build_dir));
-        let mut reused = end.report(Outcome::Pass, None, None, (build_s, 0.0), provenance.clone());
+        let mut reused = end.report(
+            Outcome::Pass,
+            None,
+            None,
+            (build_s, 0.0),
+            provenance.clone(),
+        );
         if artifacts::reuse_or_note(req.artifacts, digest, &mut reused) {
             return reused;
         }
@@ -193,7 +199,13 @@ impl ReproProber {
             reasons::build_error_line(&built.output).unwrap_or_else(|| "build failed".into())
         };
         let times = (built.duration.as_secs_f64(), 0.0);
-        Err(end.report(Outcome::BuildFailed, Some(sig), Some(&built), times, provenance.clone()))
+        Err(end.report(
+            Outcome::BuildFailed,
+            Some(sig),
+            Some(&built),
+            times,
+            provenance.clone(),
+        ))
     }
 
     /// What the build itself proves (HIP: graphs from the compile commands, GPU targets from
@@ -213,7 +225,13 @@ impl ReproProber {
             .expect
             .needs_compile_defs()
             .then(|| self.compile_defs(req.build_dir));
-        match proof::hip_build(&self.opts.expect, &tree, defs.as_ref(), &options, provenance) {
+        match proof::hip_build(
+            &self.opts.expect,
+            &tree,
+            defs.as_ref(),
+            &options,
+            provenance,
+        ) {
             Some(m) => Err(m),
             None => Ok(Proven { defs, options }),
         }
