@@ -11,15 +11,6 @@ pub mod exit {
     pub const BUILD_FAILED: i32 = 1;
     pub const USAGE: i32 = 2;
     pub const INFRA: i32 = 3;
-
-    /// THE exit code of a search's conclusion (commit bisect and bisect-config): 0 found, 1
-    /// inconclusive (ambiguous, or an endpoint that does not behave as claimed).
-    pub fn of(c: &crate::core::result::Conclusion) -> i32 {
-        match c {
-            crate::core::result::Conclusion::Found { .. } => FOUND,
-            _ => INCONCLUSIVE,
-        }
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

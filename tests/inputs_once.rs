@@ -34,10 +34,19 @@ fn flags_that_mean_nothing_are_refused() {
             &["--backend", "cpu", "--gpu-target", "banana"][..],
             &["--gpu-target banana", "--backend cpu"][..],
         ),
-        (&["--backend", "cuda", "--wave-size", "64"], &["--wave-size 64", "--backend cuda"]),
-        (&["--backend", "cpu", "--graphs", "on"], &["--graphs on", "--backend cpu"]),
+        (
+            &["--backend", "cuda", "--wave-size", "64"],
+            &["--wave-size 64", "--backend cuda"],
+        ),
+        (
+            &["--backend", "cpu", "--graphs", "on"],
+            &["--graphs on", "--backend cpu"],
+        ),
         (&["--repro-arg", "--steps"], &["--repro-arg", "--script"]),
-        (&["--backend", "cuda", "--gpu-target", "banana"], &["--gpu-target banana", "sm number"]),
+        (
+            &["--backend", "cuda", "--gpu-target", "banana"],
+            &["--gpu-target banana", "sm number"],
+        ),
     ] {
         let mut c = f.bisect(0, 7);
         c.args(extra);
@@ -88,7 +97,14 @@ fn matrix_run_inputs_are_checked_before_any_cell() {
     let work = d.path().join("work");
     let mut c = bin();
     c.current_dir(d.path())
-        .args(["matrix", "--format", "json", "--engine", "none", "--work-dir"])
+        .args([
+            "matrix",
+            "--format",
+            "json",
+            "--engine",
+            "none",
+            "--work-dir",
+        ])
         .arg(&work);
     one_line_usage(c, &["--format json", "--list"]);
     let file = d.path().join("plain");
@@ -136,7 +152,14 @@ fn bisect_config_checks_its_commit_flags_first() {
     let run = |extra: &[&str]| {
         let mut c = bin();
         c.current_dir(f.dir.path())
-            .args(["bisect-config", "--axis", "wave_size", "--engine", "none", "--repo"])
+            .args([
+                "bisect-config",
+                "--axis",
+                "wave_size",
+                "--engine",
+                "none",
+                "--repo",
+            ])
             .arg(f.repo())
             .arg("--work-dir")
             .arg(&work)
@@ -151,7 +174,10 @@ fn bisect_config_checks_its_commit_flags_first() {
         run(&["--good-rev", &good, "--path", "no/such/dir"]),
         &["--path", "no/such/dir"],
     );
-    assert!(!work.exists(), "the ladder started before the commit flags were checked");
+    assert!(
+        !work.exists(),
+        "the ladder started before the commit flags were checked"
+    );
 }
 
 /// `--dry-run` makes nothing (no work dir, so no results/ or ccache/) and prints the plan in
@@ -223,7 +249,10 @@ fn json_goes_to_stdout_or_into_a_pipe_in_place() {
     );
     use std::os::unix::fs::FileTypeExt;
     assert!(
-        std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo(),
         "the FIFO was replaced"
     );
 }
@@ -240,7 +269,19 @@ fn ggml_like() -> (tempfile::TempDir, String, String) {
         std::fs::write(repo.join("include/ggml.h"), format!("// {i}\n")).unwrap();
         std::fs::write(repo.join("CMakeLists.txt"), "project(ggml)\n").unwrap();
         git(&repo, &["add", "-A"]);
-        git(&repo, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", &format!("c{i}")]);
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "-m",
+                &format!("c{i}"),
+            ],
+        );
         shas.push(git(&repo, &["rev-parse", "HEAD"]).trim().to_string());
     }
     (d, shas[0].clone(), shas[1].clone())
@@ -261,7 +302,15 @@ fn hip_without_rocm_is_one_line_and_a_plan_asks_nothing() {
         c.env("PATH", &bare)
             .arg("--repo")
             .arg(d.path().join("ggml"))
-            .args(["--good", &good, "--bad", &bad, "--backend", "hip", "--work-dir"])
+            .args([
+                "--good",
+                &good,
+                "--bad",
+                &bad,
+                "--backend",
+                "hip",
+                "--work-dir",
+            ])
             .arg(&work)
             .args(extra);
         c
@@ -270,7 +319,10 @@ fn hip_without_rocm_is_one_line_and_a_plan_asks_nothing() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     let errors: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     let last = errors.last().copied().unwrap_or_default();
-    assert!(last.contains("--backend hip needs a ROCm toolchain"), "{stderr}");
+    assert!(
+        last.contains("--backend hip needs a ROCm toolchain"),
+        "{stderr}"
+    );
     assert!(
         !errors.iter().any(|l| !l.starts_with("setrows-bisect")),
         "raw tool output reached the user:\n{stderr}"
@@ -278,7 +330,13 @@ fn hip_without_rocm_is_one_line_and_a_plan_asks_nothing() {
     std::fs::remove_dir_all(&work).ok();
     let out = run(&["--dry-run"]).assert().code(0);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
-    assert!(stdout.contains("toolchain: a run asks hipconfig"), "{stdout}");
-    assert!(stdout.contains("already in the store: not counted"), "{stdout}");
+    assert!(
+        stdout.contains("toolchain: a run asks hipconfig"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("already in the store: not counted"),
+        "{stdout}"
+    );
     assert!(!work.exists(), "--dry-run made the work dir");
 }

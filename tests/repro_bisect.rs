@@ -332,7 +332,11 @@ fn a_configuration_that_cannot_run_stops_at_its_first_probe_and_stores_nothing()
         .output()
         .expect("matrix --list");
     let listed = String::from_utf8_lossy(&list.stdout).to_string();
-    let id = listed.split_whitespace().next().expect("one configuration").to_string();
+    let id = listed
+        .split_whitespace()
+        .next()
+        .expect("one configuration")
+        .to_string();
     let m = m.to_string_lossy().to_string();
     let args = [
         "--matrix",

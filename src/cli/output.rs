@@ -127,7 +127,10 @@ mod tests {
     fn a_fifo_is_written_in_place() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("fifo");
-        let made = std::process::Command::new("mkfifo").arg(&p).status().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
         assert!(made.success());
         let reader = {
             let p = p.clone();

@@ -395,7 +395,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
 
     if let Some(path) = &args.junit {
         let all: Vec<&AnyResult> = results.iter().collect();
-        crate::cli::output::write("--junit", path, crate::report::junit::render(&all).as_bytes())?;
+        crate::cli::output::write(
+            "--junit",
+            path,
+            crate::report::junit::render(&all).as_bytes(),
+        )?;
     }
     append_step_summary(&rendered, run_url.as_deref())?;
 

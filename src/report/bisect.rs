@@ -20,7 +20,14 @@ use reproduce::reproduce;
 mod endpoint;
 mod reproduce;
 
-
+/// THE exit code of a search's conclusion (commit bisect and bisect-config): 0 found, 1
+/// inconclusive (ambiguous, or an endpoint that does not behave as claimed).
+pub fn exit_code(c: &Conclusion) -> i32 {
+    match c {
+        Conclusion::Found { .. } => exit::FOUND,
+        _ => exit::INCONCLUSIVE,
+    }
+}
 
 fn suspects<'a>(range: &'a Range, c: &Conclusion) -> Vec<&'a Candidate> {
     match c {
@@ -50,7 +57,7 @@ pub fn result(
         },
         term: predicate.regress.culprit_term().into(),
         conclusion: o.conclusion.clone(),
-        exit_code: exit::of(&o.conclusion),
+        exit_code: exit_code(&o.conclusion),
         candidates: sus.iter().map(|c| c.sha.clone()).collect(),
         candidate_classes: sus
             .iter()

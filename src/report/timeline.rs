@@ -50,7 +50,6 @@ fn decided(p: &Point) -> (Outcome, Verdict) {
         .unwrap_or((Outcome::Pass, Verdict::Old))
 }
 
-
 fn probes_list(p: &Point) -> String {
     let ns: Vec<String> = p.runs.iter().map(|r| r.0.to_string()).collect();
     format!(

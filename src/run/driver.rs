@@ -396,7 +396,6 @@ fn title(sh: &Shared<'_>, i: usize) -> String {
     t
 }
 
-
 /// Runs candidate `index` once more on job slot `slot` through the one slot loop, with the
 /// bisection's progress line and journal.
 fn execute(

@@ -230,11 +230,7 @@ impl Runner {
             )
         })?;
         // One launcher per image: build-only cells get no GPU (`run::probers::container_launcher`).
-        let key = format!(
-            "{image}\n{}\n{}",
-            config.backend.as_str(),
-            self.build_only
-        );
+        let key = format!("{image}\n{}\n{}", config.backend.as_str(), self.build_only);
         let mut cache = self
             .launchers
             .lock()

@@ -43,8 +43,14 @@ impl Planned {
                         lines.push(format!(
                             "runs: in image {image}, but no container engine answers here; a run would stop before its first probe (install podman or docker)"
                         ));
-                        unknown_key = Some("the key names the container, and none can start here".into());
-                        return Planned { image: Some(image.into()), engine: "no engine".into(), lines, unknown_key };
+                        unknown_key =
+                            Some("the key names the container, and none can start here".into());
+                        return Planned {
+                            image: Some(image.into()),
+                            engine: "no engine".into(),
+                            lines,
+                            unknown_key,
+                        };
                     }
                 };
                 let kind = engine.kind.as_str();
@@ -61,9 +67,7 @@ impl Planned {
                     "ccache: {} (made when a run starts)",
                     crate::run::probers::ccache_dir(work_dir, kind, image).display()
                 ));
-                unknown_key = Some(format!(
-                    "the key names the {kind} container the run starts"
-                ));
+                unknown_key = Some(format!("the key names the {kind} container the run starts"));
                 (Some(image.to_string()), kind.to_string())
             }
         };
@@ -72,9 +76,16 @@ impl Planned {
                 "toolchain: a run asks hipconfig where the steps run for HIP's clang and HIP_PATH"
                     .into(),
             );
-            unknown_key.get_or_insert_with(|| "the key names HIP's clang, which hipconfig gives when a run starts".into());
+            unknown_key.get_or_insert_with(|| {
+                "the key names HIP's clang, which hipconfig gives when a run starts".into()
+            });
         }
-        Planned { image, engine, lines, unknown_key }
+        Planned {
+            image,
+            engine,
+            lines,
+            unknown_key,
+        }
     }
 
     /// The build line the probes run (the bundled reproducer's; a script builds itself).
@@ -96,7 +107,10 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
     let r = &p.plan.range;
     let n = r.candidates.len();
     let identity = p.prober.identity();
-    let planned = p.planned.as_ref().ok_or_else(|| CliError::infra("a dry run without a plan"))?;
+    let planned = p
+        .planned
+        .as_ref()
+        .ok_or_else(|| CliError::infra("a dry run without a plan"))?;
     let mut stored = 0usize;
     if planned.unknown_key.is_none() {
         for c in &r.candidates {

@@ -156,7 +156,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         rev: rev.rev.clone(),
         sha: rev.sha.clone(),
         predicate: predicate.describe(),
-        exit_code: crate::error::exit::of(&conclusion),
+        exit_code: crate::report::bisect::exit_code(&conclusion),
         conclusion,
         first_failing: found.map(|i| ladder[i].clone()),
         first_failing_config: found.map(|i| config_details(&configs[i])),
