@@ -145,6 +145,6 @@ pub fn probe_one(
     let key = StoreKey::new(&cand.tree, &probing.identity);
     Ok(json!({
         "sha": cand.sha, "run_index": index, "outcome": report.outcome,
-        "verdict": verdict, "result_dir": store.root().join("results").join(&key.0),
+        "verdict": verdict, "result_dir": store.dir(&key),
     }))
 }

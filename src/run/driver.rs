@@ -348,10 +348,10 @@ fn note(
         reused_from: report.reused_from.clone(),
     };
     sh.progress.line(&format!(
-        "{} {} {}{}  ({:.1}s){}",
+        "{} {} -> {}{}  ({:.1}s){}",
         crate::core::range::short_sha(&cand.sha),
         report.outcome,
-        verdict_word(verdict),
+        verdict,
         match (&report.reused_from, cached) {
             (Some(from), _) => format!(
                 " [test skipped: artifacts identical to {}]",
@@ -394,14 +394,6 @@ fn title(sh: &Shared<'_>, i: usize) -> String {
         m.insert(i, t.clone());
     }
     t
-}
-
-fn verdict_word(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Old => "-> old",
-        Verdict::New => "-> new",
-        Verdict::Skip => "-> skip",
-    }
 }
 
 /// Runs candidate `index` once more on job slot `slot` through the one slot loop, with the

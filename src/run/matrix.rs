@@ -12,9 +12,9 @@ mod probers;
 mod wave;
 use wave::reads_wave_size;
 
-use crate::core::build::{Backend, TreeFacts};
+use crate::core::build::TreeFacts;
 use crate::core::matrix::{Config, RawProbe};
-use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
+use crate::probe::container::Engine;
 use crate::probe::launch::{HostLauncher, Launcher};
 use crate::probe::{Phase, ProbeReport, Prober};
 use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
@@ -229,13 +229,8 @@ impl Runner {
                 config.backend.as_str()
             )
         })?;
-        // A build needs no GPU: build-only cells run where none exists (hosted CI runners).
-        let gpu = if self.build_only {
-            GpuAccess::None
-        } else {
-            GpuAccess::from(config.backend)
-        };
-        let key = format!("{image}\n{gpu:?}\n{}", self.build_key(config));
+        // One launcher per image: build-only cells get no GPU (`run::probers::container_launcher`).
+        let key = format!("{image}\n{}\n{}", config.backend.as_str(), self.build_only);
         let mut cache = self
             .launchers
             .lock()
@@ -243,13 +238,15 @@ impl Runner {
         if let Some(l) = cache.get(&key) {
             return Ok(l.clone());
         }
-        let ccache = self
-            .work_dir
-            .join("matrix/ccache")
-            .join(self.build_key(config));
         let l: Arc<dyn Launcher> = Arc::new(
-            ContainerLauncher::new(engine.clone(), image, gpu, &ccache)
-                .map_err(|e| e.to_string())?,
+            crate::run::probers::container_launcher(
+                engine.clone(),
+                image,
+                config.backend,
+                self.build_only,
+                &self.work_dir,
+            )
+            .map_err(|e| e.to_string())?,
         );
         cache.insert(key, l.clone());
         Ok(l)
@@ -259,9 +256,10 @@ impl Runner {
     /// `run::probers`. Errors are infrastructure and name the cause.
     fn place(&self, config: &Config) -> Result<crate::run::probers::Place, String> {
         let launcher = self.launcher(config)?;
-        let hip_env = match (config.backend, self.probe.kind.as_deref()) {
-            (Backend::Hip, None | Some("replay")) => self.hip_env(&launcher)?,
-            _ => Vec::new(),
+        let hip_env = if crate::run::probers::needs_hipconfig(&self.resolved(config)) {
+            self.hip_env(&launcher)?
+        } else {
+            Vec::new()
         };
         Ok(crate::run::probers::Place {
             launcher,

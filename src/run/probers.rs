@@ -12,6 +12,7 @@
 
 use crate::core::build::{Backend, Recipe, TreeFacts};
 use crate::core::config::{ProbeKind, Resolved};
+use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
 use crate::probe::exec::shell_words;
 use crate::probe::launch::Launcher;
 use crate::probe::repro::{ReproOptions, ReproProber};
@@ -43,6 +44,42 @@ impl Place {
     pub fn ccache(&self) -> bool {
         self.in_container || crate::probe::exec::which("ccache").is_some()
     }
+}
+
+/// THE ccache directory of steps run in `image` by `engine` (one per engine and image, under
+/// the work dir: a container sees nothing else). Bisect and matrix share it, so a cell and a
+/// bisect in one image reuse each other's objects (ccache is content-addressed; its
+/// `CCACHE_STATSLOG` is per probe). Kept as bisect always spelled it: stores written before
+/// find their caches.
+pub fn ccache_dir(work_dir: &Path, engine: &str, image: &str) -> std::path::PathBuf {
+    work_dir
+        .join("ccache")
+        .join(crate::run::store::bisect_id(&[engine, image]))
+}
+
+/// THE container launcher for steps of one configuration: the engine answers, the image is
+/// present (never pulled), its ccache is `ccache_dir`. `build_only`: a build needs no GPU, so
+/// a build-only probe runs where none exists.
+pub fn container_launcher(
+    engine: Engine,
+    image: &str,
+    backend: Backend,
+    build_only: bool,
+    work_dir: &Path,
+) -> Result<ContainerLauncher, crate::probe::container::ContainerError> {
+    let gpu = if build_only {
+        GpuAccess::None
+    } else {
+        GpuAccess::from(backend)
+    };
+    let ccache = ccache_dir(work_dir, engine.kind.as_str(), image);
+    ContainerLauncher::new(engine, image, gpu, &ccache)
+}
+
+/// Whether `cfg`'s steps need the ROCm toolchain's own answer (`hipconfig_env`): the bundled
+/// reproducer built for HIP. One rule for bisect and matrix.
+pub fn needs_hipconfig(cfg: &Resolved) -> bool {
+    cfg.probe == ProbeKind::Replay && cfg.backend == Backend::Hip
 }
 
 /// The recipe as built at `place` (ccache on where it is available).
@@ -334,9 +371,17 @@ pub fn hipconfig_env(launcher: &dyn Launcher) -> Result<Vec<(String, String)>, S
     .map_err(|e| format!("running hipconfig in {key}: {e}"))?;
     let env = parse_hip_env(&r.output);
     if !r.success() || env.len() != 2 {
+        // One line: the shell's or hipconfig's own first complaint, not its whole output.
+        let said = r
+            .output
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(|l| l.chars().take(160).collect::<String>())
+            .unwrap_or_else(|| "no output".into());
         return Err(format!(
-            "hipconfig in {key} did not give HIPCXX and HIP_PATH (is this a ROCm image?): {}",
-            r.output.trim()
+            "hipconfig in {} did not give HIPCXX and HIP_PATH (is ROCm installed there?): {said}",
+            key.lines().next().unwrap_or("")
         ));
     }
     Ok(env)

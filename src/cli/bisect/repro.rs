@@ -3,7 +3,7 @@
 //! lives, its CMake spellings) for a checkout that cannot say it itself.
 
 use super::*;
-use crate::core::build::{Backend, TreeFacts, CMAKE_FILES};
+use crate::core::build::{TreeFacts, CMAKE_FILES};
 use crate::core::config::{ProbeKind, Resolved};
 use crate::core::layout::Layout;
 use crate::probe::launch::Launcher;
@@ -11,12 +11,14 @@ use crate::run::probers::Place;
 use std::sync::Arc;
 
 /// The place of `cfg`'s probes. For the bundled reproducer, `bad` must be a ggml tree (ggml,
-/// llama.cpp or lucebox layout), and a HIP build asks `hipconfig` where it runs.
+/// llama.cpp or lucebox layout), and a HIP build asks `hipconfig` where it runs
+/// (`ask_toolchain`; a `--dry-run` asks nothing).
 pub(super) fn place(
     cfg: &Resolved,
     repo: &git2::Repository,
     bad: git::Oid,
     container: Option<ContainerLauncher>,
+    ask_toolchain: bool,
 ) -> anyhow::Result<Place> {
     let tree = repo
         .find_commit(bad)
@@ -47,7 +49,7 @@ pub(super) fn place(
         Some(c) => Arc::new(c),
         None => Arc::new(HostLauncher),
     };
-    let hip_env = if replay && cfg.backend == Backend::Hip {
+    let hip_env = if ask_toolchain && crate::run::probers::needs_hipconfig(cfg) {
         // Where this ROCm keeps clang differs between versions: ask hipconfig where it runs.
         crate::run::probers::hipconfig_env(launcher.as_ref())
             .map_err(|e| CliError::infra(format!("--backend hip needs a ROCm toolchain: {e}")))?

@@ -84,7 +84,7 @@ impl ReproProber {
         phase(Phase::Build);
         let built = match self.build(req, &mut end, &provenance) {
             Ok(b) => b,
-            Err(report) => return report,
+            Err(report) => return *report,
         };
         let build_s = built.duration.as_secs_f64();
         let proven = match self.prove(req, &ggml_root, &mut provenance) {
@@ -116,7 +116,7 @@ impl ReproProber {
         phase(Phase::Test);
         let ran = match self.test(req) {
             Ok(r) => r,
-            Err(report) => return report,
+            Err(report) => return *report,
         };
         let c = classify_expected(
             ran.exit_code,
@@ -155,7 +155,7 @@ impl ReproProber {
         req: &ProbeRequest<'_>,
         end: &mut Ending<'_>,
         provenance: &BTreeMap<String, String>,
-    ) -> Result<exec::RunResult, ProbeReport> {
+    ) -> Result<exec::RunResult, Box<ProbeReport>> {
         let src_name = materialize_sources(req.build_dir).map_err(|e| {
             ProbeReport::infra(
                 format!(
@@ -188,10 +188,15 @@ impl ReproProber {
             return Ok(built);
         }
         if let Some(why) = crate::probe::step_infra_failure(&*self.opts.launcher, &built) {
-            return Err(ProbeReport::infra(why, req.log_path));
+            return Err(Box::new(ProbeReport::infra(why, req.log_path)));
         }
         if let Some((why, scope)) = reasons::toolchain(&self.opts.expect, &built.output) {
-            return Err(end.untestable(why, scope, &built, provenance.clone()));
+            return Err(Box::new(end.untestable(
+                why,
+                scope,
+                &built,
+                provenance.clone(),
+            )));
         }
         let sig = if built.timed_out {
             "build timed out".to_string()
@@ -199,13 +204,13 @@ impl ReproProber {
             reasons::build_error_line(&built.output).unwrap_or_else(|| "build failed".into())
         };
         let times = (built.duration.as_secs_f64(), 0.0);
-        Err(end.report(
+        Err(Box::new(end.report(
             Outcome::BuildFailed,
             Some(sig),
             Some(&built),
             times,
             provenance.clone(),
-        ))
+        )))
     }
 
     /// What the build itself proves (HIP: graphs from the compile commands, GPU targets from
@@ -239,7 +244,7 @@ impl ReproProber {
 
     /// Runs the built reproducer; its result, or the report of a machinery failure (a container
     /// engine that failed is not the reproducer failing).
-    fn test(&self, req: &ProbeRequest<'_>) -> Result<exec::RunResult, ProbeReport> {
+    fn test(&self, req: &ProbeRequest<'_>) -> Result<exec::RunResult, Box<ProbeReport>> {
         let mut env = vec![("GGML_NO_BACKTRACE".to_string(), "1".to_string())];
         env.extend(self.opts.run_env.iter().cloned());
         let job = self.job(req, self.run_script(), &env, self.opts.run_timeout, "test");
@@ -248,7 +253,7 @@ impl ReproProber {
         })?;
         if !ran.success() {
             if let Some(why) = crate::probe::step_infra_failure(&*self.opts.launcher, &ran) {
-                return Err(ProbeReport::infra(why, req.log_path));
+                return Err(Box::new(ProbeReport::infra(why, req.log_path)));
             }
         }
         Ok(ran)

@@ -293,7 +293,7 @@ impl Shared<'_> {
 
     /// The store's result directories (see `pick`).
     pub(super) fn stored_keys(&self) -> std::collections::HashSet<std::ffi::OsString> {
-        std::fs::read_dir(self.store.root().join("results"))
+        std::fs::read_dir(self.store.results_dir())
             .into_iter()
             .flatten()
             .flatten()
