@@ -62,10 +62,11 @@ inline PointerFacts pointer_facts(const void * p) {
         f.kind = "unregistered";
         return f;
     }
-    // ROCm 6 renamed memoryType to type and renumbered the enum: compare by name (probed field).
+    // ROCm 6 renamed memoryType to type and renumbered the enum: compare by name (probed field);
+    // managed memory is told by isManaged (hipMemoryTypeManaged is missing before ROCm 6).
     const auto t = a.SETROWS_HIP_ATTR_TYPE_FIELD;
     f.code = (int) t;
-    if (a.isManaged || t == hipMemoryTypeManaged) {
+    if (a.isManaged) {
         f.kind = "managed";
     } else if (t == hipMemoryTypeDevice) {
         f.kind = "device";

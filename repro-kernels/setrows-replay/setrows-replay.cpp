@@ -356,7 +356,7 @@ void parse_args(int argc, char ** argv, Result & r) {
     if (p.engine == "ds4" && !generic_only.empty())
         usage_error(r, generic_only[0] + " shapes the generic graph; --engine ds4 has the engine's own types, "
                                          "indices and reads");
-    if (p.engine == "ds4") {  // the engine's head_dim and n_swa (deepseek4_loader.cpp:300,311)
+    if (p.engine == "ds4") {  // the engine's head_dim and n_swa (deepseek4_loader.cpp:301,311)
         if (!width_given) p.width = 512;
         if (!ring_given) p.ring_rows = 128;
     }
@@ -833,7 +833,7 @@ int main(int argc, char ** argv) {
         ggml_tensor * kv_in = ggml_view_2d(ctx, in.embed, W, 1, in.embed->nb[1], 0);
         ggml_tensor * kvc_in = ggml_view_2d(ctx, in.embed, 2 * W, 1, in.embed->nb[1], W * sizeof(float));
         ggml_tensor * sc_in = ggml_view_2d(ctx, in.embed, 2 * W, 1, in.embed->nb[1], 3 * W * sizeof(float));
-        // :1000-1004 the raw ring read BEFORE this step's write (past_raw_f32, expanded first)
+        // :999-1001 the raw ring read BEFORE this step's write (past_raw_f32, expanded first)
         ggml_tensor * past = ggml_cast(ctx, ggml_view_2d(ctx, raw.dst, W, raw.nrows, raw.dst->nb[1], 0), GGML_TYPE_F32);
         ggml_tensor * past_sums = ggml_sum_rows(ctx, past);
         place_output(g, 0, past_sums, nullptr);
@@ -846,7 +846,7 @@ int main(int argc, char ** argv) {
         ggml_tensor * sc_cur = ggml_add(ctx, produce(ctx, sc_in), ape_col);
         ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, skv.dst, kv_cur, in.state_rows));
         ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, ssc.dst, sc_cur, in.state_rows));
-        // :683-702 pooling reads the state AFTER the write: prev window (rows 0..3, first half)
+        // :683-709 pooling reads the state AFTER the write: prev window (rows 0..3, first half)
         // and current window (rows 4..7, second half), concatenated; the engine's softmax
         // weighting is left out (not exact on the host), the sum over the 8 rows kept
         const size_t hi_off = p.ratio * skv.dst->nb[1] + W * skv.dst->nb[0];
@@ -859,7 +859,7 @@ int main(int argc, char ** argv) {
         ggml_build_forward_expand(g.gf, score_sums);
         // :744 set_rows(comp_cache F16, pooled F32, comp_rows I64 = token_pos / ratio)
         ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, comp.dst, pooled, in.comp_rows));
-        // :1088-1092 attention reads the compressed rows AFTER the flush
+        // :1095-1097 attention reads the compressed rows AFTER the flush
         ggml_tensor * comp_f32 =
             ggml_cast(ctx, ggml_view_2d(ctx, comp.dst, W, comp.nrows, comp.dst->nb[1], 0), GGML_TYPE_F32);
         ggml_tensor * comp_sums = ggml_sum_rows(ctx, comp_f32);
@@ -923,8 +923,9 @@ int main(int argc, char ** argv) {
             ggml_backend_tensor_set(in.gidx_all, gidx.data(), 0, gidx.size() * sizeof(int32_t));
             return;
         }
-        // the engine's uploads (deepseek4_graph.cpp:3290-3311): embedding, raw_kv_rows,
-        // ape_row, state_rows, comp_rows; rope_pos/neg_pos/comp_pos feed RoPE, not replayed
+        // the engine's uploads (deepseek4_graph.cpp:3293-3313): embedding, raw_kv_rows, ape_row,
+        // state_rows, and comp_rows (the engine sets it at a flush boundary only; see matrix.toml);
+        // rope_pos/neg_pos/comp_pos feed RoPE, not replayed
         const int64_t W = p.width;
         const int64_t pm = pos % p.ratio;
         for (int64_t c = 0; c < 5 * W; c++) {
