@@ -343,7 +343,10 @@ fn memory_placement_is_reported_and_host_on_cpu_is_refused() {
         let j = result_json(&r.output);
         assert_eq!(j["params"]["memory"], mem);
         assert_eq!(j["memory"]["requested"], mem);
-        assert!(j["memory"]["pointer_api"].is_null(), "a CPU build asks no runtime");
+        assert!(
+            j["memory"]["pointer_api"].is_null(),
+            "a CPU build asks no runtime"
+        );
         let bufs = j["memory"]["buffers"].as_array().expect("buffers");
         assert_eq!(bufs.len(), 6, "4 persistent, outputs, inputs");
         for b in bufs {

@@ -255,6 +255,19 @@ impl Prober for ReproProber {
                 provenance,
             );
         }
+        if let Some(why) = &self.opts.unavailable {
+            return ProbeReport {
+                skip_scope: SkipScope::Commit,
+                ..report(
+                    Outcome::Untestable,
+                    Some(why.clone()),
+                    None,
+                    0.0,
+                    0.0,
+                    provenance,
+                )
+            };
+        }
         phase(Phase::Build);
         let src_name = match materialize_sources(req.build_dir) {
             Ok(n) => n,
