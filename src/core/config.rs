@@ -7,7 +7,7 @@
 //!
 //! Pure: no files, processes or clap.
 
-use crate::core::build::{Backend, Recipe};
+use crate::core::build::{Backend, Memory, Recipe};
 use crate::core::matrix::{Config, RawProbe};
 use crate::core::result::ConfigurationInfo;
 
@@ -55,6 +55,8 @@ pub struct Flags {
     pub gpu_target: Option<String>,
     pub wave_size: Option<u32>,
     pub graphs: Option<bool>,
+    /// `--memory device|unified|host`.
+    pub memory: Option<Memory>,
     /// `K=V` pairs; a key already set is replaced, a new one appended.
     pub launch_env: Vec<(String, String)>,
     /// Appended after the configuration's own (CMake: the last wins).
@@ -124,6 +126,7 @@ impl Resolved {
             // Keep what a backend change does not invalidate.
             self.recipe.extra_cmake_args = old.extra_cmake_args;
             self.recipe.graphs = old.graphs;
+            self.recipe.memory = old.memory;
             self.backend = b;
         }
         if let Some(i) = f.image.as_ref().filter(|i| Some(*i) != self.image.as_ref()) {
@@ -159,6 +162,14 @@ impl Resolved {
                 show(self.recipe.graphs.map(onoff))
             ));
             self.recipe.graphs = Some(g);
+        }
+        if let Some(m) = f.memory.filter(|m| *m != self.recipe.memory) {
+            changed.push(format!(
+                "--memory {} (configuration: {})",
+                m.as_str(),
+                self.recipe.memory.as_str()
+            ));
+            self.recipe.memory = m;
         }
         for (k, v) in &f.launch_env {
             match self.launch_env.iter_mut().find(|(n, _)| n == k) {
@@ -207,6 +218,21 @@ impl Resolved {
             self.timeout_s = Some(t);
         }
         changed
+    }
+
+    /// A placement this backend cannot have, as one line naming the flag (bad input: exit 2
+    /// before any probe). On the CPU backend host memory is the same buffer as device memory,
+    /// and ggml's unified switch acts on CUDA/HIP allocations only: both would pass without
+    /// testing anything. `device` on the CPU is the CPU buffer, what every CPU run did.
+    pub fn memory_refused(&self) -> Option<String> {
+        if self.backend != Backend::Cpu {
+            return None;
+        }
+        match self.recipe.memory {
+            Memory::Device => None,
+            Memory::Host => Some("--memory host: the CPU backend's buffers are host memory already (the same buffer as device); use --memory device, or --backend hip|cuda".into()),
+            Memory::Unified => Some("--memory unified: ggml's unified-memory switch (GGML_CUDA_ENABLE_UNIFIED_MEMORY, GGML_HIP_UMA) acts on CUDA/HIP allocations only; use --memory device on the CPU, or --backend hip|cuda".into()),
+        }
     }
 
     /// `--backend hip` without a GPU target means the subject, gfx1151. Returns the note to
@@ -269,6 +295,9 @@ impl Resolved {
         }
         if let Some(g) = self.recipe.graphs {
             settings.push(format!("graphs={g}"));
+        }
+        if !self.recipe.memory.is_device() {
+            settings.push(format!("memory={}", self.recipe.memory.as_str()));
         }
         settings.extend(self.launch_env.iter().map(|(k, v)| format!("{k}={v}")));
         settings.extend(self.recipe.extra_cmake_args.iter().cloned());

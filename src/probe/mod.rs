@@ -55,7 +55,13 @@ pub fn tree_facts(checkout: &Path) -> Result<TreeFacts, BuildError> {
             }
         }
     }
-    Ok(TreeFacts::from_cmake_text(&text))
+    // The unified-memory knobs live in two source files, not in CMake (issue 26).
+    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).ok();
+    let [hip_h, cu, old_cu] = crate::core::build::UNIFIED_FILES;
+    Ok(TreeFacts::from_cmake_text(&text).with_unified(
+        read(hip_h).as_deref(),
+        read(cu).or_else(|| read(old_cu)).as_deref(),
+    ))
 }
 
 /// Where a probe is in its life, for the progress bar.

@@ -112,6 +112,8 @@ pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(Stri
     ));
     if !cfg.build_only {
         env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&cfg.repro_args)));
+        // a script's own program sees the unified-memory env where the tree reads it
+        env.extend(cfg.recipe.memory_env(facts));
     }
     if let Some(id) = &cfg.id {
         env.push(("SETROWS_CONFIG_ID".into(), id.clone()));
@@ -179,6 +181,7 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     opts.run_env = cfg.launch_env.clone();
     opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
     opts.repro_args = cfg.repro_args.clone();
+    opts.repro_args.extend(cfg.recipe.memory_args());
     opts.build_only = cfg.build_only;
     if let Some(t) = timeout(cfg) {
         opts.run_timeout = Some(t);
@@ -230,6 +233,9 @@ impl PerTreeRepro {
         let mut opts = self.opts.clone();
         opts.ggml_subdir = sub;
         opts.cmake_args = self.recipe.cmake_args(&facts);
+        // unified memory: the env where this tree reads it, or the tree cannot have it
+        opts.run_env.extend(self.recipe.memory_env(&facts));
+        opts.unavailable = self.recipe.memory_unavailable(&facts);
         ReproProber::new(opts)
     }
 }

@@ -11,7 +11,7 @@
 #![allow(dead_code)]
 
 use setrows_bisect::core::evidence::{Decision, Evidence, Policy};
-use setrows_bisect::core::flaky::session::{Action, SessionConclusion, Mode, Session};
+use setrows_bisect::core::flaky::session::{Action, Mode, Session, SessionConclusion};
 use setrows_bisect::core::flaky::{evidence_from_runs, posterior, Beta};
 use setrows_bisect::core::outcome::Verdict;
 use setrows_bisect::core::search::{Answer, EndpointCheck, Search, Step};
@@ -98,11 +98,14 @@ pub fn trial(
             s.record(i, v);
         }
     }
-    let conclusion = s.conclusion().cloned().unwrap_or(SessionConclusion::Inconclusive {
-        candidates: Vec::new(),
-        mass: 0.0,
-        rate: None,
-    });
+    let conclusion = s
+        .conclusion()
+        .cloned()
+        .unwrap_or(SessionConclusion::Inconclusive {
+            candidates: Vec::new(),
+            mass: 0.0,
+            rate: None,
+        });
     judge(h, conclusion, s.runs(), s.waves())
 }
 
@@ -180,7 +183,9 @@ fn judge(h: &History, conclusion: SessionConclusion, runs: u64, waves: u32) -> T
         } => (false, false),
         // A bad endpoint claim about a history whose endpoints are right is a wrong answer.
         SessionConclusion::BadEndpoint { .. } => (false, true),
-        SessionConclusion::Ambiguous { candidates, .. } => (false, !candidates.contains(&h.culprit)),
+        SessionConclusion::Ambiguous { candidates, .. } => {
+            (false, !candidates.contains(&h.culprit))
+        }
         SessionConclusion::Inconclusive { .. } => (false, false),
     };
     Trial {

@@ -162,6 +162,11 @@ pub struct ConfigFlags {
     /// HIP/CUDA graphs (`GGML_HIP_GRAPHS` / `GGML_CUDA_GRAPHS`).
     #[arg(long, value_name = "on|off", value_parser = ["on", "off"], help_heading = "Configuration")]
     pub graphs: Option<String>,
+    /// Where the replay's buffers live: `device` (ggml's device memory), `unified` (ggml's own
+    /// switch makes them managed: the env or CMake option each tree reads), `host` (the device's
+    /// host buffer type, used in place by the GPU). Proven by the replay's pointer report.
+    #[arg(long, value_name = "device|unified|host", value_parser = ["device", "unified", "host"], help_heading = "Configuration")]
+    pub memory: Option<String>,
     /// Environment of the test step, e.g. `HIP_LAUNCH_BLOCKING=1` (repeatable).
     #[arg(
         long = "launch-env",

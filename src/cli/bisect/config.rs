@@ -2,7 +2,7 @@
 //! prober is built from (`run::probers`).
 
 use super::BisectArgs;
-use crate::core::build::Backend;
+use crate::core::build::{Backend, Memory};
 use crate::core::config::{Flags, ProbeKind, Resolved};
 use crate::core::matrix::{self, Matrix};
 use crate::core::result::{ConfigurationInfo, ReproducerInfo};
@@ -93,6 +93,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         gpu_target: c.gpu_target.clone(),
         wave_size: c.wave_size.as_deref().and_then(|w| w.parse().ok()),
         graphs: c.graphs.as_deref().map(|g| g == "on"),
+        memory: c.memory.as_deref().and_then(Memory::parse),
         launch_env,
         cmake_args: c.cmake_args.clone(),
         repro_args: args.repro_args.clone(),
@@ -204,6 +205,9 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
     };
     meaningful(args, cfg.backend)?;
     let mut overrides = cfg.apply(&flags);
+    if let Some(why) = cfg.memory_refused() {
+        return Err(CliError::usage(why));
+    }
     if let Some(note) = cfg.default_target() {
         eprintln!("setrows-bisect: {note}");
     }
@@ -226,6 +230,7 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         || c.gpu_target.is_some()
         || c.wave_size.is_some()
         || c.graphs.is_some()
+        || c.memory.is_some()
         || !c.launch_env.is_empty()
         || !c.cmake_args.is_empty();
     let info = configured.then(|| cfg.info(if named { overrides } else { Vec::new() }));

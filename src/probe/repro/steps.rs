@@ -81,6 +81,20 @@ impl ReproProber {
         if let Some(why) = self.not_ggml(req, &ggml_root) {
             return end.report(Outcome::Untestable, Some(why), None, (0.0, 0.0), provenance);
         }
+        // A knob this tree cannot spell (e.g. unified memory before both knobs): this commit
+        // cannot answer, a later one may.
+        if let Some(why) = &self.opts.unavailable {
+            return ProbeReport {
+                skip_scope: SkipScope::Commit,
+                ..end.report(
+                    Outcome::Untestable,
+                    Some(why.clone()),
+                    None,
+                    (0.0, 0.0),
+                    provenance,
+                )
+            };
+        }
         phase(Phase::Build);
         let built = match self.build(req, &mut end, &provenance) {
             Ok(b) => b,
