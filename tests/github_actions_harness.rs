@@ -61,7 +61,10 @@ fn ready_jobs_start_in_a_seeded_order_not_file_order() {
     let order = |seed: u64| {
         let d = tempfile::tempdir().unwrap();
         let mut h = harness(d.path(), &[(".github/workflows/w.yml", FOUR)]).with_seed(seed);
-        assert_eq!(h.dispatch("w.yml", "workflow_dispatch", json!({})), "success");
+        assert_eq!(
+            h.dispatch("w.yml", "workflow_dispatch", json!({})),
+            "success"
+        );
         std::fs::read_to_string(d.path().join("actions/order")).unwrap()
     };
     let orders: std::collections::BTreeSet<String> = (1..=12).map(order).collect();
@@ -109,7 +112,10 @@ jobs:
     let d = tempfile::tempdir().unwrap();
     let fixed = wf.replace("  down:\n", "  down:\n    needs: up\n");
     let mut h = harness(d.path(), &[(".github/workflows/w.yml", &fixed)]);
-    assert_eq!(h.dispatch("w.yml", "workflow_dispatch", json!({})), "success");
+    assert_eq!(
+        h.dispatch("w.yml", "workflow_dispatch", json!({})),
+        "success"
+    );
 }
 
 #[test]
@@ -171,7 +177,10 @@ fn unknown_keys_fail_instead_of_being_ignored() {
         let mut h = harness(d.path(), &[(".github/workflows/w.yml", wf)]);
         h.dispatch("w.yml", "workflow_dispatch", json!({}));
     });
-    assert!(msg.contains("`working-directory` is not simulated"), "{msg}");
+    assert!(
+        msg.contains("`working-directory` is not simulated"),
+        "{msg}"
+    );
     // A self-hosted label no runner has would wait forever on GitHub.
     let wf = "on: workflow_dispatch\npermissions: {}\njobs:\n  a:\n    runs-on: [self-hosted, gfx9999]\n    permissions: {}\n    steps:\n      - run: \"true\"\n";
     let d = tempfile::tempdir().unwrap();
@@ -179,7 +188,10 @@ fn unknown_keys_fail_instead_of_being_ignored() {
         let mut h = harness(d.path(), &[(".github/workflows/w.yml", wf)]);
         h.dispatch("w.yml", "workflow_dispatch", json!({}));
     });
-    assert!(msg.contains("no self-hosted runner has label `gfx9999`"), "{msg}");
+    assert!(
+        msg.contains("no self-hosted runner has label `gfx9999`"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -217,7 +229,8 @@ jobs:
         env:
           N: ${{ matrix.n }}
 "#;
-    let action = "name: x\ndescription: x\nruns:\n  using: composite\n  steps:\n    - run: echo no shell\n";
+    let action =
+        "name: x\ndescription: x\nruns:\n  using: composite\n  steps:\n    - run: echo no shell\n";
     let d = tempfile::tempdir().unwrap();
     let mut h = harness(
         d.path(),
@@ -226,11 +239,17 @@ jobs:
             (".github/actions/noshell/action.yml", action),
         ],
     );
-    assert_eq!(h.dispatch("w.yml", "workflow_dispatch", json!({})), "failure");
+    assert_eq!(
+        h.dispatch("w.yml", "workflow_dispatch", json!({})),
+        "failure"
+    );
     let log = h.log.join("\n");
     assert_eq!(h.jobs["path"].result, "success", "{log}");
     assert_eq!(h.jobs["composite"].result, "failure", "{log}");
-    assert!(log.contains("a composite action's run step needs `shell:`"), "{log}");
+    assert!(
+        log.contains("a composite action's run step needs `shell:`"),
+        "{log}"
+    );
     // fail-fast (the default): the legs after the failed one are cancelled.
     assert_eq!(h.jobs["legs[0]"].result, "failure", "{log}");
     assert_eq!(h.jobs["legs[1]"].result, "cancelled", "{log}");
@@ -276,8 +295,14 @@ jobs:
     let mut h = harness(d.path(), &[(".github/workflows/w.yml", wf)]);
     h.minute = Duration::from_millis(250);
     let t = std::time::Instant::now();
-    assert_eq!(h.dispatch("w.yml", "workflow_dispatch", json!({})), "failure");
-    assert!(t.elapsed() < Duration::from_secs(20), "the sleeps were not cut");
+    assert_eq!(
+        h.dispatch("w.yml", "workflow_dispatch", json!({})),
+        "failure"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "the sleeps were not cut"
+    );
     let log = h.log.join("\n");
     assert_eq!(h.jobs["slow[0]"].result, "cancelled", "{log}");
     assert_eq!(
@@ -323,21 +348,37 @@ jobs:
     for (args, ok, says) in [
         ("-f config=x", true, ""),
         ("-f config=x -f regress=crash", true, ""),
-        ("-f config=x -f bogus=1", false, "Unexpected inputs provided: [\"bogus\"]"),
-        ("-f regress=crash", false, "Required input 'config' not provided"),
-        ("-f config=x -f regress=hang", false, "not in the list of allowed values"),
+        (
+            "-f config=x -f bogus=1",
+            false,
+            "Unexpected inputs provided: [\"bogus\"]",
+        ),
+        (
+            "-f regress=crash",
+            false,
+            "Required input 'config' not provided",
+        ),
+        (
+            "-f config=x -f regress=hang",
+            false,
+            "not in the list of allowed values",
+        ),
     ] {
         let d = tempfile::tempdir().unwrap();
         let c = caller(args);
         let mut h = harness(
             d.path(),
-            &[(".github/workflows/t.yml", target), (".github/workflows/c.yml", &c)],
+            &[
+                (".github/workflows/t.yml", target),
+                (".github/workflows/c.yml", &c),
+            ],
         );
         let r = h.dispatch("c.yml", "workflow_dispatch", json!({}));
         let log = h.log.join("\n");
         assert_eq!(r == "success", ok, "{args}: {log}");
         assert!(log.contains(says), "{args}: {log}");
-        let recorded = std::fs::read_to_string(d.path().join("actions/dispatches")).unwrap_or_default();
+        let recorded =
+            std::fs::read_to_string(d.path().join("actions/dispatches")).unwrap_or_default();
         assert_eq!(recorded.is_empty(), !ok, "{args}: {recorded}");
     }
 }
@@ -380,7 +421,10 @@ jobs:
             (".github/workflows/called.yml", called),
         ],
     );
-    assert_eq!(h.dispatch("c.yml", "workflow_dispatch", json!({})), "success");
+    assert_eq!(
+        h.dispatch("c.yml", "workflow_dispatch", json!({})),
+        "success"
+    );
     let tokens: Value =
         serde_json::from_str(&std::fs::read_to_string(h.tokens_file()).unwrap()).unwrap();
     assert_eq!(h.minted.len(), 2);

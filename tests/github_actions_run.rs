@@ -188,8 +188,7 @@ args = ["--level", "10"]
     h.secrets
         .insert("RESULTS_TOKEN".into(), json!(RESULTS_TOKEN));
     // The comments' author for a job that reads them with its own GITHUB_TOKEN (resume).
-    h.vars
-        .insert("RESULTS_AUTHOR".into(), json!("results-bot"));
+    h.vars.insert("RESULTS_AUTHOR".into(), json!("results-bot"));
     h.repos.insert("ggml-org/ggml".into(), repo);
     h.runner_env
         .push(("GITHUB_API_URL".into(), api.url.clone()));
@@ -603,6 +602,33 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
         w.api.requests()
     );
     w.assert_built_once_off_the_gpu(before);
+    // Both workflows' report jobs held the one group of this results comment, and the two
+    // bisections of the question one workflow-level group (evaluated as GitHub would).
+    let groups = |pick: &dyn Fn(&str) -> bool| -> BTreeSet<String> {
+        w.h.concurrency
+            .iter()
+            .filter(|(at, _, _)| pick(at))
+            .map(|(_, g, _)| g.clone())
+            .collect()
+    };
+    let reports = groups(&|at| at == "report");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let g = reports.iter().next().unwrap();
+    assert!(
+        g.starts_with("results-comment-harness/results#7-bisect-") && g.contains(&good),
+        "{g}"
+    );
+    let runs = groups(&|at| at.starts_with("workflow bisect"));
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        w.h.concurrency
+            .iter()
+            .filter(|(at, _, _)| at == "report")
+            .count(),
+        2,
+        "{:?}",
+        w.h.concurrency
+    );
     w.assert_token_nowhere();
 }
 
@@ -621,7 +647,8 @@ fn default_results_issue_posts_with_the_secret_and_fails_in_one_line_without_it(
     w.h.secrets.remove("RESULTS_TOKEN");
     let id = w.config_id("high");
     let inputs = json!({"good": w.shas[0], "bad": w.shas[3], "config": id, "post": "true"});
-    let r = w.h.dispatch("bisect.yml", "workflow_dispatch", inputs.clone());
+    let r =
+        w.h.dispatch("bisect.yml", "workflow_dispatch", inputs.clone());
     assert_eq!(r, "failure", "{}", w.explain());
     assert_eq!(w.h.jobs["bisect[0]"].result, "success", "{}", w.explain());
     assert_eq!(w.h.jobs["report[0]"].result, "failure", "{}", w.explain());
@@ -677,16 +704,14 @@ fn default_results_issue_posts_with_the_secret_and_fails_in_one_line_without_it(
         .insert("RESULTS_AUTHOR".into(), json!("lucebox-results"));
     let r = w.h.dispatch("bisect.yml", "workflow_dispatch", inputs);
     assert_eq!(r, "success", "{}", w.explain());
-    let created: Vec<_> = w
-        .api
-        .answers()
-        .into_iter()
-        .filter(|a| a.2 == 201)
-        .collect();
+    let created: Vec<_> = w.api.answers().into_iter().filter(|a| a.2 == 201).collect();
     assert_eq!(created.len(), 1, "{created:?}");
     assert_eq!(
         (created[0].1.as_str(), created[0].3.as_str()),
-        ("/repos/Luce-Org/lucebox/issues/516/comments", "lucebox-results")
+        (
+            "/repos/Luce-Org/lucebox/issues/516/comments",
+            "lucebox-results"
+        )
     );
     w.assert_token_nowhere();
     let out = std::process::Command::new("grep")
@@ -761,7 +786,10 @@ args = ["--level", "1"]
     .unwrap();
     let _untag = Untag(
         real.display().to_string(),
-        vec![format!("localhost/{u}:6.4.1"), format!("localhost/{u}:6.4.3-sid")],
+        vec![
+            format!("localhost/{u}:6.4.1"),
+            format!("localhost/{u}:6.4.3-sid"),
+        ],
     );
     w.h.stand_in(
         "podman",
@@ -811,7 +839,8 @@ exec '{real}' "$@"
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
 
-    let r = w.h.dispatch("matrix.yml", "workflow_dispatch", json!({"post": "false"}));
+    let r =
+        w.h.dispatch("matrix.yml", "workflow_dispatch", json!({"post": "false"}));
     let explain = w.explain();
     let read = |f: &str| std::fs::read_to_string(base.join(f)).unwrap_or_default();
     // Each runner that needed an image built it: the GPU run leg and the hosted build-check leg
@@ -820,17 +849,32 @@ exec '{real}' "$@"
     let amd = format!(
         "build -f containers/rocm.Dockerfile --build-arg ROCM_VERSION=6.4.1 -t localhost/{u}:6.4.1 containers/"
     );
-    let debian = format!("build -f containers/rocm-debian.Dockerfile -t localhost/{u}:6.4.3-sid containers/");
-    assert_eq!(builds.lines().filter(|l| *l == amd).count(), 2, "{builds}\n{explain}");
-    assert_eq!(builds.lines().filter(|l| *l == debian).count(), 2, "{builds}\n{explain}");
+    let debian = format!(
+        "build -f containers/rocm-debian.Dockerfile -t localhost/{u}:6.4.3-sid containers/"
+    );
+    assert_eq!(
+        builds.lines().filter(|l| *l == amd).count(),
+        2,
+        "{builds}\n{explain}"
+    );
+    assert_eq!(
+        builds.lines().filter(|l| *l == debian).count(),
+        2,
+        "{builds}\n{explain}"
+    );
     assert_eq!(read("rocm-image-calls"), "sid\nsid\n", "{explain}");
     // Room was made on the hosted build-check legs only (both are HIP).
     assert_eq!(
         read("sudo-calls"),
-        "rm -rf /usr/share/dotnet /usr/local/lib/android /opt/ghc /opt/hostedtoolcache/CodeQL\n".repeat(2),
+        "rm -rf /usr/share/dotnet /usr/local/lib/android /opt/ghc /opt/hostedtoolcache/CodeQL\n"
+            .repeat(2),
         "{explain}"
     );
-    for (k, j) in w.h.jobs.iter().filter(|(k, _)| k.starts_with("build-check[")) {
+    for (k, j) in
+        w.h.jobs
+            .iter()
+            .filter(|(k, _)| k.starts_with("build-check["))
+    {
         assert_eq!(j.result, "success", "{k}: {explain}");
         let name = j.matrix["name"].as_str().unwrap();
         let res: Value = serde_json::from_str(
@@ -843,9 +887,34 @@ exec '{real}' "$@"
         )
         .unwrap();
         let cells = res["cells"].as_array().unwrap();
-        assert!(!cells.is_empty() && cells.iter().all(|c| c["outcome"] == "built"), "{res:#}");
+        assert!(
+            !cells.is_empty() && cells.iter().all(|c| c["outcome"] == "built"),
+            "{res:#}"
+        );
     }
-    eprintln!("hip fixture: workflow {r}; run legs: {:?}", w.h.jobs.iter().filter(|(k, _)| k.starts_with("run[")).map(|(k, j)| (k.clone(), j.result.clone())).collect::<Vec<_>>());
+    // The GPU legs ran the tool on their HIP cells, in the image each leg built. (The fixture's
+    // probe is a `script`, which the tool runs without asking for an AMD GPU: the cells pass
+    // as the script does at --level 1; the bundled reproducer would be refused here.)
+    for (k, j) in w.h.jobs.iter().filter(|(k, _)| k.starts_with("run[")) {
+        assert_eq!(j.result, "success", "{k}: {explain}");
+        let name = j.matrix["name"].as_str().unwrap();
+        let res: Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                w.artifact(&format!("matrix-{name}"))
+                    .join(name)
+                    .join("matrix-results.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let cells = res["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 2, "{res:#}");
+        for c in cells {
+            assert_eq!(c["outcome"], "pass", "{res:#}");
+            assert_eq!(c["provenance"]["image"], j.matrix["image"], "{res:#}");
+        }
+    }
+    assert_eq!(r, "success", "{explain}");
 }
 
 /// The harness refuses what it does not understand instead of guessing.

@@ -36,7 +36,10 @@ impl Api {
         let log = dir.join("api.log");
         let pf = dir.join("api.port");
         let child = std::process::Command::new("python3")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fault-injection/fake_github.py"))
+            .arg(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("scripts/fault-injection/fake_github.py"),
+            )
             .arg("--tokens")
             .arg(&tf)
             .arg("--log")
@@ -48,10 +51,16 @@ impl Api {
             .unwrap();
         let t = std::time::Instant::now();
         while !pf.exists() {
-            assert!(t.elapsed() < Duration::from_secs(30), "the stand-in did not start");
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "the stand-in did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
-        let url = format!("http://127.0.0.1:{}", std::fs::read_to_string(&pf).unwrap().trim());
+        let url = format!(
+            "http://127.0.0.1:{}",
+            std::fs::read_to_string(&pf).unwrap().trim()
+        );
         Some(Api { child, log, url })
     }
     /// (method, path, status) of every request.
@@ -86,14 +95,21 @@ fn results(dir: &Path, first_bad: &str) -> PathBuf {
 }
 
 /// `report --post` as a workflow step runs it; (exit code, stderr).
-fn post(api: &Api, token: &str, issue: &str, file: &Path, actions_repo: Option<&str>) -> (i32, String) {
+fn post(
+    api: &Api,
+    token: &str,
+    issue: &str,
+    file: &Path,
+    actions_repo: Option<&str>,
+) -> (i32, String) {
     let mut c = github_support::bin();
     c.args(["report", "--post", "--issue", issue, "--results"])
         .arg(file)
         .args(["--api-url", &api.url, "--github-retries", "3"])
         .env("GITHUB_TOKEN", token);
     if let Some(repo) = actions_repo {
-        c.env("GITHUB_ACTIONS", "true").env("GITHUB_REPOSITORY", repo);
+        c.env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_REPOSITORY", repo);
     }
     let out = c.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
@@ -109,20 +125,36 @@ fn a_workflow_token_writes_only_to_its_own_repository() {
         "ghs_reader": {"kind": "installation", "repos": ["me/tool"], "permissions": {"issues": "read"}},
         "github_pat_up": {"kind": "user", "login": "up-bot", "repos": ["up/stream"]},
     });
-    let Some(api) = Api::start(d.path(), tokens, &[]) else { return };
+    let Some(api) = Api::start(d.path(), tokens, &[]) else {
+        return;
+    };
     let f = results(d.path(), "abcdef1234567890");
     // Another repository: refused, one line naming the secret and how to make the token.
     let (code, err) = post(&api, "ghs_writer", "up/stream#5", &f, Some("me/tool"));
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    for want in ["RESULTS_TOKEN", "up/stream", "me/tool", "Issues read and write", "public_repo"] {
+    for want in [
+        "RESULTS_TOKEN",
+        "up/stream",
+        "me/tool",
+        "Issues read and write",
+        "public_repo",
+    ] {
         assert!(err.contains(want), "no {want:?}: {err}");
     }
     let a = api.answers();
     assert!(a.contains(&("GET".into(), "/user".into(), 403)), "{a:?}");
     assert!(
-        a.contains(&("POST".into(), "/repos/up/stream/issues/5/comments".into(), 403)),
+        a.contains(&(
+            "POST".into(),
+            "/repos/up/stream/issues/5/comments".into(),
+            403
+        )),
         "{a:?}"
+    );
+    assert!(
+        !a.iter().any(|x| x.2 == 201),
+        "a refused write was made anyway: {a:?}"
     );
     // Its own repository: posts, as github-actions[bot] (the /user fallback inside Actions).
     let (code, err) = post(&api, "ghs_writer", "me/tool#1", &f, Some("me/tool"));
@@ -130,7 +162,10 @@ fn a_workflow_token_writes_only_to_its_own_repository() {
     // Without issues: write it is the read-only token message, not the secret one.
     let (code, err) = post(&api, "ghs_reader", "me/tool#2", &f, Some("me/tool"));
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("read-only") && !err.contains("RESULTS_TOKEN"), "{err}");
+    assert!(
+        err.contains("read-only") && !err.contains("RESULTS_TOKEN"),
+        "{err}"
+    );
     // A personal token scoped to the upstream repository posts there, as its user.
     let (code, err) = post(&api, "github_pat_up", "up/stream#5", &f, Some("me/tool"));
     assert_eq!(code, 0, "{err}");
@@ -144,11 +179,25 @@ fn a_workflow_token_writes_only_to_its_own_repository() {
 fn comments_page_at_100_and_our_comment_past_the_first_page_is_edited() {
     let d = tempfile::tempdir().unwrap();
     let tokens = json!({"github_pat_up": {"kind": "user", "login": "up-bot"}});
-    let Some(api) = Api::start(d.path(), tokens, &["--filler", "150"]) else { return };
-    let (code, err) = post(&api, "github_pat_up", "up/stream#5", &results(d.path(), "aaaaaaa111"), None);
+    let Some(api) = Api::start(d.path(), tokens, &["--filler", "150"]) else {
+        return;
+    };
+    let (code, err) = post(
+        &api,
+        "github_pat_up",
+        "up/stream#5",
+        &results(d.path(), "aaaaaaa111"),
+        None,
+    );
     assert_eq!(code, 0, "{err}");
     // The comment is the 151st: the second post finds it on page 2 and edits it.
-    let (code, err) = post(&api, "github_pat_up", "up/stream#5", &results(d.path(), "bbbbbbb222"), None);
+    let (code, err) = post(
+        &api,
+        "github_pat_up",
+        "up/stream#5",
+        &results(d.path(), "bbbbbbb222"),
+        None,
+    );
     assert_eq!(code, 0, "{err}");
     let a = api.answers();
     let created = a.iter().filter(|x| x.0 == "POST" && x.2 == 201).count();
@@ -168,10 +217,24 @@ fn secondary_rate_limits_answer_403_or_429_with_retry_after_and_are_waited_out()
         let d = tempfile::tempdir().unwrap();
         let tokens = json!({"github_pat_up": {"kind": "user", "login": "up-bot"}});
         let args = ["--content-limit", "1/5", "--content-limit-status", status];
-        let Some(api) = Api::start(d.path(), tokens, &args) else { return };
-        let (code, err) = post(&api, "github_pat_up", "up/stream#5", &results(d.path(), "aaaaaaa111"), None);
+        let Some(api) = Api::start(d.path(), tokens, &args) else {
+            return;
+        };
+        let (code, err) = post(
+            &api,
+            "github_pat_up",
+            "up/stream#5",
+            &results(d.path(), "aaaaaaa111"),
+            None,
+        );
         assert_eq!(code, 0, "{err}");
-        let (code, err) = post(&api, "github_pat_up", "up/stream#5", &results(d.path(), "bbbbbbb222"), None);
+        let (code, err) = post(
+            &api,
+            "github_pat_up",
+            "up/stream#5",
+            &results(d.path(), "bbbbbbb222"),
+            None,
+        );
         assert_eq!(code, 0, "{status}: {err}");
         let a = api.answers();
         let patches: Vec<u64> = a.iter().filter(|x| x.0 == "PATCH").map(|x| x.2).collect();

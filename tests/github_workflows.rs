@@ -663,13 +663,17 @@ fn the_tool_is_built_once_per_run_and_never_on_a_gpu_runner() {
                 closure_holds(&wf, k, builder),
                 "{name}: job {k} runs the tool without needing {builder}"
             );
-            assert!(fetches || calls_round, "{name}: job {k} uses a binary it never fetched");
+            assert!(
+                fetches || calls_round,
+                "{name}: job {k} uses a binary it never fetched"
+            );
         }
     }
     let config =
         std::fs::read_to_string(root().join(".github/actions/setrows-config/action.yml")).unwrap();
     assert!(config.contains("uses: ./.github/actions/setrows-bin") && !config.contains("cargo "));
-    let bin = std::fs::read_to_string(root().join(".github/actions/setrows-bin/action.yml")).unwrap();
+    let bin =
+        std::fs::read_to_string(root().join(".github/actions/setrows-bin/action.yml")).unwrap();
     assert!(bin.contains("name: setrows-bisect-bin") && bin.contains("chmod +x"));
 }
 
@@ -681,14 +685,22 @@ fn the_tool_is_built_once_per_run_and_never_on_a_gpu_runner() {
 fn every_job_that_edits_a_results_comment_holds_that_comments_group() {
     let prefix = "results-comment-${{ vars.RESULTS_ISSUE || 'Luce-Org/lucebox#516' }}-";
     let mut groups = std::collections::BTreeMap::new();
-    for name in ["matrix.yml", "bisect.yml", "bisect-distributed.yml", "bisect-round.yml"] {
+    for name in [
+        "matrix.yml",
+        "bisect.yml",
+        "bisect-distributed.yml",
+        "bisect-round.yml",
+    ] {
         let wf = yaml(name);
         for (k, j) in wf["jobs"].as_mapping().unwrap() {
             if !steps_text(j).contains("--post") {
                 continue;
             }
             let g = j["concurrency"]["group"].as_str().unwrap_or_else(|| {
-                panic!("{name}: job {} posts without a concurrency group", k.as_str().unwrap())
+                panic!(
+                    "{name}: job {} posts without a concurrency group",
+                    k.as_str().unwrap()
+                )
             });
             assert!(g.starts_with(prefix), "{name}: {g}");
             assert_eq!(j["concurrency"]["cancel-in-progress"], false, "{name}");

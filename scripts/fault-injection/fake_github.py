@@ -225,14 +225,15 @@ def main():
                     times.append(now)
                     state["writes"][token] = times
 
-            def may_write(owner, repo, doc):
+            def refusal(owner, repo):
+                """GitHub's 403 message when this token may not write there, else None."""
                 repos = spec.get("repos")
                 scoped = repos is None or f"{owner}/{repo}".lower() in [r.lower() for r in repos]
                 perm_ok = kind != "installation" or spec.get("permissions", {}).get("issues") == "write"
                 if scoped and perm_ok:
                     return None
                 what = "integration" if kind == "installation" else "personal access token"
-                return self._error(403, f"Resource not accessible by {what}", doc)
+                return f"Resource not accessible by {what}"
 
             if method == "GET" and path == "/user":
                 if kind == "installation":
@@ -268,9 +269,9 @@ def main():
                                          f'<{base}&page={last}>; rel="last"'))
                 return self._send(200, items, hdrs)
             if m and method == "POST":
-                denied = may_write(m_owner, m_repo, DOCS["create"])
+                denied = refusal(m_owner, m_repo)
                 if denied:
-                    return denied
+                    return self._error(403, denied, DOCS["create"])
                 try:
                     text = json.loads(body).get("body", "")
                 except Exception:
@@ -288,9 +289,9 @@ def main():
                 return self._send(201, c)
             m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues/comments/(\d+)", path)
             if m and method == "PATCH":
-                denied = may_write(m.group(1), m.group(2), DOCS["edit"])
+                denied = refusal(m.group(1), m.group(2))
                 if denied:
-                    return denied
+                    return self._error(403, denied, DOCS["edit"])
                 text = json.loads(body).get("body", "")
                 with lock:
                     for (o, r, _), cs in state["issues"].items():

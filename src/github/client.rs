@@ -201,7 +201,8 @@ impl Publisher {
     fn name_the_token(&self, e: GithubError) -> GithubError {
         match (e, &self.home_repo) {
             (GithubError::ReadOnlyToken { what }, Some(home))
-                if !home.eq_ignore_ascii_case(&format!("{}/{}", self.issue.owner, self.issue.repo)) =>
+                if !home
+                    .eq_ignore_ascii_case(&format!("{}/{}", self.issue.owner, self.issue.repo)) =>
             {
                 GithubError::ForeignRepository {
                     what,

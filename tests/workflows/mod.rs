@@ -50,9 +50,9 @@ pub mod rules;
 pub mod stand_ins;
 
 use expr::Ctx;
+use rules::Perms;
 use serde_json::{json, Map, Value};
 use serde_yaml_ng::Value as Y;
-use rules::Perms;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -356,7 +356,9 @@ impl Harness {
                     .and_then(y_str)
                     .unwrap_or_else(|| panic!("{at}: concurrency without group"))
                     .to_string(),
-                get(m, "cancel-in-progress").cloned().unwrap_or(Y::Bool(false)),
+                get(m, "cancel-in-progress")
+                    .cloned()
+                    .unwrap_or(Y::Bool(false)),
             ),
         };
         let group = expr::to_string(&expr::template(&group, &ctx));
@@ -365,8 +367,9 @@ impl Harness {
             Y::String(s) => expr::truthy(&expr::template(&s, &ctx)),
             o => panic!("{at}: cancel-in-progress: {o:?}"),
         };
-        self.log
-            .push(format!("{at}: concurrency group `{group}` (cancel-in-progress: {cancel})"));
+        self.log.push(format!(
+            "{at}: concurrency group `{group}` (cancel-in-progress: {cancel})"
+        ));
         self.concurrency.push((at.into(), group, cancel));
     }
 
@@ -558,10 +561,14 @@ impl Harness {
             .or_else(|| j.perms.clone())
             .unwrap_or_else(|| {
                 // GitHub's restricted default for a repository that sets none.
-                [("contents", "read"), ("packages", "read"), ("metadata", "read")]
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect()
+                [
+                    ("contents", "read"),
+                    ("packages", "read"),
+                    ("metadata", "read"),
+                ]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
             });
         let perms = rules::cap(perms, j.cap);
         if let Some(uses) = get(job, "uses").and_then(y_str) {
@@ -716,7 +723,9 @@ impl Harness {
         );
         if let Some(n) = get(job, "name").and_then(y_str) {
             let shown = expr::to_string(&expr::template(n, &ctx));
-            self.log.push(format!("{path}[{leg}]: job '{shown}' on {runs_on:?} ({name})"));
+            self.log.push(format!(
+                "{path}[{leg}]: job '{shown}' on {runs_on:?} ({name})"
+            ));
         }
         let deadline = get(job, "timeout-minutes").map(|t| Instant::now() + self.minutes(path, t));
         let mut env: Vec<(String, String)> = vec![("RUNNER_NAME".into(), name.clone())];
@@ -735,7 +744,15 @@ impl Harness {
             deadline,
         };
         let steps = get(job, "steps").and_then(Y::as_sequence).expect("steps:");
-        self.steps(&format!("{path}[{leg}]"), path, leg, steps, &mut r, &mut c, false);
+        self.steps(
+            &format!("{path}[{leg}]"),
+            path,
+            leg,
+            steps,
+            &mut r,
+            &mut c,
+            false,
+        );
         let mut outputs = Map::new();
         if let Some(m) = get(job, "outputs").and_then(Y::as_mapping) {
             c.insert("steps".into(), Value::Object(r.steps.clone()));
@@ -821,8 +838,8 @@ impl Harness {
                 env.extend(eval_env(e, &ctx));
             }
             let id = get(step, "id").and_then(y_str).map(String::from);
-            let step_deadline = get(step, "timeout-minutes")
-                .map(|t| Instant::now() + self.minutes(label, t));
+            let step_deadline =
+                get(step, "timeout-minutes").map(|t| Instant::now() + self.minutes(label, t));
             let (ok, outputs) = if let Some(script) = get(step, "run").and_then(y_str) {
                 let shell = get(step, "shell").and_then(y_str);
                 if composite && shell.is_none() {
@@ -862,8 +879,9 @@ impl Harness {
                         r.ok = false;
                     }
                     Some(Stop::StepTimeout) => {
-                        self.log
-                            .push(format!("{label}: step '{name}': its timeout-minutes passed"));
+                        self.log.push(format!(
+                            "{label}: step '{name}': its timeout-minutes passed"
+                        ));
                     }
                     None => {}
                 }
@@ -899,7 +917,6 @@ impl Harness {
             }
         }
     }
-
 
     #[allow(clippy::too_many_arguments)]
     fn uses(
@@ -1011,9 +1028,15 @@ impl Harness {
                     .output()
                     .unwrap();
                 assert!(out.status.success(), "{out:?}");
+                // An earlier download this upload could have changed is a race unless `needs`
+                // orders the two jobs (either way round).
                 for (job, closure, want) in &self.downloads {
-                    if glob(want, &aname) && job != path && !rules::in_closure(closure, path) {
-                        panic!("{label}: uploads {aname}, which {job} (not needing {path}) already tried to download as `{want}`: on GitHub that download races this upload");
+                    if glob(want, &aname)
+                        && job != path
+                        && !rules::in_closure(closure, path)
+                        && !rules::in_closure(&self.closure_now, job)
+                    {
+                        panic!("{label}: uploads {aname}, which {job} (unordered with {path} by needs) already tried to download as `{want}`: on GitHub that download races this upload");
                     }
                 }
                 self.artifact_owner.insert(aname.clone(), path.to_string());
@@ -1034,7 +1057,9 @@ impl Harness {
                         .filter(|o| *o != path && !rules::in_closure(&s.closure_now, o))
                         .cloned()
                 };
-                let want = w("name").or_else(|| w("pattern")).unwrap_or_else(|| "*".into());
+                let want = w("name")
+                    .or_else(|| w("pattern"))
+                    .unwrap_or_else(|| "*".into());
                 self.downloads
                     .push((path.to_string(), self.closure_now.clone(), want));
                 if let Some(n) = w("name") {
@@ -1184,6 +1209,9 @@ impl Harness {
             .env("GITHUB_ACTIONS", "true")
             .env("GITHUB_WORKSPACE", &r.ws)
             .env("RUNNER_TEMP", &r.temp)
+            // Every runner is its own machine: caches (the tool's default work dirs) are not
+            // shared between jobs, nor with other tests running at the same time.
+            .env("XDG_CACHE_HOME", r.temp.parent().unwrap().join("cache"))
             .env("GITHUB_RUN_ID", self.run_id.to_string())
             .env("GITHUB_REPOSITORY", &self.repository)
             .env("GITHUB_SERVER_URL", "http://127.0.0.1:9")

@@ -171,7 +171,11 @@ pub fn cap(p: Perms, by: Option<&Perms>) -> Perms {
     p.into_iter()
         .map(|(k, l)| {
             let top = by.get(&k).map(String::as_str).unwrap_or("none");
-            let l = if level(&l) <= level(top) { l } else { top.into() };
+            let l = if level(&l) <= level(top) {
+                l
+            } else {
+                top.into()
+            };
             (k, l)
         })
         .collect()
