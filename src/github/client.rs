@@ -73,6 +73,11 @@ impl GithubOptions {
         let mut p = Publisher::new(issue.clone(), &token, &self.api_url)?;
         p.comment_author = self.comment_author.clone();
         p.in_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+        if p.in_actions {
+            p.home_repo = std::env::var("GITHUB_REPOSITORY")
+                .ok()
+                .filter(|r| !r.is_empty());
+        }
         p.max_retries = self.max_retries;
         p.max_wait = Duration::from_secs(self.max_wait_s);
         Ok(p)
@@ -99,6 +104,9 @@ pub struct Publisher {
     pub comment_author: Option<String>,
     /// Inside GitHub Actions: fall back to [`ACTIONS_BOT`] when `GET /user` is refused.
     pub in_actions: bool,
+    /// Inside GitHub Actions: the repository the workflow runs in (`GITHUB_REPOSITORY`). Its
+    /// GITHUB_TOKEN may write only there, so a refused write elsewhere names the fix.
+    pub home_repo: Option<String>,
     pub max_retries: u32,
     pub max_wait: Duration,
     login: OnceLock<String>,
@@ -162,6 +170,7 @@ impl Publisher {
             issue,
             comment_author: None,
             in_actions: false,
+            home_repo: None,
             max_retries: 4,
             max_wait: Duration::from_secs(900),
             login: OnceLock::new(),
@@ -175,6 +184,37 @@ impl Publisher {
     /// Creates the comment for `key` or edits it in place; `state` goes into the hidden state
     /// block. `artifact_url` is linked wherever logs had to be cut.
     pub async fn post_or_update(
+        &self,
+        key: &str,
+        doc: &Document,
+        state: Option<&serde_json::Value>,
+        artifact_url: Option<&str>,
+    ) -> Result<PostOutcome, GithubError> {
+        self.write(key, doc, state, artifact_url)
+            .await
+            .map_err(|e| self.name_the_token(e))
+    }
+
+    /// An integration token refused a write to another repository than the workflow's own:
+    /// that is a workflow's GITHUB_TOKEN (GitHub scopes it to its repository), and the fix is
+    /// another token, not a permission.
+    fn name_the_token(&self, e: GithubError) -> GithubError {
+        match (e, &self.home_repo) {
+            (GithubError::ReadOnlyToken { what }, Some(home))
+                if !home
+                    .eq_ignore_ascii_case(&format!("{}/{}", self.issue.owner, self.issue.repo)) =>
+            {
+                GithubError::ForeignRepository {
+                    what,
+                    home: home.clone(),
+                    target: format!("{}/{}", self.issue.owner, self.issue.repo),
+                }
+            }
+            (e, _) => e,
+        }
+    }
+
+    async fn write(
         &self,
         key: &str,
         doc: &Document,
