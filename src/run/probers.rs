@@ -211,6 +211,12 @@ impl Prober for PerTreeRepro {
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
         self.for_tree(req.checkout).probe(req, phase)
     }
+
+    // It builds `$SRC/<ggml dir>` and nothing else of the tree (`tree_at` finds that dir with
+    // the same `ggml_subdir` the checkout uses to write it).
+    fn reads(&self) -> crate::probe::Reads {
+        crate::probe::Reads::Ggml
+    }
 }
 
 /// A build + test script with the configuration's environment, `SETROWS_CMAKE_ARGS` spelled
@@ -292,6 +298,11 @@ impl Prober for InfraAware {
         self.inner.named_inputs()
     }
 
+    // Likewise what of the tree it reads: a wrapper that dropped it would write whole trees.
+    fn reads(&self) -> crate::probe::Reads {
+        self.inner.reads()
+    }
+
     fn identity(&self) -> String {
         format!(
             "{}\nconfig:\n{}",
@@ -312,6 +323,9 @@ impl Prober for InfraAware {
         let mut report = self.inner.probe(req, phase);
         if let Some(id) = &self.config_id {
             report.provenance.insert("configuration".into(), id.clone());
+        }
+        if let Some(fork) = crate::probe::vendor::of_checkout(req.checkout) {
+            report.provenance.insert("ggml_vendor".into(), fork);
         }
         if !matches!(
             report.outcome,
