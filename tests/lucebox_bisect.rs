@@ -124,7 +124,9 @@ fn history(root: &Path) -> Option<History> {
     if !common::have_cmake() {
         return None;
     }
-    Some(build(&root.join("repo"), &STEPS, &shim(&cmake_dir)))
+    let ggml = shim(&cmake_dir);
+    let h = build(&root.join("repo"), &STEPS, &ggml);
+    Some(h)
 }
 
 fn text(o: &Output) -> String {
@@ -192,7 +194,7 @@ fn checked_out(work: &Path) -> Vec<String> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if let Some(rel) = p.to_string_lossy().split("/src/").nth(1) {
+            } else if let Some(rel) = p.to_string_lossy().splitn(2, "/src/").nth(1) {
                 out.push(rel.to_string());
             }
         }
@@ -213,7 +215,13 @@ fn a_lucebox_bisect_writes_only_ggml_agrees_with_whole_trees_and_survives_a_miss
     assert!(t.contains("lucebox layout detected"), "{t}");
     let r = read_json(&json);
     assert_eq!(r["first_bad"], h.shas[FAULT_AT].as_str(), "{t}");
-    assert_eq!(r["candidates"].as_u64(), Some(4), "{r:#}");
+    assert_eq!(
+        r["range"]["candidates"].as_u64(),
+        Some(4),
+        "{:#}",
+        r["range"]
+    );
+    assert_eq!(r["range"]["path"], GGML);
     assert_eq!(
         r["provenance"]["ggml_vendor"], FORK,
         "{:#}",
