@@ -194,7 +194,7 @@ fn checked_out(work: &Path) -> Vec<String> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if let Some(rel) = p.to_string_lossy().splitn(2, "/src/").nth(1) {
+            } else if let Some((_, rel)) = p.to_string_lossy().split_once("/src/") {
                 out.push(rel.to_string());
             }
         }
@@ -226,6 +226,10 @@ fn a_lucebox_bisect_writes_only_ggml_agrees_with_whole_trees_and_survives_a_miss
         r["provenance"]["ggml_vendor"], FORK,
         "{:#}",
         r["provenance"]
+    );
+    assert!(
+        t.contains(&format!("vendored ggml (VENDOR.md) `{FORK}`")),
+        "the report names the fork: {t}"
     );
     let files = checked_out(&tmp.path().join("work"));
     assert!(files.iter().any(|f| f.starts_with(GGML)), "{files:?}");
