@@ -16,6 +16,7 @@ pub mod reaper;
 pub mod repro;
 pub mod script;
 pub mod secrets;
+pub mod vendor;
 
 use crate::core::build::{BuildError, TreeFacts};
 use crate::core::ccache::Ccache;
@@ -191,6 +192,22 @@ pub trait Prober: Send + Sync {
     fn named_inputs(&self) -> Option<Vec<String>> {
         None
     }
+
+    /// What of a commit's tree this prober reads, so a checkout writes only that: a blob
+    /// missing outside it (a partial clone, a pruned data file) cannot stop the probe.
+    fn reads(&self) -> Reads {
+        Reads::Tree
+    }
+}
+
+/// What of a commit's tree a prober reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// Everything (a user's build and test may read any file).
+    Tree,
+    /// ggml's directory as `core::config::ggml_subdir` finds it in the commit, and the
+    /// vendoring note beside it (`vendor::NOTE`); the whole tree where ggml is its root.
+    Ggml,
 }
 
 #[cfg(test)]

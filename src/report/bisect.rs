@@ -356,6 +356,7 @@ const FACTS: &[(&str, &str)] = &[
     ("kernel", "kernel"),
     ("compiler", "compiler"),
     ("ggml_version", "ggml"),
+    ("ggml_vendor", "vendored ggml (VENDOR.md)"),
     ("engine", "engine"),
     ("image", "image"),
     ("image_digest", "image digest"),

@@ -16,7 +16,7 @@ use crate::core::build::TreeFacts;
 use crate::core::matrix::{Config, RawProbe};
 use crate::probe::container::Engine;
 use crate::probe::launch::{HostLauncher, Launcher};
-use crate::probe::{Phase, ProbeReport, Prober};
+use crate::probe::{Phase, ProbeReport, Prober, Reads};
 use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
 use probers::Unavailable;
 pub use probers::{hipconfig_env, parse_hip_env, ConfiguredProber};
@@ -382,6 +382,9 @@ impl Runner {
             // Off: a matrix is the evidence for each (configuration, revision) cell, retried
             // on purpose; reusing there needs its own argument (issue 13 covers bisection).
             reuse_artifacts: false,
+            // The whole tree: one checkout serves every cell (script cells too) and
+            // `Runner::checkout` reads files of it.
+            reads: Reads::Tree,
         };
         let mut cached = false;
         let stored = probing

@@ -252,6 +252,12 @@ impl Prober for PerTreeRepro {
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
         self.for_tree(req.checkout).probe(req, phase)
     }
+
+    // It builds `$SRC/<ggml dir>` and nothing else of the tree (`tree_at` finds that dir with
+    // the same `ggml_subdir` the checkout uses to write it).
+    fn reads(&self) -> crate::probe::Reads {
+        crate::probe::Reads::Ggml
+    }
 }
 
 /// A build + test script with the configuration's environment, `SETROWS_CMAKE_ARGS` spelled
@@ -331,6 +337,11 @@ impl Prober for ConfiguredProber {
         self.inner.named_inputs()
     }
 
+    // Likewise what of the tree it reads: a wrapper that dropped it would write whole trees.
+    fn reads(&self) -> crate::probe::Reads {
+        self.inner.reads()
+    }
+
     fn identity(&self) -> String {
         format!(
             "{}\nconfig:\n{}",
@@ -351,6 +362,9 @@ impl Prober for ConfiguredProber {
         let mut report = self.inner.probe(req, phase);
         if let Some(id) = &self.config_id {
             report.provenance.insert("configuration".into(), id.clone());
+        }
+        if let Some(fork) = crate::probe::vendor::of_checkout(req.checkout) {
+            report.provenance.insert("ggml_vendor".into(), fork);
         }
         report
     }
