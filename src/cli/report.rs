@@ -160,7 +160,7 @@ impl PostToArgs {
         };
         let issue: IssueRef = raw.parse().map_err(|e: github::GithubError| e.into_cli())?;
         Token::resolve(self.github.token_file.as_ref()).map_err(|e| e.into_cli())?;
-        github::client::api_base(&self.github.api_url).map_err(|e| e.into_cli())?;
+        github::options::api_base(&self.github.api_url).map_err(|e| e.into_cli())?;
         Ok(Some(issue))
     }
 

@@ -16,13 +16,15 @@ pub mod blocking;
 pub mod body;
 pub mod client;
 mod http;
+pub mod options;
 pub mod resume;
 pub mod state;
 
 pub use crate::report::document::{Document, Section};
 pub use blocking::{load_state_blocking, post_all_blocking, post_or_update_blocking, Post};
 pub use body::MAX_BODY;
-pub use client::{post_or_update, GithubOptions, PostAction, PostOutcome, Publisher};
+pub use client::{post_or_update, PostAction, PostOutcome, Publisher};
+pub use options::GithubOptions;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
