@@ -52,7 +52,13 @@ fn probe_bin() -> Option<&'static Path> {
             .arg(sources.join(name))
             .arg("-B")
             .arg(&bdir)
-            .args(["-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF"])
+            .args([
+                "-G",
+                "Ninja",
+                "-DCMAKE_BUILD_TYPE=Release",
+                "-DGGML_NATIVE=OFF",
+                "-DBUILD_SHARED_LIBS=OFF",
+            ])
             .arg(format!("-DLLAMA_SOURCE_DIR={}", src.display()));
         if which("ccache") {
             configure.args([
@@ -142,7 +148,10 @@ fn ten_thousand_tokens_through_the_kv_ring_pass_with_the_graph_reused() {
         assert!(reused >= 9_990, "{line}");
         let same = &streams[1];
         assert_eq!(same["name"], "same");
-        assert_eq!(same["graphs_reused"], 0, "the reference must not reuse: {line}");
+        assert_eq!(
+            same["graphs_reused"], 0,
+            "the reference must not reuse: {line}"
+        );
         assert_eq!(same["decodes"], 10_000);
     }
 }

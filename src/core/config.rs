@@ -30,14 +30,28 @@ pub fn ggml_subdir(has: impl Fn(&str) -> bool) -> Option<&'static str> {
     })
 }
 
-/// What is probed: the bundled replay reproducer, or a user's build + test script.
+/// What is probed: the bundled replay reproducer, llama.cpp's own decode (`decode`: the
+/// bundled decode-probe on the tool's tiny model; llama.cpp trees only), or a user's build + test
+/// script.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeKind {
     Replay,
+    Decode,
     Script {
         build: Option<String>,
         script: String,
     },
+}
+
+impl ProbeKind {
+    /// The spelling of `[probe] kind` and `--probe-kind`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProbeKind::Replay => "replay",
+            ProbeKind::Decode => "decode",
+            ProbeKind::Script { .. } => "script",
+        }
+    }
 }
 
 /// A configuration with every value a probe needs, whatever it came from.
@@ -80,6 +94,8 @@ pub struct Flags {
     pub script: Option<String>,
     pub build: Option<String>,
     pub timeout_s: Option<f64>,
+    /// `--probe-kind decode`: the decode probe instead of the configuration's reproducer.
+    pub decode: bool,
 }
 
 impl Resolved {
@@ -90,6 +106,7 @@ impl Resolved {
                 build: probe.build.clone(),
                 script: probe.script.clone().unwrap_or_default(),
             },
+            Some("decode") => ProbeKind::Decode,
             _ => ProbeKind::Replay,
         };
         Resolved {
@@ -215,6 +232,17 @@ impl Resolved {
                 self.probe = new;
             }
         }
+        if f.decode && self.probe != ProbeKind::Decode {
+            changed.push(format!(
+                "--probe-kind decode (configuration: {})",
+                self.probe.name()
+            ));
+            self.probe = ProbeKind::Decode;
+            // Another kind's arguments mean nothing to the decode probe.
+            if f.repro_args.is_empty() {
+                self.repro_args.clear();
+            }
+        }
         if let Some(t) = f.timeout_s.filter(|t| Some(*t) != self.timeout_s) {
             changed.push(format!(
                 "--timeout {t} (configuration: {})",
@@ -245,7 +273,7 @@ impl Resolved {
             // What only the test reads (launch settings, reproducer arguments, the test
             // script) is left out: configurations that build alike share one build's result.
             let probe = match &self.probe {
-                ProbeKind::Replay => "replay".to_string(),
+                ProbeKind::Replay | ProbeKind::Decode => self.probe.name().to_string(),
                 ProbeKind::Script { build, .. } => {
                     format!("script build={:?}", build.as_deref().unwrap_or(""))
                 }
@@ -258,7 +286,7 @@ impl Resolved {
             );
         }
         let probe = match &self.probe {
-            ProbeKind::Replay => "replay".to_string(),
+            ProbeKind::Replay | ProbeKind::Decode => self.probe.name().to_string(),
             ProbeKind::Script { build, script } => format!(
                 "script build={:?} script={script:?}",
                 build.as_deref().unwrap_or("")

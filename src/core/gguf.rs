@@ -88,7 +88,11 @@ impl Gguf {
     /// The file's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(
-            4096 + self.tensors.iter().map(|t| t.data.len() + ALIGNMENT).sum::<usize>(),
+            4096 + self
+                .tensors
+                .iter()
+                .map(|t| t.data.len() + ALIGNMENT)
+                .sum::<usize>(),
         );
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());

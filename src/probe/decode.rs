@@ -49,14 +49,34 @@ pub fn prepare(work: &Path) -> std::io::Result<Prepared> {
     })
 }
 
+/// The default model's bytes and their hex sha256, made once per process.
+fn default_model() -> &'static (Vec<u8>, String) {
+    static MODEL: std::sync::OnceLock<(Vec<u8>, String)> = std::sync::OnceLock::new();
+    MODEL.get_or_init(|| {
+        let bytes =
+            tiny_llama::tiny_llama(Shape::default(), DEFAULT_SEED, DEFAULT_DTYPE).to_bytes();
+        let sha = hex::encode(Sha256::digest(&bytes));
+        (bytes, sha)
+    })
+}
+
+/// The file name `prepare` writes the default model under.
+pub fn model_file_name() -> String {
+    model_name(DEFAULT_SEED, DEFAULT_DTYPE, &default_model().1)
+}
+
+fn model_name(seed: u64, dtype: DType, sha256: &str) -> String {
+    let base = tiny_llama::file_name(seed, dtype);
+    format!("{}-{}.gguf", base.trim_end_matches(".gguf"), &sha256[..12])
+}
+
 /// The identity of what the probe runs: its sources and its model (the model's bytes are a
 /// function of this module's code, so the hash of one model stands for the generator).
 pub fn identity() -> String {
-    let model = tiny_llama::tiny_llama(Shape::default(), DEFAULT_SEED, DEFAULT_DTYPE).to_bytes();
     format!(
         "decode-sources={} model={}",
         &sources_hash()[..16],
-        &hex::encode(Sha256::digest(&model))[..16]
+        &default_model().1[..16]
     )
 }
 
@@ -108,15 +128,18 @@ pub struct Model {
 
 /// Makes the model's bytes (pure) and writes them under `dir` (once per content).
 pub fn write_model(dir: &Path, seed: u64, dtype: DType) -> std::io::Result<Model> {
-    let bytes = tiny_llama::tiny_llama(Shape::default(), seed, dtype).to_bytes();
-    let sha256 = hex::encode(Sha256::digest(&bytes));
-    let base = tiny_llama::file_name(seed, dtype);
-    let file_name = format!(
-        "{}-{}.gguf",
-        base.trim_end_matches(".gguf"),
-        &sha256[..12]
-    );
-    let path = write_once(dir, &file_name, &bytes)?;
+    let made;
+    let (bytes, sha256) = if (seed, dtype) == (DEFAULT_SEED, DEFAULT_DTYPE) {
+        let (b, s) = default_model();
+        (b, s.clone())
+    } else {
+        let b = tiny_llama::tiny_llama(Shape::default(), seed, dtype).to_bytes();
+        let s = hex::encode(Sha256::digest(&b));
+        made = b;
+        (&made, s)
+    };
+    let file_name = model_name(seed, dtype, &sha256);
+    let path = write_once(dir, &file_name, bytes)?;
     Ok(Model {
         file_name,
         path,
@@ -147,7 +170,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let name = materialize_sources(d.path()).unwrap();
         for (path, text) in SOURCES {
-            assert_eq!(std::fs::read_to_string(d.path().join(&name).join(path)).unwrap(), text);
+            assert_eq!(
+                std::fs::read_to_string(d.path().join(&name).join(path)).unwrap(),
+                text
+            );
         }
     }
 }

@@ -53,10 +53,12 @@ pub struct ReproProber {
 
 impl ReproProber {
     pub fn new(opts: ReproOptions) -> Self {
-        ReproProber {
-            opts,
-            sources: sources_hash(),
-        }
+        // The decode probe's identity is its own sources and model, not the replay's.
+        let sources = match opts.reproducer {
+            Reproducer::Decode => hex::encode(Sha256::digest(crate::probe::decode::identity())),
+            _ => sources_hash(),
+        };
+        ReproProber { opts, sources }
     }
 
     /// The build tree, keyed by what changes the build (not by commit: consecutive probes reuse
@@ -86,6 +88,11 @@ impl ReproProber {
         } else {
             format!("$SRC/{}", self.opts.ggml_subdir)
         };
+        // The decode probe builds the whole llama.cpp tree (its ggml comes with it).
+        let source_def = match self.opts.reproducer {
+            Reproducer::Decode => "-DLLAMA_SOURCE_DIR=$SRC".to_string(),
+            _ => format!("-DGGML_SOURCE_DIR={sub}"),
+        };
         let bdir = format!("$WORK/{}", self.build_dir_name());
         let extra: Vec<String> = self.opts.cmake_args.iter().map(|a| q(a)).collect();
         let jobs = self
@@ -102,7 +109,7 @@ impl ReproProber {
              fi\n\
              gen=''\n\
              if command -v ninja >/dev/null 2>&1 && [ ! -f \"{bdir}/Makefile\" ]; then gen='-G Ninja'; fi\n\
-             cmake -S \"$WORK/{src_dir_name}\" -B \"{bdir}\" $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \"-DGGML_SOURCE_DIR={sub}\" $launcher {extra}\n\
+             cmake -S \"$WORK/{src_dir_name}\" -B \"{bdir}\" $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \"{source_def}\" $launcher {extra}\n\
              cmake --build \"{bdir}\" --target {target}{jobs}\n",
             extra = extra.join(" "),
             target = self.opts.reproducer.target(),
@@ -126,12 +133,17 @@ impl ReproProber {
     }
 
     pub fn run_script(&self) -> String {
-        let args: Vec<String> = self
+        let mut args: Vec<String> = self
             .opts
             .repro_args
             .iter()
             .map(|a| exec::shell_quote(a))
             .collect();
+        if self.opts.reproducer == Reproducer::Decode {
+            // the model `probe::decode::prepare` wrote into the work directory
+            let model = crate::probe::decode::model_file_name();
+            args.insert(0, format!("--model \"$WORK/{model}\""));
+        }
         format!(
             "exec \"$WORK/{}/{}\" {}\n",
             self.build_dir_name(),
@@ -240,8 +252,23 @@ impl Prober for ReproProber {
             provenance,
             ..ProbeReport::infra(String::new(), req.log_path)
         };
-        if !ggml_root.join("include/ggml.h").is_file()
-            || !ggml_root.join("CMakeLists.txt").is_file()
+        let decode = self.opts.reproducer == Reproducer::Decode;
+        if decode && !crate::probe::decode::is_llama_tree(|p| req.checkout.join(p).is_file()) {
+            return report(
+                Outcome::Untestable,
+                Some(format!(
+                    "commit {} is not a llama.cpp tree (no include/llama.h beside CMakeLists.txt): the decode probe cannot build it",
+                    req.commit
+                )),
+                None,
+                0.0,
+                0.0,
+                provenance,
+            );
+        }
+        if !decode
+            && (!ggml_root.join("include/ggml.h").is_file()
+                || !ggml_root.join("CMakeLists.txt").is_file())
         {
             return report(
                 Outcome::Untestable,
@@ -256,7 +283,12 @@ impl Prober for ReproProber {
             );
         }
         phase(Phase::Build);
-        let src_name = match materialize_sources(req.build_dir) {
+        let materialized = if decode {
+            crate::probe::decode::prepare(req.build_dir).map(|p| p.sources_dir)
+        } else {
+            materialize_sources(req.build_dir)
+        };
+        let src_name = match materialized {
             Ok(n) => n,
             Err(e) => {
                 return ProbeReport::infra(

@@ -300,7 +300,7 @@ impl Runner {
             .probe
             .kind
             .as_deref()
-            .filter(|k| !["replay", "script"].contains(k))
+            .filter(|k| !["replay", "decode", "script"].contains(k))
         {
             return Err(format!("unknown probe kind `{other}`"));
         }

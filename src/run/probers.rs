@@ -110,7 +110,7 @@ pub fn prober(cfg: &Resolved, place: &Place) -> InfraAware {
             cfg: cfg.clone(),
             place: place_copy(place),
         }),
-        ProbeKind::Replay => Box::new(PerTreeRepro::new(
+        ProbeKind::Replay | ProbeKind::Decode => Box::new(PerTreeRepro::new(
             repro_options(cfg, place),
             recipe_at(cfg, place),
             place.fallback_facts.clone(),
@@ -138,6 +138,9 @@ fn place_copy(p: &Place) -> Place {
 pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     let mut opts = ReproOptions::new(place.launcher.clone());
     opts.ggml_subdir = place.fallback_subdir.clone();
+    if cfg.probe == ProbeKind::Decode {
+        opts.reproducer = crate::probe::repro::Reproducer::Decode;
+    }
     if cfg.backend == Backend::Hip {
         opts.build_env.extend(place.hip_env.iter().cloned());
     }

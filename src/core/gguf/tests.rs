@@ -122,7 +122,7 @@ fn f16_conversion_matches_known_halves() {
         (65504.0, 0x7bff),
         (65520.0, 0x7c00), // rounds up to infinity
         (1.0 / 1024.0, 0x1400),
-        (5.960_464_5e-8, 0x0001), // smallest subnormal
+        (5.960_464_5e-8, 0x0001),     // smallest subnormal
         (1.0 + 1.0 / 2048.0, 0x3c00), // tie to even
         (1.0 + 3.0 / 2048.0, 0x3c02), // tie to even, upward
     ] {

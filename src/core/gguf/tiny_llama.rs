@@ -121,7 +121,10 @@ pub fn tiny_llama(shape: Shape, seed: u64, dtype: DType) -> Gguf {
         ("llama.block_count".into(), Value::U32(s.n_layer)),
         ("llama.feed_forward_length".into(), Value::U32(s.n_ff)),
         ("llama.attention.head_count".into(), Value::U32(s.n_head)),
-        ("llama.attention.head_count_kv".into(), Value::U32(s.n_head_kv)),
+        (
+            "llama.attention.head_count_kv".into(),
+            Value::U32(s.n_head_kv),
+        ),
         (
             "llama.attention.layer_norm_rms_epsilon".into(),
             Value::F32(1e-5),

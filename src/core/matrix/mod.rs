@@ -301,11 +301,11 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
         cx.err(span.unwrap_or(0..0), &key, one_line)
     })?;
     if let Some(kind) = raw.probe.kind.as_deref() {
-        if !["replay", "script"].contains(&kind) {
+        if !["replay", "decode", "script"].contains(&kind) {
             return Err(err_no_span(
                 file,
                 "probe.kind",
-                format!("unknown probe kind `{kind}` (replay or script)"),
+                format!("unknown probe kind `{kind}` (replay, decode or script)"),
             ));
         }
     }
