@@ -457,4 +457,34 @@ args = ["--steps", "7"]
         );
         assert_eq!(ggml_subdir(tree(&["CMakeLists.txt"])), None);
     }
+
+    #[test]
+    fn decode_is_its_own_probe_kind_and_drops_another_kinds_arguments() {
+        let m = crate::core::matrix::parse(
+            "m.toml",
+            &M.replace("kind = \"replay\"", "kind = \"decode\""),
+        )
+        .unwrap();
+        let from_matrix = Resolved::from_matrix(&m.configs[0], &m.probe, &m.file);
+        assert_eq!(from_matrix.probe, ProbeKind::Decode);
+        let mut r = hip();
+        assert_eq!(r.repro_args, ["--steps", "7"]);
+        let replay_identity = r.identity();
+        let changed = r.apply(&Flags {
+            decode: true,
+            ..Flags::default()
+        });
+        assert_eq!(changed, ["--probe-kind decode (configuration: replay)"]);
+        assert_eq!(r.probe, ProbeKind::Decode);
+        assert!(
+            r.repro_args.is_empty(),
+            "the replay's arguments mean nothing to decode-probe"
+        );
+        assert_ne!(
+            r.identity(),
+            replay_identity,
+            "decode results never answer replay questions"
+        );
+        assert!(r.identity().contains("probe=decode"));
+    }
 }

@@ -26,8 +26,11 @@ impl Reader<'_> {
     }
 }
 
-/// (kv keys, [(name, dims, type, offset)], data start)
-fn read(b: &[u8]) -> (Vec<String>, Vec<(String, Vec<u64>, u32, u64)>, usize) {
+/// A tensor info as written: (name, dims, ggml type, offset).
+type Info = (String, Vec<u64>, u32, u64);
+
+/// (kv keys, tensor infos, data start)
+fn read(b: &[u8]) -> (Vec<String>, Vec<Info>, usize) {
     let mut r = Reader { b, at: 0 };
     assert_eq!(r.take(4), b"GGUF");
     assert_eq!(r.u32(), 3);
