@@ -88,7 +88,7 @@ impl Repo {
     fn bisect(&self, extra: &[&str]) -> (Value, String) {
         let json = self.dir.path().join("r.json");
         let _ = fs::remove_file(&json);
-        let gen = if setrows_bisect::probe::script::which("ninja").is_some() {
+        let gen = if setrows_bisect::probe::exec::which("ninja").is_some() {
             " -G Ninja"
         } else {
             ""

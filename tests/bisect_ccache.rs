@@ -124,7 +124,7 @@ fn leftover_stats_logs(dir: &Path, out: &mut Vec<String>) {
 
 #[test]
 fn the_report_says_how_often_ccache_hit_counting_only_builds_run_now() {
-    let ccache = setrows_bisect::probe::script::which("ccache");
+    let ccache = setrows_bisect::probe::exec::which("ccache");
     let tools_there = common::have_ninja();
     if tools::require(ccache, "ccache", "scripts/setup.d/00-base.sh").is_none() || !tools_there {
         return;
@@ -205,7 +205,7 @@ fn a_probe_counts_its_own_build_or_says_ccache_was_not_there() {
     use setrows_bisect::probe::launch::HostLauncher;
     use setrows_bisect::probe::script::ScriptProber;
     use setrows_bisect::probe::{ProbeRequest, Prober};
-    let found = setrows_bisect::probe::script::which("ccache");
+    let found = setrows_bisect::probe::exec::which("ccache");
     if tools::require(found, "ccache", "scripts/setup.d/00-base.sh").is_none() {
         return;
     }

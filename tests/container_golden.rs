@@ -205,7 +205,19 @@ fn engine_failures_are_told_apart_from_test_failures() {
     let oci = "Error: runc: runc create failed: error setting rlimits: OCI permission denied";
     assert!(engine_failure(k, Some(126), oci).is_some());
     assert!(engine_failure(k, Some(127), "sh: 1: frobnicate: not found").is_none());
-    assert!(engine_failure(k, Some(1), "write: No space left on device").is_some());
+    // A full disk is one rule for every launcher (`probe::step_infra_failure`), not an engine's.
+    let full = "write: No space left on device";
+    assert!(engine_failure(k, Some(1), full).is_none());
+    let step = setrows_bisect::probe::exec::RunResult {
+        exit_code: Some(1),
+        signal: None,
+        timed_out: false,
+        duration: std::time::Duration::ZERO,
+        output: full.into(),
+    };
+    let host = setrows_bisect::probe::launch::HostLauncher;
+    let why = setrows_bisect::probe::step_infra_failure(&host, &step);
+    assert_eq!(why.as_deref(), Some("disk full: no space left on device"));
     assert!(engine_failure(
         EngineKind::Docker,
         Some(125),

@@ -29,7 +29,8 @@ struct FakeGithub {
 }
 
 impl FakeGithub {
-    fn start(dir: &Path) -> Self {
+    /// The stand-in, enforcing the tokens the harness registers in `tokens` as GitHub would.
+    fn start(dir: &Path, tokens: &Path, extra: &[&str]) -> Self {
         let log = dir.join("api.log");
         let port_file = dir.join("api.port");
         let child = std::process::Command::new("python3")
@@ -38,6 +39,9 @@ impl FakeGithub {
             .arg(&log)
             .arg("--port-file")
             .arg(&port_file)
+            .arg("--tokens")
+            .arg(tokens)
+            .args(extra)
             .spawn()
             .expect("python3 runs the GitHub API stand-in");
         let t = std::time::Instant::now();
@@ -55,7 +59,23 @@ impl FakeGithub {
             url: format!("http://127.0.0.1:{}", port.trim()),
         }
     }
-    /// (method, path) of every request.
+    /// (method, path, status, login of the token) of every request.
+    fn answers(&self) -> Vec<(String, String, u64, String)> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (
+                    v["method"].as_str().unwrap().to_string(),
+                    v["path"].as_str().unwrap().to_string(),
+                    v["status"].as_u64().unwrap(),
+                    v["login"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    }
+    /// (method, path, body) of every request.
     fn requests(&self) -> Vec<(String, String, String)> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
@@ -70,16 +90,18 @@ impl FakeGithub {
             })
             .collect()
     }
+    /// Comments created (201) on the results issue.
     fn creates(&self) -> usize {
-        self.requests()
+        self.answers()
             .iter()
-            .filter(|(m, p, _)| m == "POST" && p.contains("/issues/7/comments"))
+            .filter(|(m, p, s, _)| m == "POST" && p.contains("/issues/7/comments") && *s == 201)
             .count()
     }
+    /// Comments edited (200).
     fn edits(&self) -> usize {
-        self.requests()
+        self.answers()
             .iter()
-            .filter(|(m, p, _)| m == "PATCH" && p.contains("/issues/comments/"))
+            .filter(|(m, p, s, _)| m == "PATCH" && p.contains("/issues/comments/") && *s == 200)
             .count()
     }
 }
@@ -98,10 +120,19 @@ struct World {
     api: FakeGithub,
 }
 
+/// The results token of the tests: a fine-grained personal token of `results-bot` that may
+/// write issues of the results repository only (what docs/github.md tells people to create).
+const RESULTS_TOKEN: &str = "github_pat_11HARNESS0results0token0only";
+
 /// A generated "ggml" of `n` commits (the `high` configuration fails from `bad_from`), a
 /// project checkout with the real .github/ and containers/ and a CPU-only matrix.toml, and a
-/// harness whose runners reach the API stand-in and podman.
+/// harness whose runners reach the API stand-in and podman. Results go to harness/results#7,
+/// another repository than the workflows' own, so they post with the RESULTS_TOKEN secret.
 fn world(n: usize, bad_from: usize) -> Option<World> {
+    world_with(n, bad_from, &[])
+}
+
+fn world_with(n: usize, bad_from: usize, api_args: &[&str]) -> Option<World> {
     podman()?;
     for tool in ["jq", "python3"] {
         container_common::tools_require(tool)?;
@@ -144,12 +175,20 @@ args = ["--level", "10"]
         ),
     )
     .unwrap();
-    let api = FakeGithub::start(d.path());
     let mut h = Harness::new(
         &project,
         &assert_cmd::cargo::cargo_bin("setrows-bisect"),
         &d.path().join("actions"),
     );
+    let api = FakeGithub::start(d.path(), &h.tokens_file(), api_args);
+    h.register_token(
+        RESULTS_TOKEN,
+        json!({"kind": "user", "login": "results-bot", "repos": ["harness/results"]}),
+    );
+    h.secrets
+        .insert("RESULTS_TOKEN".into(), json!(RESULTS_TOKEN));
+    // The comments' author for a job that reads them with its own GITHUB_TOKEN (resume).
+    h.vars.insert("RESULTS_AUTHOR".into(), json!("results-bot"));
     h.repos.insert("ggml-org/ggml".into(), repo);
     h.runner_env
         .push(("GITHUB_API_URL".into(), api.url.clone()));
@@ -203,22 +242,47 @@ impl World {
     fn explain(&self) -> String {
         self.h.log.join("\n")
     }
-    /// Nothing any step or the API saw carries the token.
+    /// No token (any job's GITHUB_TOKEN, the results secret) is in a comment or in any file
+    /// the runs left, except the registry the API stand-in reads.
     fn assert_token_nowhere(&self) {
-        let t = &self.h.token;
-        for (_, _, body) in self.api.requests() {
-            assert!(!body.contains(t.as_str()), "the token reached a comment");
+        assert!(!self.h.minted.is_empty());
+        let mut all: Vec<String> = self.h.minted.clone();
+        all.push(RESULTS_TOKEN.into());
+        for t in &all {
+            for (_, _, body) in self.api.requests() {
+                assert!(!body.contains(t.as_str()), "a token reached a comment");
+            }
+            let out = std::process::Command::new("grep")
+                .args(["-rl", "--exclude=tokens.json", t.as_str()])
+                .arg(&self.h.base)
+                .output()
+                .unwrap();
+            assert!(
+                out.stdout.is_empty(),
+                "a token is in {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
         }
-        let out = std::process::Command::new("grep")
-            .args(["-rl", t.as_str()])
-            .arg(&self.h.base)
-            .output()
-            .unwrap();
-        assert!(
-            out.stdout.is_empty(),
-            "the token is in {}",
-            String::from_utf8_lossy(&out.stdout)
+    }
+    /// The tool was built once in this workflow run (builds counted from `before`), by a job
+    /// on a hosted runner.
+    fn assert_built_once_off_the_gpu(&self, before: usize) {
+        let builds = self.h.cargo_builds();
+        assert_eq!(
+            builds.len() - before,
+            1,
+            "builds this run: {:?}\n{}",
+            &builds[before..],
+            self.explain()
         );
+        let runner = &builds[before];
+        let (job, run) = self
+            .h
+            .jobs
+            .iter()
+            .find(|(_, j)| &j.runner == runner)
+            .unwrap_or_else(|| panic!("no job ran on {runner}"));
+        assert_eq!(run.runs_on, ["ubuntu-latest"], "{job} built the tool");
     }
 }
 
@@ -296,7 +360,7 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
     assert_eq!(outcome(&low, &w.shas[5]), "pass");
     assert_eq!(outcome(&high, &w.shas[0]), "pass");
     assert_ne!(outcome(&high, &w.shas[5]), "pass");
-    assert!(w.artifact("matrix-junit").join("junit.xml").is_file());
+    assert!(w.artifact("junit-matrix").join("junit.xml").is_file());
     let summary = std::fs::read_to_string(w.h.base.join("step-summary.md")).unwrap();
     assert!(summary.contains(&high), "{summary}");
     assert_eq!(
@@ -304,6 +368,17 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
         (1, 0),
         "{:?}",
         w.api.requests()
+    );
+    w.assert_built_once_off_the_gpu(0);
+    // The comment was posted with the results secret (its user), not the job's GITHUB_TOKEN;
+    // the tool asked GET /user with it, and no job token wrote anything.
+    assert!(
+        w.api
+            .answers()
+            .iter()
+            .all(|(m, _, _, login)| m == "GET" || login == "results-bot"),
+        "{:?}",
+        w.api.answers()
     );
 
     assert!(!w.h.base.join("dispatches").exists());
@@ -331,8 +406,8 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
         "{:?}",
         w.api.requests()
     );
+    w.assert_built_once_off_the_gpu(1);
     w.assert_token_nowhere();
-    eprintln!("{}", w.explain());
 }
 
 #[test]
@@ -418,8 +493,9 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
     .unwrap();
     assert_eq!(dist["first_bad"], local["first_bad"], "{dist:#}");
 
-    // No probe was made twice: every stored run, over all rounds' artifacts, is distinct, and
-    // no round planned a probe an earlier round had stored. The killed probe was made once.
+    // Identity, not counts. Over every round's artifacts no commit was probed twice, whatever
+    // its run index (the script is deterministic: one run per commit decides it); the killed
+    // probe was made once; and no round planned a commit an earlier round had stored.
     let mut by_round: BTreeMap<u32, Vec<(String, u32)>> = BTreeMap::new();
     for e in std::fs::read_dir(w.h.base.join("artifacts")).unwrap() {
         let name = e.unwrap().file_name().to_string_lossy().into_owned();
@@ -431,18 +507,15 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
                 .extend(stored_runs(&w.artifact(&name)));
         }
     }
-    let all: Vec<_> = by_round.values().flatten().cloned().collect();
-    let distinct: BTreeSet<_> = all.iter().cloned().collect();
+    let all: Vec<(String, u32)> = by_round.values().flatten().cloned().collect();
+    let commits: BTreeSet<&String> = all.iter().map(|(c, _)| c).collect();
     assert_eq!(
+        commits.len(),
         all.len(),
-        distinct.len(),
-        "a probe was repeated: {by_round:?}"
+        "a commit was probed twice: {by_round:?}"
     );
-    let killed_probe = (
-        killed["sha"].as_str().unwrap().to_string(),
-        killed["run_index"].as_u64().unwrap() as u32,
-    );
-    assert_eq!(all.iter().filter(|p| **p == killed_probe).count(), 1);
+    let killed_sha = killed["sha"].as_str().unwrap().to_string();
+    assert_eq!(all.iter().filter(|(c, _)| *c == killed_sha).count(), 1);
     let mut rounds_probing = 0;
     for round in 1..=6u32 {
         let Some(plan) = w.h.jobs.get(&format!("round{round}/plan[0]")) else {
@@ -455,36 +528,42 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
         let planned: Vec<Value> =
             serde_json::from_str(plan.outputs["probes"].as_str().unwrap()).unwrap();
         assert!(planned.len() <= K, "round {round} planned {planned:?}");
-        let earlier: BTreeSet<_> = by_round
+        let earlier: BTreeSet<&String> = by_round
             .range(..round)
-            .flat_map(|(_, v)| v.iter().cloned())
+            .flat_map(|(_, v)| v.iter().map(|(c, _)| c))
             .collect();
         for p in &planned {
-            let key = (
-                p["sha"].as_str().unwrap().to_string(),
-                p["run_index"].as_u64().unwrap() as u32,
-            );
-            assert!(!earlier.contains(&key), "round {round} repeats {key:?}");
+            let sha = p["sha"].as_str().unwrap().to_string();
+            assert!(!earlier.contains(&sha), "round {round} probes {sha} again");
         }
     }
-    // ceil(log_{K+1} N) rounds for the interior, plus the round that checks the endpoints.
-    let bound = ((N as f64).ln() / ((K + 1) as f64).ln()).ceil() as usize + 1;
-    assert!(
-        rounds_probing <= bound,
-        "{rounds_probing} probing rounds for N={N}, K={K} (bound {bound})"
-    );
-    eprintln!(
-        "distributed: {rounds_probing} probing rounds (N={N}, K={K}, bound {bound}), {} probes",
-        all.len()
-    );
-    // The verdict job found every probe stored: it made none of its own.
-    let verdict_dir = w.h.jobs["verdict[0]"].runner_dir.clone().unwrap();
-    let verdict_runs = stored_runs(&verdict_dir.join("temp/setrows-work/results"));
+    // A (K+1)-section: each round cuts the candidates to about 1/(K+1), so the rounds that
+    // probe are ceil(log_{K+1} N) for N candidates, the endpoint checks sharing the first.
+    let n = local["range"]["candidates"].as_u64().unwrap() as f64;
+    let expected = (n.ln() / ((K + 1) as f64).ln()).ceil() as usize;
     assert_eq!(
-        verdict_runs.len(),
-        all.len(),
+        rounds_probing, expected,
+        "probing rounds for N={n} candidates, K={K}: {by_round:?}"
+    );
+    // The verdict probed nothing the rounds stored, nor anything else: its store is exactly the
+    // rounds' runs, and every probe its result lists was read from that store.
+    let verdict_dir = w.h.jobs["verdict[0]"].runner_dir.clone().unwrap();
+    let verdict_runs: BTreeSet<(String, u32)> =
+        stored_runs(&verdict_dir.join("temp/setrows-work/results"))
+            .into_iter()
+            .collect();
+    assert_eq!(
+        verdict_runs,
+        all.iter().cloned().collect::<BTreeSet<_>>(),
         "the verdict job probed on its own"
     );
+    let probes = dist["probes"].as_array().unwrap();
+    assert!(
+        !probes.is_empty() && probes.iter().all(|p| p["cached"] == true),
+        "the verdict probed: {dist:#}"
+    );
+    // The rounds and the verdict fetched the tool the build job made; nothing else built it.
+    w.assert_built_once_off_the_gpu(0);
     assert_eq!(
         (w.api.creates(), w.api.edits()),
         (1, 0),
@@ -495,7 +574,7 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
     // The same question through bisect.yml: it resumes from the comment's stored probes (the
     // comments' author is the token's user, as RESULTS_AUTHOR documents) and edits the one
     // comment instead of adding one.
-    w.h.vars.insert("RESULTS_AUTHOR".into(), json!("fi-bot"));
+    let before = w.h.cargo_builds().len();
     let r = w.h.dispatch(
         "bisect.yml",
         "workflow_dispatch",
@@ -522,7 +601,320 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
         "{:?}",
         w.api.requests()
     );
+    w.assert_built_once_off_the_gpu(before);
+    // Both workflows' report jobs held the one group of this results comment, and the two
+    // bisections of the question one workflow-level group (evaluated as GitHub would).
+    let groups = |pick: &dyn Fn(&str) -> bool| -> BTreeSet<String> {
+        w.h.concurrency
+            .iter()
+            .filter(|(at, _, _)| pick(at))
+            .map(|(_, g, _)| g.clone())
+            .collect()
+    };
+    let reports = groups(&|at| at == "report");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let g = reports.iter().next().unwrap();
+    assert!(
+        g.starts_with("results-comment-harness/results#7-bisect-") && g.contains(&good),
+        "{g}"
+    );
+    let runs = groups(&|at| at.starts_with("workflow bisect"));
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        w.h.concurrency
+            .iter()
+            .filter(|(at, _, _)| at == "report")
+            .count(),
+        2,
+        "{:?}",
+        w.h.concurrency
+    );
     w.assert_token_nowhere();
+}
+
+/// The default configuration: results go to Luce-Org/lucebox#516, another repository than the
+/// workflow's own, posted with `secrets.RESULTS_TOKEN || github.token`. Without the secret the
+/// job's GITHUB_TOKEN is refused there (403 "Resource not accessible by integration", as on
+/// GitHub; its `GET /user` is refused too) and the report job fails in one line that names the
+/// secret and how to create it, the results kept in the job summary and the run's artifact.
+/// With a secret scoped to the upstream repository alone the same run posts.
+#[test]
+fn default_results_issue_posts_with_the_secret_and_fails_in_one_line_without_it() {
+    const UPSTREAM: &str = "github_pat_11UPSTREAM0lucebox0only";
+    let Some(mut w) = world(4, 2) else { return };
+    w.h.vars.remove("RESULTS_ISSUE");
+    w.h.vars.remove("RESULTS_AUTHOR");
+    w.h.secrets.remove("RESULTS_TOKEN");
+    let id = w.config_id("high");
+    let inputs = json!({"good": w.shas[0], "bad": w.shas[3], "config": id, "post": "true"});
+    let r =
+        w.h.dispatch("bisect.yml", "workflow_dispatch", inputs.clone());
+    assert_eq!(r, "failure", "{}", w.explain());
+    assert_eq!(w.h.jobs["bisect[0]"].result, "success", "{}", w.explain());
+    assert_eq!(w.h.jobs["report[0]"].result, "failure", "{}", w.explain());
+    let entry =
+        w.h.log
+            .iter()
+            .find(|l| l.starts_with("report[0]: exit Some(2); log:"))
+            .unwrap_or_else(|| panic!("{}", w.explain()));
+    let out = entry.split_once("log:\n").unwrap().1.trim_end();
+    assert_eq!(out.lines().count(), 1, "not one line:\n{out}");
+    for want in [
+        "setrows-bisect: error:",
+        "RESULTS_TOKEN",
+        "Luce-Org/lucebox",
+        "harness/setrows-bisect",
+        "Issues read and write",
+        "public_repo",
+    ] {
+        assert!(out.contains(want), "no {want:?} in: {out}");
+    }
+    let answers = w.api.answers();
+    let answered = |method: &str, path: &str, status: u64| {
+        answers
+            .iter()
+            .any(|(m, p, s, _)| m == method && p == path && *s == status)
+    };
+    assert!(answered("GET", "/user", 403), "{answers:?}");
+    assert!(
+        answered("POST", "/repos/Luce-Org/lucebox/issues/516/comments", 403),
+        "{answers:?}"
+    );
+    assert!(!answers.iter().any(|a| a.2 == 201), "{answers:?}");
+    // Nothing is lost: the job summary has the verdict, the run's artifact the JSON.
+    let summary = std::fs::read_to_string(w.h.base.join("step-summary.md")).unwrap();
+    assert!(summary.contains(&w.shas[2][..10]), "{summary}");
+    let kept: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            w.artifact(&format!("bisect-{}", w.h.run_id))
+                .join("bisect.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(kept["first_bad"], w.shas[2]);
+
+    // With the secret (a fine-grained token with Issues read/write on Luce-Org/lucebox only).
+    w.h.register_token(
+        UPSTREAM,
+        json!({"kind": "user", "login": "lucebox-results", "repos": ["Luce-Org/lucebox"]}),
+    );
+    w.h.secrets.insert("RESULTS_TOKEN".into(), json!(UPSTREAM));
+    w.h.vars
+        .insert("RESULTS_AUTHOR".into(), json!("lucebox-results"));
+    let r = w.h.dispatch("bisect.yml", "workflow_dispatch", inputs);
+    assert_eq!(r, "success", "{}", w.explain());
+    let created: Vec<_> = w.api.answers().into_iter().filter(|a| a.2 == 201).collect();
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert_eq!(
+        (created[0].1.as_str(), created[0].3.as_str()),
+        (
+            "/repos/Luce-Org/lucebox/issues/516/comments",
+            "lucebox-results"
+        )
+    );
+    w.assert_token_nowhere();
+    let out = std::process::Command::new("grep")
+        .args(["-rl", "--exclude=tokens.json", UPSTREAM])
+        .arg(&w.h.base)
+        .output()
+        .unwrap();
+    assert!(out.stdout.is_empty());
+}
+
+/// Removes the fixture's image tags (the CPU image stays).
+struct Untag(String, Vec<String>);
+
+impl Drop for Untag {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(&self.0)
+            .arg("rmi")
+            .args(&self.1)
+            .output();
+    }
+}
+
+/// matrix.yml on a HIP-shaped matrix.toml (two ROCm versions: an AMD image built from
+/// containers/rocm.Dockerfile, and a Debian-package one from scripts/rocm-image.sh), so the
+/// image-build `case` branches and the hosted build-check's room-making step run. Real: every
+/// `run:` text as the YAML has it, its `case` branches, the tool, podman for everything but
+/// `build` and `image exists`, and the CPU image the HIP cells' script probe runs in. Standing
+/// in (this test's, on the runners' PATH): `podman build` checks that the Dockerfile and
+/// context the text names exist, records the call and tags the CPU image under the
+/// configuration's image name instead of building ROCm; `podman image exists` answers from the
+/// images this runner built (a hosted runner starts without any); `sudo` records what the step
+/// would delete and deletes nothing; the fixture's scripts/rocm-image.sh records its suite and
+/// builds through the podman stand-in (the real one debootstraps Debian's ROCm packages).
+#[test]
+fn matrix_workflow_runs_the_hip_image_build_and_room_making_branches() {
+    let Some(mut w) = world(4, 2) else { return };
+    let Some(real) = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("podman"))
+        .find(|p| p.is_file())
+    else {
+        return;
+    };
+    let u = container_common::unique("hipfix");
+    let base = w.h.base.clone();
+    std::fs::write(
+        w.h.project.join("matrix.toml"),
+        format!(
+            r#"revisions = ["{first}", "{last}"]
+[probe]
+kind = "script"
+build = '{BUILD}'
+script = '{TEST}'
+timeout_s = 300
+[images]
+hip = "localhost/{u}:{{rocm}}"
+[matrix]
+backend = ["hip"]
+rocm = ["6.4.1", "6.4.3-sid"]
+gfx = ["gfx1151"]
+wave_size = [32]
+graphs = [false]
+launch = ["default"]
+params = ["low"]
+[launch.default]
+[params.low]
+args = ["--level", "1"]
+"#,
+            first = w.shas[0],
+            last = w.shas[3],
+        ),
+    )
+    .unwrap();
+    let _untag = Untag(
+        real.display().to_string(),
+        vec![
+            format!("localhost/{u}:6.4.1"),
+            format!("localhost/{u}:6.4.3-sid"),
+        ],
+    );
+    w.h.stand_in(
+        "podman",
+        &format!(
+            r#"#!/bin/sh
+# HIP fixture: `podman build` and `podman image exists` stand in; the rest is the real podman.
+mark="$RUNNER_TEMP/../hipfix-images"
+if [ "$1 $2" = "image exists" ]; then grep -qxF "$3" "$mark" 2>/dev/null; exit $?; fi
+if [ "$1" = build ]; then
+  printf '%s\n' "$*" >> '{base}/podman-builds'
+  shift; file=; tag=; ctx=
+  while [ $# -gt 0 ]; do
+    case "$1" in -f) file=$2; shift 2 ;; -t) tag=$2; shift 2 ;; --build-arg) shift 2 ;; *) ctx=$1; shift ;; esac
+  done
+  if [ ! -f "$file" ] || [ ! -d "$ctx" ]; then echo "podman stand-in: no $file or $ctx" >&2; exit 125; fi
+  echo "$tag" >> "$mark"
+  exec '{real}' tag '{cpu}' "$tag"
+fi
+exec '{real}' "$@"
+"#,
+            base = base.display(),
+            real = real.display(),
+            cpu = container_common::image_a(),
+        ),
+    );
+    w.h.stand_in(
+        "sudo",
+        &format!(
+            "#!/bin/sh\n# HIP fixture: records what would be deleted, deletes nothing.\n\
+             printf '%s\\n' \"$*\" >> '{}/sudo-calls'\n[ \"$1 $2\" = \"rm -rf\" ]\n",
+            base.display()
+        ),
+    );
+    let script = w.h.project.join("scripts/rocm-image.sh");
+    std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n# HIP fixture stand-in for scripts/rocm-image.sh SUITE.\n\
+             printf '%s\\n' \"$*\" >> '{}/rocm-image-calls'\n\
+             case \"$1\" in sid) v=6.4.3-sid ;; trixie) v=5.7.1-trixie ;; *) exit 2 ;; esac\n\
+             exec podman build -f containers/rocm-debian.Dockerfile -t \"localhost/{u}:$v\" containers/\n",
+            base.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let r =
+        w.h.dispatch("matrix.yml", "workflow_dispatch", json!({"post": "false"}));
+    let explain = w.explain();
+    let read = |f: &str| std::fs::read_to_string(base.join(f)).unwrap_or_default();
+    // Each runner that needed an image built it: the GPU run leg and the hosted build-check leg
+    // of each version (a hosted runner starts empty), through the branch for its kind.
+    let builds = read("podman-builds");
+    let amd = format!(
+        "build -f containers/rocm.Dockerfile --build-arg ROCM_VERSION=6.4.1 -t localhost/{u}:6.4.1 containers/"
+    );
+    let debian = format!(
+        "build -f containers/rocm-debian.Dockerfile -t localhost/{u}:6.4.3-sid containers/"
+    );
+    assert_eq!(
+        builds.lines().filter(|l| *l == amd).count(),
+        2,
+        "{builds}\n{explain}"
+    );
+    assert_eq!(
+        builds.lines().filter(|l| *l == debian).count(),
+        2,
+        "{builds}\n{explain}"
+    );
+    assert_eq!(read("rocm-image-calls"), "sid\nsid\n", "{explain}");
+    // Room was made on the hosted build-check legs only (both are HIP).
+    assert_eq!(
+        read("sudo-calls"),
+        "rm -rf /usr/share/dotnet /usr/local/lib/android /opt/ghc /opt/hostedtoolcache/CodeQL\n"
+            .repeat(2),
+        "{explain}"
+    );
+    for (k, j) in
+        w.h.jobs
+            .iter()
+            .filter(|(k, _)| k.starts_with("build-check["))
+    {
+        assert_eq!(j.result, "success", "{k}: {explain}");
+        let name = j.matrix["name"].as_str().unwrap();
+        let res: Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                w.artifact(&format!("build-check-{name}"))
+                    .join(name)
+                    .join("matrix-results.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let cells = res["cells"].as_array().unwrap();
+        assert!(
+            !cells.is_empty() && cells.iter().all(|c| c["outcome"] == "built"),
+            "{res:#}"
+        );
+    }
+    // The GPU legs ran the tool on their HIP cells, in the image each leg built. (The fixture's
+    // probe is a `script`, which the tool runs without asking for an AMD GPU: the cells pass
+    // as the script does at --level 1; the bundled reproducer would be refused here.)
+    for (k, j) in w.h.jobs.iter().filter(|(k, _)| k.starts_with("run[")) {
+        assert_eq!(j.result, "success", "{k}: {explain}");
+        let name = j.matrix["name"].as_str().unwrap();
+        let res: Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                w.artifact(&format!("matrix-{name}"))
+                    .join(name)
+                    .join("matrix-results.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let cells = res["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 2, "{res:#}");
+        for c in cells {
+            assert_eq!(c["outcome"], "pass", "{res:#}");
+            assert_eq!(c["provenance"]["image"], j.matrix["image"], "{res:#}");
+        }
+    }
+    assert_eq!(r, "success", "{explain}");
 }
 
 /// The harness refuses what it does not understand instead of guessing.
@@ -534,6 +926,7 @@ fn an_unknown_expression_function_fails_the_harness() {
         contexts: &c,
         success: true,
         failure: false,
+        cancelled: false,
     };
     workflows::expr::eval("hashFiles('**/Cargo.lock')", &ctx);
 }
@@ -548,6 +941,7 @@ fn expressions_follow_githubs_rules() {
         contexts: &c,
         success: false,
         failure: true,
+        cancelled: false,
     };
     let e = |s: &str| workflows::expr::eval(s, &ctx);
     assert_eq!(

@@ -583,3 +583,142 @@ fn distributed_rounds_are_a_chain() {
     let verdict = format!("needs: [{}]", all.join(", "));
     assert!(text.contains(&verdict), "verdict job lacks `{verdict}`");
 }
+
+fn yaml(name: &str) -> serde_yaml_ng::Value {
+    let p = root().join(".github/workflows").join(name);
+    serde_yaml_ng::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
+}
+
+/// The text of a job's steps (run scripts and `uses:` lines).
+fn steps_text(job: &serde_yaml_ng::Value) -> String {
+    serde_yaml_ng::to_string(job.get("steps").unwrap_or(&serde_yaml_ng::Value::Null)).unwrap()
+}
+
+fn needs(job: &serde_yaml_ng::Value) -> Vec<String> {
+    match job.get("needs") {
+        None => vec![],
+        Some(serde_yaml_ng::Value::String(s)) => vec![s.clone()],
+        Some(v) => v
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect(),
+    }
+}
+
+/// Every job of `wf` whose `needs` closure holds `target`, plus `target` itself.
+fn closure_holds(wf: &serde_yaml_ng::Value, job: &str, target: &str) -> bool {
+    job == target
+        || needs(&wf["jobs"][job])
+            .iter()
+            .any(|n| closure_holds(wf, n, target))
+}
+
+/// The tool is built once per workflow run, by one job on a hosted runner that uploads it; every
+/// job that runs it fetches that binary (`setrows-bin`, directly or through `setrows-config`)
+/// and has the build job in its `needs` closure (a reusable round's jobs through their calling
+/// job). No GPU runner compiles the tool.
+#[test]
+fn the_tool_is_built_once_per_run_and_never_on_a_gpu_runner() {
+    let round = yaml("bisect-round.yml");
+    assert!(
+        !serde_yaml_ng::to_string(&round).unwrap().contains("cargo "),
+        "bisect-round.yml builds the tool"
+    );
+    for (name, builder) in [
+        ("matrix.yml", "plan"),
+        ("bisect.yml", "build"),
+        ("bisect-distributed.yml", "build"),
+    ] {
+        let wf = yaml(name);
+        let jobs = wf["jobs"].as_mapping().unwrap();
+        let building: Vec<&str> = jobs
+            .iter()
+            .filter(|(_, j)| steps_text(j).contains("cargo "))
+            .map(|(k, _)| k.as_str().unwrap())
+            .collect();
+        assert_eq!(building, [builder], "{name}: jobs that run cargo");
+        let b = &wf["jobs"][builder];
+        assert_eq!(b["runs-on"], "ubuntu-latest", "{name}: {builder}");
+        let text = steps_text(b);
+        assert!(
+            text.contains("cargo build --release --locked")
+                && text.contains("name: setrows-bisect-bin"),
+            "{name}: {builder} does not upload the binary"
+        );
+        for (k, j) in jobs {
+            let k = k.as_str().unwrap();
+            let t = steps_text(j);
+            let calls_round = j
+                .get("uses")
+                .and_then(|u| u.as_str())
+                .is_some_and(|u| u.ends_with("bisect-round.yml"));
+            let fetches = t.contains("./.github/actions/setrows-bin")
+                || t.contains("./.github/actions/setrows-config");
+            if k == builder || !(fetches || calls_round || t.contains("target/release")) {
+                continue;
+            }
+            assert!(
+                closure_holds(&wf, k, builder),
+                "{name}: job {k} runs the tool without needing {builder}"
+            );
+            assert!(
+                fetches || calls_round,
+                "{name}: job {k} uses a binary it never fetched"
+            );
+        }
+    }
+    let config =
+        std::fs::read_to_string(root().join(".github/actions/setrows-config/action.yml")).unwrap();
+    assert!(config.contains("uses: ./.github/actions/setrows-bin") && !config.contains("cargo "));
+    let bin =
+        std::fs::read_to_string(root().join(".github/actions/setrows-bin/action.yml")).unwrap();
+    assert!(bin.contains("name: setrows-bisect-bin") && bin.contains("chmod +x"));
+}
+
+/// One concurrency group per results comment, on every job that edits one (`--post`), shared
+/// across workflows: bisect.yml and bisect-distributed.yml edit the same `bisect:` comment for
+/// the same question, so their report jobs share one group; matrix.yml's report has the
+/// `matrix` comment's. The compute of one question shares one workflow-level group too.
+#[test]
+fn every_job_that_edits_a_results_comment_holds_that_comments_group() {
+    let prefix = "results-comment-${{ vars.RESULTS_ISSUE || 'Luce-Org/lucebox#516' }}-";
+    let mut groups = std::collections::BTreeMap::new();
+    for name in [
+        "matrix.yml",
+        "bisect.yml",
+        "bisect-distributed.yml",
+        "bisect-round.yml",
+    ] {
+        let wf = yaml(name);
+        for (k, j) in wf["jobs"].as_mapping().unwrap() {
+            if !steps_text(j).contains("--post") {
+                continue;
+            }
+            let g = j["concurrency"]["group"].as_str().unwrap_or_else(|| {
+                panic!(
+                    "{name}: job {} posts without a concurrency group",
+                    k.as_str().unwrap()
+                )
+            });
+            assert!(g.starts_with(prefix), "{name}: {g}");
+            assert_eq!(j["concurrency"]["cancel-in-progress"], false, "{name}");
+            groups.insert(name, g.to_string());
+        }
+    }
+    assert_eq!(groups.len(), 3, "{groups:?}");
+    assert_eq!(groups["matrix.yml"], format!("{prefix}matrix"));
+    assert_eq!(groups["bisect.yml"], groups["bisect-distributed.yml"]);
+    for input in ["good", "bad", "regress", "match"] {
+        assert!(
+            groups["bisect.yml"].contains(&format!("${{{{ inputs.{input} }}}}")),
+            "the bisect comment's key hashes {input}: {}",
+            groups["bisect.yml"]
+        );
+    }
+    assert_eq!(
+        yaml("bisect.yml")["concurrency"],
+        yaml("bisect-distributed.yml")["concurrency"]
+    );
+}

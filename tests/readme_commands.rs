@@ -26,6 +26,10 @@ const SKIP: &[(&str, &str)] = &[
         "a script of the checkout (CI runs it)",
     ),
     (
+        "git clone https://github.com/ggml-org/ggml ~/src/ggml",
+        "the network (tests talk to loopback only); the quick start's other lines check its revisions",
+    ),
+    (
         "podman build -f containers/rocm.Dockerfile",
         "pulls the multi-GB ROCm base image; no network under CI",
     ),
@@ -231,5 +235,53 @@ fn every_readme_command_runs_verbatim_from_an_empty_directory() {
             ran.iter().any(|(c, _)| c == must),
             "{must} did not run: {cmds:#?}"
         );
+    }
+}
+
+/// ggml revisions the README names, each looked up in ggml-org/ggml (at d99724f2: release tags,
+/// and 0a8ab465, a master commit): a README revision must be one of these or `master`, so a
+/// command pasted into a fresh clone resolves (lucebox's 53859c2 and a `v0.0.1` did not).
+const GGML_TAGS: &[&str] = &[
+    "0a8ab465", "v0.9.4", "v0.9.5", "v0.9.11", "v0.10.0", "v0.15.0", "v0.20.0", "v0.20.1",
+    "v0.20.2", "v0.21.0",
+];
+
+/// The quick start pastes as is: no `<placeholder>` (bash reads `<a` as a redirection), the
+/// ggml checkout it names is cloned first, and every revision it gives ggml is one ggml has.
+#[test]
+fn readme_ggml_commands_paste_as_is() {
+    let text = readme();
+    let cmds = commands(&text);
+    let clone = cmds
+        .iter()
+        .position(|c| c.starts_with("git clone https://github.com/ggml-org/ggml ~/src/ggml"));
+    let first_use = cmds
+        .iter()
+        .position(|c| c.contains("~/src/ggml") && !c.starts_with("git clone"));
+    assert!(
+        clone.is_some() && clone < first_use,
+        "the README uses ~/src/ggml before saying to clone it: {clone:?} vs {first_use:?}"
+    );
+    for c in &cmds {
+        let words: Vec<&str> = c.split_whitespace().collect();
+        assert!(
+            !words
+                .iter()
+                .any(|w| w.starts_with('<') && !w.starts_with("<<")),
+            "a placeholder the shell parses as a redirection: {c}"
+        );
+        if !c.contains("~/src/ggml") {
+            continue;
+        }
+        for pair in words.windows(2) {
+            if ["--good", "--bad", "--rev", "--good-rev"].contains(&pair[0]) {
+                let rev = pair[1];
+                assert!(
+                    rev == "master" || GGML_TAGS.contains(&rev),
+                    "{} {rev}: not a ggml revision (master or a tag): {c}",
+                    pair[0]
+                );
+            }
+        }
     }
 }

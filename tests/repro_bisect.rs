@@ -314,14 +314,45 @@ fn a_short_run_misses_it_and_the_contradiction_says_what_ran_and_what_to_try() {
 #[test]
 fn a_configuration_that_cannot_run_stops_at_its_first_probe_and_stores_nothing() {
     let Some(h) = history() else { return };
-    let args = ["--graphs", "on", "--repro-arg=--steps", "--repro-arg=50"];
+    // As a flag, graphs on the CPU means nothing: refused before anything runs (exit 2).
+    let flag = h.bisect(&["--graphs", "on", "--backend", "cpu"]);
+    assert_eq!(flag.status.code(), Some(2), "{}", text(&flag));
+    assert!(text(&flag).contains("--graphs on means nothing for --backend cpu"));
+    assert_eq!(h.stored(), (0, 0));
+    // A configuration file may still ask it: the probe says it cannot be tested here.
+    let m = h.out.join("cpu-graphs.toml");
+    std::fs::write(
+        &m,
+        "[probe]\nkind = \"replay\"\n\n[matrix]\nbackend = [\"cpu\"]\ngraphs = [true]\n",
+    )
+    .expect("matrix file");
+    let list = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .args(["matrix", "--list", "--matrix"])
+        .arg(&m)
+        .output()
+        .expect("matrix --list");
+    let listed = String::from_utf8_lossy(&list.stdout).to_string();
+    let id = listed
+        .split_whitespace()
+        .next()
+        .expect("one configuration")
+        .to_string();
+    let m = m.to_string_lossy().to_string();
+    let args = [
+        "--matrix",
+        &m,
+        "--config",
+        &id,
+        "--repro-arg=--steps",
+        "--repro-arg=50",
+    ];
     let out = h.bisect(&args);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(3), "{t}");
     let errors: Vec<&str> = t.lines().filter(|l| l.contains("error:")).collect();
     assert_eq!(errors.len(), 1, "one line:\n{t}");
     for want in [
-        "configuration (backend=cpu graphs=true) cannot be tested here",
+        "(backend=cpu graphs=true) cannot be tested here",
         "graphs asked for, but the CPU backend has no graphs",
         "nothing stored",
     ] {

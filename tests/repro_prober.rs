@@ -136,7 +136,7 @@ fn pass_then_injected_mismatch_through_the_prober() {
 fn the_reproducer_build_says_whether_ccache_hit() {
     use setrows_bisect::core::ccache::Ccache;
     let Some(f) = fixture("") else { return };
-    let found = setrows_bisect::probe::script::which("ccache");
+    let found = setrows_bisect::probe::exec::which("ccache");
     if tools::require(found, "ccache", "scripts/setup.d/00-base.sh").is_none() {
         return;
     }

@@ -126,7 +126,7 @@ fn quantized_and_i32_indices_at_high_rows_pass() {
     }
 }
 
-/// The whole result line, for keys `ReproResult` does not carry (`graph`, `checks_run`).
+/// The whole result line, for keys `ReproSummary` does not carry (`graph`, `checks_run`).
 fn result_json(output: &str) -> serde_json::Value {
     let line = output
         .lines()
@@ -174,7 +174,10 @@ fn bare_loop_runs_the_checked_graph_and_checks_nothing() {
             b["graph"], c["graph"],
             "{mode}: bare and checked graphs differ"
         );
-        assert_eq!(b["graph"]["nodes"].as_i64(), Some(20), "4 buffers x 5 ops");
+        // 4 buffers x (source view, scale_bias, set_rows, gather view, 2 get_rows, sum_rows) and
+        // one view per index group (3): the inputs are views of three uploaded tensors
+        assert_eq!(b["graph"]["nodes"].as_i64(), Some(31));
+        assert_eq!(b["uploads_per_step"].as_i64(), Some(3));
         assert!(b["timings"]["loop_steps_per_s"].as_f64().unwrap_or(0.0) > 0.0);
         let k = classify(Some(bare.code), None, false, &bare.output);
         assert_eq!(k.outcome, Outcome::Untestable, "a bare run is no verdict");
@@ -280,4 +283,81 @@ fn usage_and_unsupported_exit_codes() {
     let c = classify(Some(3), None, false, &r.output);
     assert_eq!(c.outcome, Outcome::Untestable);
     assert!(c.signature.unwrap_or_default().contains("NoSuchGPU0"));
+}
+
+/// The ds4 engine (lucebox deepseek4 at 53859c26): the engine's types and shapes, its five
+/// uploads a step, a ring that wraps at 128, and each injected fault caught at its step with the
+/// engine's own reads (the compressed rows' sums after the flush for a stale read).
+#[test]
+fn ds4_engine_passes_and_catches_faults() {
+    let Some(bin) = replay() else { return };
+    // one CPU thread: the graph's barriers on a loaded 2-core host (README.md)
+    let base = ["--engine", "ds4", "--cpu-threads", "1", "--mode", "reuse"];
+    let mut args = base.to_vec();
+    args.extend(["--steps", "300", "--comp-rows", "64"]);
+    let r = run(bin, &args);
+    assert_eq!(r.code, 0, "{}", r.output);
+    let j = result_json(&r.output);
+    assert_eq!(j["status"], "pass");
+    assert_eq!(j["params"]["width"].as_i64(), Some(512), "head_dim");
+    assert_eq!(j["params"]["ring_rows"].as_i64(), Some(128), "n_swa");
+    assert_eq!(j["uploads_per_step"].as_i64(), Some(5));
+    let names: Vec<&str> = j["memory"]["buffers"]
+        .as_array()
+        .expect("memory.buffers")
+        .iter()
+        .filter(|b| b["role"] == "persistent")
+        .map(|b| b["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["raw_kv", "state_kv", "state_score", "comp_cache"]);
+    for (fault, expect) in [
+        ("corrupt", "buffer=raw_kv unwritten-row"),
+        ("skip-write", "buffer=raw_kv written-row"),
+        ("stale-read", "buffer=comp_cache downstream-sum_rows"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(["--steps", "300", "--comp-rows", "64", "--inject", fault]);
+        args.extend(["--inject-step", "211"]);
+        let r = run(bin, &args);
+        assert_eq!(r.code, 1, "{fault}: {}", r.output);
+        let sig = classify(Some(r.code), None, false, &r.output)
+            .signature
+            .expect("signature");
+        assert!(sig.starts_with("step=211 "), "{sig}");
+        assert!(sig.contains(expect), "{fault}: {sig}");
+    }
+    // the generic graph's shaping flags mean nothing for the engine's graph
+    let r = run(bin, &["--engine", "ds4", "--dst-type", "f32"]);
+    assert_eq!(r.code, 2, "{}", r.output);
+    assert!(r.output.contains("--dst-type shapes the generic graph"));
+}
+
+/// Memory placement on the CPU backend: device and unified report where every buffer is (the CPU
+/// buffer type, no GPU runtime to ask: pointer null); host is refused, it is the same buffer.
+#[test]
+fn memory_placement_is_reported_and_host_on_cpu_is_refused() {
+    let Some(bin) = replay() else { return };
+    for mem in ["device", "unified"] {
+        let r = run(bin, &["--memory", mem, "--steps", "50"]);
+        assert_eq!(r.code, 0, "{mem}: {}", r.output);
+        let j = result_json(&r.output);
+        assert_eq!(j["params"]["memory"], mem);
+        assert_eq!(j["memory"]["requested"], mem);
+        assert!(
+            j["memory"]["pointer_api"].is_null(),
+            "a CPU build asks no runtime"
+        );
+        let bufs = j["memory"]["buffers"].as_array().expect("buffers");
+        assert_eq!(bufs.len(), 6, "4 persistent, outputs, inputs");
+        for b in bufs {
+            assert_eq!(b["buft"], "CPU", "{b}");
+            assert_eq!(b["is_host"], true, "{b}");
+            assert!(b["pointer"].is_null(), "{b}");
+        }
+    }
+    let r = run(bin, &["--memory", "host", "--steps", "50"]);
+    assert_eq!(r.code, 2, "{}", r.output);
+    assert!(r.output.contains("--memory host"), "{}", r.output);
+    let j = result_json(&r.output);
+    assert!(j["memory"].is_null(), "nothing was placed");
 }

@@ -15,6 +15,18 @@
 // graph, inputs and placement, nothing read back or modelled, so its step rate is the baseline a
 // checked run is measured against (the `graph` key of the result line proves it is the same graph).
 //
+// Why the inputs live in a buffer of their own: each step changes the source rows and the row
+// indices through ggml_backend_tensor_set, as the upstream engine does, but each set is one
+// synchronous copy; sixteen of them per step made the replay three times slower than a plain
+// cached-graph loop. The generic graph uploads three tensors a step (source rows, i64 row
+// indices, i32 gather positions; per-buffer views of them feed the graph), the ds4 graph the
+// engine's own per-step uploads; constant inputs are set once (no allocator recycles them).
+//
+// `--engine ds4` replays lucebox's deepseek4 decode attention (53859c26) as far as set_rows and its
+// readers go: shapes, types, index arithmetic and node order of the engine (see matrix.toml
+// [params.decode-ds4]). `--memory device|host|unified` places the persistent buffers and the
+// downstream outputs (placement.h says why and how it is proven).
+//
 // Exit codes: 0 pass (or, with --check-every 0, "unchecked": nothing was checked), 1 mismatch
 // (first difference printed), 2 usage error, 3 the backend or this ggml revision cannot run the
 // requested op/type (reported, not crashed). Aborts and GPU faults are NOT caught: they stay
@@ -24,7 +36,9 @@
 #include "ggml.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
+#include "placement.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cinttypes>
@@ -69,6 +83,10 @@ struct Params {
     std::string inject = "none";
     int64_t inject_step = -1;
     int ratio = 4;
+    std::string memory = "device";   // device | host | unified (placement.h)
+    std::string engine = "generic";  // generic | ds4
+    int64_t comp_rows = -1;          // comp_cache rows (-1: generic ring_rows/ratio, ds4 1040)
+    int cpu_threads = 0;             // 0: ggml's default; a tiny graph on a loaded host wants 1
 };
 
 std::string json_escape(const std::string & s) {
@@ -115,6 +133,9 @@ struct Result {
     std::string graph_fingerprint;
     double total_s = 0, compute_s = 0, check_s = 0, build_s = 0;
     double loop_s = 0;  // the step loop alone (no device init, no first build): what a rate compares
+    int uploads_per_step = 0;                       // ggml_backend_tensor_set calls in one step
+    std::vector<placement::BufferFacts> placement;  // every buffer the replay allocated
+    bool placed = false;                            // the buffers exist (else "memory" is null)
 };
 
 std::string ggml_version_str() {
@@ -196,24 +217,28 @@ void collect_backend_facts(Result & r, ggml_backend_dev_t dev) {
     const Params & p = r.p;
     double sps = r.total_s > 0 ? double(r.steps_run) / r.total_s : 0.0;
     const std::string facts = backend_facts_json(r);
+    const std::string mem = r.placed ? placement::json(p.memory, r.placement, json_escape) : std::string(",\"memory\":null");
     printf("SETROWS_RESULT {\"tool\":\"setrows-replay\",\"format\":2,\"status\":\"%s\",\"exit_code\":%d,"
            "\"message\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"ggml_version\":\"%s\",\"ggml_commit\":\"%s\","
            "\"params\":{\"mode\":\"%s\",\"steps\":%" PRId64 ",\"ring_rows\":%" PRId64 ",\"width\":%" PRId64
            ",\"dst_type\":\"%s\",\"index_type\":\"%s\",\"start_row\":%" PRId64 ",\"buffers\":%d,\"seed\":%" PRIu64
-           ",\"check_every\":%" PRId64 ",\"read_via\":\"%s\",\"inject\":\"%s\",\"inject_step\":%" PRId64 "},"
+           ",\"check_every\":%" PRId64 ",\"read_via\":\"%s\",\"inject\":\"%s\",\"inject_step\":%" PRId64
+           ",\"engine\":\"%s\",\"memory\":\"%s\",\"comp_rows\":%" PRId64 "},\"uploads_per_step\":%d,"
            "\"steps_run\":%" PRId64 ",\"checks_run\":%" PRId64 ",\"first_failing_step\":%s,"
            "\"graph\":{\"nodes\":%d,\"fingerprint\":%s},"
            "\"timings\":{\"total_s\":%.6f,\"build_s\":%.6f,\"compute_s\":%.6f,\"check_s\":%.6f,\"steps_per_s\":%.2f,"
-           "\"loop_s\":%.6f,\"loop_steps_per_s\":%.2f}%s}\n",
+           "\"loop_s\":%.6f,\"loop_steps_per_s\":%.2f}%s%s}\n",
            r.status.c_str(), code, json_escape(r.message).c_str(), json_escape(r.backend_name).c_str(),
            json_escape(r.device_name).c_str(), json_escape(ggml_version_str()).c_str(),
            json_escape(ggml_commit_str()).c_str(), json_escape(p.mode).c_str(), p.steps, p.ring_rows, p.width, json_escape(p.dst_type).c_str(),
            json_escape(p.index_type).c_str(), p.start_row, p.buffers, p.seed, p.check_every,
            json_escape(p.read_via).c_str(), json_escape(p.inject).c_str(),
-           p.inject_step, r.steps_run, r.checks_run,
+           p.inject_step, json_escape(p.engine).c_str(), json_escape(p.memory).c_str(), p.comp_rows, r.uploads_per_step,
+           r.steps_run, r.checks_run,
            r.first_failing_step < 0 ? "null" : std::to_string(r.first_failing_step).c_str(), r.graph_nodes,
            json_str_or_null(!r.graph_fingerprint.empty(), r.graph_fingerprint).c_str(), r.total_s, r.build_s,
-           r.compute_s, r.check_s, sps, r.loop_s, r.loop_s > 0 ? double(r.steps_run) / r.loop_s : 0.0, facts.c_str());
+           r.compute_s, r.check_s, sps, r.loop_s, r.loop_s > 0 ? double(r.steps_run) / r.loop_s : 0.0, facts.c_str(),
+           mem.c_str());
     fflush(stdout);
     exit(code);
 }
@@ -224,7 +249,8 @@ void collect_backend_facts(Result & r, ggml_backend_dev_t dev) {
             "usage: setrows-replay [--mode reuse|rebuild] [--backend NAME] [--steps N | --wraps K] [--ring-rows R]\n"
             "       [--width W] [--dst-type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1] [--index-type i64|i32]\n"
             "       [--start-row S] [--buffers 1..4] [--seed N] [--check-every K (0: bare loop)] [--read-via dst|result]\n"
-            "       [--inject none|corrupt|skip-write|stale-read] [--inject-step N]\n");
+            "       [--inject none|corrupt|skip-write|stale-read] [--inject-step N]\n"
+            "       [--engine generic|ds4] [--memory device|host|unified] [--comp-rows N] [--cpu-threads N]\n");
     r.status = "usage";
     r.message = msg;
     finish(r, EXIT_USAGE);
@@ -251,6 +277,8 @@ bool parse_i64(const char * s, int64_t & out) {
 void parse_args(int argc, char ** argv, Result & r) {
     Params & p = r.p;
     bool steps_given = false;
+    std::vector<std::string> generic_only;  // flags that shape the generic graph only
+    bool width_given = false, ring_given = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "-h" || a == "--help") {
@@ -280,22 +308,28 @@ void parse_args(int argc, char ** argv, Result & r) {
             p.wraps = num(1, INT64_C(1) << 30);
         } else if (a == "--ring-rows") {
             p.ring_rows = num(1, INT64_C(1) << 31);
+            ring_given = true;
         } else if (a == "--width") {
             p.width = num(1, INT64_C(1) << 24);
+            width_given = true;
         } else if (a == "--dst-type") {
+            generic_only.push_back(a);
             p.dst_type = v;
         } else if (a == "--index-type") {
+            generic_only.push_back(a);
             p.index_type = v;
             if (p.index_type != "i64" && p.index_type != "i32") usage_error(r, "--index-type must be i64 or i32");
         } else if (a == "--start-row") {
             p.start_row = num(0, INT64_C(1) << 62);
         } else if (a == "--buffers") {
+            generic_only.push_back(a);
             p.buffers = (int) num(1, 4);
         } else if (a == "--seed") {
             p.seed = (uint64_t) num(0, INT64_MAX);
         } else if (a == "--check-every") {
             p.check_every = num(0, INT64_C(1) << 40);
         } else if (a == "--read-via") {
+            generic_only.push_back(a);
             p.read_via = v;
             if (p.read_via != "dst" && p.read_via != "result") usage_error(r, "--read-via must be dst or result");
         } else if (a == "--inject") {
@@ -304,10 +338,29 @@ void parse_args(int argc, char ** argv, Result & r) {
                 usage_error(r, "--inject must be none, corrupt, skip-write or stale-read");
         } else if (a == "--inject-step") {
             p.inject_step = num(0, INT64_C(1) << 40);
+        } else if (a == "--engine") {
+            p.engine = v;
+            if (p.engine != "generic" && p.engine != "ds4") usage_error(r, "--engine must be generic or ds4");
+        } else if (a == "--memory") {
+            p.memory = v;
+            if (p.memory != "device" && p.memory != "host" && p.memory != "unified")
+                usage_error(r, "--memory must be device, host or unified");
+        } else if (a == "--cpu-threads") {
+            p.cpu_threads = (int) num(1, 1024);
+        } else if (a == "--comp-rows") {
+            p.comp_rows = num(1, INT64_C(1) << 31);
         } else {
             usage_error(r, "unknown flag " + a);
         }
     }
+    if (p.engine == "ds4" && !generic_only.empty())
+        usage_error(r, generic_only[0] + " shapes the generic graph; --engine ds4 has the engine's own types, "
+                                         "indices and reads");
+    if (p.engine == "ds4") {  // the engine's head_dim and n_swa (deepseek4_loader.cpp:301,311)
+        if (!width_given) p.width = 512;
+        if (!ring_given) p.ring_rows = 128;
+    }
+    if (p.comp_rows < 0) p.comp_rows = p.engine == "ds4" ? 4096 / p.ratio + 16 : std::max<int64_t>(1, p.ring_rows / p.ratio);
     if (p.wraps > 0) {
         if (steps_given) usage_error(r, "--steps and --wraps are exclusive");
         p.steps = p.wraps * p.ring_rows;
@@ -369,7 +422,15 @@ bool type_info(const std::string & name, TypeInfo & ti) {
 struct Buffer {
     const char * name;
     int64_t nrows;
+    int64_t width;
+    TypeInfo ti;
     int index_group;  // buffers in one group share their index tensor (state_kv / state_score)
+    // The downstream reads of this buffer that the graph computes and the check compares: the
+    // sum of every row after this step's write, or before it (a read ordered before the write, as
+    // the ds4 engine reads its raw ring), and the written row gathered back (generic graph).
+    enum Sums { SUMS_NONE, SUMS_AFTER, SUMS_BEFORE } sums = SUMS_AFTER;
+    bool row_out = true;
+    size_t rs = 0;  // bytes per row
     ggml_tensor * dst = nullptr;
     std::vector<float> expect;  // what each row must dequantize to (host quantizer round trip)
     std::vector<float> tol;     // per element: one quantization step of its block (0 when exact)
@@ -382,10 +443,12 @@ struct Buffer {
     std::vector<uint8_t> ref;
     std::vector<char> dirty;  // written since the last check
     int64_t last_row = -1;
+    double pre_esum = 0, pre_tsum = 0, pre_msum = 0;  // the written row's sums before this step
     size_t ring_off = 0, row_off = 0, sums_off = 0;  // places in the state buffer (bytes)
 };
 
-void model_sums(Buffer & b, int64_t row, int64_t width) {
+void model_sums(Buffer & b, int64_t row) {
+    const int64_t width = b.width;
     double e = 0, t = 0, mag = 0;
     for (int64_t c = 0; c < width; c++) {
         e += b.expect[row * width + c];
@@ -476,11 +539,31 @@ double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The graph's inputs, allocated once in a buffer of their own: the graph allocator never
+// recycles them, so a constant input is set once and each step uploads only what moves.
+struct Inputs {
+    ggml_context * ctx = nullptr;
+    ggml_backend_buffer_t buf = nullptr;
+    // generic: every buffer's source row, the i64/i32 row index of each index group, the i32
+    // gather position of each buffer (per-buffer views of these feed the graph), the whole-ring
+    // gather indices (constant)
+    ggml_tensor * x_all = nullptr, * idx_all = nullptr, * gidx_all = nullptr;
+    std::vector<ggml_tensor *> allidx;
+    int n_groups = 0;
+    // ds4: the engine's own inputs (deepseek4_graph.cpp:1322-1340), one tensor each, and the
+    // compressor's position embedding `ape` (a weight: constant)
+    ggml_tensor * embed = nullptr, * raw_rows = nullptr, * ape_row = nullptr, * state_rows = nullptr,
+                * comp_rows = nullptr, * ape = nullptr;
+};
+
 struct Graph {
     ggml_context * ctx = nullptr;
     ggml_cgraph * gf = nullptr;
-    std::vector<ggml_tensor *> x, idx, gidx, allidx, row_out, sums_out;
+    std::vector<ggml_tensor *> row_out, sums_out;  // per buffer, nullptr where it has none
 };
+
+// The compressor's position embedding row r, column c: a multiple of 1/128 in [-1, 1] (exact).
+float ape_value(uint64_t seed, int64_t r, int64_t c) { return input_value(seed, 7, -1000 - r, c) / 8.0f; }
 
 }  // namespace
 
@@ -493,9 +576,10 @@ int main(int argc, char ** argv) {
 #if !SETROWS_HAVE_SET_ROWS
     unsupported(r, "this ggml revision has no ggml_set_rows (added in ggml a1938493, 2025-07-01)");
 #else
+    const bool ds4 = p.engine == "ds4";
     TypeInfo ti{};
     if (!type_info(p.dst_type, ti)) usage_error(r, "--dst-type '" + p.dst_type + "' is not one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1");
-    if (p.width % ggml_blck_size(ti.type) != 0)
+    if (!ds4 && p.width % ggml_blck_size(ti.type) != 0)
         usage_error(r, "--width " + std::to_string(p.width) + " is not a multiple of the " + p.dst_type +
                            " block size " + std::to_string(ggml_blck_size(ti.type)));
     if (p.ring_rows < p.ratio) usage_error(r, "--ring-rows must be at least " + std::to_string(p.ratio));
@@ -530,38 +614,76 @@ int main(int argc, char ** argv) {
     }
     ggml_backend_t backend = ggml_backend_dev_init(dev, nullptr);
     if (!backend) unsupported(r, std::string("could not initialise device ") + ggml_backend_dev_name(dev));
+    if (p.cpu_threads > 0) {
+        // the CPU backend's threads meet at a barrier after every node: on a host with fewer free
+        // cores than threads each barrier waits for a descheduled thread (about 1 s a step for the
+        // ds4 graph on a loaded 2-core machine, against 5 ms with one thread)
+        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+        typedef void (*set_threads_t)(ggml_backend_t, int);
+        auto fn = reg ? (set_threads_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads") : nullptr;
+        if (!fn) usage_error(r, "--cpu-threads: backend " + std::string(ggml_backend_name(backend)) + " has no thread count");
+        fn(backend, p.cpu_threads);
+    }
     r.backend_name = ggml_backend_name(backend);
     r.device_name = std::string(ggml_backend_dev_name(dev)) + " (" + ggml_backend_dev_description(dev) + ")";
-    fprintf(stderr, "setrows-replay: device %s, ggml %s (%s), mode %s, %" PRId64 " steps, dst %s, idx %s\n",
-            r.device_name.c_str(), ggml_version_str().c_str(), ggml_commit_str().c_str(), p.mode.c_str(), p.steps,
-            p.dst_type.c_str(), p.index_type.c_str());
+    fprintf(stderr, "setrows-replay: device %s, ggml %s (%s), engine %s, mode %s, memory %s, %" PRId64 " steps\n",
+            r.device_name.c_str(), ggml_version_str().c_str(), ggml_commit_str().c_str(), p.engine.c_str(),
+            p.mode.c_str(), p.memory.c_str(), p.steps);
 
-    // ---- persistent state, allocated once in ONE backend buffer ---------------------------------
+    // ---- memory placement ------------------------------------------------------------------------
+    // device and unified: ggml's device buffer type (unified memory is ggml's own switch, an env or
+    // a CMake option, that turns its device allocations managed: the replay changes nothing, it
+    // only reports what the runtime says). host: the device's host buffer type, used in place by
+    // the GPU, as ggml lets an integrated HIP device do.
+    ggml_backend_buffer_type_t dev_buft = ggml_backend_get_default_buffer_type(backend);
+    ggml_backend_buffer_type_t buft = dev_buft;
+    if (p.memory == "host") {
+        if (ggml_backend_buft_is_host(dev_buft))
+            usage_error(r, "--memory host: " + r.backend_name + " keeps its buffers in host memory already "
+                           "(host and device placement are the same buffer); use --memory device");
+        buft = ggml_backend_dev_host_buffer_type(dev);
+        if (!buft) unsupported(r, "--memory host: " + r.device_name + " has no host buffer type");
+    }
+
+    // ---- persistent state, allocated once in ONE buffer -----------------------------------------
     // Layout (offsets aligned for the buffer type): the rings, then per buffer the downstream
     // outputs (get_rows row, sum_rows sums). The outputs are graph nodes placed here before the
     // graph allocator runs (it leaves tensors with data alone), in every mode, so the bare loop and
     // a checked run compute the same graph in the same places and a check reads it all at once.
     std::vector<Buffer> bufs;
-    const char * names[4] = {"raw_kv", "state_kv", "state_score", "comp_cache"};
-    const int64_t nrows[4] = {p.ring_rows, 2 * p.ratio, 2 * p.ratio, std::max<int64_t>(1, p.ring_rows / p.ratio)};
-    const int groups[4] = {0, 1, 1, 2};
-    for (int k = 0; k < p.buffers; k++) bufs.push_back(Buffer{names[k], nrows[k], groups[k]});
+    if (!ds4) {
+        const char * names[4] = {"raw_kv", "state_kv", "state_score", "comp_cache"};
+        const int64_t nrows[4] = {p.ring_rows, 2 * p.ratio, 2 * p.ratio, p.comp_rows};
+        const int groups[4] = {0, 1, 1, 2};
+        for (int k = 0; k < p.buffers; k++) bufs.push_back(Buffer{names[k], nrows[k], p.width, ti, groups[k]});
+    } else {
+        // deepseek4_graph.cpp:3819 raw_kv F16 [head_dim, n_swa]; :3832 comp_kv F16 [head_dim, comp_cap];
+        // :3841-3842 state_kv/state_score F32 [2*head_dim, 2*ratio] (ratio 4: coff 2)
+        TypeInfo f16{}, f32{};
+        type_info("f16", f16);
+        type_info("f32", f32);
+        bufs.push_back(Buffer{"raw_kv", p.ring_rows, p.width, f16, 0, Buffer::SUMS_BEFORE, false});
+        bufs.push_back(Buffer{"state_kv", 2 * p.ratio, 2 * p.width, f32, 1, Buffer::SUMS_NONE, false});
+        bufs.push_back(Buffer{"state_score", 2 * p.ratio, 2 * p.width, f32, 1, Buffer::SUMS_AFTER, false});
+        bufs.push_back(Buffer{"comp_cache", p.comp_rows, p.width, f16, 2, Buffer::SUMS_AFTER, false});
+    }
     ggml_init_params pp = {ggml_tensor_overhead() * 8, nullptr, true};
     ggml_context * pctx = ggml_init(pp);
-    ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(backend);
     const size_t align = ggml_backend_buft_get_alignment(buft);
     size_t state_size = 0;
     for (Buffer & b : bufs) {
-        b.dst = ggml_new_tensor_2d(pctx, ti.type, p.width, b.nrows);
+        b.rs = ggml_row_size(b.ti.type, b.width);
+        b.dst = ggml_new_tensor_2d(pctx, b.ti.type, b.width, b.nrows);
         ggml_set_name(b.dst, b.name);
         b.ring_off = state_size;
         state_size += pad_to(ggml_backend_buft_get_alloc_size(buft, b.dst), align);
     }
+    const size_t outputs_off = state_size;
     for (Buffer & b : bufs) {
         b.row_off = state_size;
-        state_size += pad_to(sizeof(float) * p.width, align);
+        if (b.row_out) state_size += pad_to(sizeof(float) * b.width, align);
         b.sums_off = state_size;
-        state_size += pad_to(sizeof(float) * b.nrows, align);
+        if (b.sums != Buffer::SUMS_NONE) state_size += pad_to(sizeof(float) * b.nrows, align);
     }
     // the whole buffer as one tensor: what a check copies back
     ggml_tensor * state_all = ggml_new_tensor_1d(pctx, GGML_TYPE_I8, (int64_t) state_size);
@@ -570,30 +692,75 @@ int main(int argc, char ** argv) {
     char * const state_base = (char *) ggml_backend_buffer_get_base(pbuf);
     for (Buffer & b : bufs) (void) ggml_backend_tensor_alloc(pbuf, b.dst, state_base + b.ring_off);
     (void) ggml_backend_tensor_alloc(pbuf, state_all, state_base);
-    const size_t rs = ggml_row_size(ti.type, p.width);
     const bool checking = p.check_every > 0;
     for (size_t k = 0; k < bufs.size(); k++) {
         Buffer & b = bufs[k];
-        b.expect.resize(b.nrows * p.width);
-        b.tol.resize(b.nrows * p.width);
+        b.expect.resize(b.nrows * b.width);
+        b.tol.resize(b.nrows * b.width);
         b.esum.resize(b.nrows);
         b.tsum.resize(b.nrows);
         b.msum.resize(b.nrows);
         b.dirty.assign(b.nrows, 0);
-        std::vector<float> ideal(p.width);
-        std::vector<uint8_t> q(rs * b.nrows);
+        std::vector<float> ideal(b.width);
+        std::vector<uint8_t> q(b.rs * b.nrows);
         for (int64_t row = 0; row < b.nrows; row++) {
-            for (int64_t c = 0; c < p.width; c++) ideal[c] = input_value(p.seed, (int) k, -1 - row, c) * kScale + kBias;
-            model_row(ti, p.width, ideal.data(), &b.expect[row * p.width], &b.tol[row * p.width]);
-            model_sums(b, row, p.width);
-            ggml_quantize_chunk(ti.type, ideal.data(), q.data() + row * rs, 0, 1, p.width, nullptr);
+            for (int64_t c = 0; c < b.width; c++) ideal[c] = input_value(p.seed, (int) k, -1 - row, c) * kScale + kBias;
+            model_row(b.ti, b.width, ideal.data(), &b.expect[row * b.width], &b.tol[row * b.width]);
+            model_sums(b, row);
+            ggml_quantize_chunk(b.ti.type, ideal.data(), q.data() + row * b.rs, 0, 1, b.width, nullptr);
         }
         ggml_backend_tensor_set(b.dst, q.data(), 0, q.size());
         if (checking) b.ref = std::move(q);  // what the host itself wrote: exact
     }
+
+    // ---- inputs ----------------------------------------------------------------------------------
+    const ggml_type itype = p.index_type == "i64" ? GGML_TYPE_I64 : GGML_TYPE_I32;
+    const size_t isz = ggml_type_size(itype);
+    Inputs in;
+    {
+        ggml_init_params ip = {ggml_tensor_overhead() * 16, nullptr, true};
+        in.ctx = ggml_init(ip);
+        if (!ds4) {
+            for (const Buffer & b : bufs) in.n_groups = std::max(in.n_groups, b.index_group + 1);
+            in.x_all = ggml_new_tensor_2d(in.ctx, GGML_TYPE_F32, p.width, (int64_t) bufs.size());
+            in.idx_all = ggml_new_tensor_1d(in.ctx, itype, in.n_groups);
+            in.gidx_all = ggml_new_tensor_1d(in.ctx, GGML_TYPE_I32, (int64_t) bufs.size());
+            for (const Buffer & b : bufs) in.allidx.push_back(ggml_new_tensor_1d(in.ctx, GGML_TYPE_I32, b.nrows));
+        } else {
+            in.embed = ggml_new_tensor_2d(in.ctx, GGML_TYPE_F32, 5 * p.width, 1);
+            in.raw_rows = ggml_new_tensor_2d(in.ctx, GGML_TYPE_I64, 1, 1);
+            in.ape_row = ggml_new_tensor_1d(in.ctx, GGML_TYPE_I32, 1);
+            in.state_rows = ggml_new_tensor_2d(in.ctx, GGML_TYPE_I64, 1, 1);
+            in.comp_rows = ggml_new_tensor_2d(in.ctx, GGML_TYPE_I64, 1, 1);
+            in.ape = ggml_new_tensor_2d(in.ctx, GGML_TYPE_F32, 2 * p.width, p.ratio);
+        }
+        in.buf = ggml_backend_alloc_ctx_tensors_from_buft(in.ctx, dev_buft);
+        if (!in.buf) unsupported(r, "could not allocate the graph inputs on " + r.device_name);
+        for (size_t k = 0; k < in.allidx.size(); k++) {
+            std::vector<int32_t> all(bufs[k].nrows);
+            for (int64_t i = 0; i < bufs[k].nrows; i++) all[i] = (int32_t) i;
+            ggml_backend_tensor_set(in.allidx[k], all.data(), 0, all.size() * sizeof(int32_t));
+        }
+        if (in.ape) {
+            std::vector<float> ape(2 * p.width * p.ratio);
+            for (int64_t i = 0; i < (int64_t) ape.size(); i++) ape[i] = ape_value(p.seed, i / (2 * p.width), i % (2 * p.width));
+            ggml_backend_tensor_set(in.ape, ape.data(), 0, ape.size() * sizeof(float));
+        }
+    }
+    r.uploads_per_step = ds4 ? 5 : 3;
+
+    // ---- the placement proof: every buffer, its type, and the runtime's word on its pointer ---
+    for (const Buffer & b : bufs) r.placement.push_back(placement::describe(b.name, "persistent", pbuf, b.dst->data));
+    r.placement.push_back(placement::describe("outputs", "output", pbuf, state_base + outputs_off));
+    r.placement.push_back(placement::describe("inputs", "input", in.buf, ggml_backend_buffer_get_base(in.buf)));
+    r.placed = true;
+    for (const auto & f : r.placement)
+        fprintf(stderr, "setrows-replay: memory %s (%s): %s, pointer %s\n", f.name.c_str(), f.role.c_str(), f.buft.c_str(),
+                f.ptr.kind.empty() ? "(no runtime to ask)" : f.ptr.kind.c_str());
+
     // A check's copy lands in pinned host memory when the device offers it (CUDA/HIP: a DMA
-    // without staging). A buffer in host memory (the CPU backend) is read where it is: a copy
-    // would only add a memcpy of the whole state per check.
+    // without staging). A buffer in host memory (the CPU backend's, or --memory host) is read
+    // where it is: a copy would only add a memcpy of the whole state per check.
     ggml_backend_buffer_t hbuf = nullptr;
     std::vector<uint8_t> host_state;
     uint8_t * obs = nullptr;
@@ -612,53 +779,104 @@ int main(int argc, char ** argv) {
     }
 
     // ---- the single-token graph -----------------------------------------------------------------
-    const ggml_type itype = p.index_type == "i64" ? GGML_TYPE_I64 : GGML_TYPE_I32;
-    ggml_gallocr_t galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
-    auto build = [&](Graph & g) {
-        ggml_init_params gp = {ggml_tensor_overhead() * 64 + ggml_graph_overhead(), nullptr, true};
-        g = Graph{};
-        g.ctx = ggml_init(gp);
-        g.gf = ggml_new_graph(g.ctx);
-        ggml_tensor * group_idx[3] = {nullptr, nullptr, nullptr};
-        std::vector<ggml_tensor *> written;
-        for (size_t k = 0; k < bufs.size(); k++) {
-            ggml_tensor * x = ggml_new_tensor_2d(g.ctx, GGML_TYPE_F32, p.width, 1);
-            ggml_set_input(x);
+    ggml_gallocr_t galloc = ggml_gallocr_new(dev_buft);
+    auto place_output = [&](Graph & g, size_t k, ggml_tensor * sums, ggml_tensor * row) {
+        if (sums) {
+            ggml_set_output(sums);
+            (void) ggml_backend_tensor_alloc(pbuf, sums, state_base + bufs[k].sums_off);
+        }
+        if (row) {
+            ggml_set_output(row);
+            (void) ggml_backend_tensor_alloc(pbuf, row, state_base + bufs[k].row_off);
+        }
+        g.sums_out[k] = sums;
+        g.row_out[k] = row;
+    };
+    auto produce = [&](ggml_context * ctx, ggml_tensor * x) {  // the row is produced in-graph, like kv_cur
 #if SETROWS_HAVE_SCALE_BIAS
-            ggml_tensor * src = ggml_scale_bias(g.ctx, x, kScale, kBias);  // the row is produced in-graph, like kv_cur
+        return ggml_scale_bias(ctx, x, kScale, kBias);
 #else
-            ggml_tensor * src = ggml_scale(g.ctx, x, kScale);
+        return ggml_scale(ctx, x, kScale);
 #endif
+    };
+    auto build_generic = [&](Graph & g) {
+        ggml_context * ctx = g.ctx;
+        std::vector<ggml_tensor *> group_idx(in.n_groups, nullptr), written;
+        for (size_t k = 0; k < bufs.size(); k++) {
+            ggml_tensor * x = ggml_view_2d(ctx, in.x_all, p.width, 1, in.x_all->nb[1], k * in.x_all->nb[1]);
             ggml_tensor *& idx = group_idx[bufs[k].index_group];
-            if (!idx) {
-                idx = ggml_new_tensor_1d(g.ctx, itype, 1);
-                ggml_set_input(idx);
-            }
-            ggml_tensor * out = ggml_set_rows(g.ctx, bufs[k].dst, src, idx);
+            if (!idx) idx = ggml_view_1d(ctx, in.idx_all, 1, bufs[k].index_group * isz);
+            ggml_tensor * out = ggml_set_rows(ctx, bufs[k].dst, produce(ctx, x), idx);
             ggml_build_forward_expand(g.gf, out);
-            g.x.push_back(x);
-            g.idx.push_back(idx);
             written.push_back(out);
         }
         // Downstream reads in the same graph, after every write: the whole ring and the new row.
         for (size_t k = 0; k < bufs.size(); k++) {
             ggml_tensor * from = p.read_via == "dst" ? bufs[k].dst : written[k];
-            ggml_tensor * all = ggml_new_tensor_1d(g.ctx, GGML_TYPE_I32, bufs[k].nrows);
-            ggml_set_input(all);
-            ggml_tensor * gidx = ggml_new_tensor_1d(g.ctx, GGML_TYPE_I32, 1);
-            ggml_set_input(gidx);
-            ggml_tensor * sums = ggml_sum_rows(g.ctx, ggml_get_rows(g.ctx, from, all));
-            ggml_tensor * row = ggml_get_rows(g.ctx, from, gidx);
-            ggml_set_output(sums);
-            ggml_set_output(row);
-            (void) ggml_backend_tensor_alloc(pbuf, sums, state_base + bufs[k].sums_off);
-            (void) ggml_backend_tensor_alloc(pbuf, row, state_base + bufs[k].row_off);
+            ggml_tensor * gidx = ggml_view_1d(ctx, in.gidx_all, 1, k * sizeof(int32_t));
+            ggml_tensor * sums = ggml_sum_rows(ctx, ggml_get_rows(ctx, from, in.allidx[k]));
+            ggml_tensor * row = ggml_get_rows(ctx, from, gidx);
+            place_output(g, k, sums, row);
             ggml_build_forward_expand(g.gf, sums);
             ggml_build_forward_expand(g.gf, row);
-            g.allidx.push_back(all);
-            g.gidx.push_back(gidx);
-            g.sums_out.push_back(sums);
-            g.row_out.push_back(row);
+        }
+    };
+    // lucebox deepseek4 decode attention at 53859c26, the set_rows nodes and what reads their
+    // buffers, in the engine's expansion order (build_mla_attention, build_compressor_step):
+    auto build_ds4 = [&](Graph & g) {
+        ggml_context * ctx = g.ctx;
+        const int64_t W = p.width;
+        Buffer & raw = bufs[0];
+        Buffer & skv = bufs[1];
+        Buffer & ssc = bufs[2];
+        Buffer & comp = bufs[3];
+        ggml_tensor * kv_in = ggml_view_2d(ctx, in.embed, W, 1, in.embed->nb[1], 0);
+        ggml_tensor * kvc_in = ggml_view_2d(ctx, in.embed, 2 * W, 1, in.embed->nb[1], W * sizeof(float));
+        ggml_tensor * sc_in = ggml_view_2d(ctx, in.embed, 2 * W, 1, in.embed->nb[1], 3 * W * sizeof(float));
+        // :999-1001 the raw ring read BEFORE this step's write (past_raw_f32, expanded first)
+        ggml_tensor * past = ggml_cast(ctx, ggml_view_2d(ctx, raw.dst, W, raw.nrows, raw.dst->nb[1], 0), GGML_TYPE_F32);
+        ggml_tensor * past_sums = ggml_sum_rows(ctx, past);
+        place_output(g, 0, past_sums, nullptr);
+        ggml_build_forward_expand(g.gf, past_sums);
+        // :1009 set_rows(raw_kv F16, kv F32, raw_kv_rows I64 = kv_start % n_swa)
+        ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, raw.dst, produce(ctx, kv_in), in.raw_rows));
+        // :648-656 kv_cur, sc_cur + ape row, then both state rows with ONE shared index
+        ggml_tensor * kv_cur = produce(ctx, kvc_in);
+        ggml_tensor * ape_col = ggml_reshape_2d(ctx, ggml_get_rows(ctx, in.ape, in.ape_row), 2 * W, 1);
+        ggml_tensor * sc_cur = ggml_add(ctx, produce(ctx, sc_in), ape_col);
+        ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, skv.dst, kv_cur, in.state_rows));
+        ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, ssc.dst, sc_cur, in.state_rows));
+        // :683-709 pooling reads the state AFTER the write: prev window (rows 0..3, first half)
+        // and current window (rows 4..7, second half), concatenated; the engine's softmax
+        // weighting is left out (not exact on the host), the sum over the 8 rows kept
+        const size_t hi_off = p.ratio * skv.dst->nb[1] + W * skv.dst->nb[0];
+        ggml_tensor * prev = ggml_view_2d(ctx, skv.dst, W, p.ratio, skv.dst->nb[1], 0);
+        ggml_tensor * cur_hi = ggml_view_2d(ctx, skv.dst, W, p.ratio, skv.dst->nb[1], hi_off);
+        ggml_tensor * kv_t = ggml_cont(ctx, ggml_transpose(ctx, ggml_concat(ctx, prev, cur_hi, 1)));
+        ggml_tensor * pooled = ggml_reshape_2d(ctx, ggml_sum_rows(ctx, kv_t), W, 1);
+        ggml_tensor * score_sums = ggml_sum_rows(ctx, ssc.dst);
+        place_output(g, 2, score_sums, nullptr);
+        ggml_build_forward_expand(g.gf, score_sums);
+        // :744 set_rows(comp_cache F16, pooled F32, comp_rows I64 = token_pos / ratio)
+        ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, comp.dst, pooled, in.comp_rows));
+        // :1095-1097 attention reads the compressed rows AFTER the flush
+        ggml_tensor * comp_f32 =
+            ggml_cast(ctx, ggml_view_2d(ctx, comp.dst, W, comp.nrows, comp.dst->nb[1], 0), GGML_TYPE_F32);
+        ggml_tensor * comp_sums = ggml_sum_rows(ctx, comp_f32);
+        place_output(g, 3, comp_sums, nullptr);
+        ggml_build_forward_expand(g.gf, comp_sums);
+    };
+    auto build = [&](Graph & g) {
+        ggml_init_params gp = {ggml_tensor_overhead() * 96 + ggml_graph_overhead(), nullptr, true};
+        g = Graph{};
+        g.ctx = ggml_init(gp);
+        g.gf = ggml_new_graph(g.ctx);
+        g.row_out.assign(bufs.size(), nullptr);
+        g.sums_out.assign(bufs.size(), nullptr);
+        if (ds4) {
+            build_ds4(g);
+        } else {
+            build_generic(g);
         }
         for (int i = 0; i < ggml_graph_n_nodes(g.gf); i++) {
             ggml_tensor * node = ggml_graph_node(g.gf, i);
@@ -679,23 +897,84 @@ int main(int argc, char ** argv) {
                              : "bare loop: nothing checked");
         }
     };
-    // Input memory is recycled by the allocator once its consumers ran, so every input is set
-    // before every compute, as llama.cpp does, even the constant ones.
-    std::vector<std::vector<int32_t>> all_rows(bufs.size());
-    for (size_t k = 0; k < bufs.size(); k++) {
-        all_rows[k].resize(bufs[k].nrows);
-        for (int64_t i = 0; i < bufs[k].nrows; i++) all_rows[k][i] = (int32_t) i;
-    }
+
+    // ---- one step's uploads: the only moving parts ----------------------------------------------
+    std::vector<std::vector<float>> ideal(bufs.size());
+    for (size_t k = 0; k < bufs.size(); k++) ideal[k].resize(bufs[k].width);
+    std::vector<float> xh(ds4 ? 5 * p.width : p.width * bufs.size());
+    std::vector<int64_t> idx64(std::max(in.n_groups, 1));
+    std::vector<int32_t> idx32(std::max(in.n_groups, 1)), gidx(bufs.size());
+    auto upload = [&](int64_t pos) {
+        for (size_t k = 0; k < bufs.size(); k++) bufs[k].last_row = row_for(bufs[k], (int) k, pos, p.ratio);
+        if (!ds4) {
+            for (size_t k = 0; k < bufs.size(); k++) {
+                for (int64_t c = 0; c < p.width; c++) {
+                    const float x = input_value(p.seed, (int) k, pos, c);
+                    xh[k * p.width + c] = x;
+                    ideal[k][c] = x * kScale + kBias;
+                }
+                idx64[bufs[k].index_group] = bufs[k].last_row;
+                idx32[bufs[k].index_group] = (int32_t) bufs[k].last_row;
+                gidx[k] = (int32_t) bufs[k].last_row;
+            }
+            ggml_backend_tensor_set(in.x_all, xh.data(), 0, xh.size() * sizeof(float));
+            ggml_backend_tensor_set(in.idx_all, itype == GGML_TYPE_I64 ? (const void *) idx64.data() : idx32.data(), 0,
+                                    in.n_groups * isz);
+            ggml_backend_tensor_set(in.gidx_all, gidx.data(), 0, gidx.size() * sizeof(int32_t));
+            return;
+        }
+        // the engine's uploads (deepseek4_graph.cpp:3293-3313): embedding, raw_kv_rows, ape_row,
+        // state_rows, and comp_rows (the engine sets it at a flush boundary only; see matrix.toml);
+        // rope_pos/neg_pos/comp_pos feed RoPE, not replayed
+        const int64_t W = p.width;
+        const int64_t pm = pos % p.ratio;
+        for (int64_t c = 0; c < 5 * W; c++) {
+            const int k = c < W ? 0 : c < 3 * W ? 1 : 2;
+            const int64_t col = c < W ? c : c < 3 * W ? c - W : c - 3 * W;
+            const float x = input_value(p.seed, k, pos, col);
+            xh[c] = x;
+            ideal[k][col] = x * kScale + kBias + (k == 2 ? ape_value(p.seed, pm, col) : 0.0f);
+        }
+        const int64_t raw_row = bufs[0].last_row, state_row = bufs[1].last_row, comp_row = bufs[3].last_row;
+        const int32_t ape_row = (int32_t) pm;
+        ggml_backend_tensor_set(in.embed, xh.data(), 0, xh.size() * sizeof(float));
+        ggml_backend_tensor_set(in.raw_rows, &raw_row, 0, sizeof raw_row);
+        ggml_backend_tensor_set(in.ape_row, &ape_row, 0, sizeof ape_row);
+        ggml_backend_tensor_set(in.state_rows, &state_row, 0, sizeof state_row);
+        ggml_backend_tensor_set(in.comp_rows, &comp_row, 0, sizeof comp_row);
+    };
+    // the host model after one step: each buffer's written row (ds4: the pooled row from the
+    // state as it is after this step's state write, exactly what the graph reads)
+    auto advance_model = [&]() {
+        for (size_t k = 0; k < bufs.size(); k++) {
+            Buffer & b = bufs[k];
+            if (ds4 && k == 3) {
+                const int64_t W = p.width;
+                const float * e = bufs[1].expect.data();
+                for (int64_t c = 0; c < W; c++) {
+                    float s = 0;
+                    for (int64_t row = 0; row < p.ratio; row++) s += e[row * 2 * W + c];
+                    for (int64_t row = p.ratio; row < 2 * p.ratio; row++) s += e[row * 2 * W + W + c];
+                    ideal[k][c] = s;
+                }
+            }
+            const int64_t row = b.last_row;
+            b.pre_esum = b.esum[row];
+            b.pre_tsum = b.tsum[row];
+            b.pre_msum = b.msum[row];
+            model_row(b.ti, b.width, ideal[k].data(), &b.expect[row * b.width], &b.tol[row * b.width]);
+            model_sums(b, row);
+            b.dirty[row] = 1;
+        }
+    };
 
     Graph g;
     double tb = now_s();
     if (p.mode == "reuse") build(g);
     r.build_s += now_s() - tb;
 
-    std::vector<std::vector<float>> ideal(bufs.size(), std::vector<float>(p.width));
-    std::vector<std::vector<float>> inputs(bufs.size(), std::vector<float>(p.width));
-    std::vector<uint8_t> rowbytes(rs), saved;
-    std::vector<float> got(p.width);
+    std::vector<uint8_t> rowbytes, saved;
+    std::vector<float> got;
     double t_loop = 0;
     auto fail = [&](int64_t step, const std::string & what) {
         printf("SETROWS_MISMATCH step=%" PRId64 " %s\n", step, what.c_str());
@@ -723,41 +1002,17 @@ int main(int argc, char ** argv) {
             r.build_s += now_s() - tb;
         }
         const double tc = now_s();
-        // inputs: the source rows and this step's destination rows (the only moving parts)
-        for (size_t k = 0; k < bufs.size(); k++) {
-            for (int64_t c = 0; c < p.width; c++) {
-                inputs[k][c] = input_value(p.seed, (int) k, pos, c);
-                ideal[k][c] = inputs[k][c] * kScale + kBias;
-            }
-            ggml_backend_tensor_set(g.x[k], inputs[k].data(), 0, p.width * sizeof(float));
-            const int64_t row = row_for(bufs[k], (int) k, pos, p.ratio);
-            bufs[k].last_row = row;
-            if (itype == GGML_TYPE_I64) {
-                int64_t v = row;
-                ggml_backend_tensor_set(g.idx[k], &v, 0, sizeof v);
-            } else {
-                int32_t v = (int32_t) row;
-                ggml_backend_tensor_set(g.idx[k], &v, 0, sizeof v);
-            }
-            int32_t gv = (int32_t) row;
-            ggml_backend_tensor_set(g.gidx[k], &gv, 0, sizeof gv);
-            ggml_backend_tensor_set(g.allidx[k], all_rows[k].data(), 0, all_rows[k].size() * sizeof(int32_t));
-        }
+        upload(pos);
         const bool inject_now = p.inject != "none" && step == p.inject_step;
         if (inject_now && p.inject != "corrupt") {  // keep what the written row held before this step
-            saved.resize(rs);
-            ggml_backend_tensor_get(bufs[0].dst, saved.data(), bufs[0].last_row * bufs[0].dst->nb[1], rs);
+            saved.resize(bufs[0].rs);
+            ggml_backend_tensor_get(bufs[0].dst, saved.data(), bufs[0].last_row * bufs[0].dst->nb[1], bufs[0].rs);
         }
         if (ggml_backend_graph_compute(backend, g.gf) != GGML_STATUS_SUCCESS) {
             fail(step, "ggml_backend_graph_compute returned an error status");
         }
         r.compute_s += now_s() - tc;
-        for (size_t k = 0; checking && k < bufs.size(); k++) {
-            Buffer & b = bufs[k];
-            model_row(ti, p.width, ideal[k].data(), &b.expect[b.last_row * p.width], &b.tol[b.last_row * p.width]);
-            model_sums(b, b.last_row, p.width);
-            b.dirty[b.last_row] = 1;
-        }
+        if (checking) advance_model();
         r.steps_run = step + 1;
 
         // ---- fault injection: the test harness tampers with device memory between compute and
@@ -766,18 +1021,23 @@ int main(int argc, char ** argv) {
             Buffer & b = bufs[0];
             if (p.inject == "corrupt") {  // a stray write into a row this step did not write
                 const int64_t row = (b.last_row + 1) % b.nrows;
-                std::vector<float> vals(p.width);
-                ggml_backend_tensor_get(b.dst, rowbytes.data(), row * b.dst->nb[1], rs);
-                to_float(ti.type, rowbytes.data(), vals.data(), p.width);
-                vals[p.width / 2] += 100.0f;
-                ggml_quantize_chunk(ti.type, vals.data(), rowbytes.data(), 0, 1, p.width, nullptr);
-                ggml_backend_tensor_set(b.dst, rowbytes.data(), row * b.dst->nb[1], rs);
+                std::vector<float> vals(b.width);
+                rowbytes.resize(b.rs);
+                ggml_backend_tensor_get(b.dst, rowbytes.data(), row * b.dst->nb[1], b.rs);
+                to_float(b.ti.type, rowbytes.data(), vals.data(), b.width);
+                vals[b.width / 2] += 100.0f;
+                ggml_quantize_chunk(b.ti.type, vals.data(), rowbytes.data(), 0, 1, b.width, nullptr);
+                ggml_backend_tensor_set(b.dst, rowbytes.data(), row * b.dst->nb[1], b.rs);
             } else if (p.inject == "skip-write") {  // the write never happened
-                ggml_backend_tensor_set(b.dst, saved.data(), b.last_row * b.dst->nb[1], rs);
-            } else {  // the downstream read saw the row as it was before the write
-                std::vector<float> old(p.width);
-                to_float(ti.type, saved.data(), old.data(), p.width);
-                ggml_backend_tensor_set(g.row_out[0], old.data(), 0, p.width * sizeof(float));
+                ggml_backend_tensor_set(b.dst, saved.data(), b.last_row * b.dst->nb[1], b.rs);
+            } else if (!ds4) {  // the downstream read saw the row as it was before the write
+                std::vector<float> old(b.width);
+                to_float(b.ti.type, saved.data(), old.data(), b.width);
+                ggml_backend_tensor_set(g.row_out[0], old.data(), 0, b.width * sizeof(float));
+            } else {  // ds4: attention's read of the compressed rows saw the flushed row's old sum
+                const Buffer & c = bufs[3];
+                const float old = (float) c.pre_esum;
+                ggml_backend_tensor_set(g.sums_out[3], &old, c.last_row * sizeof(float), sizeof old);
             }
         }
 
@@ -788,23 +1048,24 @@ int main(int argc, char ** argv) {
             if (!state_in_host) ggml_backend_tensor_get(state_all, obs, 0, state_size);
             for (size_t k = 0; k < bufs.size(); k++) {  // every row of every buffer
                 Buffer & b = bufs[k];
+                got.resize(b.width);
                 for (int64_t row = 0; row < b.nrows; row++) {
-                    const uint8_t * o = obs + b.ring_off + row * rs;
-                    uint8_t * ref = b.ref.data() + row * rs;
+                    const uint8_t * o = obs + b.ring_off + row * b.rs;
+                    uint8_t * ref = b.ref.data() + row * b.rs;
                     const char * where = row == b.last_row ? "written-row" : "unwritten-row";
                     if (b.dirty[row]) {  // written since the last check: the model, within tolerance
-                        to_float(ti.type, o, got.data(), p.width);
-                        for (int64_t c = 0; c < p.width; c++) {
-                            const float e = b.expect[row * p.width + c];
-                            if (!(std::fabs(got[c] - e) <= b.tol[row * p.width + c])) diff(step, b, where, row, c, e, got[c]);
+                        to_float(b.ti.type, o, got.data(), b.width);
+                        for (int64_t c = 0; c < b.width; c++) {
+                            const float e = b.expect[row * b.width + c];
+                            if (!(std::fabs(got[c] - e) <= b.tol[row * b.width + c])) diff(step, b, where, row, c, e, got[c]);
                         }
-                        memcpy(ref, o, rs);
+                        memcpy(ref, o, b.rs);
                         b.dirty[row] = 0;
-                    } else if (memcmp(o, ref, rs) != 0) {  // not written since it was verified: same bytes
-                        std::vector<float> was(p.width);
-                        to_float(ti.type, ref, was.data(), p.width);
-                        to_float(ti.type, o, got.data(), p.width);
-                        for (int64_t c = 0; c < p.width; c++) {
+                    } else if (memcmp(o, ref, b.rs) != 0) {  // not written since it was verified: same bytes
+                        std::vector<float> was(b.width);
+                        to_float(b.ti.type, ref, was.data(), b.width);
+                        to_float(b.ti.type, o, got.data(), b.width);
+                        for (int64_t c = 0; c < b.width; c++) {
                             if (memcmp(&was[c], &got[c], sizeof(float)) != 0) diff(step, b, where, row, c, was[c], got[c]);
                         }
                         fail(step, std::string("buffer=") + b.name + " " + where + " row=" + std::to_string(row) +
@@ -814,17 +1075,26 @@ int main(int argc, char ** argv) {
             }
             for (size_t k = 0; k < bufs.size(); k++) {  // downstream reads in the same graph
                 const Buffer & b = bufs[k];
-                const float * row_out = (const float *) (obs + b.row_off);
-                for (int64_t c = 0; c < p.width; c++) {
-                    const float e = b.expect[b.last_row * p.width + c];
-                    if (!(std::fabs(row_out[c] - e) <= b.tol[b.last_row * p.width + c])) {
-                        diff(step, b, "downstream-get_rows", b.last_row, c, e, row_out[c]);
+                if (b.row_out) {
+                    const float * row_out = (const float *) (obs + b.row_off);
+                    for (int64_t c = 0; c < b.width; c++) {
+                        const float e = b.expect[b.last_row * b.width + c];
+                        if (!(std::fabs(row_out[c] - e) <= b.tol[b.last_row * b.width + c])) {
+                            diff(step, b, "downstream-get_rows", b.last_row, c, e, row_out[c]);
+                        }
                     }
                 }
+                if (b.sums == Buffer::SUMS_NONE) continue;
                 const float * sums = (const float *) (obs + b.sums_off);
                 for (int64_t row = 0; row < b.nrows; row++) {
-                    if (!(std::fabs(sums[row] - b.esum[row]) <= b.tsum[row] + 1e-6 * b.msum[row] + 1e-6)) {
-                        diff(step, b, "downstream-sum_rows", row, -1, (float) b.esum[row], sums[row]);
+                    // a read ordered before the write sees the written row as it was
+                    const bool pre = b.sums == Buffer::SUMS_BEFORE && row == b.last_row;
+                    const double e = pre ? b.pre_esum : b.esum[row];
+                    const double t = pre ? b.pre_tsum : b.tsum[row];
+                    const double m = pre ? b.pre_msum : b.msum[row];
+                    if (!(std::fabs(sums[row] - e) <= t + 1e-6 * m + 1e-6)) {
+                        diff(step, b, pre ? "downstream-sum_rows-before-write" : "downstream-sum_rows", row, -1, (float) e,
+                             sums[row]);
                     }
                 }
             }
@@ -853,6 +1123,8 @@ int main(int argc, char ** argv) {
     if (g.ctx) ggml_free(g.ctx);
     ggml_gallocr_free(galloc);
     if (hbuf) ggml_backend_buffer_free(hbuf);
+    ggml_backend_buffer_free(in.buf);
+    ggml_free(in.ctx);
     ggml_backend_buffer_free(pbuf);
     ggml_free(pctx);
     ggml_backend_free(backend);

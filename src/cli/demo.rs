@@ -26,7 +26,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Number of commits in the generated history (40 to 100000).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_COMMITS, value_parser = |s: &str| crate::cli::ranges::int(s, 40, 100_000).map(|v| v as usize))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = DEFAULT_COMMITS, value_parser = |s: &str| crate::cli::ranges::int(s, 40, 100_000).map(|v| v as usize))]
     pub commits: usize,
     /// Keep the repository (and the work dir) here instead of a temp dir.
     #[arg(long, value_name = "DIR")]
@@ -35,13 +35,13 @@ pub struct DemoArgs {
     #[arg(long, requires = "out")]
     pub generate_only: bool,
     /// Parallel probes.
-    #[arg(long, short = 'j', value_name = "N", default_value_t = 1, value_parser = crate::cli::ranges::jobs)]
+    #[arg(long, allow_negative_numbers = true, short = 'j', value_name = "N", default_value_t = 1, value_parser = crate::cli::ranges::jobs)]
     pub jobs: usize,
 }
 
 /// The build command the demo (and its benchmarks) use: configure once, then incremental.
 pub fn build_command() -> String {
-    let gen = if crate::probe::script::which("ninja").is_some() {
+    let gen = if crate::probe::exec::which("ninja").is_some() {
         " -G Ninja"
     } else {
         ""
@@ -92,7 +92,7 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
-    if crate::probe::script::which("cmake").is_none() {
+    if crate::probe::exec::which("cmake").is_none() {
         return Err(CliError::usage(
             "the demo builds a C library with CMake, and cmake is not on PATH; run ./scripts/demo.sh (it installs cmake) or install cmake",
         ));
@@ -145,8 +145,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     eprintln!(
         "demo: setrows-bisect --repo {} --good {} --bad {} --build '{}' --script '{}'\n",
         repo.display(),
-        &good[..10],
-        &bad[..10],
+        crate::core::range::short_sha(good),
+        crate::core::range::short_sha(bad),
         build_command(),
         TEST_COMMAND
     );

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 #[derive(Debug, Args)]
 pub struct GcArgs {
     /// Remove what has not been used for N days.
-    #[arg(long, value_name = "N", default_value_t = 14, value_parser = clap::value_parser!(u64).range(0..=36500))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 14, value_parser = |s: &str| crate::cli::ranges::int(s, 0, 36500).map(|v| v as u64))]
     pub older_than: u64,
     /// Say what would be removed, remove nothing.
     #[arg(long)]

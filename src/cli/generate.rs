@@ -34,8 +34,13 @@ pub fn man(args: ManArgs) -> anyhow::Result<i32> {
     let cmd = crate::cli::Cli::command();
     match args.out_dir {
         Some(dir) => {
-            std::fs::create_dir_all(&dir)?;
-            clap_mangen::generate_to(cmd, &dir)?;
+            // The user's path: a bad one is exit 2 naming it, found before anything is written.
+            crate::cli::output::check_dir_writable("--out-dir", &dir)?;
+            let failed = |e: std::io::Error| {
+                crate::error::CliError::infra(format!("--out-dir {}: {e}", dir.display()))
+            };
+            std::fs::create_dir_all(&dir).map_err(failed)?;
+            clap_mangen::generate_to(cmd, &dir).map_err(failed)?;
             eprintln!("setrows-bisect: man pages written to {}", dir.display());
         }
         None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?,

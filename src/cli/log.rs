@@ -21,9 +21,7 @@ pub(crate) fn work_dir(w: &Option<PathBuf>) -> PathBuf {
         .unwrap_or_else(crate::run::store::default_work_dir)
 }
 
-fn short(s: &str) -> &str {
-    &s[..s.len().min(10)]
-}
+use crate::core::range::short_sha as short;
 
 pub fn run(args: LogArgs) -> anyhow::Result<i32> {
     let dir = work_dir(&args.work_dir);

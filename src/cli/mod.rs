@@ -169,14 +169,17 @@ pub mod ranges {
         int(s, 1, MAX_SECS as u64)
     }
 
-    /// A probability strictly between 0 and 1.
+    /// THE rule for `--confidence` (bisect and bisect-config): at least 0.5 and below 1. Below
+    /// one half "bad" would be believed on less than a coin toss; 1 is never reached by runs.
     pub fn confidence(s: &str) -> Result<f64, String> {
         let v: f64 = s
             .trim()
             .parse()
             .map_err(|_| format!("{s:?} is not a number"))?;
-        if !(v > 0.0 && v < 1.0) {
-            return Err(format!("{s} is out of range (between 0 and 1, e.g. 0.95)"));
+        if !(0.5..1.0).contains(&v) {
+            return Err(format!(
+                "{s} is out of range (at least 0.5 and below 1, e.g. 0.95)"
+            ));
         }
         Ok(v)
     }
@@ -187,15 +190,18 @@ pub mod ranges {
     }
 
     /// An integer in `lo..=hi`.
+    /// Read as a signed number first, so `-1` is "out of range", not "not a number" (and the
+    /// flags that take one accept a leading `-`, so clap names the flag, not an "unexpected
+    /// argument '-1'").
     pub fn int(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
-        let v: u64 = s
+        let v: i128 = s
             .trim()
             .parse()
-            .map_err(|_| format!("{s:?} is not a whole number"))?;
-        if v < lo || v > hi {
+            .map_err(|_| format!("{s:?} is not a whole number ({lo} to {hi})"))?;
+        if v < lo as i128 || v > hi as i128 {
             return Err(format!("{s} is out of range ({lo} to {hi})"));
         }
-        Ok(v)
+        Ok(v as u64)
     }
 }
 
@@ -211,6 +217,7 @@ mod tests {
         }
         assert!(ranges::confidence("0.95").is_ok());
         assert!(ranges::confidence("1").is_err() && ranges::confidence("0").is_err());
+        assert!(ranges::confidence("0.3").is_err() && ranges::confidence("0.5").is_ok());
         assert_eq!(ranges::jobs("4"), Ok(4));
         assert!(ranges::jobs("0").is_err() && ranges::jobs("257").is_err());
         assert!(ranges::whole_secs("0").is_err() && ranges::whole_secs("60").is_ok());

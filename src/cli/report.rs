@@ -160,7 +160,7 @@ impl PostToArgs {
         };
         let issue: IssueRef = raw.parse().map_err(|e: github::GithubError| e.into_cli())?;
         Token::resolve(self.github.token_file.as_ref()).map_err(|e| e.into_cli())?;
-        github::client::api_base(&self.github.api_url).map_err(|e| e.into_cli())?;
+        github::options::api_base(&self.github.api_url).map_err(|e| e.into_cli())?;
         Ok(Some(issue))
     }
 
@@ -381,6 +381,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     if let Some(k) = &args.key {
         github::body::validate_key(k).map_err(|e| e.into_cli())?;
     }
+    if let Some(path) = &args.junit {
+        crate::cli::output::check_writable("--junit", path)?;
+    }
     let mut results = read_results(&args.results)?;
     if let Some(url) = &args.repo_url {
         for r in &mut results {
@@ -392,9 +395,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
 
     if let Some(path) = &args.junit {
         let all: Vec<&AnyResult> = results.iter().collect();
-        std::fs::write(path, crate::report::junit::render(&all)).map_err(|e| {
-            CliError::infra(format!("--junit {}: cannot write: {e}", path.display()))
-        })?;
+        crate::cli::output::write(
+            "--junit",
+            path,
+            crate::report::junit::render(&all).as_bytes(),
+        )?;
     }
     append_step_summary(&rendered, run_url.as_deref())?;
 

@@ -10,6 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod memory;
+pub use memory::{Memory, UnifiedKnob, UNIFIED_FILES};
+
 #[derive(
     Debug,
     Clone,
@@ -61,6 +64,12 @@ pub struct TreeFacts {
     pub hip_targets_var: String,
     /// `GGML_CUDA` (current) or `GGML_CUBLAS`.
     pub cuda_option: String,
+    /// How HIP's unified memory is asked for here (left out of the stored text when it is
+    /// today's env, so facts stored before the axis read the same).
+    #[serde(default, skip_serializing_if = "UnifiedKnob::is_env")]
+    pub hip_unified: UnifiedKnob,
+    #[serde(default, skip_serializing_if = "UnifiedKnob::is_env")]
+    pub cuda_unified: UnifiedKnob,
 }
 
 impl Default for TreeFacts {
@@ -70,6 +79,8 @@ impl Default for TreeFacts {
             hip_option: "GGML_HIP".into(),
             hip_targets_var: "GPU_TARGETS".into(),
             cuda_option: "GGML_CUDA".into(),
+            hip_unified: UnifiedKnob::Env,
+            cuda_unified: UnifiedKnob::Env,
         }
     }
 }
@@ -126,6 +137,12 @@ impl TreeFacts {
             hip_option: hip_option.into(),
             hip_targets_var: hip_targets_var.into(),
             cuda_option: cuda_option.into(),
+            hip_unified: if has_word("GGML_HIP_UMA") {
+                UnifiedKnob::CmakeOption
+            } else {
+                UnifiedKnob::Env
+            },
+            cuda_unified: UnifiedKnob::Env,
         }
     }
 }
@@ -143,6 +160,9 @@ pub struct Recipe {
     pub graphs: Option<bool>,
     pub hip_no_vmm: Option<bool>,
     pub rocwmma_fattn: Option<bool>,
+    /// Placement of the replay's buffers; out of the identity when it is `device`.
+    #[serde(default, skip_serializing_if = "Memory::is_device")]
+    pub memory: Memory,
     pub build_type: String,
     /// Compile through ccache (the images carry it; on the host only when it is on PATH).
     pub ccache: bool,
@@ -159,6 +179,7 @@ impl Recipe {
             graphs: None,
             hip_no_vmm: None,
             rocwmma_fattn: None,
+            memory: Memory::Device,
             build_type: "Release".into(),
             ccache: true,
             extra_cmake_args: Vec::new(),
@@ -198,6 +219,9 @@ impl Recipe {
                 }
                 if let Some(v) = self.rocwmma_fattn {
                     a.push(format!("-DGGML_HIP_ROCWMMA_FATTN={}", onoff(v)));
+                }
+                if self.memory == Memory::Unified && facts.hip_unified == UnifiedKnob::CmakeOption {
+                    a.push("-DGGML_HIP_UMA=ON".into());
                 }
             }
             Backend::Cuda => {
@@ -285,6 +309,9 @@ pub struct Launch {
     pub cuda_disable_graphs: Option<bool>,
     pub cuda_disable_fusion: Option<bool>,
     pub hsa_override_gfx_version: Option<String>,
+    /// lucebox's fork moves large allocations on integrated GPUs to managed memory by itself;
+    /// `DFLASH_HIP_NO_AUTO_UMA=1` turns that off (its ggml-cuda.cu:155 at lucebox 53859c26).
+    pub dflash_hip_no_auto_uma: Option<bool>,
 }
 
 impl Launch {
@@ -306,6 +333,11 @@ impl Launch {
         }
         if let Some(v) = &self.hsa_override_gfx_version {
             e.push(("HSA_OVERRIDE_GFX_VERSION".into(), v.clone()));
+        }
+        // The fork tests `getenv(...) != nullptr`: any value turns auto-UMA off, so `false`
+        // leaves the variable unset.
+        if self.dflash_hip_no_auto_uma == Some(true) {
+            e.push(("DFLASH_HIP_NO_AUTO_UMA".into(), "1".into()));
         }
         e
     }
@@ -413,6 +445,7 @@ mod tests {
             cuda_disable_graphs: Some(true),
             cuda_disable_fusion: Some(false),
             hsa_override_gfx_version: Some("11.5.1".into()),
+            dflash_hip_no_auto_uma: Some(true),
         };
         let env: Vec<String> = l.env().iter().map(|(k, v)| format!("{k}={v}")).collect();
         assert_eq!(
@@ -422,7 +455,8 @@ mod tests {
                 "AMD_SERIALIZE_KERNEL=3",
                 "GGML_CUDA_DISABLE_GRAPHS=1",
                 "GGML_CUDA_DISABLE_FUSION=0",
-                "HSA_OVERRIDE_GFX_VERSION=11.5.1"
+                "HSA_OVERRIDE_GFX_VERSION=11.5.1",
+                "DFLASH_HIP_NO_AUTO_UMA=1"
             ]
         );
         assert!(Launch::default().env().is_empty());

@@ -7,28 +7,12 @@
 //!
 //! Pure: no files, processes or clap.
 
-use crate::core::build::{Backend, Recipe};
+use crate::core::build::{Backend, Memory, Recipe};
 use crate::core::matrix::{Config, RawProbe};
 use crate::core::result::ConfigurationInfo;
 
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
 pub const DEFAULT_HIP_TARGET: &str = "gfx1151";
-
-/// Where ggml lives in the trees we know, most specific first: a lucebox checkout
-/// (`server/deps/llama.cpp/ggml`), llama.cpp (`ggml/`), ggml itself (the root).
-pub const GGML_LOCATIONS: [&str; 3] = ["server/deps/llama.cpp/ggml", "ggml", ""];
-
-/// The ggml directory of a tree, given a test for "this relative path exists": the first of
-/// `GGML_LOCATIONS` that has `CMakeLists.txt` and `include/ggml.h`.
-pub fn ggml_subdir(has: impl Fn(&str) -> bool) -> Option<&'static str> {
-    GGML_LOCATIONS.into_iter().find(|dir| {
-        let p = |f: &str| match *dir {
-            "" => f.to_string(),
-            d => format!("{d}/{f}"),
-        };
-        has(&p("CMakeLists.txt")) && has(&p("include/ggml.h"))
-    })
-}
 
 /// What is probed: the bundled replay reproducer, llama.cpp's own decode (`decode`: the
 /// bundled decode-probe on the tool's tiny model; llama.cpp trees only), or a user's build + test
@@ -85,6 +69,8 @@ pub struct Flags {
     pub gpu_target: Option<String>,
     pub wave_size: Option<u32>,
     pub graphs: Option<bool>,
+    /// `--memory device|unified|host`.
+    pub memory: Option<Memory>,
     /// `K=V` pairs; a key already set is replaced, a new one appended.
     pub launch_env: Vec<(String, String)>,
     /// Appended after the configuration's own (CMake: the last wins).
@@ -157,6 +143,7 @@ impl Resolved {
             // Keep what a backend change does not invalidate.
             self.recipe.extra_cmake_args = old.extra_cmake_args;
             self.recipe.graphs = old.graphs;
+            self.recipe.memory = old.memory;
             self.backend = b;
         }
         if let Some(i) = f.image.as_ref().filter(|i| Some(*i) != self.image.as_ref()) {
@@ -192,6 +179,14 @@ impl Resolved {
                 show(self.recipe.graphs.map(onoff))
             ));
             self.recipe.graphs = Some(g);
+        }
+        if let Some(m) = f.memory.filter(|m| *m != self.recipe.memory) {
+            changed.push(format!(
+                "--memory {} (configuration: {})",
+                m.as_str(),
+                self.recipe.memory.as_str()
+            ));
+            self.recipe.memory = m;
         }
         for (k, v) in &f.launch_env {
             match self.launch_env.iter_mut().find(|(n, _)| n == k) {
@@ -251,6 +246,21 @@ impl Resolved {
             self.timeout_s = Some(t);
         }
         changed
+    }
+
+    /// A placement this backend cannot have, as one line naming the flag (bad input: exit 2
+    /// before any probe). On the CPU backend host memory is the same buffer as device memory,
+    /// and ggml's unified switch acts on CUDA/HIP allocations only: both would pass without
+    /// testing anything. `device` on the CPU is the CPU buffer, what every CPU run did.
+    pub fn memory_refused(&self) -> Option<String> {
+        if self.backend != Backend::Cpu {
+            return None;
+        }
+        match self.recipe.memory {
+            Memory::Device => None,
+            Memory::Host => Some("--memory host: the CPU backend's buffers are host memory already (the same buffer as device); use --memory device, or --backend hip|cuda".into()),
+            Memory::Unified => Some("--memory unified: ggml's unified-memory switch (GGML_CUDA_ENABLE_UNIFIED_MEMORY, GGML_HIP_UMA) acts on CUDA/HIP allocations only; use --memory device on the CPU, or --backend hip|cuda".into()),
+        }
     }
 
     /// `--backend hip` without a GPU target means the subject, gfx1151. Returns the note to
@@ -313,6 +323,9 @@ impl Resolved {
         }
         if let Some(g) = self.recipe.graphs {
             settings.push(format!("graphs={g}"));
+        }
+        if !self.recipe.memory.is_device() {
+            settings.push(format!("memory={}", self.recipe.memory.as_str()));
         }
         settings.extend(self.launch_env.iter().map(|(k, v)| format!("{k}={v}")));
         settings.extend(self.recipe.extra_cmake_args.iter().cloned());
@@ -429,33 +442,6 @@ args = ["--steps", "7"]
         assert_eq!(info.id.as_deref(), Some(c.id.as_deref().unwrap()));
         assert!(info.settings.contains(&"wave_size=32".to_string()));
         assert!(info.settings.contains(&"-DGGML_CUDA_FA=OFF".to_string()));
-    }
-
-    #[test]
-    fn ggml_is_found_in_lucebox_llama_cpp_and_ggml_trees() {
-        fn tree<'a>(files: &'a [&'a str]) -> impl Fn(&str) -> bool + 'a {
-            move |p: &str| files.contains(&p)
-        }
-        const LUCEBOX: [&str; 3] = [
-            "server/deps/llama.cpp/ggml/CMakeLists.txt",
-            "server/deps/llama.cpp/ggml/include/ggml.h",
-            "server/deps/llama.cpp/CMakeLists.txt",
-        ];
-        assert_eq!(
-            ggml_subdir(tree(&LUCEBOX)),
-            Some("server/deps/llama.cpp/ggml")
-        );
-        const LLAMA: [&str; 3] = [
-            "ggml/CMakeLists.txt",
-            "ggml/include/ggml.h",
-            "CMakeLists.txt",
-        ];
-        assert_eq!(ggml_subdir(tree(&LLAMA)), Some("ggml"));
-        assert_eq!(
-            ggml_subdir(tree(&["CMakeLists.txt", "include/ggml.h"])),
-            Some("")
-        );
-        assert_eq!(ggml_subdir(tree(&["CMakeLists.txt"])), None);
     }
 
     #[test]

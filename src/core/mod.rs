@@ -8,6 +8,7 @@ pub mod evidence;
 pub mod flaky;
 pub mod gguf;
 pub mod judge;
+pub mod layout;
 pub mod matrix;
 pub mod outcome;
 pub mod plan;

@@ -195,8 +195,9 @@ impl Predicate {
         Predicate { regress, signature }
     }
 
-    /// Stable text identifying the predicate, part of nothing stored (results are stored raw,
-    /// so changing `--regress` or `--match` reuses every probe).
+    /// Stable text naming the predicate: written into the result document
+    /// (`BisectResult::predicate`, which `regress()` reads back), never into a store key
+    /// (probes are stored raw, so changing `--regress` or `--match` reuses every one).
     pub fn describe(&self) -> String {
         match &self.signature {
             Some(re) => format!("regress={} match={}", self.regress.as_str(), re.as_str()),

@@ -16,8 +16,14 @@ pub struct CommitInfo {
 
 impl CommitInfo {
     pub fn short(&self) -> &str {
-        &self.sha[..self.sha.len().min(10)]
+        short_sha(&self.sha)
     }
+}
+
+/// A commit id as people read it in logs, progress and container names: its first 10
+/// characters (whole when shorter), the one length everywhere a sha is cut for display.
+pub fn short_sha(sha: &str) -> &str {
+    sha.get(..10).unwrap_or(sha)
 }
 
 /// One thing to test: a run of consecutive commits with the same tested tree.

@@ -349,5 +349,6 @@ pub fn ceil_log2(x: usize) -> u32 {
 
 mod costs;
 pub mod endpoint;
+pub mod simulate;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! exchange, with the publisher built inside it, because octocrab's client is bound to the
 //! runtime it was created on.
 
-use super::client::GithubOptions;
+use super::options::GithubOptions;
 use super::{Document, GithubError, IssueRef, PostOutcome};
 
 /// One comment to create or edit, for the blocking entry points.

@@ -9,6 +9,7 @@
 
 use super::body;
 use super::http::{backoff, classify, error_message, next_link, rate_limit, Ctx};
+use super::options::api_base;
 use super::{GithubError, IssueRef, Token};
 use crate::report::document::Document;
 use http::{HeaderMap, Method, Uri};
@@ -39,57 +40,6 @@ pub struct PostOutcome {
     pub html_url: Option<String>,
 }
 
-/// How to reach GitHub; shared by `report`, `bisect --post-to` and `matrix --post-to`.
-#[derive(Debug, Clone, clap::Args)]
-#[command(next_help_heading = "GitHub")]
-pub struct GithubOptions {
-    /// GitHub API base URL (GitHub Enterprise: https://HOST/api/v3).
-    #[arg(
-        long,
-        env = "GITHUB_API_URL",
-        default_value = "https://api.github.com",
-        value_name = "URL"
-    )]
-    pub api_url: String,
-    /// Read the token from this file instead of the GITHUB_TOKEN environment variable.
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<std::path::PathBuf>,
-    /// Only comments by this login count as ours (default: the token's user; inside GitHub
-    /// Actions, github-actions[bot] when the token cannot tell).
-    #[arg(long, value_name = "LOGIN")]
-    pub comment_author: Option<String>,
-    /// Retries after rate limiting or server errors.
-    #[arg(long = "github-retries", default_value_t = 4, value_name = "N")]
-    pub max_retries: u32,
-    /// Longest single wait for a rate limit to reset, in seconds; longer waits fail instead.
-    #[arg(long = "github-max-wait", default_value_t = 900, value_name = "SECS")]
-    pub max_wait_s: u64,
-}
-
-impl GithubOptions {
-    /// A publisher for `issue`, reading the token now (so a missing token fails before work).
-    pub fn publisher(&self, issue: &IssueRef) -> Result<Publisher, GithubError> {
-        let token = Token::resolve(self.token_file.as_ref())?;
-        let mut p = Publisher::new(issue.clone(), &token, &self.api_url)?;
-        p.comment_author = self.comment_author.clone();
-        p.in_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
-        p.max_retries = self.max_retries;
-        p.max_wait = Duration::from_secs(self.max_wait_s);
-        Ok(p)
-    }
-}
-
-/// `--api-url` as the client will use it; checked before any probe runs, so a typo is found in
-/// the first second rather than after hours of probing.
-pub fn api_base(api_url: &str) -> Result<Uri, GithubError> {
-    let bad = || GithubError::InvalidApiUrl(api_url.to_string());
-    let base: Uri = api_url.trim_end_matches('/').parse().map_err(|_| bad())?;
-    if !matches!(base.scheme_str(), Some("http" | "https")) || base.authority().is_none() {
-        return Err(bad());
-    }
-    Ok(base)
-}
-
 /// Keeps one comment per key current on one issue.
 pub struct Publisher {
     crab: Octocrab,
@@ -99,6 +49,9 @@ pub struct Publisher {
     pub comment_author: Option<String>,
     /// Inside GitHub Actions: fall back to [`ACTIONS_BOT`] when `GET /user` is refused.
     pub in_actions: bool,
+    /// Inside GitHub Actions: the repository the workflow runs in (`GITHUB_REPOSITORY`). Its
+    /// GITHUB_TOKEN may write only there, so a refused write elsewhere names the fix.
+    pub home_repo: Option<String>,
     pub max_retries: u32,
     pub max_wait: Duration,
     login: OnceLock<String>,
@@ -162,6 +115,7 @@ impl Publisher {
             issue,
             comment_author: None,
             in_actions: false,
+            home_repo: None,
             max_retries: 4,
             max_wait: Duration::from_secs(900),
             login: OnceLock::new(),
@@ -175,6 +129,37 @@ impl Publisher {
     /// Creates the comment for `key` or edits it in place; `state` goes into the hidden state
     /// block. `artifact_url` is linked wherever logs had to be cut.
     pub async fn post_or_update(
+        &self,
+        key: &str,
+        doc: &Document,
+        state: Option<&serde_json::Value>,
+        artifact_url: Option<&str>,
+    ) -> Result<PostOutcome, GithubError> {
+        self.write(key, doc, state, artifact_url)
+            .await
+            .map_err(|e| self.name_the_token(e))
+    }
+
+    /// An integration token refused a write to another repository than the workflow's own:
+    /// that is a workflow's GITHUB_TOKEN (GitHub scopes it to its repository), and the fix is
+    /// another token, not a permission.
+    fn name_the_token(&self, e: GithubError) -> GithubError {
+        match (e, &self.home_repo) {
+            (GithubError::ReadOnlyToken { what }, Some(home))
+                if !home
+                    .eq_ignore_ascii_case(&format!("{}/{}", self.issue.owner, self.issue.repo)) =>
+            {
+                GithubError::ForeignRepository {
+                    what,
+                    home: home.clone(),
+                    target: format!("{}/{}", self.issue.owner, self.issue.repo),
+                }
+            }
+            (e, _) => e,
+        }
+    }
+
+    async fn write(
         &self,
         key: &str,
         doc: &Document,

@@ -16,13 +16,15 @@ pub mod blocking;
 pub mod body;
 pub mod client;
 mod http;
+pub mod options;
 pub mod resume;
 pub mod state;
 
 pub use crate::report::document::{Document, Section};
 pub use blocking::{load_state_blocking, post_all_blocking, post_or_update_blocking, Post};
 pub use body::MAX_BODY;
-pub use client::{post_or_update, GithubOptions, PostAction, PostOutcome, Publisher};
+pub use client::{post_or_update, PostAction, PostOutcome, Publisher};
+pub use options::GithubOptions;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -145,6 +147,12 @@ pub enum GithubError {
     Unauthorized { what: String, message: String },
     #[error("{what}: the token is read-only here (403: Resource not accessible by integration). Workflows run from a fork get a read-only GITHUB_TOKEN: post from a workflow in the base repository (e.g. on workflow_run) or grant `permissions: issues: write`")]
     ReadOnlyToken { what: String },
+    #[error("{what}: this workflow's GITHUB_TOKEN writes only to {home}, not to {target} (403: Resource not accessible by integration); set the repository secret RESULTS_TOKEN to a token that may comment on {target}: a fine-grained token with Issues read and write on {target}, or a classic token with public_repo")]
+    ForeignRepository {
+        what: String,
+        home: String,
+        target: String,
+    },
     #[error("{what}: forbidden (403: {message}); the token needs write access to issues of this repository (fine-grained: Issues read/write; classic: public_repo or repo)")]
     Forbidden { what: String, message: String },
     #[error("{what}: not found (404). Check that {target} exists and that the token can see it (private repositories need a token with access)")]
@@ -193,6 +201,7 @@ impl GithubError {
                 | GithubError::Token(_)
                 | GithubError::Unauthorized { .. }
                 | GithubError::ReadOnlyToken { .. }
+                | GithubError::ForeignRepository { .. }
                 | GithubError::Forbidden { .. }
                 | GithubError::NotFound { .. }
                 | GithubError::UnknownAuthor(_)

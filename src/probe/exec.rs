@@ -12,7 +12,7 @@ use crate::probe::reaper::{descendants, kill_tree, start_time};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -168,6 +168,18 @@ pub fn out_of_space(r: &RunResult) -> Option<String> {
     disk_full(&r.output).then(|| "disk full: no space left on device".to_string())
 }
 
+/// Where `program` is on this process's `PATH`, as `Command` would find it: the one lookup
+/// for every tool the machinery asks about (ccache, ninja, cmake, hipconfig, the engine).
+pub fn which(program: &str) -> Option<PathBuf> {
+    which_in(&std::env::var_os("PATH")?, program)
+}
+
+fn which_in(path: &std::ffi::OsStr, program: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
 /// Where a program would be found, as `Command` looks for it, so a missing one is an error of
 /// ours before the supervisor starts (not an exit 127 that reads like a failing test).
 fn check_startable(program: &str, cwd: &Path, env: &[(String, String)]) -> std::io::Result<()> {
@@ -199,7 +211,7 @@ fn check_startable(program: &str, cwd: &Path, env: &[(String, String)]) -> std::
         .map(|(_, v)| std::ffi::OsString::from(v))
         .or_else(|| std::env::var_os("PATH"))
         .unwrap_or_default();
-    if std::env::split_paths(&path).any(|d| d.join(program).is_file()) {
+    if which_in(&path, program).is_some() {
         Ok(())
     } else {
         Err(missing("not found in PATH".into()))

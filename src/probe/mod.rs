@@ -17,25 +17,29 @@ pub mod reaper;
 pub mod repro;
 pub mod script;
 pub mod secrets;
+pub mod vendor;
 
 use crate::core::build::{BuildError, TreeFacts};
 use crate::core::ccache::Ccache;
+use crate::core::layout::Layout;
 use crate::core::outcome::{Outcome, SkipScope};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Reads the CMake files of a ggml tree (or a llama.cpp tree with ggml under `ggml/`).
-pub fn tree_facts(tree: &Path) -> Result<TreeFacts, BuildError> {
-    let root = if tree.join("ggml/CMakeLists.txt").is_file() {
-        tree.join("ggml")
-    } else if tree.join("CMakeLists.txt").is_file() {
-        tree.to_path_buf()
-    } else {
+/// Where ggml sits in a checkout on disk: `core::layout`'s rule asked of the file system.
+pub fn layout(checkout: &Path) -> Layout {
+    Layout::of(|p| checkout.join(p).exists())
+}
+
+/// The CMake spellings of the ggml in a checkout, wherever its layout puts it.
+pub fn tree_facts(checkout: &Path) -> Result<TreeFacts, BuildError> {
+    let root = checkout.join(layout(checkout).ggml_dir());
+    if !root.join("CMakeLists.txt").is_file() {
         return Err(BuildError::NotGgml {
-            path: tree.display().to_string(),
+            path: checkout.display().to_string(),
         });
-    };
+    }
     let mut text = String::new();
     for rel in crate::core::build::CMAKE_FILES {
         let p = root.join(rel);
@@ -53,7 +57,13 @@ pub fn tree_facts(tree: &Path) -> Result<TreeFacts, BuildError> {
             }
         }
     }
-    Ok(TreeFacts::from_cmake_text(&text))
+    // The unified-memory knobs live in two source files, not in CMake (issue 26).
+    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).ok();
+    let [hip_h, cu, old_cu] = crate::core::build::UNIFIED_FILES;
+    Ok(TreeFacts::from_cmake_text(&text).with_unified(
+        read(hip_h).as_deref(),
+        read(cu).or_else(|| read(old_cu)).as_deref(),
+    ))
 }
 
 /// Where a probe is in its life, for the progress bar.
@@ -183,6 +193,22 @@ pub trait Prober: Send + Sync {
     fn named_inputs(&self) -> Option<Vec<String>> {
         None
     }
+
+    /// What of a commit's tree this prober reads, so a checkout writes only that: a blob
+    /// missing outside it (a partial clone, a pruned data file) cannot stop the probe.
+    fn reads(&self) -> Reads {
+        Reads::Tree
+    }
+}
+
+/// What of a commit's tree a prober reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// Everything (a user's build and test may read any file).
+    Tree,
+    /// ggml's directory as `core::config::ggml_subdir` finds it in the commit, and the
+    /// vendoring note beside it (`vendor::NOTE`); the whole tree where ggml is its root.
+    Ggml,
 }
 
 #[cfg(test)]
@@ -198,6 +224,7 @@ mod tests {
     fn detect_reads_llama_cpp_layout_and_rejects_non_ggml() {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("ggml/src/ggml-hip")).unwrap();
+        std::fs::create_dir_all(d.path().join("ggml/include")).unwrap();
         std::fs::write(
             d.path().join("ggml/CMakeLists.txt"),
             "option(GGML_HIP \"\" OFF)",
@@ -213,5 +240,20 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let err = tree_facts(empty.path()).unwrap_err().to_string();
         assert!(err.contains("not a ggml source tree"), "{err}");
+    }
+
+    #[test]
+    fn a_lucebox_checkout_is_read_at_its_vendored_ggml() {
+        let d = tempfile::tempdir().unwrap();
+        let ggml = d.path().join("server/deps/llama.cpp/ggml");
+        std::fs::create_dir_all(ggml.join("src/ggml-hip")).unwrap();
+        std::fs::create_dir_all(ggml.join("include")).unwrap();
+        std::fs::write(ggml.join("CMakeLists.txt"), "option(GGML_HIP \"\" OFF)").unwrap();
+        std::fs::write(ggml.join("src/ggml-hip/CMakeLists.txt"), BEFORE_A3FDE8DF).unwrap();
+        // The lucebox root is a CMake project of its own, which says nothing about ggml.
+        std::fs::write(d.path().join("CMakeLists.txt"), "project(lucebox)\n").unwrap();
+        assert_eq!(layout(d.path()), Layout::Lucebox);
+        let f = tree_facts(d.path()).unwrap();
+        assert_eq!(f.hip_targets_var, "AMDGPU_TARGETS");
     }
 }

@@ -7,16 +7,20 @@
 //! compiled into this binary, so the reproducer is the same wherever the tool runs and its hash
 //! is part of every stored result's key.
 //!
-//! Constructing one (the bisect driver and the matrix runner):
+//! Every bisect, matrix cell and configuration bisect makes one through `run::probers` (per
+//! checked-out tree: `PerTreeRepro` sets `ggml_subdir` from `core::layout` and the CMake
+//! arguments from that tree's spellings). By hand, for a llama.cpp checkout:
 //! ```no_run
 //! use std::sync::Arc;
+//! use setrows_bisect::core::layout::Layout;
 //! use setrows_bisect::probe::repro::{ReproOptions, ReproProber};
 //! let mut opts = ReproOptions::new(Arc::new(setrows_bisect::probe::launch::HostLauncher));
-//! opts.ggml_subdir = "ggml".into(); // a llama.cpp checkout; "" for ggml-org/ggml
-//! opts.cmake_args = vec!["-DGGML_CUDA=ON".into()]; // the recipe from build.rs
+//! opts.ggml_subdir = Layout::LlamaCpp.ggml_dir().into();
+//! opts.cmake_args = vec!["-DGGML_CUDA=ON".into()]; // core::build's recipe for this tree
 //! opts.repro_args = vec!["--steps".into(), "20000".into()]; // --repro-arg values
 //! let prober = ReproProber::new(opts);
 //! ```
+//! One probe (`steps`): build, prove, test, provenance.
 //! Steps run through the launcher, so the same prober works on the host or in a container: the
 //! scripts only name `$SRC` (the checkout) and `$WORK` (the persistent build directory, where the
 //! embedded sources are written to a content-hashed folder and the CMake build tree lives).
@@ -28,8 +32,9 @@ mod options;
 mod proof;
 mod reasons;
 mod sources;
+mod steps;
 
-pub use classify::{classify, classify_expected, parse_result, Classified, ReproResult};
+pub use classify::{classify, classify_expected, parse_result, Classified, ReproSummary};
 pub use expect::{CompileDefs, Expectations};
 pub use options::{ReproOptions, Reproducer};
 pub use sources::{materialize_sources, sources_hash, SOURCES};
@@ -88,11 +93,6 @@ impl ReproProber {
         } else {
             format!("$SRC/{}", self.opts.ggml_subdir)
         };
-        // The decode probe builds the whole llama.cpp tree (its ggml comes with it).
-        let source_def = match self.opts.reproducer {
-            Reproducer::Decode => "-DLLAMA_SOURCE_DIR=$SRC".to_string(),
-            _ => format!("-DGGML_SOURCE_DIR={sub}"),
-        };
         let bdir = format!("$WORK/{}", self.build_dir_name());
         let extra: Vec<String> = self.opts.cmake_args.iter().map(|a| q(a)).collect();
         let jobs = self
@@ -100,6 +100,11 @@ impl ReproProber {
             .jobs
             .map(|j| format!(" -j {j}"))
             .unwrap_or_default();
+        // The decode probe builds the whole llama.cpp tree (its ggml comes with it).
+        let source_def = match self.opts.reproducer {
+            Reproducer::Decode => "-DLLAMA_SOURCE_DIR=$SRC".to_string(),
+            _ => format!("-DGGML_SOURCE_DIR={sub}"),
+        };
         format!(
             "set -e\n\
              launcher=''\n\
@@ -231,245 +236,7 @@ impl Prober for ReproProber {
     }
 
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
-        let started = std::time::Instant::now();
-        let mut provenance: BTreeMap<String, String> = self.opts.launcher.provenance();
-        provenance.insert("repro_sources".into(), self.sources[..16].to_string());
-        let ggml_root: PathBuf = req.checkout.join(&self.opts.ggml_subdir);
-        let report = |outcome: Outcome,
-                      signature: Option<String>,
-                      r: Option<&exec::RunResult>,
-                      build_s: f64,
-                      test_s: f64,
-                      provenance: BTreeMap<String, String>| ProbeReport {
-            outcome,
-            signature,
-            exit_code: r.and_then(|r| r.exit_code),
-            signal: r.and_then(|r| r.signal),
-            duration_s: started.elapsed().as_secs_f64(),
-            build_s,
-            test_s,
-            output_tail: exec::tail_bytes(r.map_or("", |r| &r.output), 8192),
-            provenance,
-            ..ProbeReport::infra(String::new(), req.log_path)
-        };
-        let decode = self.opts.reproducer == Reproducer::Decode;
-        if decode && !crate::probe::decode::is_llama_tree(|p| req.checkout.join(p).is_file()) {
-            return report(
-                Outcome::Untestable,
-                Some(format!(
-                    "commit {} is not a llama.cpp tree (no include/llama.h beside CMakeLists.txt): the decode probe cannot build it",
-                    req.commit
-                )),
-                None,
-                0.0,
-                0.0,
-                provenance,
-            );
-        }
-        if !decode
-            && (!ggml_root.join("include/ggml.h").is_file()
-                || !ggml_root.join("CMakeLists.txt").is_file())
-        {
-            return report(
-                Outcome::Untestable,
-                Some(format!(
-                    "no ggml source tree at {:?} in commit {} (include/ggml.h or CMakeLists.txt missing); ggml_subdir is \"\" for ggml-org/ggml and \"ggml\" for llama.cpp",
-                    self.opts.ggml_subdir, req.commit
-                )),
-                None,
-                0.0,
-                0.0,
-                provenance,
-            );
-        }
-        phase(Phase::Build);
-        let materialized = if decode {
-            crate::probe::decode::prepare(req.build_dir).map(|p| p.sources_dir)
-        } else {
-            materialize_sources(req.build_dir)
-        };
-        let src_name = match materialized {
-            Ok(n) => n,
-            Err(e) => {
-                return ProbeReport::infra(
-                    format!(
-                        "cannot write the bundled reproducer sources under {}: {e}",
-                        req.build_dir.display()
-                    ),
-                    req.log_path,
-                )
-            }
-        };
-        let mut build = self.job(
-            req,
-            self.build_script(&src_name),
-            &self.opts.build_env,
-            self.opts.build_timeout,
-            "build",
-        );
-        // The script decides whether ccache is there (`command -v`) and then creates the log,
-        // so a missing log means it was not.
-        let stats = StatsLog::for_step(&*self.opts.launcher, &build);
-        build.env.push(stats.env());
-        let built = self.run_job(&build, req.log_path);
-        let ccache = Some(stats.take().unwrap_or(Ccache::NotInstalled));
-        let report = |outcome, signature, r, build_s, test_s, provenance| ProbeReport {
-            ccache,
-            ..report(outcome, signature, r, build_s, test_s, provenance)
-        };
-        let built = match built {
-            Ok(r) => r,
-            Err(e) => {
-                return ProbeReport::infra(
-                    format!("cannot run the reproducer build: {e}"),
-                    req.log_path,
-                )
-            }
-        };
-        let build_s = built.duration.as_secs_f64();
-        // The build ran and is kept in the report; the test cannot answer (`why`, `scope`).
-        let untestable = |why: String, scope: SkipScope, provenance| ProbeReport {
-            skip_scope: scope,
-            ..report(
-                Outcome::Untestable,
-                Some(why),
-                Some(&built),
-                build_s,
-                0.0,
-                provenance,
-            )
-        };
-        if !built.success() {
-            if let Some(why) = crate::probe::step_infra_failure(&*self.opts.launcher, &built) {
-                return ProbeReport::infra(why, req.log_path);
-            }
-            if let Some((why, scope)) = reasons::toolchain(&self.opts.expect, &built.output) {
-                return untestable(why, scope, provenance);
-            }
-            let sig = if built.timed_out {
-                "build timed out".to_string()
-            } else {
-                reasons::build_error_line(&built.output).unwrap_or_else(|| "build failed".into())
-            };
-            return report(
-                Outcome::BuildFailed,
-                Some(sig),
-                Some(&built),
-                build_s,
-                0.0,
-                provenance,
-            );
-        }
-        // What the build itself proves (HIP: graphs from the compile commands, GPU targets from
-        // the offload bundles), recorded before anything can run and checked even when nothing
-        // will (a build-only question, a machine without the GPU): a build that is not what its
-        // configuration names answers neither question.
-        let tree = req.build_dir.join(self.build_dir_name());
-        let options = reasons::tree_options(&self.opts.expect, &ggml_root);
-        let defs = self
-            .opts
-            .expect
-            .needs_compile_defs()
-            .then(|| self.compile_defs(req.build_dir));
-        let proof = proof::hip_build(
-            &self.opts.expect,
-            &tree,
-            defs.as_ref(),
-            &options,
-            &mut provenance,
-        );
-        if let Some(m) = proof {
-            return untestable(m.reason, m.scope, provenance);
-        }
-        if self.opts.build_only {
-            return report(Outcome::Built, None, Some(&built), build_s, 0.0, provenance);
-        }
-        // No GPU for the backend here: the build stands, the test cannot run (and must not
-        // run, or a runtime abort would read as the commit's crash).
-        if let Some(why) = crate::probe::device::missing(self.opts.expect.backend) {
-            return untestable(why, SkipScope::Systematic, provenance);
-        }
-        let digest = req
-            .artifacts
-            .and_then(|_| self.artifact_digest(req.build_dir));
-        let mut built = report(Outcome::Pass, None, None, build_s, 0.0, provenance.clone());
-        if artifacts::reuse_or_note(req.artifacts, digest, &mut built) {
-            return built;
-        }
-        phase(Phase::Test);
-        let mut env = vec![("GGML_NO_BACKTRACE".to_string(), "1".to_string())];
-        env.extend(self.opts.run_env.iter().cloned());
-        let test = self.job(req, self.run_script(), &env, self.opts.run_timeout, "test");
-        let ran = match self.run_job(&test, req.log_path) {
-            Ok(r) => r,
-            Err(e) => {
-                return ProbeReport::infra(format!("cannot run the reproducer: {e}"), req.log_path)
-            }
-        };
-        if !ran.success() {
-            // a container engine that failed is not the reproducer failing
-            if let Some(why) = crate::probe::step_infra_failure(&*self.opts.launcher, &ran) {
-                return ProbeReport::infra(why, req.log_path);
-            }
-        }
-        let c = classify_expected(
-            ran.exit_code,
-            ran.signal,
-            ran.timed_out,
-            &ran.output,
-            &self.opts.expect,
-            defs.as_ref(),
-            &options,
-        );
-        if let Some(r) = parse_result(&ran.output) {
-            if let Some(f) = &r.features {
-                let list: Vec<String> = f
-                    .iter()
-                    .map(|(k, v)| match v {
-                        serde_json::Value::String(s) => format!("{k}={s}"),
-                        other => format!("{k}={other}"),
-                    })
-                    .collect();
-                provenance.insert("repro_features".into(), list.join(" "));
-            }
-            for (k, v) in [
-                ("repro_device_name", &r.device_description),
-                ("repro_compiled_archs", &r.compiled_archs),
-                ("repro_arch", &r.arch),
-            ] {
-                if let Some(v) = v {
-                    provenance.insert(k.into(), v.clone());
-                }
-            }
-            if let Some(w) = r.wave_size {
-                provenance.insert("repro_wave_size".into(), w.to_string());
-            }
-            for (k, v) in [
-                ("device", r.device),
-                ("backend", r.backend),
-                ("ggml_version", r.ggml_version),
-                ("repro_steps_run", r.steps_run.to_string()),
-            ] {
-                if !v.is_empty() {
-                    provenance.insert(k.into(), v);
-                }
-            }
-            if let Some(t) = r.timings {
-                provenance.insert("repro_steps_per_s".into(), format!("{:.1}", t.steps_per_s));
-            }
-        }
-        ProbeReport {
-            artifact_digest: built.artifact_digest,
-            skip_scope: c.scope,
-            ..report(
-                c.outcome,
-                c.signature,
-                Some(&ran),
-                build_s,
-                ran.duration.as_secs_f64(),
-                provenance,
-            )
-        }
+        self.probe_steps(req, phase)
     }
 }
 

@@ -19,7 +19,7 @@ use crate::probe::ccache::StatsLog;
 use crate::probe::launch::{Launcher, ShellJob};
 use crate::probe::{artifacts, exec};
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// Environment variables that change what a build produces: part of the store key, so
@@ -61,7 +61,7 @@ impl ScriptProber {
         work_dir: &Path,
     ) -> Self {
         let mut env = Vec::new();
-        if which("ccache").is_some() {
+        if exec::which("ccache").is_some() {
             // The user's own cache (content-addressed, so sharing it is safe) when the host
             // runs the steps: a private cold one under the work dir would throw away what
             // earlier builds paid for. A container sees only the work dir, so it keeps one there.
@@ -113,13 +113,6 @@ impl ScriptProber {
         ));
         s
     }
-}
-
-pub fn which(tool: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
 }
 
 impl Prober for ScriptProber {

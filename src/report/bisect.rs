@@ -7,7 +7,7 @@
 
 use super::document::Document;
 use super::{code, code_cell, commit_link, compare_link, escape, icon, probe_note, secs};
-use crate::core::outcome::{Predicate, Verdict};
+use crate::core::outcome::Predicate;
 use crate::core::range::{Candidate, Range};
 use crate::core::result::{
     BisectOutcome, BisectProbe, BisectRange, BisectResult, CandidateClass, Conclusion,
@@ -20,20 +20,12 @@ use reproduce::reproduce;
 mod endpoint;
 mod reproduce;
 
-/// Exit code for a conclusion: 0 found, 1 inconclusive (ambiguous, or an endpoint that does
-/// not behave as claimed).
+/// THE exit code of a search's conclusion (commit bisect and bisect-config): 0 found, 1
+/// inconclusive (ambiguous, or an endpoint that does not behave as claimed).
 pub fn exit_code(c: &Conclusion) -> i32 {
     match c {
         Conclusion::Found { .. } => exit::FOUND,
         _ => exit::INCONCLUSIVE,
-    }
-}
-
-fn verdict_text(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Old => "old",
-        Verdict::New => "new",
-        Verdict::Skip => "skip",
     }
 }
 
@@ -364,6 +356,7 @@ const FACTS: &[(&str, &str)] = &[
     ("kernel", "kernel"),
     ("compiler", "compiler"),
     ("ggml_version", "ggml"),
+    ("ggml_vendor", "vendored ggml (VENDOR.md)"),
     ("engine", "engine"),
     ("image", "image"),
     ("image_digest", "image digest"),
@@ -394,7 +387,7 @@ fn probe_table(b: &BisectResult) -> String {
                 .unwrap_or_default(),
             icon(p.outcome),
             p.outcome,
-            verdict_text(p.verdict),
+            p.verdict.as_str(),
             secs(p.duration_s),
             probe_note(p.cached, p.reused_from.as_deref()),
             p.signature

@@ -50,14 +50,6 @@ fn decided(p: &Point) -> (Outcome, Verdict) {
         .unwrap_or((Outcome::Pass, Verdict::Old))
 }
 
-fn word(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Old => "old",
-        Verdict::New => "new",
-        Verdict::Skip => "skip",
-    }
-}
-
 fn probes_list(p: &Point) -> String {
     let ns: Vec<String> = p.runs.iter().map(|r| r.0.to_string()).collect();
     format!(
@@ -142,7 +134,7 @@ fn mermaid(b: &BisectResult, pts: &[Point]) -> String {
             hex(&p.sha, 10),
             probes_list(p),
             icon(outcome),
-            word(verdict),
+            verdict.as_str(),
             reused_mark(p)
         ));
     }
@@ -197,7 +189,7 @@ fn text(b: &BisectResult, pts: &[Point]) -> String {
             p.index,
             hex(&p.sha, 10),
             icon(outcome),
-            word(verdict),
+            verdict.as_str(),
             outcome.as_str(),
             probes_list(p),
             p.reused

@@ -68,7 +68,7 @@ pub fn plan_next(
         Action::Finished => {
             let conclusion = s.conclusion().cloned();
             let first_bad = match &conclusion {
-                Some(session::Conclusion::Found { culprit, .. }) => {
+                Some(session::SessionConclusion::Found { culprit, .. }) => {
                     Some(r.candidates[*culprit].sha.clone())
                 }
                 _ => None,
@@ -117,7 +117,7 @@ pub fn probe_one(
     let repo = crate::run::git::open(&plan.repo_path).map_err(|e| fail(e.into()))?;
     let name = format!(
         "setrows-planned-{}-{index}-{}",
-        &cand.sha[..10],
+        crate::core::range::short_sha(&cand.sha),
         std::process::id()
     );
     let run = RunSpec {
@@ -130,7 +130,7 @@ pub fn probe_one(
         log: None,
     };
     // A runner's log says where its one probe is (a killed runner's last line names the phase).
-    let short = &cand.sha[..10];
+    let short = crate::core::range::short_sha(&cand.sha);
     let phase =
         |ph: crate::probe::Phase| eprintln!("setrows-bisect: probe {short}: {}", ph.as_str());
     let infra = |attempt: u32, msg: &str| {
@@ -145,6 +145,6 @@ pub fn probe_one(
     let key = StoreKey::new(&cand.tree, &probing.identity);
     Ok(json!({
         "sha": cand.sha, "run_index": index, "outcome": report.outcome,
-        "verdict": verdict, "result_dir": store.root().join("results").join(&key.0),
+        "verdict": verdict, "result_dir": store.dir(&key),
     }))
 }

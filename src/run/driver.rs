@@ -348,10 +348,10 @@ fn note(
         reused_from: report.reused_from.clone(),
     };
     sh.progress.line(&format!(
-        "{} {} {}{}  ({:.1}s){}",
-        &cand.sha[..10],
+        "{} {} -> {}{}  ({:.1}s){}",
+        crate::core::range::short_sha(&cand.sha),
         report.outcome,
-        verdict_word(verdict),
+        verdict,
         match (&report.reused_from, cached) {
             (Some(from), _) => format!(
                 " [test skipped: artifacts identical to {}]",
@@ -396,14 +396,6 @@ fn title(sh: &Shared<'_>, i: usize) -> String {
     t
 }
 
-fn verdict_word(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Old => "-> old",
-        Verdict::New => "-> new",
-        Verdict::Skip => "-> skip",
-    }
-}
-
 /// Runs candidate `index` once more on job slot `slot` through the one slot loop, with the
 /// bisection's progress line and journal.
 fn execute(
@@ -414,7 +406,7 @@ fn execute(
 ) -> Result<ProbeReport, DriverError> {
     let cand = &sh.plan.range.candidates[index];
     let title = &title(sh, index);
-    let short = &cand.sha[..10];
+    let short = crate::core::range::short_sha(&cand.sha);
     let repo = git::open(&sh.plan.repo_path)?;
     let name = format!("setrows-{short}-{run_index}-{}", std::process::id());
     let journal_err = Mutex::new(None);

@@ -13,6 +13,7 @@
 
 mod checkout;
 
+pub use crate::core::layout::Layout;
 pub use crate::core::range::{Candidate, CommitInfo, Range, RangeSpec};
 pub use checkout::Checkout;
 pub use git2::Oid;
@@ -125,72 +126,14 @@ pub fn commit_info(repo: &Repository, id: Oid) -> Result<CommitInfo, GitError> {
     })
 }
 
-/// The repository layouts whose ggml subtree a bisect keys commits by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// ggml itself (or anything else): the whole tree.
-    Ggml,
-    /// llama.cpp: ggml under `ggml/`.
-    LlamaCpp,
-    /// A lucebox checkout: llama.cpp vendored at `server/deps/llama.cpp`, ggml below it.
-    Lucebox,
-}
-
-impl Layout {
-    /// The subtree that decides whether two commits are the same test (`None`: the whole tree).
-    pub fn ggml_dir(self) -> Option<&'static str> {
-        match self {
-            Layout::Ggml => None,
-            Layout::LlamaCpp => Some("ggml"),
-            Layout::Lucebox => Some("server/deps/llama.cpp/ggml"),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Layout::Ggml => "ggml",
-            Layout::LlamaCpp => "llama.cpp",
-            Layout::Lucebox => "lucebox",
-        }
-    }
-}
-
-/// The layout of the tree at `bad`: lucebox (`server/deps/llama.cpp/ggml` with ggml's `src`
-/// and `include`), llama.cpp (`ggml/src`, `ggml/include`, a root CMakeLists.txt and
-/// `src/llama*.cpp`), else ggml.
-pub fn detect_layout(repo: &Repository, bad: Oid) -> Result<Layout, GitError> {
+/// Where ggml sits in the tree of `commit`: `core::layout`'s rule asked of git (nothing is
+/// checked out yet when a bisect decides which subtree keys its candidates).
+pub fn detect_layout(repo: &Repository, commit: Oid) -> Result<Layout, GitError> {
     let tree = repo
-        .find_commit(bad)
+        .find_commit(commit)
         .and_then(|c| c.tree())
-        .map_err(ctx(format!("reading tree of {bad}")))?;
-    let has = |p: &str| tree.get_path(Path::new(p)).is_ok();
-    let lucebox = "server/deps/llama.cpp/ggml";
-    if has(&format!("{lucebox}/src")) && has(&format!("{lucebox}/include")) {
-        return Ok(Layout::Lucebox);
-    }
-    let llama_src = tree
-        .get_path(Path::new("src"))
-        .ok()
-        .and_then(|e| e.to_object(repo).ok())
-        .and_then(|o| o.into_tree().ok())
-        .is_some_and(|t| {
-            t.iter().any(|e| {
-                e.name()
-                    .is_some_and(|n| n.starts_with("llama") && n.ends_with(".cpp"))
-            })
-        });
-    Ok(
-        if has("ggml/src") && has("ggml/include") && has("CMakeLists.txt") && llama_src {
-            Layout::LlamaCpp
-        } else {
-            Layout::Ggml
-        },
-    )
-}
-
-/// Whether `bad` is a llama.cpp tree (ggml under `ggml/`).
-pub fn looks_like_llama_cpp(repo: &Repository, bad: Oid) -> Result<bool, GitError> {
-    Ok(detect_layout(repo, bad)? == Layout::LlamaCpp)
+        .map_err(ctx(format!("reading tree of {commit}")))?;
+    Ok(Layout::of(|p| tree.get_path(Path::new(p)).is_ok()))
 }
 
 fn tested_tree(tree: &Tree<'_>, path: Option<&str>) -> String {

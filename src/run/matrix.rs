@@ -12,14 +12,14 @@ mod probers;
 mod wave;
 use wave::reads_wave_size;
 
-use crate::core::build::{Backend, TreeFacts};
+use crate::core::build::TreeFacts;
 use crate::core::matrix::{Config, RawProbe};
-use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
+use crate::probe::container::Engine;
 use crate::probe::launch::{HostLauncher, Launcher};
-use crate::probe::{Phase, ProbeReport, Prober};
+use crate::probe::{Phase, ProbeReport, Prober, Reads};
 use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
 use probers::Unavailable;
-pub use probers::{hipconfig_env, parse_hip_env, InfraAware};
+pub use probers::{hipconfig_env, parse_hip_env, ConfiguredProber};
 
 pub use crate::core::result::{Cell, ConfigRow, MatrixResults, Rev};
 use sha2::{Digest, Sha256};
@@ -211,7 +211,7 @@ impl Runner {
     /// Key of the persistent build and ccache directories: (image, recipe).
     fn build_key(&self, config: &Config) -> String {
         let mut recipe = config.recipe.clone();
-        recipe.ccache = self.engine.is_some() || crate::probe::script::which("ccache").is_some();
+        recipe.ccache = self.engine.is_some() || crate::probe::exec::which("ccache").is_some();
         short_hash(&[
             config.image.as_deref().unwrap_or("host"),
             &recipe.identity(),
@@ -229,13 +229,8 @@ impl Runner {
                 config.backend.as_str()
             )
         })?;
-        // A build needs no GPU: build-only cells run where none exists (hosted CI runners).
-        let gpu = if self.build_only {
-            GpuAccess::None
-        } else {
-            GpuAccess::from(config.backend)
-        };
-        let key = format!("{image}\n{gpu:?}\n{}", self.build_key(config));
+        // One launcher per image: build-only cells get no GPU (`run::probers::container_launcher`).
+        let key = format!("{image}\n{}\n{}", config.backend.as_str(), self.build_only);
         let mut cache = self
             .launchers
             .lock()
@@ -243,13 +238,15 @@ impl Runner {
         if let Some(l) = cache.get(&key) {
             return Ok(l.clone());
         }
-        let ccache = self
-            .work_dir
-            .join("matrix/ccache")
-            .join(self.build_key(config));
         let l: Arc<dyn Launcher> = Arc::new(
-            ContainerLauncher::new(engine.clone(), image, gpu, &ccache)
-                .map_err(|e| e.to_string())?,
+            crate::run::probers::container_launcher(
+                engine.clone(),
+                image,
+                config.backend,
+                self.build_only,
+                &self.work_dir,
+            )
+            .map_err(|e| e.to_string())?,
         );
         cache.insert(key, l.clone());
         Ok(l)
@@ -259,9 +256,10 @@ impl Runner {
     /// `run::probers`. Errors are infrastructure and name the cause.
     fn place(&self, config: &Config) -> Result<crate::run::probers::Place, String> {
         let launcher = self.launcher(config)?;
-        let hip_env = match (config.backend, self.probe.kind.as_deref()) {
-            (Backend::Hip, None | Some("replay")) => self.hip_env(&launcher)?,
-            _ => Vec::new(),
+        let hip_env = if crate::run::probers::needs_hipconfig(&self.resolved(config)) {
+            self.hip_env(&launcher)?
+        } else {
+            Vec::new()
         };
         Ok(crate::run::probers::Place {
             launcher,
@@ -295,7 +293,7 @@ impl Runner {
 
     /// The prober for one configuration: `run::probers`, the construction every command uses.
     /// Errors are infrastructure (the engine or image is not usable) and name the cause.
-    pub fn prober(&self, config: &Config, _rev: &Rev) -> Result<InfraAware, String> {
+    pub fn prober(&self, config: &Config, _rev: &Rev) -> Result<ConfiguredProber, String> {
         if let Some(other) = self
             .probe
             .kind
@@ -366,9 +364,11 @@ impl Runner {
             .work_dir
             .join("matrix/build")
             .join(self.build_key(config));
-        let log = self
-            .log_dir
-            .join(format!("{}-{}.log", config.id, &rev.sha[..10]));
+        let log = self.log_dir.join(format!(
+            "{}-{}.log",
+            config.id,
+            crate::core::range::short_sha(&rev.sha)
+        ));
         let prober: Box<dyn Prober> = match self.prober(config, rev) {
             Ok(p) => Box::new(p),
             Err(e) => Box::new(Unavailable(e)),
@@ -382,6 +382,9 @@ impl Runner {
             // Off: a matrix is the evidence for each (configuration, revision) cell, retried
             // on purpose; reusing there needs its own argument (issue 13 covers bisection).
             reuse_artifacts: false,
+            // The whole tree: one checkout serves every cell (script cells too) and
+            // `Runner::checkout` reads files of it.
+            reads: Reads::Tree,
         };
         let mut cached = false;
         let stored = probing

@@ -11,8 +11,8 @@
 //! sides.
 
 use crate::core::build::{Backend, Recipe, TreeFacts};
-use crate::core::config::{ggml_subdir, ProbeKind, Resolved};
-use crate::core::outcome::Outcome;
+use crate::core::config::{ProbeKind, Resolved};
+use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
 use crate::probe::exec::shell_words;
 use crate::probe::launch::Launcher;
 use crate::probe::repro::{ReproOptions, ReproProber};
@@ -42,8 +42,44 @@ pub struct Place {
 impl Place {
     /// Whether builds go through ccache here.
     pub fn ccache(&self) -> bool {
-        self.in_container || crate::probe::script::which("ccache").is_some()
+        self.in_container || crate::probe::exec::which("ccache").is_some()
     }
+}
+
+/// THE ccache directory of steps run in `image` by `engine` (one per engine and image, under
+/// the work dir: a container sees nothing else). Bisect and matrix share it, so a cell and a
+/// bisect in one image reuse each other's objects (ccache is content-addressed; its
+/// `CCACHE_STATSLOG` is per probe). Kept as bisect always spelled it: stores written before
+/// find their caches.
+pub fn ccache_dir(work_dir: &Path, engine: &str, image: &str) -> std::path::PathBuf {
+    work_dir
+        .join("ccache")
+        .join(crate::run::store::bisect_id(&[engine, image]))
+}
+
+/// THE container launcher for steps of one configuration: the engine answers, the image is
+/// present (never pulled), its ccache is `ccache_dir`. `build_only`: a build needs no GPU, so
+/// a build-only probe runs where none exists.
+pub fn container_launcher(
+    engine: Engine,
+    image: &str,
+    backend: Backend,
+    build_only: bool,
+    work_dir: &Path,
+) -> Result<ContainerLauncher, crate::probe::container::ContainerError> {
+    let gpu = if build_only {
+        GpuAccess::None
+    } else {
+        GpuAccess::from(backend)
+    };
+    let ccache = ccache_dir(work_dir, engine.kind.as_str(), image);
+    ContainerLauncher::new(engine, image, gpu, &ccache)
+}
+
+/// Whether `cfg`'s steps need the ROCm toolchain's own answer (`hipconfig_env`): the bundled
+/// reproducer built for HIP. One rule for bisect and matrix.
+pub fn needs_hipconfig(cfg: &Resolved) -> bool {
+    cfg.probe == ProbeKind::Replay && cfg.backend == Backend::Hip
 }
 
 /// The recipe as built at `place` (ccache on where it is available).
@@ -55,8 +91,8 @@ pub fn recipe_at(cfg: &Resolved, place: &Place) -> Recipe {
 
 /// Where ggml lives in a checkout, and its CMake spellings.
 pub fn tree_at(checkout: &Path, fallback: &TreeFacts) -> (String, TreeFacts) {
-    let sub = ggml_subdir(|p| checkout.join(p).is_file()).unwrap_or("");
-    let facts = crate::probe::tree_facts(&checkout.join(sub)).unwrap_or_else(|_| fallback.clone());
+    let sub = crate::probe::layout(checkout).ggml_dir();
+    let facts = crate::probe::tree_facts(checkout).unwrap_or_else(|_| fallback.clone());
     (sub.to_string(), facts)
 }
 
@@ -76,6 +112,8 @@ pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(Stri
     ));
     if !cfg.build_only {
         env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&cfg.repro_args)));
+        // a script's own program sees the unified-memory env where the tree reads it
+        env.extend(cfg.recipe.memory_env(facts));
     }
     if let Some(id) = &cfg.id {
         env.push(("SETROWS_CONFIG_ID".into(), id.clone()));
@@ -96,7 +134,7 @@ fn timeout(cfg: &Resolved) -> Option<Duration> {
 
 /// The prober of `cfg` at `place`. Infallible: what could fail (the engine, the image, the ROCm
 /// toolchain) was settled when `place` was made.
-pub fn prober(cfg: &Resolved, place: &Place) -> InfraAware {
+pub fn prober(cfg: &Resolved, place: &Place) -> ConfiguredProber {
     let inner: Box<dyn Prober> = match &cfg.probe {
         ProbeKind::Script { build, script } => Box::new(PerTreeScript {
             base: ScriptProber {
@@ -116,9 +154,8 @@ pub fn prober(cfg: &Resolved, place: &Place) -> InfraAware {
             place.fallback_facts.clone(),
         )),
     };
-    InfraAware {
+    ConfiguredProber {
         inner,
-        launcher: place.launcher.clone(),
         config_identity: cfg.identity(),
         config_id: cfg.id.clone(),
     }
@@ -147,6 +184,7 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     opts.run_env = cfg.launch_env.clone();
     opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
     opts.repro_args = cfg.repro_args.clone();
+    opts.repro_args.extend(cfg.recipe.memory_args());
     opts.build_only = cfg.build_only;
     if let Some(t) = timeout(cfg) {
         opts.run_timeout = Some(t);
@@ -198,6 +236,9 @@ impl PerTreeRepro {
         let mut opts = self.opts.clone();
         opts.ggml_subdir = sub;
         opts.cmake_args = self.recipe.cmake_args(&facts);
+        // unified memory: the env where this tree reads it, or the tree cannot have it
+        opts.run_env.extend(self.recipe.memory_env(&facts));
+        opts.unavailable = self.recipe.memory_unavailable(&facts);
         ReproProber::new(opts)
     }
 }
@@ -213,6 +254,16 @@ impl Prober for PerTreeRepro {
 
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
         self.for_tree(req.checkout).probe(req, phase)
+    }
+
+    // The replay builds `$SRC/<ggml dir>` and nothing else of the tree (`tree_at` finds that
+    // dir with the same `ggml_subdir` the checkout uses to write it); the decode probe builds
+    // the whole llama.cpp tree.
+    fn reads(&self) -> crate::probe::Reads {
+        match self.opts.reproducer {
+            crate::probe::repro::Reproducer::Decode => crate::probe::Reads::Tree,
+            _ => crate::probe::Reads::Ggml,
+        }
     }
 }
 
@@ -276,23 +327,26 @@ impl Launcher for Shared {
     }
 }
 
-/// A prober whose launcher may veto its verdict: a step that "failed" because the engine did
-/// (exit 125 with the engine's error, a full disk) is an `InfraError`, whatever the prober
-/// concluded from the exit code alone. Its identity adds the configuration's
+/// A prober of one configuration (the machinery's failures were classified by the probe itself,
+/// step by step: `probe::step_infra_failure`). Its identity adds the configuration's
 /// (`Resolved::identity`), so stored results of one configuration are never reused for
 /// another, and each report's provenance names the configuration id.
-pub struct InfraAware {
+pub struct ConfiguredProber {
     pub inner: Box<dyn Prober>,
-    pub launcher: Arc<dyn Launcher>,
     pub config_identity: String,
     pub config_id: Option<String>,
 }
 
-impl Prober for InfraAware {
+impl Prober for ConfiguredProber {
     // A wrapper must pass on what its prober reads, or build-aware candidates silently turn
     // off (the whole tree is assumed) for every bisect built through this path.
     fn named_inputs(&self) -> Option<Vec<String>> {
         self.inner.named_inputs()
+    }
+
+    // Likewise what of the tree it reads: a wrapper that dropped it would write whole trees.
+    fn reads(&self) -> crate::probe::Reads {
+        self.inner.reads()
     }
 
     fn identity(&self) -> String {
@@ -316,21 +370,8 @@ impl Prober for InfraAware {
         if let Some(id) = &self.config_id {
             report.provenance.insert("configuration".into(), id.clone());
         }
-        if !matches!(
-            report.outcome,
-            Outcome::InfraError | Outcome::Pass | Outcome::Built
-        ) {
-            let why = self
-                .launcher
-                .infra_failure(report.exit_code, &report.output_tail)
-                .or_else(|| {
-                    crate::probe::container::disk_full(&report.output_tail)
-                        .then(|| "disk full: no space left on device".to_string())
-                });
-            if let Some(why) = why {
-                report.outcome = Outcome::InfraError;
-                report.signature = Some(why);
-            }
+        if let Some(fork) = crate::probe::vendor::of_checkout(req.checkout) {
+            report.provenance.insert("ggml_vendor".into(), fork);
         }
         report
     }
@@ -357,9 +398,17 @@ pub fn hipconfig_env(launcher: &dyn Launcher) -> Result<Vec<(String, String)>, S
     .map_err(|e| format!("running hipconfig in {key}: {e}"))?;
     let env = parse_hip_env(&r.output);
     if !r.success() || env.len() != 2 {
+        // One line: the shell's or hipconfig's own first complaint, not its whole output.
+        let said = r
+            .output
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(|l| l.chars().take(160).collect::<String>())
+            .unwrap_or_else(|| "no output".into());
         return Err(format!(
-            "hipconfig in {key} did not give HIPCXX and HIP_PATH (is this a ROCm image?): {}",
-            r.output.trim()
+            "hipconfig in {} did not give HIPCXX and HIP_PATH (is ROCm installed there?): {said}",
+            key.lines().next().unwrap_or("")
         ));
     }
     Ok(env)

@@ -12,7 +12,7 @@
 
 use crate::core::outcome::Outcome;
 use crate::probe::artifacts::ArtifactIndex;
-use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
+use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober, Reads};
 use crate::run::artifacts::StoredArtifacts;
 use crate::run::git::{self, Checkout};
 use crate::run::store::{Store, StoreError, StoreKey, StoredRun};
@@ -124,6 +124,16 @@ impl Slot {
     pub fn checkout(&self, repo: &git2::Repository, sha: &str) -> Result<(), DriverError> {
         Ok(self.checkout.checkout(repo, sha)?)
     }
+
+    /// Moves the checkout to what a prober that `reads` this much reads of `sha`.
+    pub fn checkout_reading(
+        &self,
+        repo: &git2::Repository,
+        sha: &str,
+        reads: Reads,
+    ) -> Result<(), DriverError> {
+        Ok(self.checkout.checkout_reading(repo, sha, reads)?)
+    }
 }
 
 /// One run to make: commit `sha` of `repo` (the user's, or validation's scratch repository),
@@ -176,6 +186,9 @@ pub struct Probing<'a> {
     /// Answer a run from the stored run of byte-identical artifacts (`run::artifacts`) instead
     /// of testing: only where one run decides a commit, never where runs repeat on purpose.
     pub reuse_artifacts: bool,
+    /// What of each commit the checkout writes (`prober.reads()`, unless the caller's slot
+    /// serves more than this prober).
+    pub reads: Reads,
 }
 
 impl<'a> Probing<'a> {
@@ -187,6 +200,7 @@ impl<'a> Probing<'a> {
             attempts: INFRA_RETRIES,
             backoff: None,
             reuse_artifacts: false,
+            reads: prober.reads(),
         }
     }
 
@@ -251,7 +265,7 @@ impl<'a> Probing<'a> {
         loop {
             attempt += 1;
             (hooks.phase)(Phase::Checkout);
-            slot.checkout(run.repo, run.sha)?;
+            slot.checkout_reading(run.repo, run.sha, self.reads)?;
             let name = format!("{}-{attempt}", run.name);
             let req = ProbeRequest {
                 commit: run.sha,

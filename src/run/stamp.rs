@@ -53,7 +53,7 @@ pub fn web_url(remote: &str) -> Option<String> {
 
 /// Where a bisection's result is kept in the work dir.
 pub fn result_path(work_dir: &Path, id: &str) -> PathBuf {
-    work_dir.join("journal").join(format!("{id}.result.json"))
+    Store::at(work_dir).result_path(id)
 }
 
 /// Fills `result`'s invocation (argv, tool, repo URL, id, the answer probe's provenance) and
@@ -79,7 +79,7 @@ pub fn save(work_dir: &Path, id: &str, result: &BisectResult) -> Result<PathBuf,
         path: path.clone(),
         source,
     };
-    let dir = work_dir.join("journal");
+    let dir = Store::at(work_dir).journal_dir();
     std::fs::create_dir_all(&dir).map_err(io)?;
     let text = serde_json::to_string_pretty(result).unwrap_or_default() + "\n";
     crate::run::store::write_atomic(&path, text.as_bytes()).map_err(io)?;

@@ -101,12 +101,38 @@ impl Store {
         })
     }
 
+    /// The store at `root` as it is, for reading only (`--dry-run`): nothing is created, and a
+    /// work dir that does not exist yet holds no results.
+    pub fn at(root: &Path) -> Store {
+        Store {
+            root: root.to_path_buf(),
+            journal: Mutex::new(None),
+        }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    fn dir(&self, key: &StoreKey) -> PathBuf {
-        self.root.join("results").join(&key.0)
+    /// THE store's file layout: `results/<key>/run-NNNN.json`, `logs/`, `journal/<id>.jsonl`
+    /// and `journal/<id>.result.json` (what `show` and `log` read), spelled here only.
+    pub fn results_dir(&self) -> PathBuf {
+        self.root.join("results")
+    }
+
+    /// The directory of one key's runs.
+    pub fn dir(&self, key: &StoreKey) -> PathBuf {
+        self.results_dir().join(&key.0)
+    }
+
+    /// The journal directory (`open_journal`, `result_path`).
+    pub fn journal_dir(&self) -> PathBuf {
+        self.root.join("journal")
+    }
+
+    /// Where a bisection's final result is kept.
+    pub fn result_path(&self, id: &str) -> PathBuf {
+        self.journal_dir().join(format!("{id}.result.json"))
     }
 
     /// All stored runs for `key`, in the order they were recorded. Unreadable files are
@@ -179,7 +205,7 @@ impl Store {
 
     /// Starts (or continues) the journal of one bisection; `id` is stable for the same command.
     pub fn open_journal(&self, id: &str) -> Result<PathBuf, StoreError> {
-        let dir = self.root.join("journal");
+        let dir = self.journal_dir();
         fs::create_dir_all(&dir).map_err(io(&dir))?;
         let path = dir.join(format!("{id}.jsonl"));
         let f = OpenOptions::new()

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// True when cmake is available (the rule in tests/tools: required under CI).
 pub fn have_cmake() -> bool {
     tools::require(
-        setrows_bisect::probe::script::which("cmake"),
+        setrows_bisect::probe::exec::which("cmake"),
         "cmake",
         "scripts/setup.d/00-base.sh",
     )
@@ -23,7 +23,7 @@ pub fn have_cmake() -> bool {
 pub fn have_ninja() -> bool {
     have_cmake()
         && tools::require(
-            setrows_bisect::probe::script::which("ninja"),
+            setrows_bisect::probe::exec::which("ninja"),
             "ninja",
             "scripts/setup.d/00-base.sh",
         )

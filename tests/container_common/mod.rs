@@ -115,7 +115,7 @@ pub fn matrix_file(dir: &Path, body: &str) -> std::path::PathBuf {
 /// `name` on PATH, under the tools rule (fails under CI, skipped loudly elsewhere).
 pub fn tools_require(name: &str) -> Option<()> {
     tools::require(
-        setrows_bisect::probe::script::which(name).map(|_| ()),
+        setrows_bisect::probe::exec::which(name).map(|_| ()),
         name,
         "scripts/setup.d/00-base.sh",
     )

@@ -11,7 +11,7 @@
 #![allow(dead_code)]
 
 use setrows_bisect::core::evidence::{Decision, Evidence, Policy};
-use setrows_bisect::core::flaky::session::{Action, Conclusion, Mode, Session};
+use setrows_bisect::core::flaky::session::{Action, Mode, Session, SessionConclusion};
 use setrows_bisect::core::flaky::{evidence_from_runs, posterior, Beta};
 use setrows_bisect::core::outcome::Verdict;
 use setrows_bisect::core::search::{Answer, EndpointCheck, Search, Step};
@@ -72,7 +72,7 @@ impl History {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
-    pub conclusion: Conclusion,
+    pub conclusion: SessionConclusion,
     pub runs: u64,
     pub waves: u32,
     /// The stated culprit is the planted one.
@@ -98,11 +98,14 @@ pub fn trial(
             s.record(i, v);
         }
     }
-    let conclusion = s.conclusion().cloned().unwrap_or(Conclusion::Inconclusive {
-        candidates: Vec::new(),
-        mass: 0.0,
-        rate: None,
-    });
+    let conclusion = s
+        .conclusion()
+        .cloned()
+        .unwrap_or(SessionConclusion::Inconclusive {
+            candidates: Vec::new(),
+            mass: 0.0,
+            rate: None,
+        });
     judge(h, conclusion, s.runs(), s.waves())
 }
 
@@ -148,18 +151,18 @@ pub fn driver_trial(
     let total = runs.len() as u64;
     let post = posterior(&evidence_from_runs(h.n, runs), Beta::UNIFORM);
     let conclusion = match answer {
-        Err((which, got)) => Conclusion::BadEndpoint { which, got },
+        Err((which, got)) => SessionConclusion::BadEndpoint { which, got },
         Ok(a) => {
             let confidence = post.as_ref().map(|p| p.confidence(&a));
             let rate = post.as_ref().map(|p| p.rate_mean);
             match a {
-                Answer::Found(culprit) => Conclusion::Found {
+                Answer::Found(culprit) => SessionConclusion::Found {
                     culprit,
                     confidence,
                     rate,
                 },
                 // With no skips in the history, an ambiguous answer means the budget ran out.
-                Answer::Ambiguous(candidates) => Conclusion::Inconclusive {
+                Answer::Ambiguous(candidates) => SessionConclusion::Inconclusive {
                     candidates,
                     mass: confidence.unwrap_or(0.0),
                     rate,
@@ -170,18 +173,20 @@ pub fn driver_trial(
     judge(h, conclusion, total, waves)
 }
 
-fn judge(h: &History, conclusion: Conclusion, runs: u64, waves: u32) -> Trial {
+fn judge(h: &History, conclusion: SessionConclusion, runs: u64, waves: u32) -> Trial {
     let (right, wrong) = match &conclusion {
-        Conclusion::Found { culprit, .. } => (*culprit == h.culprit, *culprit != h.culprit),
+        SessionConclusion::Found { culprit, .. } => (*culprit == h.culprit, *culprit != h.culprit),
         // The budget ran out before an endpoint could be settled (the policy turns the
         // missing runs into skips): no claim about the culprit, so not a wrong answer.
-        Conclusion::BadEndpoint {
+        SessionConclusion::BadEndpoint {
             got: Verdict::Skip, ..
         } => (false, false),
         // A bad endpoint claim about a history whose endpoints are right is a wrong answer.
-        Conclusion::BadEndpoint { .. } => (false, true),
-        Conclusion::Ambiguous { candidates, .. } => (false, !candidates.contains(&h.culprit)),
-        Conclusion::Inconclusive { .. } => (false, false),
+        SessionConclusion::BadEndpoint { .. } => (false, true),
+        SessionConclusion::Ambiguous { candidates, .. } => {
+            (false, !candidates.contains(&h.culprit))
+        }
+        SessionConclusion::Inconclusive { .. } => (false, false),
     };
     Trial {
         conclusion,
@@ -238,7 +243,7 @@ pub fn batch(
         sum.right += u32::from(r.right);
         sum.wrong += u32::from(r.wrong);
         sum.inconclusive += u32::from(!r.right && !r.wrong);
-        if let Conclusion::Found {
+        if let SessionConclusion::Found {
             confidence: Some(c),
             ..
         } = r.conclusion

@@ -15,6 +15,8 @@ pub struct Ctx<'a> {
     /// `success()`: every needed job (job level) or every earlier step (step level) succeeded.
     pub success: bool,
     pub failure: bool,
+    /// `cancelled()`: the job (its timeout passed) or a needed job was cancelled.
+    pub cancelled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -267,7 +269,7 @@ impl P<'_, '_> {
             ("always", []) => Value::Bool(true),
             ("success", []) => Value::Bool(self.ctx.success),
             ("failure", []) => Value::Bool(self.ctx.failure),
-            ("cancelled", []) => Value::Bool(false),
+            ("cancelled", []) => Value::Bool(self.ctx.cancelled),
             _ => panic!(
                 "function {f}({}) is not implemented by the harness (in `{}`)",
                 a.len(),

@@ -1,41 +1,62 @@
 //! Size: one executor of GitHub Actions workflows (jobs, matrices, reusable workflows,
-//! composite actions, artifacts, re-runs) is one unit; splitting it would scatter one model.
+//! composite actions, artifacts, re-runs, tokens, timeouts) is one unit; splitting it further
+//! would scatter one model (rules.rs holds the checks, stand_ins.rs the runner's programs).
 //!
-//! Runs this repository's workflow files on this machine, the way a runner would: jobs in
-//! `needs` order with `if:` conditions and `needs.*` results and outputs, `strategy.matrix`
-//! expansion (with `fromJSON` of an earlier job's output), reusable workflows (`uses:
+//! Runs this repository's workflow files on this machine, the way GitHub would: ready jobs (every
+//! `needs` done) start in a seeded shuffled order (the seed is printed; `HARNESS_SEED=N` replays
+//! it), since GitHub starts them at once and a job that relies on file order is a race; `if:`
+//! conditions and `needs.*` results and outputs, `strategy.matrix` expansion (with `fromJSON` of
+//! an earlier job's output) and `fail-fast`, reusable workflows (`uses:
 //! ./.github/workflows/X.yml`, `workflow_call` inputs and outputs), composite actions (`uses:
-//! ./.github/actions/X`), `$GITHUB_OUTPUT`, `$GITHUB_ENV`, `$GITHUB_STEP_SUMMARY`, and artifacts
-//! as directory copies. Every `run:` script is the YAML's own text, run with the shell GitHub
-//! uses (`bash -e` or, with `shell: bash`, `bash --noprofile --norc -eo pipefail`).
+//! ./.github/actions/X`, whose `run` steps must name a `shell:` as GitHub requires),
+//! `$GITHUB_OUTPUT`, `$GITHUB_ENV`, `$GITHUB_PATH`, `$GITHUB_STEP_SUMMARY`, and artifacts as
+//! directory copies. Every `run:` script is the YAML's own text, run with the shell GitHub uses
+//! (`bash -e` or, with `shell: bash`, `bash --noprofile --norc -eo pipefail`).
+//!
+//! Modelled rather than ignored:
+//! - `permissions:` (workflow, job, capped by a calling job): each job gets its own
+//!   GITHUB_TOKEN (`github.token`, `secrets.GITHUB_TOKEN`), registered in `tokens.json` with
+//!   exactly those permissions and scoped to this repository, for the API stand-in
+//!   (scripts/fault-injection/fake_github.py --tokens) to enforce as GitHub does.
+//! - `timeout-minutes:` (job and step; `minute` is how long a minute lasts here): a job past its
+//!   limit has its step killed and is cancelled (result `cancelled`; `cancelled()` is true and
+//!   only `always()`/`cancelled()` steps still run); a step past its own limit fails.
+//! - `concurrency:` groups are evaluated with the contexts GitHub allows there and recorded in
+//!   `concurrency` for the tests (one workflow runs at a time here, so nothing is pending).
+//! - `runs-on:` labels are recorded per job and checked (self-hosted labels must be ones
+//!   .github/actionlint.yaml declares); every job still runs on this machine.
+//! - Reads across jobs: `needs.X` must name a direct need, and a job may download only
+//!   artifacts uploaded by jobs in its `needs` closure (on GitHub anything else is a race).
+//! - Unknown keys at workflow, job, strategy, step and concurrency level panic (rules.rs).
 //!
 //! What a hosted runner would bring is replaced by named local equivalents, and nothing else:
 //! - `actions/checkout` without `repository:` copies the project checkout the test prepared;
 //!   with `repository:` it clones the local repository the test mapped to that name.
-//! - `cargo` and `rustup` on the runners' PATH are stand-ins: `cargo build --release --locked`
-//!   links the test build's binary to `target/release/setrows-bisect`, `cargo run --locked
-//!   --quiet -- ARGS` runs it, `rustup` does nothing (the toolchain is the test's). Any other
-//!   use of them fails the step.
+//! - `cargo`, `rustup`, `gh`: see stand_ins.rs.
 //! - `actions/upload-artifact` / `download-artifact` copy directories in the run's store with
 //!   v4's rules (a name is uploaded once per run unless `overwrite: true`; `if-no-files-found`;
 //!   `name`, `pattern`, `merge-multiple`; hidden files left out; file names with `":<>|*?`
-//!   refused). Artifacts belong to the run, so a re-run sees them.
-//! - `gh workflow run ARGS` (the GitHub CLI) appends ARGS to `dispatches` in the harness dir.
-//! - Not simulated, and named here: `permissions:`, `concurrency:`, `timeout-minutes:`,
-//!   `runs-on:` labels (every job runs on this machine), `persist-credentials`.
+//!   refused; file permissions not kept, so a downloaded program is not executable).
+//!   Artifacts belong to the run, so a re-run sees them.
+//! - Not simulated, and named here: `persist-credentials`.
 //!
-//! Any other `uses:`, an expression outside expr.rs's subset or an unknown key that changes
-//! execution panics, so the harness never quietly runs something else than the YAML says.
+//! Any other `uses:`, an expression outside expr.rs's subset or an unknown key panics, so the
+//! harness never quietly runs something else than the YAML says.
+
+#![allow(dead_code)] // each test crate uses its own part of the harness
 
 pub mod expr;
+pub mod rules;
+pub mod stand_ins;
 
 use expr::Ctx;
+use rules::Perms;
 use serde_json::{json, Map, Value};
 use serde_yaml_ng::Value as Y;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Kill one runner mid-step: the step's whole process group gets SIGKILL as soon as its log
 /// shows `once_logged` (a point inside the work, not a time: a fast machine would finish a
@@ -58,6 +79,10 @@ pub struct JobRun {
     /// The matrix values of the leg (`null` for a job without a matrix).
     pub matrix: Value,
     pub runner_dir: Option<PathBuf>,
+    /// `runs-on` labels (empty for a reusable-workflow call or a job that did not run).
+    pub runs_on: Vec<String>,
+    /// The runner's name (`RUNNER_NAME`), `harness-N`.
+    pub runner: String,
 }
 
 pub struct Harness {
@@ -73,7 +98,6 @@ pub struct Harness {
     pub runner_env: Vec<(String, String)>,
     pub vars: Map<String, Value>,
     pub secrets: Map<String, Value>,
-    pub token: String,
     pub run_id: u64,
     /// Fires once per harness (a re-run does not lose the same runner again).
     pub kill: Option<Kill>,
@@ -81,12 +105,31 @@ pub struct Harness {
     pub jobs: BTreeMap<String, JobRun>,
     /// What the harness did instead of an action, and every step it ran, in order.
     pub log: Vec<String>,
+    /// Seed of the order ready jobs start in (HARNESS_SEED overrides it).
+    pub seed: u64,
+    /// How long one `timeout-minutes` minute lasts here.
+    pub minute: Duration,
+    /// Every GITHUB_TOKEN minted for a job (all of them are in `tokens.json`).
+    pub minted: Vec<String>,
+    /// (job path or `workflow NAME`, group, cancel-in-progress) of every `concurrency:` met.
+    pub concurrency: Vec<(String, String, bool)>,
+    /// The repository the workflows run in (`github.repository`).
+    pub repository: String,
+    rng: u64,
+    self_hosted: Vec<String>,
     runners: usize,
     killed: bool,
     /// The previous attempt's jobs, for `rerun_failed`.
     previous: Option<BTreeMap<String, JobRun>>,
     /// Jobs the current attempt re-ran (so their dependents run again too).
-    rerun: std::collections::BTreeSet<String>,
+    rerun: BTreeSet<String>,
+    /// Artifact name → the job (path, no leg) that uploaded it in this run.
+    artifact_owner: BTreeMap<String, String>,
+    /// The `needs` closure of the job running now (for artifact downloads).
+    closure_now: BTreeSet<String>,
+    /// (job, its closure, name or pattern) of every download this run, so an upload that a
+    /// job outside the closure makes later is caught as the race it is.
+    downloads: Vec<(String, BTreeSet<String>, String)>,
 }
 
 fn y_str(v: &Y) -> Option<&str> {
@@ -101,40 +144,46 @@ fn to_json(v: &Y) -> Value {
     serde_json::to_value(v).unwrap()
 }
 
+/// How a step ended when it did not simply exit.
+enum Stop {
+    /// The runner was lost (`Kill`).
+    Lost,
+    /// The job's `timeout-minutes` passed: the job is cancelled.
+    JobTimeout,
+    /// The step's own `timeout-minutes` passed: the step failed.
+    StepTimeout,
+}
+
 impl Harness {
     pub fn new(project: &Path, bin: &Path, base: &Path) -> Self {
         std::fs::create_dir_all(base.join("artifacts")).unwrap();
         let tools = base.join("tools");
         std::fs::create_dir_all(&tools).unwrap();
-        let cargo = format!(
-            "#!/bin/sh\n# The harness's cargo: the test build's binary is the tool.\n\
-             if [ \"$*\" = \"build --release --locked\" ]; then\n  \
-             mkdir -p target/release && ln -sf '{bin}' target/release/setrows-bisect && exit 0\nfi\n\
-             if [ \"$1 $2 $3 $4\" = \"run --locked --quiet --\" ]; then\n  shift 4\n  exec '{bin}' \"$@\"\nfi\n\
-             echo \"harness cargo: not supported: $*\" >&2\nexit 97\n",
-            bin = bin.display()
+        stand_ins::install(&tools, base, bin, project);
+        std::fs::write(base.join("tokens.json"), "{}").unwrap();
+        let seed = std::env::var("HARNESS_SEED")
+            .ok()
+            .map(|s| s.parse().expect("HARNESS_SEED is a number"))
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .subsec_nanos() as u64
+                    ^ std::process::id() as u64
+            });
+        eprintln!(
+            "workflow harness {}: ready jobs start in seeded order {seed} (HARNESS_SEED={seed} replays it)",
+            base.display()
         );
-        let rustup = "#!/bin/sh\n# The harness's rustup: the toolchain is the test's own.\n\
-                      case \"$1\" in toolchain|default) exit 0 ;; esac\n\
-                      echo \"harness rustup: not supported: $*\" >&2\nexit 97\n";
-        // The GitHub CLI talks to the API the harness stands in for: a workflow dispatch is
-        // recorded (one line of arguments in `dispatches`) for the test to read.
-        let gh = format!(
-            "#!/bin/sh\n# The harness's gh: records workflow dispatches.\n\
-             if [ \"$1 $2\" = \"workflow run\" ]; then\n  shift 2\n  \
-             printf '%s\\n' \"$*\" >> '{}'\n  exit 0\nfi\n\
-             echo \"harness gh: not supported: $*\" >&2\nexit 97\n",
-            base.join("dispatches").display()
-        );
-        for (name, text) in [
-            ("cargo", cargo.as_str()),
-            ("rustup", rustup),
-            ("gh", gh.as_str()),
-        ] {
-            let p = tools.join(name);
-            std::fs::write(&p, text).unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut self_hosted = vec!["self-hosted".to_string(), "linux".into(), "x64".into()];
+        if let Ok(t) = std::fs::read_to_string(project.join(".github/actionlint.yaml")) {
+            let c: Y = serde_yaml_ng::from_str(&t).unwrap();
+            if let Some(l) = get(&c, "self-hosted-runner")
+                .and_then(|r| get(r, "labels"))
+                .and_then(Y::as_sequence)
+            {
+                self_hosted.extend(l.iter().filter_map(y_str).map(String::from));
+            }
         }
         Harness {
             project: project.into(),
@@ -144,30 +193,103 @@ impl Harness {
             runner_env: Vec::new(),
             vars: Map::new(),
             secrets: Map::new(),
-            token: "ghs_harnessTOKEN0123456789".into(),
             run_id: 4242,
             kill: None,
             jobs: BTreeMap::new(),
-            log: Vec::new(),
+            log: vec![format!("job order seed {seed}")],
+            seed,
+            minute: Duration::from_secs(60),
+            minted: Vec::new(),
+            concurrency: Vec::new(),
+            repository: "harness/setrows-bisect".into(),
+            rng: seed ^ 0x9E37_79B9_7F4A_7C15,
+            self_hosted,
             runners: 0,
             killed: false,
             previous: None,
             rerun: Default::default(),
+            artifact_owner: BTreeMap::new(),
+            closure_now: BTreeSet::new(),
+            downloads: Vec::new(),
         }
     }
 
-    fn github(&self, event: &str) -> Value {
+    /// Replaces the seed of the job order (tests that compare orders).
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self.rng = seed ^ 0x9E37_79B9_7F4A_7C15;
+        self.log.push(format!("job order seed {seed}"));
+        self
+    }
+
+    /// The token registry the API stand-in reads (`fake_github.py --tokens`).
+    pub fn tokens_file(&self) -> PathBuf {
+        self.base.join("tokens.json")
+    }
+
+    /// Tells the API stand-in about a token (e.g. a secret's personal token).
+    pub fn register_token(&self, token: &str, spec: Value) {
+        let p = self.tokens_file();
+        let mut all: Map<String, Value> =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        all.insert(token.into(), spec);
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, Value::Object(all).to_string()).unwrap();
+        std::fs::rename(tmp, p).unwrap();
+    }
+
+    /// A test's own stand-in program on every step's PATH.
+    pub fn stand_in(&self, name: &str, text: &str) {
+        stand_ins::add(&self.base.join("tools"), name, text);
+    }
+
+    /// The runners (`RUNNER_NAME`) that ran `cargo build` / `cargo run`, in order.
+    pub fn cargo_builds(&self) -> Vec<String> {
+        std::fs::read_to_string(self.base.join("cargo-builds"))
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    fn next_rand(&mut self) -> u64 {
+        // splitmix64
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A job's GITHUB_TOKEN: new per job, this repository only, exactly `perms`.
+    fn mint(&mut self, perms: &Perms) -> String {
+        let token = format!(
+            "ghs_{:016x}{:016x}",
+            self.next_rand(),
+            self.next_rand() & 0xffff_ffff
+        );
+        self.register_token(
+            &token,
+            json!({"kind": "installation", "login": "github-actions[bot]",
+                   "repos": [self.repository], "permissions": rules::perms_json(perms)}),
+        );
+        self.minted.push(token.clone());
+        token
+    }
+
+    fn github(&self, event: &str, token: &str) -> Value {
         json!({
             "event_name": event,
-            "token": self.token,
+            "token": token,
             "run_id": self.run_id.to_string(),
-            "repository": "harness/setrows-bisect",
+            "repository": self.repository,
             "ref_name": "main",
         })
     }
 
     /// Runs `.github/workflows/NAME` of the project for `event` with `inputs` (defaults from
-    /// the workflow fill the rest). Returns the workflow's result (`success` / `failure`).
+    /// the workflow fill the rest). Returns the workflow's result (`success` / `failure` /
+    /// `cancelled`).
     pub fn dispatch(&mut self, name: &str, event: &str, inputs: Value) -> String {
         if self.previous.is_none() {
             // A new run: its own id and an empty artifact store.
@@ -175,9 +297,12 @@ impl Harness {
             let store = self.base.join("artifacts");
             std::fs::remove_dir_all(&store).unwrap();
             std::fs::create_dir_all(&store).unwrap();
+            self.artifact_owner.clear();
+            self.downloads.clear();
         }
         self.jobs.clear();
         let wf = self.load(&format!(".github/workflows/{name}"));
+        rules::check_workflow(name, &wf);
         let declared = get(&wf, "on")
             .and_then(|on| get(on, "workflow_dispatch"))
             .and_then(|d| get(d, "inputs"));
@@ -186,13 +311,20 @@ impl Harness {
         } else {
             typed_inputs(declared, inputs)
         };
-        let (result, _) = self.workflow(&wf, "", inputs, event);
+        self.record_concurrency(&format!("workflow {name}"), get(&wf, "concurrency"), {
+            let mut c = BTreeMap::new();
+            c.insert("github".into(), self.github(event, ""));
+            c.insert("inputs".into(), inputs.clone());
+            c.insert("vars".into(), Value::Object(self.vars.clone()));
+            c
+        });
+        let (result, _) = self.workflow(&wf, "", inputs, event, &BTreeSet::new(), None);
         result
     }
 
-    /// GitHub's "Re-run failed jobs" of the last attempt: failed jobs (matrix legs one by one)
-    /// and every job that depends on one run again; the rest keeps its result and outputs,
-    /// and the run's artifacts stay.
+    /// GitHub's "Re-run failed jobs" of the last attempt: failed and cancelled jobs (matrix
+    /// legs one by one) and every job that depends on one run again; the rest keeps its result
+    /// and outputs, and the run's artifacts stay.
     pub fn rerun_failed(&mut self, name: &str, event: &str, inputs: Value) -> String {
         self.previous = Some(std::mem::take(&mut self.jobs));
         self.rerun.clear();
@@ -207,62 +339,136 @@ impl Harness {
         serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
-    fn workflow(&mut self, wf: &Y, prefix: &str, inputs: Value, event: &str) -> (String, Value) {
+    /// Evaluates a `concurrency:` value with only the contexts GitHub allows there (a context
+    /// outside them panics in expr.rs) and records it.
+    fn record_concurrency(&mut self, at: &str, c: Option<&Y>, contexts: BTreeMap<String, Value>) {
+        let Some(c) = c else { return };
+        let ctx = Ctx {
+            contexts: &contexts,
+            success: true,
+            failure: false,
+            cancelled: false,
+        };
+        let (group, cancel) = match c {
+            Y::String(g) => (g.clone(), Y::Bool(false)),
+            m => (
+                get(m, "group")
+                    .and_then(y_str)
+                    .unwrap_or_else(|| panic!("{at}: concurrency without group"))
+                    .to_string(),
+                get(m, "cancel-in-progress")
+                    .cloned()
+                    .unwrap_or(Y::Bool(false)),
+            ),
+        };
+        let group = expr::to_string(&expr::template(&group, &ctx));
+        let cancel = match cancel {
+            Y::Bool(b) => b,
+            Y::String(s) => expr::truthy(&expr::template(&s, &ctx)),
+            o => panic!("{at}: cancel-in-progress: {o:?}"),
+        };
+        self.log.push(format!(
+            "{at}: concurrency group `{group}` (cancel-in-progress: {cancel})"
+        ));
+        self.concurrency.push((at.into(), group, cancel));
+    }
+
+    fn workflow(
+        &mut self,
+        wf: &Y,
+        prefix: &str,
+        inputs: Value,
+        event: &str,
+        inherited: &BTreeSet<String>,
+        cap: Option<&Perms>,
+    ) -> (String, Value) {
         let jobs = get(wf, "jobs").and_then(Y::as_mapping).expect("jobs:");
         let wf_env = get(wf, "env");
+        let wf_perms = get(wf, "permissions").map(|p| rules::parse_perms(prefix, p));
         let mut done: BTreeMap<String, (String, Map<String, Value>)> = BTreeMap::new();
         let ids: Vec<String> = jobs.keys().map(|k| y_str(k).unwrap().to_string()).collect();
-        while done.len() < ids.len() {
-            let before = done.len();
-            for id in &ids {
-                if done.contains_key(id) {
-                    continue;
-                }
-                let job = &jobs[Y::String(id.clone())];
-                let needs: Vec<String> = match get(job, "needs") {
-                    None => vec![],
-                    Some(Y::String(s)) => vec![s.clone()],
-                    Some(Y::Sequence(s)) => s.iter().map(|x| y_str(x).unwrap().into()).collect(),
-                    Some(other) => panic!("needs: {other:?}"),
-                };
-                if !needs.iter().all(|n| done.contains_key(n)) {
-                    continue;
-                }
-                let needs_ctx: Map<String, Value> = needs
-                    .iter()
-                    .map(|n| {
-                        let (r, o) = &done[n];
-                        (n.clone(), json!({"result": r, "outputs": o}))
-                    })
-                    .collect();
-                let path = format!("{prefix}{id}");
-                let all_ok = needs.iter().all(|n| done[n].0 == "success");
-                let any_failed = needs.iter().any(|n| done[n].0 == "failure");
-                let rerun_need = needs
-                    .iter()
-                    .any(|n| self.rerun.contains(&format!("{prefix}{n}")));
-                let r = self.job(
-                    &path,
-                    job,
-                    JobIn {
-                        inputs: &inputs,
-                        needs: Value::Object(needs_ctx),
-                        wf_env,
-                        event,
-                        success: all_ok,
-                        failure: any_failed,
-                        rerun_need,
-                    },
-                );
-                done.insert(id.clone(), r);
+        let needs_of = |id: &str| -> Vec<String> {
+            match get(&jobs[Y::String(id.into())], "needs") {
+                None => vec![],
+                Some(Y::String(s)) => vec![s.clone()],
+                Some(Y::Sequence(s)) => s.iter().map(|x| y_str(x).unwrap().into()).collect(),
+                Some(other) => panic!("needs: {other:?}"),
             }
-            assert!(
-                done.len() > before,
-                "needs: cycle or unknown job in {prefix}"
+        };
+        for id in &ids {
+            for n in needs_of(id) {
+                assert!(ids.contains(&n), "{prefix}{id}: needs unknown job {n}");
+            }
+        }
+        // The closure of a job: every job it transitively needs, plus what the calling job
+        // of this workflow could rely on.
+        let mut closures: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        while closures.len() < ids.len() {
+            let before = closures.len();
+            for id in &ids {
+                let needs = needs_of(id);
+                if closures.contains_key(id) || !needs.iter().all(|n| closures.contains_key(n)) {
+                    continue;
+                }
+                let mut c = inherited.clone();
+                for n in &needs {
+                    c.insert(format!("{prefix}{n}"));
+                    c.extend(closures[n].iter().cloned());
+                }
+                closures.insert(id.clone(), c);
+            }
+            assert!(closures.len() > before, "needs: cycle in {prefix}");
+        }
+        while done.len() < ids.len() {
+            // GitHub starts every ready job at once; here one at a time, in a seeded order.
+            let ready: Vec<&String> = ids
+                .iter()
+                .filter(|id| {
+                    !done.contains_key(*id) && needs_of(id).iter().all(|n| done.contains_key(n))
+                })
+                .collect();
+            let id = ready[(self.next_rand() % ready.len() as u64) as usize].clone();
+            let job = &jobs[Y::String(id.clone())];
+            let needs = needs_of(&id);
+            let path = format!("{prefix}{id}");
+            rules::check_job(&path, job);
+            rules::check_needs_refs(&path, job, &needs);
+            let needs_ctx: Map<String, Value> = needs
+                .iter()
+                .map(|n| {
+                    let (r, o) = &done[n];
+                    (n.clone(), json!({"result": r, "outputs": o}))
+                })
+                .collect();
+            let all_ok = needs.iter().all(|n| done[n].0 == "success");
+            let any_failed = needs.iter().any(|n| done[n].0 == "failure");
+            let any_cancelled = needs.iter().any(|n| done[n].0 == "cancelled");
+            let rerun_need = needs
+                .iter()
+                .any(|n| self.rerun.contains(&format!("{prefix}{n}")));
+            let r = self.job(
+                &path,
+                job,
+                JobIn {
+                    inputs: &inputs,
+                    needs: Value::Object(needs_ctx),
+                    wf_env,
+                    event,
+                    success: all_ok,
+                    failure: any_failed,
+                    cancelled: any_cancelled,
+                    rerun_need,
+                    closure: closures[&id].clone(),
+                    perms: wf_perms.clone().or_else(|| cap.cloned()),
+                    cap,
+                },
             );
+            done.insert(id.clone(), r);
         }
         let result = if done.values().any(|(r, _)| r == "failure") {
             "failure"
+        } else if done.values().any(|(r, _)| r == "cancelled") {
+            "cancelled"
         } else {
             "success"
         };
@@ -282,6 +488,7 @@ impl Harness {
                 contexts: &c,
                 success: true,
                 failure: false,
+                cancelled: false,
             };
             for (k, v) in decl {
                 let src = get(v, "value").and_then(y_str).expect("output value");
@@ -294,22 +501,31 @@ impl Harness {
         (result.into(), Value::Object(outputs))
     }
 
-    fn base_contexts(&self, inputs: &Value, needs: &Value, event: &str) -> BTreeMap<String, Value> {
+    fn base_contexts(
+        &self,
+        inputs: &Value,
+        needs: &Value,
+        event: &str,
+        token: &str,
+    ) -> BTreeMap<String, Value> {
         let mut c = BTreeMap::new();
         c.insert("inputs".into(), inputs.clone());
         c.insert("needs".into(), needs.clone());
-        c.insert("github".into(), self.github(event));
+        c.insert("github".into(), self.github(event, token));
         c.insert("vars".into(), Value::Object(self.vars.clone()));
-        c.insert("secrets".into(), Value::Object(self.secrets.clone()));
+        let mut secrets = self.secrets.clone();
+        secrets.insert("GITHUB_TOKEN".into(), Value::String(token.into()));
+        c.insert("secrets".into(), Value::Object(secrets));
         c
     }
 
     fn job(&mut self, path: &str, job: &Y, j: JobIn) -> (String, Map<String, Value>) {
-        let mut c = self.base_contexts(j.inputs, &j.needs, j.event);
+        let mut c = self.base_contexts(j.inputs, &j.needs, j.event, "");
         let ctx = Ctx {
             contexts: &c,
             success: j.success,
             failure: j.failure,
+            cancelled: j.cancelled,
         };
         let cond = get(job, "if").map(|v| match v {
             Y::String(s) => s.clone(),
@@ -333,11 +549,34 @@ impl Harness {
             self.jobs.insert(path.into(), skipped());
             return ("skipped".into(), Map::new());
         }
+        {
+            let mut cc = BTreeMap::new();
+            for k in ["github", "inputs", "vars", "needs"] {
+                cc.insert(k.to_string(), c[k].clone());
+            }
+            self.record_concurrency(path, get(job, "concurrency"), cc);
+        }
+        let perms = get(job, "permissions")
+            .map(|p| rules::parse_perms(path, p))
+            .or_else(|| j.perms.clone())
+            .unwrap_or_else(|| {
+                // GitHub's restricted default for a repository that sets none.
+                [
+                    ("contents", "read"),
+                    ("packages", "read"),
+                    ("metadata", "read"),
+                ]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+            });
+        let perms = rules::cap(perms, j.cap);
         if let Some(uses) = get(job, "uses").and_then(y_str) {
             let rel = uses
                 .strip_prefix("./")
                 .unwrap_or_else(|| panic!("{path}: only local reusable workflows: {uses}"));
             let wf = self.load(rel);
+            rules::check_workflow(rel, &wf);
             let declared = get(&wf, "on")
                 .and_then(|on| get(on, "workflow_call"))
                 .and_then(|d| get(d, "inputs"));
@@ -353,15 +592,21 @@ impl Harness {
             }
             let inputs = typed_inputs(declared, Value::Object(with));
             self.log.push(format!("{path}: calls {rel}"));
-            let (r, o) = self.workflow(&wf, &format!("{path}/"), inputs, j.event);
+            let (r, o) = self.workflow(
+                &wf,
+                &format!("{path}/"),
+                inputs,
+                j.event,
+                &j.closure,
+                Some(&perms),
+            );
             let o = o.as_object().cloned().unwrap_or_default();
             self.jobs.insert(
                 path.into(),
                 JobRun {
                     result: r.clone(),
                     outputs: o.clone(),
-                    matrix: Value::Null,
-                    runner_dir: None,
+                    ..skipped()
                 },
             );
             return (r, o);
@@ -370,10 +615,15 @@ impl Harness {
             None => vec![Value::Null],
             Some(m) => expand_matrix(m, &ctx),
         };
+        let fail_fast = get(job, "strategy")
+            .and_then(|s| get(s, "fail-fast"))
+            .map(|v| v.as_bool().expect("fail-fast: a boolean"))
+            .unwrap_or(true);
         assert!(!legs.is_empty(), "{path}: the matrix expands to no job");
         let total = legs.len();
         let mut result = "success".to_string();
         let mut outputs = Map::new();
+        self.closure_now = j.closure.clone();
         for (i, leg) in legs.into_iter().enumerate() {
             let key = format!("{path}[{i}]");
             if let Some(p) = self.previous.as_ref().and_then(|p| p.get(&key)) {
@@ -384,14 +634,29 @@ impl Harness {
                     continue;
                 }
             }
+            if fail_fast && result != "success" {
+                // fail-fast: GitHub cancels the legs still queued once one fails.
+                self.log.push(format!("{key}: cancelled (fail-fast)"));
+                self.jobs.insert(
+                    key,
+                    JobRun {
+                        result: "cancelled".into(),
+                        matrix: leg,
+                        ..skipped()
+                    },
+                );
+                continue;
+            }
+            let token = self.mint(&perms);
+            c = self.base_contexts(j.inputs, &j.needs, j.event, &token);
             c.insert("matrix".into(), leg.clone());
             c.insert(
                 "strategy".into(),
                 json!({"job-index": i, "job-total": total}),
             );
             let run = self.leg(path, i, job, &c, &j);
-            if run.result != "success" {
-                result = "failure".into();
+            if run.result != "success" && result != "failure" {
+                result = run.result.clone();
             }
             merge_outputs(&mut outputs, &run.outputs);
             self.jobs.insert(key, run);
@@ -401,8 +666,7 @@ impl Harness {
             JobRun {
                 result: result.clone(),
                 outputs: outputs.clone(),
-                matrix: Value::Null,
-                runner_dir: None,
+                ..skipped()
             },
         );
         (result, outputs)
@@ -430,6 +694,7 @@ impl Harness {
         j: &JobIn,
     ) -> JobRun {
         self.runners += 1;
+        let name = format!("harness-{}", self.runners);
         let dir = self.base.join(format!("runner-{:03}", self.runners));
         let ws = dir.join("work");
         let temp = dir.join("temp");
@@ -438,18 +703,32 @@ impl Harness {
         let mut c = c.clone();
         c.insert(
             "runner".into(),
-            json!({"temp": temp, "os": "Linux", "arch": "X64", "name": format!("harness-{}", self.runners)}),
+            json!({"temp": temp, "os": "Linux", "arch": "X64", "name": name}),
         );
         let ctx = Ctx {
             contexts: &c,
             success: true,
             failure: false,
+            cancelled: false,
         };
-        if let Some(name) = get(job, "name").and_then(y_str) {
-            let shown = expr::to_string(&expr::template(name, &ctx));
-            self.log.push(format!("{path}[{leg}]: job '{shown}'"));
+        let runs_on = rules::runs_on(
+            path,
+            &get(job, "runs-on")
+                .map(|v| match v {
+                    Y::String(s) => expr::template(s, &ctx),
+                    o => to_json(o),
+                })
+                .unwrap_or_else(|| panic!("{path}: no runs-on")),
+            &self.self_hosted,
+        );
+        if let Some(n) = get(job, "name").and_then(y_str) {
+            let shown = expr::to_string(&expr::template(n, &ctx));
+            self.log.push(format!(
+                "{path}[{leg}]: job '{shown}' on {runs_on:?} ({name})"
+            ));
         }
-        let mut env: Vec<(String, String)> = Vec::new();
+        let deadline = get(job, "timeout-minutes").map(|t| Instant::now() + self.minutes(path, t));
+        let mut env: Vec<(String, String)> = vec![("RUNNER_NAME".into(), name.clone())];
         for scope in [j.wf_env, get(job, "env")].into_iter().flatten() {
             env.extend(eval_env(scope, &ctx));
         }
@@ -457,12 +736,23 @@ impl Harness {
             ws,
             temp,
             env,
+            path: Vec::new(),
             steps: Map::new(),
             ok: true,
             lost: false,
+            cancelled: false,
+            deadline,
         };
         let steps = get(job, "steps").and_then(Y::as_sequence).expect("steps:");
-        self.steps(&format!("{path}[{leg}]"), path, leg, steps, &mut r, &mut c);
+        self.steps(
+            &format!("{path}[{leg}]"),
+            path,
+            leg,
+            steps,
+            &mut r,
+            &mut c,
+            false,
+        );
         let mut outputs = Map::new();
         if let Some(m) = get(job, "outputs").and_then(Y::as_mapping) {
             c.insert("steps".into(), Value::Object(r.steps.clone()));
@@ -470,20 +760,39 @@ impl Harness {
                 contexts: &c,
                 success: r.ok,
                 failure: !r.ok,
+                cancelled: r.cancelled,
             };
             for (k, v) in m {
                 let v = expr::to_string(&expr::template(y_str(v).unwrap(), &ctx));
                 outputs.insert(y_str(k).unwrap().into(), Value::String(v));
             }
         }
+        let result = if r.cancelled {
+            "cancelled"
+        } else if r.ok {
+            "success"
+        } else {
+            "failure"
+        };
         JobRun {
-            result: if r.ok { "success" } else { "failure" }.into(),
+            result: result.into(),
             outputs,
             matrix: c.get("matrix").cloned().unwrap_or(Value::Null),
             runner_dir: Some(dir),
+            runs_on,
+            runner: name,
         }
     }
 
+    fn minutes(&self, at: &str, v: &Y) -> Duration {
+        let m = v
+            .as_u64()
+            .unwrap_or_else(|| panic!("{at}: timeout-minutes must be a positive integer: {v:?}"));
+        assert!(m > 0, "{at}: timeout-minutes must be positive");
+        self.minute * m as u32
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn steps(
         &mut self,
         label: &str,
@@ -492,6 +801,7 @@ impl Harness {
         steps: &[Y],
         r: &mut Runner,
         c: &mut BTreeMap<String, Value>,
+        composite: bool,
     ) {
         for (n, step) in steps.iter().enumerate() {
             if r.lost {
@@ -500,8 +810,9 @@ impl Harness {
             c.insert("steps".into(), Value::Object(r.steps.clone()));
             let ctx = Ctx {
                 contexts: c,
-                success: r.ok,
-                failure: !r.ok,
+                success: r.ok && !r.cancelled,
+                failure: !r.ok && !r.cancelled,
+                cancelled: r.cancelled,
             };
             let name = get(step, "name")
                 .and_then(y_str)
@@ -516,12 +827,7 @@ impl Harness {
                         .unwrap_or("")
                         .to_string()
                 });
-            for k in ["continue-on-error", "working-directory", "timeout-minutes"] {
-                assert!(
-                    get(step, k).is_none(),
-                    "{label}: step '{name}': `{k}` is not simulated"
-                );
-            }
+            rules::check_step(&format!("{label}: step '{name}'"), step);
             if !expr::condition(get(step, "if").and_then(y_str), &ctx) {
                 self.log
                     .push(format!("{label}: step '{name}': skipped (if)"));
@@ -532,23 +838,52 @@ impl Harness {
                 env.extend(eval_env(e, &ctx));
             }
             let id = get(step, "id").and_then(y_str).map(String::from);
+            let step_deadline =
+                get(step, "timeout-minutes").map(|t| Instant::now() + self.minutes(label, t));
             let (ok, outputs) = if let Some(script) = get(step, "run").and_then(y_str) {
                 let shell = get(step, "shell").and_then(y_str);
+                if composite && shell.is_none() {
+                    // GitHub refuses to load such an action ("Required property is missing: shell").
+                    self.log.push(format!(
+                        "{label}: step '{name}': a composite action's run step needs `shell:`"
+                    ));
+                    r.ok = false;
+                    continue;
+                }
                 let script = expr::to_string(&expr::template(script, &ctx));
                 let kill = self
                     .kill
                     .clone()
                     .filter(|k| !self.killed && k.job == path && k.leg == leg && k.step == name);
                 self.log.push(format!("{label}: step '{name}': run"));
-                let (ok, outputs, killed) =
-                    self.run_script(label, n, &script, shell, &env, r, kill);
-                if killed {
-                    self.killed = true;
-                    self.log
-                        .push(format!("{label}: runner killed during '{name}'"));
-                    r.lost = true;
-                    r.ok = false;
-                    return;
+                let deadlines = Deadlines {
+                    job: if r.cancelled { None } else { r.deadline },
+                    step: step_deadline,
+                };
+                let (ok, outputs, stop) =
+                    self.run_script(label, n, &script, shell, &env, r, kill, deadlines);
+                match stop {
+                    Some(Stop::Lost) => {
+                        self.killed = true;
+                        self.log
+                            .push(format!("{label}: runner killed during '{name}'"));
+                        r.lost = true;
+                        r.ok = false;
+                        return;
+                    }
+                    Some(Stop::JobTimeout) => {
+                        self.log.push(format!(
+                            "{label}: step '{name}': the job's timeout-minutes passed; job cancelled"
+                        ));
+                        r.cancelled = true;
+                        r.ok = false;
+                    }
+                    Some(Stop::StepTimeout) => {
+                        self.log.push(format!(
+                            "{label}: step '{name}': its timeout-minutes passed"
+                        ));
+                    }
+                    None => {}
                 }
                 (ok, outputs)
             } else if let Some(uses) = get(step, "uses").and_then(y_str) {
@@ -686,6 +1021,25 @@ impl Harness {
                         .unwrap();
                     assert!(out.status.success(), "{out:?}");
                 }
+                // The zip upload-artifact makes keeps no file modes: downloads are 0644.
+                let out = Command::new("find")
+                    .arg(&store)
+                    .args(["-type", "f", "-exec", "chmod", "644", "{}", "+"])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+                // An earlier download this upload could have changed is a race unless `needs`
+                // orders the two jobs (either way round).
+                for (job, closure, want) in &self.downloads {
+                    if glob(want, &aname)
+                        && job != path
+                        && !rules::in_closure(closure, path)
+                        && !rules::in_closure(&self.closure_now, job)
+                    {
+                        panic!("{label}: uploads {aname}, which {job} (unordered with {path} by needs) already tried to download as `{want}`: on GitHub that download races this upload");
+                    }
+                }
+                self.artifact_owner.insert(aname.clone(), path.to_string());
                 note(self, format!("upload {aname}"));
                 (true, Map::new())
             }
@@ -695,7 +1049,23 @@ impl Harness {
                     .unwrap()
                     .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
                     .collect();
+                // Only what a job in the `needs` closure uploaded is sure to be there: GitHub
+                // starts jobs as soon as their needs are done, so anything else is a race.
+                let outside = |s: &Self, a: &str| {
+                    s.artifact_owner
+                        .get(a)
+                        .filter(|o| *o != path && !rules::in_closure(&s.closure_now, o))
+                        .cloned()
+                };
+                let want = w("name")
+                    .or_else(|| w("pattern"))
+                    .unwrap_or_else(|| "*".into());
+                self.downloads
+                    .push((path.to_string(), self.closure_now.clone(), want));
                 if let Some(n) = w("name") {
+                    if let Some(o) = outside(self, &n) {
+                        panic!("{label}: downloads artifact {n} of job {o}, which is outside its needs closure {:?}", self.closure_now);
+                    }
                     if !all.contains(&n) {
                         note(self, format!("download {n}: not found"));
                         return (false, Map::new());
@@ -708,6 +1078,9 @@ impl Harness {
                 let merge = w("merge-multiple").as_deref() == Some("true");
                 let mut got = Vec::new();
                 for a in all.iter().filter(|a| glob(&pattern, a)) {
+                    if let Some(o) = outside(self, a) {
+                        panic!("{label}: pattern {pattern} downloads artifact {a} of job {o}, which is outside its needs closure {:?}", self.closure_now);
+                    }
                     let to = if merge { dest.clone() } else { dest.join(a) };
                     copy_tree(&self.base.join("artifacts").join(a), &to);
                     got.push(a.clone());
@@ -740,9 +1113,12 @@ impl Harness {
                     ws: r.ws.clone(),
                     temp: r.temp.clone(),
                     env: env.to_vec(),
+                    path: r.path.clone(),
                     steps: Map::new(),
                     ok: true,
                     lost: false,
+                    cancelled: r.cancelled,
+                    deadline: r.deadline,
                 };
                 let steps = get(runs, "steps").and_then(Y::as_sequence).unwrap();
                 self.steps(
@@ -752,8 +1128,11 @@ impl Harness {
                     steps,
                     &mut sub,
                     &mut inner,
+                    true,
                 );
                 r.lost = sub.lost;
+                r.cancelled = sub.cancelled;
+                r.path = sub.path.clone();
                 // $GITHUB_ENV written inside the action holds for the rest of the job.
                 r.env.extend(sub.env[env.len()..].iter().cloned());
                 let mut outputs = Map::new();
@@ -763,6 +1142,7 @@ impl Harness {
                         contexts: &inner,
                         success: sub.ok,
                         failure: !sub.ok,
+                        cancelled: sub.cancelled,
                     };
                     for (k, d) in decl {
                         let v = get(d, "value").and_then(y_str).unwrap();
@@ -788,7 +1168,8 @@ impl Harness {
         env: &[(String, String)],
         r: &mut Runner,
         kill: Option<Kill>,
-    ) -> (bool, Map<String, Value>, bool) {
+        deadlines: Deadlines,
+    ) -> (bool, Map<String, Value>, Option<Stop>) {
         let stepdir = r
             .temp
             .parent()
@@ -812,15 +1193,14 @@ impl Harness {
             Some("bash") => cmd.args(["--noprofile", "--norc", "-eo", "pipefail"]),
             Some(s) => panic!("{label}: shell `{s}` is not simulated"),
         };
-        let path = format!(
-            "{}:{}",
-            self.base.join("tools").display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
+        // $GITHUB_PATH entries come first, the latest added first (the runner prepends each).
+        let mut path: Vec<String> = r.path.iter().rev().cloned().collect();
+        path.push(self.base.join("tools").display().to_string());
+        path.push(std::env::var("PATH").unwrap_or_default());
         cmd.arg(&file)
             .current_dir(&r.ws)
             .env_clear()
-            .env("PATH", path)
+            .env("PATH", path.join(":"))
             .env(
                 "HOME",
                 std::env::var("HOME").unwrap_or_else(|_| "/root".into()),
@@ -829,8 +1209,11 @@ impl Harness {
             .env("GITHUB_ACTIONS", "true")
             .env("GITHUB_WORKSPACE", &r.ws)
             .env("RUNNER_TEMP", &r.temp)
+            // Every runner is its own machine: caches (the tool's default work dirs) are not
+            // shared between jobs, nor with other tests running at the same time.
+            .env("XDG_CACHE_HOME", r.temp.parent().unwrap().join("cache"))
             .env("GITHUB_RUN_ID", self.run_id.to_string())
-            .env("GITHUB_REPOSITORY", "harness/setrows-bisect")
+            .env("GITHUB_REPOSITORY", &self.repository)
             .env("GITHUB_SERVER_URL", "http://127.0.0.1:9")
             .env("GITHUB_OUTPUT", &output)
             .env("GITHUB_ENV", &genv)
@@ -848,24 +1231,38 @@ impl Harness {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
         let mut child = cmd.spawn().unwrap();
+        let mut stop = None;
         let status = loop {
             if let Some(s) = child.try_wait().unwrap() {
                 break Some(s);
             }
+            let now = Instant::now();
             if let Some(k) = &kill {
                 let log = std::fs::read_to_string(stepdir.join("log")).unwrap_or_default();
                 if log.contains(&k.once_logged) {
-                    // SAFETY: signalling the process group this harness created.
-                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                    let _ = child.wait();
-                    break None;
+                    stop = Some(Stop::Lost);
                 }
+            }
+            if stop.is_none() && deadlines.job.is_some_and(|d| now >= d) {
+                stop = Some(Stop::JobTimeout);
+            }
+            if stop.is_none() && deadlines.step.is_some_and(|d| now >= d) {
+                stop = Some(Stop::StepTimeout);
+            }
+            if stop.is_some() {
+                // SAFETY: signalling the process group this harness created.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                let _ = child.wait();
+                break None;
             }
             std::thread::sleep(Duration::from_millis(20));
         };
         let log = std::fs::read_to_string(stepdir.join("log")).unwrap_or_default();
         let Some(status) = status else {
-            return (false, Map::new(), true);
+            if !matches!(stop, Some(Stop::Lost)) {
+                self.log.push(format!("{label}: killed; log:\n{log}"));
+            }
+            return (false, Map::new(), stop);
         };
         if !status.success() {
             self.log
@@ -873,6 +1270,11 @@ impl Harness {
         }
         for (k, v) in parse_kv(&std::fs::read_to_string(&genv).unwrap()) {
             r.env.push((k, v));
+        }
+        for l in std::fs::read_to_string(&gpath).unwrap().lines() {
+            if !l.trim().is_empty() {
+                r.path.push(l.trim().to_string());
+            }
         }
         let s = std::fs::read_to_string(&summary).unwrap();
         if !s.is_empty() {
@@ -885,17 +1287,28 @@ impl Harness {
             .into_iter()
             .map(|(k, v)| (k, Value::String(v)))
             .collect();
-        (status.success(), outputs, false)
+        (status.success(), outputs, None)
     }
+}
+
+/// When the running step must stop: the job's `timeout-minutes` and the step's own.
+struct Deadlines {
+    job: Option<Instant>,
+    step: Option<Instant>,
 }
 
 struct Runner {
     ws: PathBuf,
     temp: PathBuf,
     env: Vec<(String, String)>,
+    /// `$GITHUB_PATH` entries, in the order they were added.
+    path: Vec<String>,
     steps: Map<String, Value>,
     ok: bool,
     lost: bool,
+    /// The job was cancelled (its timeout passed): `cancelled()` is true from here on.
+    cancelled: bool,
+    deadline: Option<Instant>,
 }
 
 struct JobIn<'a> {
@@ -905,7 +1318,14 @@ struct JobIn<'a> {
     event: &'a str,
     success: bool,
     failure: bool,
+    cancelled: bool,
     rerun_need: bool,
+    /// Every job this one transitively needs (paths; a called workflow's jobs by prefix).
+    closure: BTreeSet<String>,
+    /// The workflow's `permissions:` (or the calling job's), for jobs without their own.
+    perms: Option<Perms>,
+    /// A calling job's permissions: the most a called workflow's job may have.
+    cap: Option<&'a Perms>,
 }
 
 fn skipped() -> JobRun {
@@ -914,9 +1334,10 @@ fn skipped() -> JobRun {
         outputs: Map::new(),
         matrix: Value::Null,
         runner_dir: None,
+        runs_on: Vec::new(),
+        runner: String::new(),
     }
 }
-
 fn merge_outputs(into: &mut Map<String, Value>, from: &Map<String, Value>) {
     for (k, v) in from {
         if v.as_str().is_some_and(|s| !s.is_empty()) {

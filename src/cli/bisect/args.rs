@@ -49,25 +49,25 @@ pub struct BisectArgs {
     #[arg(long, value_name = "DIR", help_heading = "Range")]
     pub path: Option<String>,
     /// Probe K commits in parallel (K checkouts and build dirs; the search multisects).
-    #[arg(long, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs, help_heading = "Search")]
+    #[arg(long, allow_negative_numbers = true, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs, help_heading = "Search")]
     pub jobs: usize,
     /// Run every probed commit N times; one new-behaviour run decides new.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000), help_heading = "Flaky")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = |s: &str| crate::cli::ranges::int(s, 1, 10_000).map(|v| v as u32), help_heading = "Flaky")]
     pub repeat: Option<u32>,
     /// For intermittent faults: a failure is bad at once, a pass is re-run until "good" is
     /// believable, so that the answer holds at confidence C (e.g. 0.95); the report states the
     /// confidence reached and the estimated reproduction rate.
-    #[arg(long, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence, help_heading = "Flaky")]
+    #[arg(long, allow_negative_numbers = true, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence, help_heading = "Flaky")]
     pub confidence: Option<f64>,
     /// With --confidence: stop after N runs in all. An answer that does not hold yet is not
     /// guessed: the report says the budget was spent, lists the likeliest commits with their
     /// probabilities and estimates the runs still needed (exit 1).
-    #[arg(long, value_name = "N", requires = "confidence", value_parser = clap::value_parser!(u64).range(1..=10_000_000), help_heading = "Flaky")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", requires = "confidence", value_parser = |s: &str| crate::cli::ranges::int(s, 1, 10_000_000).map(|v| v as u64), help_heading = "Flaky")]
     pub max_runs: Option<u64>,
     /// After a culprit is found, run it, its parent and the bad endpoint with the culprit
     /// reverted at least N times each (more when the fault is rare), and flag suspicious
     /// answers (0 = off). A doubtful answer exits 1.
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000), help_heading = "Flaky")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 0, value_parser = |s: &str| crate::cli::ranges::int(s, 0, 10_000).map(|v| v as u32), help_heading = "Flaky")]
     pub validate: u32,
     /// Print the next wave of probes for --jobs K slots as JSON, from the stored results
     /// only, and exit without probing (for fanning a round out over CI runners).
@@ -83,7 +83,7 @@ pub struct BisectArgs {
     )]
     pub probe: Option<String>,
     /// With --probe: the run index the plan assigned (default: the next free one here).
-    #[arg(long, value_name = "R", requires = "probe", value_parser = |s: &str| crate::cli::ranges::int(s, 0, 1_000_000).map(|v| v as usize), help_heading = "Search")]
+    #[arg(long, allow_negative_numbers = true, value_name = "R", requires = "probe", value_parser = |s: &str| crate::cli::ranges::int(s, 0, 1_000_000).map(|v| v as usize), help_heading = "Search")]
     pub run_index: Option<usize>,
     /// Resolve everything (range, candidates, configuration, prober identity, what the store
     /// already answers) and print it; nothing is checked out, built or run.
@@ -168,6 +168,11 @@ pub struct ConfigFlags {
     /// HIP/CUDA graphs (`GGML_HIP_GRAPHS` / `GGML_CUDA_GRAPHS`).
     #[arg(long, value_name = "on|off", value_parser = ["on", "off"], help_heading = "Configuration")]
     pub graphs: Option<String>,
+    /// Where the replay's buffers live: `device` (ggml's device memory), `unified` (ggml's own
+    /// switch makes them managed: the env or CMake option each tree reads), `host` (the device's
+    /// host buffer type, used in place by the GPU). Proven by the replay's pointer report.
+    #[arg(long, value_name = "device|unified|host", value_parser = ["device", "unified", "host"], help_heading = "Configuration")]
+    pub memory: Option<String>,
     /// Environment of the test step, e.g. `HIP_LAUNCH_BLOCKING=1` (repeatable).
     #[arg(
         long = "launch-env",

@@ -2,7 +2,7 @@
 //! prober is built from (`run::probers`).
 
 use super::BisectArgs;
-use crate::core::build::Backend;
+use crate::core::build::{Backend, Memory};
 use crate::core::config::{Flags, ProbeKind, Resolved};
 use crate::core::matrix::{self, Matrix};
 use crate::core::result::{ConfigurationInfo, ReproducerInfo};
@@ -59,6 +59,11 @@ pub fn read_matrix(path: &Path) -> Result<Matrix, matrix::MatrixError> {
 pub fn load_matrix(file: Option<&Path>) -> anyhow::Result<Matrix> {
     let usage = |e: matrix::MatrixError| CliError::usage(e.to_string());
     match file {
+        Some(p) if !p.is_file() => Err(CliError::usage(format!(
+            "--matrix {}: {}; give an existing matrix file (or leave --matrix out for ./matrix.toml or the built-in one)",
+            p.display(),
+            if p.exists() { "not a file" } else { "no such file" }
+        ))),
         Some(p) => read_matrix(p).map_err(usage),
         None if Path::new("matrix.toml").is_file() => {
             read_matrix(Path::new("matrix.toml")).map_err(usage)
@@ -88,6 +93,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         gpu_target: c.gpu_target.clone(),
         wave_size: c.wave_size.as_deref().and_then(|w| w.parse().ok()),
         graphs: c.graphs.as_deref().map(|g| g == "on"),
+        memory: c.memory.as_deref().and_then(Memory::parse),
         launch_env,
         cmake_args: c.cmake_args.clone(),
         repro_args: args.repro_args.clone(),
@@ -95,6 +101,65 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         build: args.build.clone(),
         timeout_s: args.timeout,
         decode: args.probe_kind.as_deref() == Some("decode"),
+    })
+}
+
+/// Flags that would mean nothing for the chosen backend or probe are refused (exit 2) rather
+/// than stored in the key: a run keyed by `--gpu-target banana` on the CPU would answer no
+/// question and never be found again. `backend` is the one the probes build for (a `--config`'s
+/// unless `--backend` overrides it).
+fn meaningful(args: &BisectArgs, backend: Backend) -> anyhow::Result<()> {
+    let c = &args.cfg;
+    if args.script.is_some() && !args.repro_args.is_empty() {
+        return Err(CliError::usage(
+            "--repro-arg is for the bundled reproducer; a --script probe gets its arguments in CMD (drop --repro-arg)",
+        ));
+    }
+    let b = backend.as_str();
+    let only = |flag: &str, value: &str, for_: &str| {
+        Err(CliError::usage(format!(
+            "{flag} {value} means nothing for --backend {b} ({for_}); drop it or pick that backend"
+        )))
+    };
+    match backend {
+        Backend::Cpu => {
+            if let Some(t) = &c.gpu_target {
+                return only("--gpu-target", t, "a GPU build: hip or cuda");
+            }
+            if let Some(g) = &c.graphs {
+                return only("--graphs", g, "HIP/CUDA graphs: hip or cuda");
+            }
+        }
+        Backend::Cuda => {
+            if let Some(t) = c.gpu_target.as_deref().filter(|t| !cuda_target(t)) {
+                return Err(CliError::usage(format!(
+                    "--gpu-target {t}: a CUDA target is an sm number such as 90 or 90a (CMAKE_CUDA_ARCHITECTURES; several: 89;90)"
+                )));
+            }
+        }
+        Backend::Hip => {}
+    }
+    if let (Some(w), false) = (&c.wave_size, backend == Backend::Hip) {
+        return only("--wave-size", w, "a HIP wave size: hip");
+    }
+    Ok(())
+}
+
+/// `CMAKE_CUDA_ARCHITECTURES`: sm numbers (`90`, `90a`, `100f`, `90-real`), `;`- or
+/// `,`-separated, or one of CMake's words.
+fn cuda_target(t: &str) -> bool {
+    if ["native", "all", "all-major"].contains(&t) {
+        return true;
+    }
+    t.split([';', ',']).all(|one| {
+        let one = one
+            .strip_suffix("-real")
+            .or_else(|| one.strip_suffix("-virtual"))
+            .unwrap_or(one);
+        let digits = one.trim_end_matches(['a', 'f']);
+        !digits.is_empty()
+            && digits.bytes().all(|d| d.is_ascii_digit())
+            && one.len() - digits.len() <= 1
     })
 }
 
@@ -141,7 +206,11 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
     } else {
         format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
     };
+    meaningful(args, cfg.backend)?;
     let mut overrides = cfg.apply(&flags);
+    if let Some(why) = cfg.memory_refused() {
+        return Err(CliError::usage(why));
+    }
     if let Some(note) = cfg.default_target() {
         eprintln!("setrows-bisect: {note}");
     }
@@ -164,6 +233,7 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         || c.gpu_target.is_some()
         || c.wave_size.is_some()
         || c.graphs.is_some()
+        || c.memory.is_some()
         || !c.launch_env.is_empty()
         || !c.cmake_args.is_empty();
     let info = configured.then(|| cfg.info(if named { overrides } else { Vec::new() }));
@@ -188,6 +258,16 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cuda_targets_are_sm_numbers() {
+        for ok in ["90", "90a", "100f", "89;90", "86,89", "90-real", "native"] {
+            assert!(cuda_target(ok), "{ok}");
+        }
+        for bad in ["banana", "gfx1151", "", "90aa", "sm_90", "9 0"] {
+            assert!(!cuda_target(bad), "{bad}");
+        }
+    }
 
     /// The default is the built-in matrix's decode-reuse parameters, which its decode-reuse
     /// configurations run too: many steps, checked every step.

@@ -1,8 +1,106 @@
 //! `--dry-run`: what a bisection would do, printed from the same resolution a real run uses,
 //! so that what it promises (candidates, probes, store hits, identity) is what a run does.
 
+use super::config::Chosen;
 use super::{BisectArgs, Prepared};
+use crate::core::config::Resolved;
+use crate::core::search::simulate;
 use crate::error::CliError;
+use crate::probe::container::{Engine, EngineChoice};
+use crate::run::probers::Place;
+use std::path::Path;
+
+/// What `--dry-run` resolved without making anything (no work dir, no container, no ccache
+/// dir, no toolchain query): where the steps would run, in words, and why the store cannot be
+/// asked when the key names something only a started run learns.
+pub struct Planned {
+    /// The image the steps would run in (`None`: the host).
+    pub image: Option<String>,
+    /// The engine's name, or why there is none.
+    pub engine: String,
+    /// Lines of the plan: where, ccache, the toolchain, the build.
+    pub lines: Vec<String>,
+    /// Why stored results cannot be counted now (`None`: they can).
+    pub unknown_key: Option<String>,
+}
+
+impl Planned {
+    pub fn new(chosen: &Chosen, work_dir: &Path) -> Planned {
+        let mut lines = Vec::new();
+        let mut unknown_key = None;
+        let (image, engine) = match (chosen.engine, chosen.cfg.image.as_deref()) {
+            (EngineChoice::None, _) | (_, None) => {
+                lines.push("runs: on the host".to_string());
+                lines.push(match crate::probe::exec::which("ccache") {
+                    Some(_) => "ccache: your own cache (CCACHE_DIR, else ccache's default)".into(),
+                    None => "ccache: not installed here, builds run without it".into(),
+                });
+                (None, "host".to_string())
+            }
+            (choice, Some(image)) => {
+                let engine = match Engine::detect(choice) {
+                    Ok(Some(e)) => e,
+                    Ok(None) | Err(_) => {
+                        lines.push(format!(
+                            "runs: in image {image}, but no container engine answers here; a run would stop before its first probe (install podman or docker)"
+                        ));
+                        unknown_key =
+                            Some("the key names the container, and none can start here".into());
+                        return Planned {
+                            image: Some(image.into()),
+                            engine: "no engine".into(),
+                            lines,
+                            unknown_key,
+                        };
+                    }
+                };
+                let kind = engine.kind.as_str();
+                match engine.image_digest(image) {
+                    Ok(digest) => lines.push(format!(
+                        "runs: in image {image} with {kind} (present, {})",
+                        digest.chars().take(19).collect::<String>()
+                    )),
+                    Err(_) => lines.push(format!(
+                        "runs: in image {image} with {kind}: the image is missing here; a run would stop before its first probe (build it: containers/README.md; it is never pulled)"
+                    )),
+                }
+                lines.push(format!(
+                    "ccache: {} (made when a run starts)",
+                    crate::run::probers::ccache_dir(work_dir, kind, image).display()
+                ));
+                unknown_key = Some(format!("the key names the {kind} container the run starts"));
+                (Some(image.to_string()), kind.to_string())
+            }
+        };
+        if crate::run::probers::needs_hipconfig(&chosen.cfg) {
+            lines.push(
+                "toolchain: a run asks hipconfig where the steps run for HIP's clang and HIP_PATH"
+                    .into(),
+            );
+            unknown_key.get_or_insert_with(|| {
+                "the key names HIP's clang, which hipconfig gives when a run starts".into()
+            });
+        }
+        Planned {
+            image,
+            engine,
+            lines,
+            unknown_key,
+        }
+    }
+
+    /// The build line the probes run (the bundled reproducer's; a script builds itself).
+    pub fn with_build(mut self, cfg: &Resolved, place: &Place) -> Planned {
+        if cfg.probe == crate::core::config::ProbeKind::Replay {
+            let args = crate::run::probers::recipe_at(cfg, place).cmake_args(&place.fallback_facts);
+            self.lines.push(format!(
+                "build: cmake {} (spelled per probed tree)",
+                crate::probe::exec::shell_words(&args)
+            ));
+        }
+        self
+    }
+}
 
 /// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
 pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String> {
@@ -10,16 +108,22 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
     let r = &p.plan.range;
     let n = r.candidates.len();
     let identity = p.prober.identity();
+    let planned = p
+        .planned
+        .as_ref()
+        .ok_or_else(|| CliError::infra("a dry run without a plan"))?;
     let mut stored = 0usize;
-    for c in &r.candidates {
-        let key = crate::run::store::StoreKey::new(&c.tree, &identity);
-        if !p
-            .store
-            .load(&key)
-            .map_err(|e| CliError::infra(e.to_string()))?
-            .is_empty()
-        {
-            stored += 1;
+    if planned.unknown_key.is_none() {
+        for c in &r.candidates {
+            let key = crate::run::store::StoreKey::new(&c.tree, &identity);
+            if !p
+                .store
+                .load(&key)
+                .map_err(|e| CliError::infra(e.to_string()))?
+                .is_empty()
+            {
+                stored += 1;
+            }
         }
     }
     let mut out = String::new();
@@ -57,7 +161,14 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
         "{}",
         lying_bad(n, p.plan.jobs, args.lazy_endpoints, &e)
     );
-    let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
+    match &planned.unknown_key {
+        None => {
+            let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
+        }
+        Some(why) => {
+            let _ = writeln!(out, "already in the store: not counted ({why})");
+        }
+    }
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
     if p.plan.predicate.regress.build_only() {
         let _ = writeln!(
@@ -85,9 +196,15 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
         let _ = writeln!(out, "  arguments: {}", r.source);
     }
     let _ = writeln!(out, "work dir: {}", p.plan.work_dir.display());
-    let _ = writeln!(out, "prober identity (part of every store key):");
-    for line in p.prober.identity_for_people().lines() {
-        let _ = writeln!(out, "  {line}");
+    for line in &planned.lines {
+        let _ = writeln!(out, "{line}");
+    }
+    if planned.unknown_key.is_none() {
+        let _ = writeln!(
+            out,
+            "store key of these probes: {} (results stored under it are reused)",
+            crate::run::store::bisect_id(&[&identity])
+        );
     }
     if let Some(hint) = &p.reproduce {
         let _ = writeln!(out, "one probe, by hand:");
@@ -112,55 +229,47 @@ struct Estimate {
 /// With one slot and Ninja builds the search may cut off-centre to skip a rebuild
 /// (`core::search::budget`): one midpoint more, never past git's fewest on `commits`.
 fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
-    let open = n.saturating_sub(2);
-    if open == 0 {
+    let w = simulate::worst_case(n, jobs, endpoint_check(lazy), commits);
+    if w.midpoints == 0 {
         return Estimate {
-            total: n,
+            total: w.total,
             detail: "the endpoints, no commit between them".to_string(),
         };
     }
-    let jobs = jobs.max(1);
-    // What `Search::pick` guarantees: a wave of `jobs` probes leaves at most the power of two
-    // at or above an equal share of the span (the slack it allows for stable midpoints).
-    let (mut span, mut mids, mut waves) = (open + 1, 0usize, 0usize);
-    while span > 1 {
-        mids += jobs.min(span - 1);
-        waves += 1;
-        span = if span - 1 <= jobs {
-            1
-        } else {
-            span.div_ceil(jobs + 1).next_power_of_two()
-        };
-    }
-    let how = if jobs == 1 {
-        format!("ceil(log2 {})", open + 1)
+    let how = if jobs <= 1 {
+        format!("ceil(log2 {})", n - 1)
     } else {
-        format!("{waves} wave(s) of up to {jobs}")
+        format!("{} wave(s) of up to {jobs}", w.waves)
     };
-    let (ends, why) = match (lazy, jobs) {
-        (true, _) => (1, "plus the endpoint next to the answer (--lazy-endpoints)"),
-        (false, 1) => (
-            1,
+    let why = match (lazy, w.endpoints) {
+        (true, _) => "plus the endpoint next to the answer (--lazy-endpoints)",
+        (false, 1) => {
             "plus --bad once the walk toward it makes that worth a build, or the endpoint \
-             next to the answer",
-        ),
-        (false, _) => (2, "plus --good and --bad in the first wave"),
+             next to the answer"
+        }
+        (false, _) => "plus --good and --bad in the first wave",
     };
-    let total = mids + ends;
-    let git_fewest = crate::core::search::git_fewest(commits);
-    let off_centre = (mids + 1 + ends).min(git_fewest);
-    if jobs == 1 && off_centre > total {
-        return Estimate {
-            total: off_centre,
-            detail: format!(
-                "{mids} midpoint(s), {how}, {why}; one more where cutting off-centre saves a \
-                 rebuild (never more than git's {git_fewest})"
-            ),
-        };
-    }
+    let mids = w.midpoints;
+    let detail = if w.off_centre {
+        format!(
+            "{mids} midpoint(s), {how}, {why}; one more where cutting off-centre saves a \
+             rebuild (never more than git's {})",
+            crate::core::search::git_fewest(commits)
+        )
+    } else {
+        format!("{mids} midpoint(s), {how}, {why}")
+    };
     Estimate {
-        total,
-        detail: format!("{mids} midpoint(s), {how}, {why}"),
+        total: w.total,
+        detail,
+    }
+}
+
+fn endpoint_check(lazy: bool) -> crate::core::search::EndpointCheck {
+    if lazy {
+        crate::core::search::EndpointCheck::Lazy
+    } else {
+        crate::core::search::EndpointCheck::First
     }
 }
 
@@ -170,21 +279,9 @@ fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
 /// comes earlier when `--bad` is an incremental build, never later than the whole walk, which
 /// `estimate` bounds.
 fn lying_bad(n: usize, jobs: usize, lazy: bool, e: &Estimate) -> String {
-    use crate::core::outcome::Verdict;
-    use crate::core::search::{EndpointCheck, Search, Step};
-    let ends = if lazy {
-        EndpointCheck::Lazy
-    } else {
-        EndpointCheck::First
-    };
-    let mut s = Search::new((0..n as u64).collect(), ends);
-    let mut probes = 0usize;
-    while let Step::Probe(wave) = s.next(jobs.max(1)) {
-        for i in wave {
-            probes += 1;
-            s.record(i, Verdict::Old);
-        }
-    }
+    let keys = (0..n as u64).collect();
+    let r = simulate::replay(keys, endpoint_check(lazy), jobs.max(1), simulate::lying_bad);
+    let probes = r.probes().len();
     format!(
         "if --bad does not reproduce: reported after {probes} probe(s) when builds cost alike, \
          at most {} (the walk all the way to it){}",

@@ -17,7 +17,7 @@ use crate::core::evidence::{Deterministic, Fixed, Policy};
 use crate::core::outcome::Predicate;
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
-use crate::probe::container::{ContainerLauncher, GpuAccess};
+use crate::probe::container::ContainerLauncher;
 use crate::probe::launch::HostLauncher;
 use crate::probe::script::ScriptProber;
 use crate::probe::Prober;
@@ -100,6 +100,16 @@ pub struct Prepared {
     /// The bundled reproducer and its arguments (`None`: a `--script` probe).
     pub reproducer: Option<crate::core::result::ReproducerInfo>,
     pub backend: crate::core::build::Backend,
+    /// `--dry-run`: what was resolved without making anything (the launcher, the toolchain).
+    pub planned: Option<dry_run::Planned>,
+}
+
+fn endpoints(args: &BisectArgs) -> EndpointCheck {
+    if args.lazy_endpoints {
+        EndpointCheck::Lazy
+    } else {
+        EndpointCheck::First
+    }
 }
 
 /// Validates the flags and builds the plan (no probe runs here). `base`: a configuration
@@ -113,21 +123,9 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         .bad
         .as_deref()
         .ok_or_else(|| CliError::usage("--bad REV is required"))?;
-    if args.jobs == 0 {
-        return Err(CliError::usage("--jobs must be at least 1"));
-    }
-    if args.repeat == Some(0) {
-        return Err(CliError::usage("--repeat must be at least 1"));
-    }
-    let timeout = match args.timeout {
-        Some(t) if !(t > 0.0 && t.is_finite()) => {
-            return Err(CliError::usage(format!(
-                "--timeout {t}: must be a positive number of seconds"
-            )))
-        }
-        Some(t) => Some(Duration::from_secs_f64(t)),
-        None => None,
-    };
+    // Counts, --timeout and --confidence were checked by their flags' parsers
+    // (`cli::ranges`): one rule each, for every command that takes them.
+    let timeout = args.timeout.map(Duration::from_secs_f64);
     let signature = match &args.match_ {
         Some(re) => Some(regex::Regex::new(re).map_err(|e| {
             let why = e.to_string();
@@ -185,7 +183,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         None if decode => None,
         None => {
             let layout = git::detect_layout(&repo, bad_id).map_err(git_error)?;
-            layout.ggml_dir().map(|dir| {
+            layout.keyed_subtree().map(|dir| {
                 eprintln!("setrows-bisect: {} layout detected: commits that do not change {dir}/ share one probe (--path . to test the whole tree)", layout.name());
                 dir.to_string()
             })
@@ -200,22 +198,32 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         .work_dir
         .clone()
         .unwrap_or_else(store::default_work_dir);
-    // Creates the work dir (and proves it writable) so it can be made absolute.
-    Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
-    // Absolute from here on: steps run with their own working directory and see $SRC/$WORK.
-    let work_dir = std::fs::canonicalize(&work_dir).unwrap_or(work_dir);
-    let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
     let canon_repo = std::fs::canonicalize(&args.repo).unwrap_or(args.repo.clone());
-    // A build needs no GPU: a build-only probe runs where none exists.
-    let gpu = if build_only {
-        GpuAccess::None
+    // A plan makes nothing: no work dir, no container, no ccache dir, no toolchain query; what
+    // it could not learn without them is a line of the plan (`dry_run::Planned`).
+    let dry = args.dry_run;
+    let (work_dir, store) = if dry {
+        (work_dir.clone(), Store::at(&work_dir))
     } else {
-        GpuAccess::from(chosen.cfg.backend)
+        // Creates the work dir (and proves it writable) so it can be made absolute.
+        Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
+        // Absolute from here on: steps run with their own working directory and see $SRC/$WORK.
+        let work_dir = std::fs::canonicalize(&work_dir).unwrap_or(work_dir);
+        let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
+        (work_dir, store)
     };
-    let container =
-        placement::container(chosen.engine, chosen.cfg.image.as_deref(), gpu, &work_dir)?;
-    let image = container.as_ref().map(|c| c.image().to_string());
-    let place = repro::place(&chosen.cfg, &repo, bad_id, container)?;
+    let planned = dry.then(|| dry_run::Planned::new(&chosen, &work_dir));
+    let container = match dry {
+        true => None,
+        false => placement::container(chosen.engine, &chosen.cfg, &work_dir)?,
+    };
+    let image = match (&container, &planned) {
+        (Some(c), _) => Some(c.image().to_string()),
+        (None, Some(p)) => p.image.clone(),
+        (None, None) => None,
+    };
+    let place = repro::place(&chosen.cfg, &repo, bad_id, container, !dry)?;
+    let planned = planned.map(|p| p.with_build(&chosen.cfg, &place));
     let prober = crate::run::probers::prober(&chosen.cfg, &place);
     let reproduce = match &chosen.cfg.probe {
         ProbeKind::Script { build, script } => {
@@ -232,9 +240,12 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
             };
             let mut hint = p.reproduce_hint(&canon_repo, "{sha}");
             if let Some(image) = &image {
+                let engine = match &planned {
+                    Some(p) => p.engine.clone(),
+                    None => place.launcher.identity(),
+                };
                 hint = format!(
-                    "# the bisect ran these steps in {image} ({}), $SRC mounted read-only\n{hint}",
-                    place.launcher.identity()
+                    "# the bisect ran these steps in {image} ({engine}), $SRC mounted read-only\n{hint}"
                 );
             }
             Some(hint)
@@ -243,14 +254,6 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
     };
     let prober: Box<dyn Prober> = Box::new(prober);
     let strategy = match (args.confidence, args.repeat) {
-        (Some(c), _) if !(0.5..1.0).contains(&c) => {
-            return Err(CliError::usage(format!(
-                "--confidence {c}: must be at least 0.5 and below 1 (e.g. 0.95)"
-            )))
-        }
-        (Some(_), _) if args.max_runs == Some(0) => {
-            return Err(CliError::usage("--max-runs must be at least 1"))
-        }
         (Some(confidence), _) => Strategy::Confidence {
             confidence,
             max_runs: args.max_runs,
@@ -263,11 +266,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         repo_path: canon_repo,
         range,
         predicate,
-        endpoints: if args.lazy_endpoints {
-            EndpointCheck::Lazy
-        } else {
-            EndpointCheck::First
-        },
+        endpoints: endpoints(args),
         jobs: args.jobs,
         work_dir,
     };
@@ -277,6 +276,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
         prober,
         strategy,
         reproduce,
+        planned,
         configuration: chosen.info,
         reproducer: chosen.reproducer,
         backend: chosen.cfg.backend,
@@ -456,21 +456,25 @@ pub fn run_with(
         .map_err(|e| CliError::infra(e.to_string()))?;
     let code = result.exit_code;
     let md = report::markdown(&result);
-    if print {
-        println!("{md}");
+    // `--json -` makes standard output the JSON's alone: the report goes to stderr then.
+    let json_on_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
+    match (print, json_on_stdout) {
+        (true, false) => println!("{md}"),
+        (true, true) => eprintln!("{md}"),
+        (false, _) => {}
     }
     // Every output is attempted even when one fails (a failed --report must not also cost the
     // JSON and the comment); the first failure decides the exit code afterwards.
     let mut failed: Option<anyhow::Error> = None;
     if let Some(path) = &args.report {
-        if let Err(e) = crate::cli::output::write_atomic("--report", path, md.as_bytes()) {
+        if let Err(e) = crate::cli::output::write("--report", path, md.as_bytes()) {
             eprintln!("setrows-bisect: error: {e:#}");
             failed.get_or_insert(e);
         }
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&result).unwrap_or_default() + "\n";
-        if let Err(e) = crate::cli::output::write_atomic("--json", path, text.as_bytes()) {
+        if let Err(e) = crate::cli::output::write("--json", path, text.as_bytes()) {
             eprintln!("setrows-bisect: error: {e:#}");
             failed.get_or_insert(e);
         }
@@ -479,6 +483,7 @@ pub fn run_with(
         eprintln!("setrows-bisect: {line}");
     }
     let written = match &args.json {
+        Some(_) if json_on_stdout => "the JSON went to standard output".to_string(),
         Some(path) => format!("the JSON is in {}", path.display()),
         None => "the report is printed above".to_string(),
     };

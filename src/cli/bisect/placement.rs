@@ -5,7 +5,7 @@
 //! with an image to run in, so both flags go together or not at all.
 
 use crate::error::CliError;
-use crate::probe::container::{ContainerLauncher, Engine, EngineChoice, GpuAccess};
+use crate::probe::container::{ContainerLauncher, Engine, EngineChoice};
 use std::path::Path;
 
 /// `--image` without an engine, or an engine without `--image`: one-line usage errors (exit 2),
@@ -33,24 +33,20 @@ fn engine_name(e: EngineChoice) -> &'static str {
 }
 
 /// The container launcher for `--engine/--image` (`None`: the host), built as `matrix` builds
-/// one: the engine answers and the image is present (never pulled), or this is an
-/// infrastructure error (exit 3). ccache lives under the work dir, one per image.
+/// one (`run::probers::container_launcher`): the engine answers and the image is present
+/// (never pulled), or this is an infrastructure error (exit 3).
 pub fn container(
     choice: EngineChoice,
-    image: Option<&str>,
-    gpu: GpuAccess,
+    cfg: &crate::core::config::Resolved,
     work_dir: &Path,
 ) -> anyhow::Result<Option<ContainerLauncher>> {
-    let Some(image) = image else {
+    let Some(image) = cfg.image.as_deref() else {
         return Ok(None);
     };
     let Some(engine) = Engine::detect(choice).map_err(|e| CliError::infra(e.to_string()))? else {
         return Ok(None);
     };
-    let ccache = work_dir
-        .join("ccache")
-        .join(crate::run::store::bisect_id(&[engine.kind.as_str(), image]));
-    ContainerLauncher::new(engine, image, gpu, &ccache)
+    crate::run::probers::container_launcher(engine, image, cfg.backend, cfg.build_only, work_dir)
         .map(Some)
         .map_err(|e| CliError::infra(e.to_string()))
 }

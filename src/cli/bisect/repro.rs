@@ -3,19 +3,22 @@
 //! lives, its CMake spellings) for a checkout that cannot say it itself.
 
 use super::*;
-use crate::core::build::{Backend, TreeFacts, CMAKE_FILES};
-use crate::core::config::{ggml_subdir, ProbeKind, Resolved};
+use crate::core::build::{TreeFacts, CMAKE_FILES};
+use crate::core::config::{ProbeKind, Resolved};
+use crate::core::layout::Layout;
 use crate::probe::launch::Launcher;
 use crate::run::probers::Place;
 use std::sync::Arc;
 
 /// The place of `cfg`'s probes. For the bundled reproducer, `bad` must be a ggml tree (ggml,
-/// llama.cpp or lucebox layout), and a HIP build asks `hipconfig` where it runs.
+/// llama.cpp or lucebox layout), and a HIP build asks `hipconfig` where it runs
+/// (`ask_toolchain`; a `--dry-run` asks nothing).
 pub(super) fn place(
     cfg: &Resolved,
     repo: &git2::Repository,
     bad: git::Oid,
     container: Option<ContainerLauncher>,
+    ask_toolchain: bool,
 ) -> anyhow::Result<Place> {
     let tree = repo
         .find_commit(bad)
@@ -23,22 +26,17 @@ pub(super) fn place(
         .map_err(|e| CliError::infra(format!("reading bad commit {bad}: {e}")))?;
     let has = |p: &str| tree.get_path(std::path::Path::new(p)).is_ok();
     let replay = matches!(cfg.probe, ProbeKind::Replay | ProbeKind::Decode);
-    let subdir = match ggml_subdir(has) {
-        Some(s) => s,
-        None if replay => {
-            return Err(CliError::usage(format!(
-                "no --script given, and bad commit {bad} is not a ggml, llama.cpp or lucebox tree for the bundled reproducer (no include/ggml.h at the root, under ggml/ or under server/deps/llama.cpp/ggml/); pass --script CMD"
-            )))
-        }
-        None => "",
-    };
+    let layout = Layout::of(has);
+    if replay && !layout.has_ggml_header(has) {
+        return Err(CliError::usage(format!(
+            "no --script given, and bad commit {bad} is not a ggml, llama.cpp or lucebox tree for the bundled reproducer (no include/ggml.h at the root, under ggml/ or under server/deps/llama.cpp/ggml/); pass --script CMD"
+        )));
+    }
+    let subdir = layout.ggml_dir();
     // The files `probe::tree_facts` reads, taken from the commit instead of a checkout.
     let mut text = String::new();
     for rel in CMAKE_FILES {
-        let path = match subdir {
-            "" => rel.to_string(),
-            s => format!("{s}/{rel}"),
-        };
+        let path = layout.path(rel);
         if let Ok(entry) = tree.get_path(std::path::Path::new(&path)) {
             if let Ok(blob) = repo.find_blob(entry.id()) {
                 text.push_str(&String::from_utf8_lossy(blob.content()));
@@ -51,7 +49,7 @@ pub(super) fn place(
         Some(c) => Arc::new(c),
         None => Arc::new(HostLauncher),
     };
-    let hip_env = if replay && cfg.backend == Backend::Hip {
+    let hip_env = if ask_toolchain && crate::run::probers::needs_hipconfig(cfg) {
         // Where this ROCm keeps clang differs between versions: ask hipconfig where it runs.
         crate::run::probers::hipconfig_env(launcher.as_ref())
             .map_err(|e| CliError::infra(format!("--backend hip needs a ROCm toolchain: {e}")))?

@@ -100,6 +100,8 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             ));
         }
     }
+    commit_level_inputs(&args)?;
+    crate::cli::output::check_dir_writable("--out", &args.run.out)?;
     crate::probe::exec::install_interrupt_handler();
     let mut runner = runner(&args.run, &m, "bisect-config-logs")?;
     // The build question: each value's cell stops after its build (`Predicate` judges a failed
@@ -116,7 +118,12 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
                 let i = ix[0];
                 let label = format!("{}={}", args.axis, ladder[i]);
                 let cell = runner.run_cell(&configs[i], &rev, &|p| {
-                    progress.phase(0, &rev.sha[..10], &label, p.as_str())
+                    progress.phase(
+                        0,
+                        crate::core::range::short_sha(&rev.sha),
+                        &label,
+                        p.as_str(),
+                    )
                 });
                 if cell.outcome == Outcome::InfraError {
                     return Err(CliError::infra(format!(
@@ -182,6 +189,37 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     Ok(result.exit_code)
 }
 
+/// The commit level's inputs, checked before the ladder runs (its answer would be dropped by
+/// a typo found after it): `--good-rev` and `--rev` are commits of `--repo`, and `--path` is in
+/// `--rev`. `--confidence` and the counts are clap's (one rule with the main command's).
+fn commit_level_inputs(args: &BisectConfigArgs) -> anyhow::Result<()> {
+    let Some(good) = &args.good_rev else {
+        if args.commit.path.is_some() {
+            return Err(CliError::usage(
+                "--path belongs to the commit bisect of --good-rev; add --good-rev REV or drop --path",
+            ));
+        }
+        return Ok(());
+    };
+    use crate::cli::bisect::git_error;
+    let repo = crate::run::git::open(&args.run.repo).map_err(git_error)?;
+    crate::run::git::resolve(&repo, good, "--good-rev").map_err(git_error)?;
+    let bad = crate::run::git::resolve(&repo, &args.rev, "--rev").map_err(git_error)?;
+    if let Some(p) = args.commit.path.as_deref() {
+        let p = p.trim_matches('/');
+        let tree = repo
+            .find_commit(bad)
+            .and_then(|c| c.tree())
+            .map_err(|e| CliError::infra(format!("reading --rev {bad}: {e}")))?;
+        if !p.is_empty() && p != "." && tree.get_path(Path::new(p)).is_err() {
+            return Err(CliError::usage(format!(
+                "--path {p}: no such path in --rev {bad}; name a directory of that commit (or --path . for the whole tree)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The flags of the commit-level bisect (`--good-rev`): the main command's, same meaning.
 #[derive(Debug, Args)]
 pub struct CommitFlags {
@@ -196,19 +234,19 @@ pub struct CommitFlags {
     #[arg(long, value_name = "DIR")]
     pub path: Option<String>,
     /// Probe K commits in parallel.
-    #[arg(long, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs)]
+    #[arg(long, allow_negative_numbers = true, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs)]
     pub jobs: usize,
     /// Run every probed commit N times.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = |s: &str| crate::cli::ranges::int(s, 1, 10_000).map(|v| v as u32))]
     pub repeat: Option<u32>,
     /// For intermittent faults: hold the answer at confidence C (e.g. 0.95).
-    #[arg(long, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence)]
+    #[arg(long, allow_negative_numbers = true, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence)]
     pub confidence: Option<f64>,
     /// With --confidence: stop after N runs in all.
-    #[arg(long, value_name = "N", requires = "confidence", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", requires = "confidence", value_parser = |s: &str| crate::cli::ranges::int(s, 1, 10_000_000).map(|v| v as u64))]
     pub max_runs: Option<u64>,
     /// Re-run the culprit, its parent and the revert N times each (0 = off).
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 0, value_parser = |s: &str| crate::cli::ranges::int(s, 0, 10_000).map(|v| v as u32))]
     pub validate: u32,
     /// Test the endpoints only when the answer depends on them.
     #[arg(long)]

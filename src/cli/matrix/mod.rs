@@ -50,10 +50,10 @@ pub struct RunFlags {
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
     /// Probe timeout in seconds (overrides [probe] timeout_s).
-    #[arg(long, value_parser = crate::cli::ranges::whole_secs)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::cli::ranges::whole_secs)]
     pub timeout: Option<u64>,
     /// Further attempts after an infrastructure error (engine down, image missing, full disk).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=100))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = |s: &str| crate::cli::ranges::int(s, 0, 100).map(|v| v as u32))]
     pub retries: u32,
     /// Run every cell again instead of answering from stored results (and store nothing).
     #[arg(long)]
@@ -76,9 +76,9 @@ pub struct MatrixArgs {
     #[arg(long, conflicts_with = "list")]
     pub dry_run: bool,
     /// With --list: how to print the configurations (text for people, json/github for
-    /// scripts and workflow matrices).
-    #[arg(long, value_enum, default_value_t = ListFormat::Text)]
-    pub format: ListFormat,
+    /// scripts and workflow matrices) [default: text]. A run writes its JSON to --out.
+    #[arg(long, value_enum)]
+    pub format: Option<ListFormat>,
     /// Revisions to test (default: `revisions` in the matrix file).
     #[arg(long = "rev")]
     pub revs: Vec<String>,
@@ -257,6 +257,18 @@ pub fn github_matrix(configs: &[&Config]) -> serde_json::Value {
 pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     // Issue and token first: a usage error before anything runs.
     args.post.check()?;
+    // `--format` chooses how `--list` prints; a run's results always go to --out as JSON and
+    // markdown. Without --list it would have started every cell for a format it ignores.
+    if let (Some(f), false) = (args.format, args.list) {
+        let f = clap::ValueEnum::to_possible_value(&f).map(|v| v.get_name().to_string());
+        return Err(CliError::usage(format!(
+            "--format {} prints the configurations with --list; add --list (a run writes its JSON to --out)",
+            f.unwrap_or_default()
+        )));
+    }
+    if !args.list && !args.dry_run {
+        crate::cli::output::check_dir_writable("--out", &args.run.out)?;
+    }
     let (m, ids) = args.run.load()?;
     for (flag, id) in args
         .only
@@ -278,7 +290,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         .filter(|c| only.is_empty() || only.contains(&&c.id))
         .collect();
     if args.list {
-        let text = match args.format {
+        let text = match args.format.unwrap_or(ListFormat::Text) {
             ListFormat::Text => configs
                 .iter()
                 .map(|c| {
@@ -327,7 +339,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         runner.checkout(rev).map_err(run_error)?;
         let rev = &*rev;
         for c in &configs {
-            let short = &rev.sha[..10];
+            let short = crate::core::range::short_sha(&rev.sha);
             let label = c.label();
             let cell = runner.run_cell(c, rev, &|p| progress.phase(0, short, &label, p.as_str()));
             progress.line(&format!(

@@ -40,7 +40,7 @@ pub enum Mode {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Conclusion {
+pub enum SessionConclusion {
     Found {
         culprit: usize,
         /// P(this is the first bad candidate | all runs); `None` when the runs contradict the
@@ -89,7 +89,7 @@ pub struct Session {
     waves: u32,
     /// `Mode::Repeat`: proposed by the search, not decided yet.
     pending: Vec<usize>,
-    conclusion: Option<Conclusion>,
+    conclusion: Option<SessionConclusion>,
 }
 
 /// Only skips seen: the candidate cannot be tested (exit 125), so it is not run again.
@@ -135,7 +135,7 @@ impl Session {
     pub fn waves(&self) -> u32 {
         self.waves
     }
-    pub fn conclusion(&self) -> Option<&Conclusion> {
+    pub fn conclusion(&self) -> Option<&SessionConclusion> {
         self.conclusion.as_ref()
     }
 
@@ -166,7 +166,7 @@ impl Session {
         self.max_runs.map(|m| m.saturating_sub(self.runs))
     }
 
-    fn finish(&mut self, c: Conclusion) -> Action {
+    fn finish(&mut self, c: SessionConclusion) -> Action {
         self.conclusion = Some(c);
         self.pending.clear();
         Action::Finished
@@ -180,13 +180,13 @@ impl Session {
         let c = match posterior(&self.evidence, self.prior()) {
             Some(post) => {
                 let (candidates, mass) = post.credible_set(target);
-                Conclusion::Inconclusive {
+                SessionConclusion::Inconclusive {
                     candidates,
                     mass,
                     rate: Some(post.rate_mean),
                 }
             }
-            None => Conclusion::BadEndpoint {
+            None => SessionConclusion::BadEndpoint {
                 which: Endpoint::Good,
                 got: Verdict::New,
             },
@@ -212,14 +212,14 @@ impl Session {
         let bad = n - 1;
         let ev = &self.evidence;
         if ev[0].new > 0 {
-            return self.finish(Conclusion::BadEndpoint {
+            return self.finish(SessionConclusion::BadEndpoint {
                 which: Endpoint::Good,
                 got: Verdict::New,
             });
         }
         for (which, i) in [(Endpoint::Bad, bad), (Endpoint::Good, 0)] {
             if untestable(&ev[i]) {
-                return self.finish(Conclusion::BadEndpoint {
+                return self.finish(SessionConclusion::BadEndpoint {
                     which,
                     got: Verdict::Skip,
                 });
@@ -228,7 +228,7 @@ impl Session {
         // Any failure proves the bad endpoint bad (everything after a bad candidate is bad).
         let bad_shown = ev.iter().any(|e| e.new > 0);
         if !bad_shown && self.policy().decide(&ev[bad]) == Decision::Decided(Verdict::Old) {
-            return self.finish(Conclusion::BadEndpoint {
+            return self.finish(SessionConclusion::BadEndpoint {
                 which: Endpoint::Bad,
                 got: Verdict::Old,
             });
@@ -265,13 +265,13 @@ impl Session {
                 if forced.is_empty() {
                     let (confidence, rate) = (Some(mass), Some(b.rate_mean));
                     let c = if block.len() == 1 {
-                        Conclusion::Found {
+                        SessionConclusion::Found {
                             culprit: block[0],
                             confidence,
                             rate,
                         }
                     } else {
-                        Conclusion::Ambiguous {
+                        SessionConclusion::Ambiguous {
                             candidates: block,
                             confidence,
                             rate,
@@ -321,20 +321,20 @@ impl Session {
             match self.search.next(slots) {
                 Step::Probe(ix) => self.pending = ix,
                 Step::BadEndpoint { which, got } => {
-                    return self.finish(Conclusion::BadEndpoint { which, got })
+                    return self.finish(SessionConclusion::BadEndpoint { which, got })
                 }
                 Step::Done(answer) => {
                     let post = posterior(&self.evidence, self.prior());
                     let confidence = post.as_ref().map(|p| p.confidence(&answer));
                     let rate = post.as_ref().map(|p| p.rate_mean);
                     let c = match answer {
-                        crate::core::search::Answer::Found(culprit) => Conclusion::Found {
+                        crate::core::search::Answer::Found(culprit) => SessionConclusion::Found {
                             culprit,
                             confidence,
                             rate,
                         },
                         crate::core::search::Answer::Ambiguous(candidates) => {
-                            Conclusion::Ambiguous {
+                            SessionConclusion::Ambiguous {
                                 candidates,
                                 confidence,
                                 rate,

@@ -12,15 +12,17 @@
 //! reordering the file leaves the ids (and stored results, and GitHub comments that cite them)
 //! of every other configuration unchanged.
 
-use crate::core::build::{Backend, Launch, Recipe};
+use crate::core::build::{Backend, Launch, Memory, Recipe};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use toml::Spanned;
 
+mod check;
 mod expand;
 mod resolve;
+use check::{check_type, scalar};
 use expand::{expand, Axis, Combo};
 
 /// A position-carrying error in a matrix file.
@@ -105,6 +107,7 @@ axes!(
     graphs,
     hip_no_vmm,
     rocwmma_fattn,
+    memory,
     launch,
     params,
 );
@@ -192,7 +195,10 @@ impl Config {
     /// `hip rocm=6.4.1 gfx=gfx1151 ...` in axis order (the id is separate).
     pub fn label(&self) -> String {
         AXES.iter()
-            .filter_map(|k| self.values.get(*k).map(|v| format!("{k}={v}")))
+            .filter_map(|k| self.values.get(*k).map(|v| (k, v)))
+            // the default placement is no value, as in the id
+            .filter(|(k, v)| !(**k == "memory" && v.to_string() == Memory::Device.as_str()))
+            .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -418,51 +424,15 @@ fn err_no_span(file: &str, key: &str, message: impl Into<String>) -> MatrixError
     }
 }
 
-fn scalar(cx: &Ctx<'_>, key: &str, v: &Spanned<toml::Value>) -> Result<Value, MatrixError> {
-    match v.get_ref() {
-        toml::Value::String(s) => Ok(Value::Str(s.clone())),
-        toml::Value::Integer(i) => Ok(Value::Int(*i)),
-        toml::Value::Boolean(b) => Ok(Value::Bool(*b)),
-        other => Err(cx.err(
-            v.span(),
-            key,
-            format!(
-                "expected a string, integer or boolean, found {}",
-                other.type_str()
-            ),
-        )),
-    }
-}
-
-fn check_type(cx: &Ctx<'_>, axis: &str, v: &Value, span: Range<usize>) -> Result<(), MatrixError> {
-    let want = match axis {
-        "wave_size" => "integer",
-        "graphs" | "hip_no_vmm" | "rocwmma_fattn" => "boolean",
-        _ => "string",
-    };
-    let ok = matches!(
-        (want, v),
-        ("integer", Value::Int(_)) | ("boolean", Value::Bool(_)) | ("string", Value::Str(_))
-    );
-    if !ok {
-        return Err(cx.err(span, axis, format!("`{axis}` takes a {want}, not `{v}`")));
-    }
-    if axis == "wave_size" && !matches!(v, Value::Int(32) | Value::Int(64)) {
-        return Err(cx.err(span, axis, format!("wave size must be 32 or 64, not {v}")));
-    }
-    if axis == "backend" && Backend::parse(&v.to_string()).is_none() {
-        return Err(cx.err(
-            span,
-            axis,
-            format!("unknown backend `{v}` (hip, cuda or cpu)"),
-        ));
-    }
-    Ok(())
-}
-
 /// Short stable id of a combination's values.
 pub fn config_id(values: &BTreeMap<String, Value>) -> String {
-    let canon = serde_json::to_string(values).unwrap_or_default();
+    // The default placement is no value: configurations from before the `memory` axis keep
+    // their ids (and the comments and stored runs that cite them).
+    let mut values = values.clone();
+    if values.get("memory") == Some(&Value::Str(Memory::Device.as_str().into())) {
+        values.remove("memory");
+    }
+    let canon = serde_json::to_string(&values).unwrap_or_default();
     hex::encode(&Sha256::digest(canon.as_bytes())[..4])
 }
 

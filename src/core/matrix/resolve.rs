@@ -46,6 +46,19 @@ impl Matrix {
         recipe.graphs = flag("graphs");
         recipe.hip_no_vmm = flag("hip_no_vmm").filter(|_| backend == Backend::Hip);
         recipe.rocwmma_fattn = flag("rocwmma_fattn").filter(|_| backend == Backend::Hip);
+        recipe.memory = get("memory")
+            .and_then(|m| Memory::parse(&m))
+            .unwrap_or_default();
+        if backend == Backend::Cpu && !recipe.memory.is_device() {
+            return Err(cx.err(
+                span("memory"),
+                "memory",
+                format!(
+                    "memory `{}` on the CPU backend means nothing (host is the same buffer; the unified switch acts on CUDA/HIP allocations); use device",
+                    recipe.memory.as_str()
+                ),
+            ));
+        }
         recipe.extra_cmake_args = self.probe.cmake_args.clone();
         let launch = match get("launch") {
             None => Launch::default(),

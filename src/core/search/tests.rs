@@ -1,28 +1,24 @@
 use super::*;
 use proptest::prelude::*;
 
-/// Drive a search against a fixed oracle; returns (answer or endpoint error, probes).
+/// Drive a search against a fixed oracle (`simulate::replay`); returns (answer or endpoint
+/// error, probes), checking that every wave fits the slots and nothing is probed twice.
 fn run(
     keys: Vec<u64>,
     ends: EndpointCheck,
     slots: usize,
     oracle: impl Fn(usize) -> Verdict,
 ) -> (Step, Vec<usize>) {
-    let mut s = Search::new(keys, ends);
-    let mut probes = Vec::new();
-    loop {
-        match s.next(slots) {
-            Step::Probe(ix) => {
-                assert!(!ix.is_empty() && ix.len() <= slots);
-                for i in ix {
-                    assert!(s.verdict(i).is_none(), "probed {i} twice");
-                    probes.push(i);
-                    s.record(i, oracle(i));
-                }
-            }
-            other => return (other, probes),
-        }
+    let r = simulate::replay(keys, ends, slots, oracle);
+    for wave in &r.waves {
+        assert!(!wave.is_empty() && wave.len() <= slots, "{wave:?}");
     }
+    let probes = r.probes();
+    let mut seen = std::collections::HashSet::new();
+    for i in &probes {
+        assert!(seen.insert(*i), "probed {i} twice");
+    }
+    (r.end, probes)
 }
 
 /// Brute force: the honest answer for a monotone history with skips.

@@ -19,10 +19,12 @@ pub use write_probe::write_probe_job;
 mod live;
 pub use live::stop_live_containers;
 use live::{force_remove, remember};
-mod signals;
+mod engine_errors;
+pub use crate::probe::launch::parse_provenance;
+/// Facts printed from inside the image: the same script as on the host.
+use crate::probe::launch::ENVIRONMENT_SCRIPT as PROVENANCE_SCRIPT;
 pub use argv::*;
-use signals::PROVENANCE_SCRIPT;
-pub use signals::*;
+pub use engine_errors::engine_failure;
 
 use crate::probe::launch::{with_dirs, Cmd, Launcher, ShellJob};
 use std::collections::BTreeMap;
@@ -133,8 +135,8 @@ impl Engine {
     /// Resolves `--engine`. `Ok(None)` means run on the host.
     pub fn detect(choice: EngineChoice) -> Result<Option<Engine>, ContainerError> {
         let want = |kind: EngineKind| -> Result<Engine, ContainerError> {
-            let program =
-                which(kind.as_str()).ok_or(ContainerError::EngineMissing(kind.as_str()))?;
+            let program = crate::probe::exec::which(kind.as_str())
+                .ok_or(ContainerError::EngineMissing(kind.as_str()))?;
             let e = Engine { kind, program };
             e.check()?;
             Ok(e)
@@ -292,13 +294,6 @@ pub fn pick_digest(text: &str) -> String {
 /// when the current directory cannot be read.
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
 }
 
 /// Runs steps in one image. Construction checks the engine and the image, so a run that starts

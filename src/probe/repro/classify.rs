@@ -21,7 +21,7 @@ pub mod code {
 /// fields are ignored so newer reproducers stay readable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]
-pub struct ReproResult {
+pub struct ReproSummary {
     pub tool: String,
     pub status: String,
     pub exit_code: i32,
@@ -53,6 +53,31 @@ pub struct ReproResult {
     /// The kernel's compile-time `DFLASH_WAVE_SIZE`.
     pub dflash_wave_size: Option<u32>,
     pub device_arch: Option<String>,
+    /// Where the replay's buffers were placed (issue 26): ggml's buffer type and the GPU
+    /// runtime's word on each pointer; null before the placement proof existed.
+    pub memory: Option<MemoryFacts>,
+}
+
+/// The replay's `memory` object (`repro-kernels/README.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct MemoryFacts {
+    pub requested: String,
+    /// `cudaPointerGetAttributes` / `hipPointerGetAttributes`; null on CPU builds.
+    pub pointer_api: Option<String>,
+    pub buffers: Vec<BufferFacts>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct BufferFacts {
+    pub name: String,
+    /// `persistent`, `output` or `input`.
+    pub role: String,
+    pub buft: String,
+    pub is_host: bool,
+    /// `device`, `managed`, `host`, `unregistered`, `error`; null without a runtime to ask.
+    pub pointer: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -69,7 +94,7 @@ const RESULT_PREFIX: &str = "SETROWS_RESULT ";
 
 /// The last `SETROWS_RESULT` line of `output`, parsed. `None` when there is none or it is not
 /// valid JSON (a run killed mid-line).
-pub fn parse_result(output: &str) -> Option<ReproResult> {
+pub fn parse_result(output: &str) -> Option<ReproSummary> {
     output
         .lines()
         .rev()

@@ -9,13 +9,13 @@
 //! what the features cannot prove, the build's compile definitions (`CompileDefs`, read from
 //! `compile_commands.json` by the prober that knows its build dir).
 
-use super::ReproResult;
-use crate::core::build::{Backend, Recipe};
+use super::ReproSummary;
+use crate::core::build::{Backend, Memory, Recipe};
 use crate::core::outcome::SkipScope;
 use serde::{Deserialize, Serialize};
 
 /// What a configuration asked for. `Default` asks nothing, so nothing is checked.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Expectations {
     /// The backend the run must have used (a GPU recipe that silently ran on the CPU proves
     /// nothing about the GPU).
@@ -26,6 +26,26 @@ pub struct Expectations {
     pub wave_size: Option<u32>,
     /// `gfx1151`, or CUDA's `90`: the binary must carry code for it.
     pub gpu_target: Option<String>,
+    /// A placement other than the default (issue 26): every persistent buffer and output of
+    /// the replay must be where the runtime says it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+}
+
+/// The derived text of before the `memory` field, and the field only when asked: the reproducer
+/// identity hashes this text, so every stored result from before the axis keeps its key.
+impl std::fmt::Debug for Expectations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Expectations");
+        d.field("backend", &self.backend)
+            .field("graphs", &self.graphs)
+            .field("wave_size", &self.wave_size)
+            .field("gpu_target", &self.gpu_target);
+        if let Some(m) = &self.memory {
+            d.field("memory", m);
+        }
+        d.finish()
+    }
 }
 
 impl Expectations {
@@ -36,6 +56,7 @@ impl Expectations {
             graphs: recipe.graphs,
             wave_size: recipe.wave_size,
             gpu_target: recipe.gpu_target.clone(),
+            memory: (!recipe.memory.is_device()).then_some(recipe.memory),
         }
     }
 
@@ -53,6 +74,9 @@ impl Expectations {
         }
         if let Some(t) = &self.gpu_target {
             v.push(format!("gpu_target={t}"));
+        }
+        if let Some(m) = self.memory {
+            v.push(format!("memory={}", m.as_str()));
         }
         v.join(" ")
     }
@@ -136,7 +160,7 @@ impl CompileDefs {
 
 /// The backend a result says it ran on: the registry name (format 2), the kernel's `api`, or the
 /// device name's prefix (format 1: `CUDA0`, `ROCm0`, `CPU`).
-fn ran_backend(r: &ReproResult) -> Option<Backend> {
+fn ran_backend(r: &ReproSummary) -> Option<Backend> {
     let name = [r.backend_reg.as_deref(), r.api.as_deref(), Some(&r.backend)]
         .into_iter()
         .flatten()
@@ -217,7 +241,7 @@ enum Source {
 /// `result` is the reproducer's summary line; `defs` the build's compile definitions, when read.
 pub fn mismatch(
     exp: &Expectations,
-    result: Option<&ReproResult>,
+    result: Option<&ReproSummary>,
     defs: Option<&CompileDefs>,
 ) -> Option<String> {
     find(exp, result, defs).map(|(reason, _)| reason)
@@ -227,7 +251,7 @@ pub fn mismatch(
 /// offers (graphs asked of a tree without the option, or a build that cannot prove them).
 pub fn mismatch_in(
     exp: &Expectations,
-    result: Option<&ReproResult>,
+    result: Option<&ReproSummary>,
     defs: Option<&CompileDefs>,
     tree: &TreeOptions,
 ) -> Option<Mismatch> {
@@ -242,7 +266,7 @@ pub fn mismatch_in(
 
 fn find(
     exp: &Expectations,
-    result: Option<&ReproResult>,
+    result: Option<&ReproSummary>,
     defs: Option<&CompileDefs>,
 ) -> Option<(String, Source)> {
     let config = |s: String| Some((s, Source::Configuration));
@@ -267,6 +291,11 @@ fn find(
     if let Some(g) = exp.graphs {
         if let Some(why) = graphs_mismatch(exp.backend, g, result, defs) {
             return Some(why);
+        }
+    }
+    if let Some(m) = exp.memory {
+        if let Some(why) = memory_mismatch(m, result) {
+            return config(why);
         }
     }
     let r = result?;
@@ -303,10 +332,47 @@ fn find(
     None
 }
 
+/// A placement that did not take effect: asked of the configuration, so no commit does better
+/// (the knob is spelled for each tree; a tree without one is a commit skip before the build).
+/// Only a finished run's line can prove it; a run without one proves nothing either way.
+fn memory_mismatch(want: Memory, r: Option<&ReproSummary>) -> Option<String> {
+    let r = r?;
+    if r.status == "usage" || r.status == "unsupported" {
+        return None; // the classifier says why; no placement was made
+    }
+    let Some(m) = &r.memory else {
+        return Some(format!(
+            "memory {} asked for, but the reproducer reports no placement (a replay from before the placement proof)",
+            want.as_str()
+        ));
+    };
+    if m.pointer_api.is_none() {
+        return Some(format!(
+            "memory {} asked for, but the reproducer was built without a GPU runtime to ask where its buffers are",
+            want.as_str()
+        ));
+    }
+    let kind = want.pointer_kind();
+    m.buffers
+        .iter()
+        .filter(|b| b.role == "persistent" || b.role == "output")
+        .find(|b| b.pointer.as_deref() != Some(kind) || (want == Memory::Host && !b.is_host))
+        .map(|b| {
+            format!(
+                "memory {} asked for, but {} is {} memory ({} buffer, {})",
+                want.as_str(),
+                b.name,
+                b.pointer.as_deref().unwrap_or("unknown"),
+                b.buft,
+                m.pointer_api.as_deref().unwrap_or("")
+            )
+        })
+}
+
 fn graphs_mismatch(
     backend: Option<Backend>,
     want: bool,
-    r: Option<&ReproResult>,
+    r: Option<&ReproSummary>,
     defs: Option<&CompileDefs>,
 ) -> Option<(String, Source)> {
     let onoff = if want { "on" } else { "off" };

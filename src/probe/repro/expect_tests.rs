@@ -291,7 +291,13 @@ fn expectations_read_as_settings_not_as_a_debug_struct() {
         graphs: Some(true),
         wave_size: Some(32),
         gpu_target: Some("gfx1151".into()),
+        memory: None,
     };
+    // the identity text of before the memory axis (stored results keep their keys)
+    assert_eq!(
+        format!("{e:?}"),
+        "Expectations { backend: Some(Hip), graphs: Some(true), wave_size: Some(32), gpu_target: Some(\"gfx1151\") }"
+    );
     assert_eq!(
         e.describe(),
         "backend=hip graphs=on wave_size=32 gpu_target=gfx1151"
@@ -302,4 +308,72 @@ fn expectations_read_as_settings_not_as_a_debug_struct() {
         e.readable_in(&id),
         "repro:v1 launcher=host expect=[backend=hip graphs=on wave_size=32 gpu_target=gfx1151] cmake_spellings=per-tree"
     );
+}
+
+/// A placement is proven by the runtime's word on every persistent buffer and output; one that
+/// did not take effect is untestable for the configuration (systematic), and the CPU build that
+/// cannot ask proves nothing.
+#[test]
+fn a_placement_that_did_not_take_effect_is_untestable() {
+    let line = |requested: &str, pointer: &str, buft: &str, host: bool| {
+        let b = |name: &str, role: &str, p: &str, t: &str, h: bool| {
+            format!(
+                r#"{{"name":"{name}","role":"{role}","buft":"{t}","is_host":{h},"pointer":"{p}","pointer_code":2}}"#
+            )
+        };
+        format!(
+            r#"SETROWS_RESULT {{"tool":"setrows-replay","format":2,"status":"pass","exit_code":0,"backend":"CUDA0","device":"CUDA0 (NVIDIA H200)","steps_run":10,"features":{{"USE_GRAPHS":"1"}},"features_source":"ggml_backend_get_features","backend_reg":"CUDA","memory":{{"requested":"{requested}","pointer_api":"cudaPointerGetAttributes","buffers":[{},{},{}]}}}}"#,
+            b("raw_kv", "persistent", pointer, buft, host),
+            b("outputs", "output", pointer, buft, host),
+            b("inputs", "input", "device", "CUDA0", false),
+        )
+    };
+    let want = |m: Memory| Expectations {
+        backend: Some(Backend::Cuda),
+        memory: Some(m),
+        ..Expectations::default()
+    };
+    // taken effect (the H200 runs of evidence/h200-0a8ab465-placement)
+    for (m, p, t, h) in [
+        (Memory::Unified, "managed", "CUDA0", false),
+        (Memory::Host, "host", "CUDA_Host", true),
+    ] {
+        let (o, s) = run(&line(m.as_str(), p, t, h), &want(m), None);
+        assert_eq!(o, Outcome::Pass, "{m:?}: {s}");
+    }
+    // unified asked, the env did not reach ggml: device pointers
+    let c = classify_expected(
+        Some(0),
+        None,
+        false,
+        &line("unified", "device", "CUDA0", false),
+        &want(Memory::Unified),
+        None,
+        &TreeOptions::default(),
+    );
+    assert_eq!(c.outcome, Outcome::Untestable);
+    assert_eq!(c.scope, SkipScope::Systematic);
+    let sig = c.signature.unwrap_or_default();
+    assert!(
+        sig.contains("memory unified asked for, but raw_kv is device memory"),
+        "{sig}"
+    );
+    // host asked, the pinned allocation fell back to a plain CPU buffer
+    let (o, s) = run(
+        &line("host", "unregistered", "CPU", true),
+        &want(Memory::Host),
+        None,
+    );
+    assert_eq!(o, Outcome::Untestable, "{s}");
+    // a replay without the proof proves nothing
+    let (o, s) = run(CUDA_ON, &want(Memory::Unified), None);
+    assert_eq!(o, Outcome::Untestable, "{s}");
+    assert!(s.contains("reports no placement"), "{s}");
+    // nothing asked: nothing read (the default placement is no expectation)
+    let (o, _) = run(
+        &line("device", "managed", "CUDA0", false),
+        &exp(Backend::Cuda),
+        None,
+    );
+    assert_eq!(o, Outcome::Pass);
 }

@@ -54,6 +54,9 @@ pub struct ReproOptions {
     pub expect: Expectations,
     /// Stop after the build (`--regress build`, `matrix --build-only`): `Built`, no run, no GPU.
     pub build_only: bool,
+    /// Why this tree cannot be probed in this configuration (a placement it has no knob for):
+    /// the probe is a commit skip before anything is built.
+    pub unavailable: Option<String>,
 }
 
 impl ReproOptions {
@@ -71,6 +74,7 @@ impl ReproOptions {
             launcher,
             expect: Expectations::default(),
             build_only: false,
+            unavailable: None,
         }
     }
 }

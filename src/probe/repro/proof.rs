@@ -66,6 +66,7 @@ mod tests {
             graphs,
             wave_size: Some(32),
             gpu_target: Some("gfx1151".into()),
+            memory: None,
         }
     }
 

@@ -4,7 +4,7 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// The reproducer sources, embedded: (path relative to the repro-kernels root, contents).
-pub const SOURCES: [(&str, &str); 4] = [
+pub const SOURCES: [(&str, &str); 5] = [
     (
         "CMakeLists.txt",
         include_str!("../../../repro-kernels/CMakeLists.txt"),
@@ -12,6 +12,10 @@ pub const SOURCES: [(&str, &str); 4] = [
     (
         "setrows-replay/setrows-replay.cpp",
         include_str!("../../../repro-kernels/setrows-replay/setrows-replay.cpp"),
+    ),
+    (
+        "setrows-replay/placement.h",
+        include_str!("../../../repro-kernels/setrows-replay/placement.h"),
     ),
     (
         "setrows-kernel/setrows-kernel.cu",

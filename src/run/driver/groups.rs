@@ -293,7 +293,7 @@ impl Shared<'_> {
 
     /// The store's result directories (see `pick`).
     pub(super) fn stored_keys(&self) -> std::collections::HashSet<std::ffi::OsString> {
-        std::fs::read_dir(self.store.root().join("results"))
+        std::fs::read_dir(self.store.results_dir())
             .into_iter()
             .flatten()
             .flatten()
@@ -328,7 +328,7 @@ impl Shared<'_> {
         let Ok(mut model) = self.rebuild.lock() else {
             return;
         };
-        let ccache = crate::probe::script::which("ccache").is_some();
+        let ccache = crate::probe::exec::which("ccache").is_some();
         if let Some(mut fresh) = build
             .as_ref()
             .and_then(|b| crate::run::rebuild::RebuildModel::learn(b, ccache))

@@ -5,7 +5,7 @@
 
 use super::{drive, execute, in_slots, note, range_label, Shared};
 use crate::core::evidence::Evidence;
-use crate::core::flaky::session::{Action, Conclusion as SessionConclusion, Mode, Session};
+use crate::core::flaky::session::{Action, Mode, Session, SessionConclusion};
 use crate::core::flaky::Beta;
 use crate::core::plan::Plan;
 use crate::core::result::{BisectOutcome, BudgetSpent, CandidateMass, Conclusion};

@@ -4,6 +4,8 @@
 //! must survive for the persistent build directory to stay incremental.
 
 use super::{ctx, io_err, GitError};
+use crate::core::layout::Layout;
+use crate::probe::{vendor, Reads};
 use git2::{Delta, ObjectType, Oid, Repository, Tree};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -13,8 +15,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct Checkout {
     pub dir: PathBuf,
-    /// Records the tree now on disk; absent while a checkout is in progress (a killed
-    /// checkout is redone from scratch).
+    /// Records the tree now on disk and what of it was written (`<tree>`, or `<tree> ggml`);
+    /// absent while a checkout is in progress (a killed checkout is redone from scratch).
     state: PathBuf,
 }
 
@@ -25,17 +27,38 @@ impl Checkout {
 
     /// Makes `dir` hold exactly the tree of `commit`.
     pub fn checkout(&self, repo: &Repository, commit: &str) -> Result<(), GitError> {
+        self.checkout_reading(repo, commit, Reads::Tree)
+    }
+
+    /// Makes `dir` hold exactly what a prober that `reads` this much reads of `commit`:
+    /// every other blob is never read, so one missing from the repository (a partial clone, a
+    /// pruned data file) cannot stop the probe, and a probe of a 24 MB tree writes its ggml.
+    pub fn checkout_reading(
+        &self,
+        repo: &Repository,
+        commit: &str,
+        reads: Reads,
+    ) -> Result<(), GitError> {
         let id = Oid::from_str(commit).map_err(ctx(format!("parsing {commit}")))?;
         let tree = repo
             .find_commit(id)
             .and_then(|c| c.tree())
             .map_err(ctx(format!("reading tree of {commit}")))?;
-        let previous = fs::read_to_string(&self.state)
-            .ok()
-            .and_then(|s| Oid::from_str(s.trim()).ok())
-            .and_then(|o| repo.find_tree(o).ok());
-        if previous.as_ref().map(|t| t.id()) == Some(tree.id()) && self.dir.is_dir() {
-            return Ok(());
+        let previous = fs::read_to_string(&self.state).ok().and_then(|s| {
+            let mut words = s.split_whitespace();
+            let old = repo.find_tree(Oid::from_str(words.next()?).ok()?).ok()?;
+            let old_reads = match words.next() {
+                Some(GGML_STATE) => Reads::Ggml,
+                _ => Reads::Tree,
+            };
+            Some((old, old_reads))
+        });
+        let wanted = parts(&tree, reads);
+        let here = self.dir.is_dir();
+        if let Some((old, old_reads)) = &previous {
+            if old.id() == tree.id() && *old_reads == reads && here {
+                return Ok(());
+            }
         }
         match fs::remove_file(&self.state) {
             Ok(()) => {}
@@ -43,24 +66,100 @@ impl Checkout {
             Err(e) => return Err(io_err(&self.state)(e)),
         }
         match previous {
-            Some(old) if self.dir.is_dir() => self.apply_diff(repo, &old, &tree)?,
-            _ => self.write_all(repo, &tree)?,
+            // Same reads, same parts: file by file, so unchanged files keep their mtimes.
+            Some((old, old_reads))
+                if here && old_reads == reads && parts(&old, reads) == wanted =>
+            {
+                for p in &wanted {
+                    self.apply_part(repo, p, part(repo, &old, p)?, part(repo, &tree, p)?)?;
+                }
+            }
+            _ => self.write_all(repo, &tree, &wanted)?,
         }
-        fs::write(&self.state, tree.id().to_string()).map_err(io_err(&self.state))?;
+        let state = match reads {
+            Reads::Tree => tree.id().to_string(),
+            Reads::Ggml => format!("{} {GGML_STATE}", tree.id()),
+        };
+        fs::write(&self.state, state).map_err(io_err(&self.state))?;
         Ok(())
     }
 
-    fn write_all(&self, repo: &Repository, tree: &Tree<'_>) -> Result<(), GitError> {
+    fn write_all(
+        &self,
+        repo: &Repository,
+        tree: &Tree<'_>,
+        parts: &[String],
+    ) -> Result<(), GitError> {
         if self.dir.exists() {
             fs::remove_dir_all(&self.dir).map_err(io_err(&self.dir))?;
         }
         fs::create_dir_all(&self.dir).map_err(io_err(&self.dir))?;
+        for p in parts {
+            if let Some(found) = part(repo, tree, p)? {
+                self.write_part(repo, p, found)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_part(&self, repo: &Repository, rel: &str, found: Part<'_>) -> Result<(), GitError> {
+        match found {
+            Part::Dir(t) => {
+                let p = self.dir.join(rel);
+                fs::create_dir_all(&p).map_err(io_err(&p))?;
+                self.write_tree(repo, Path::new(rel), &t)
+            }
+            Part::File(id, mode) => self.write_blob(repo, Path::new(rel), id, mode),
+            // Submodules: an empty directory, as git leaves an uninitialised one.
+            Part::Other => {
+                let p = self.dir.join(rel);
+                fs::create_dir_all(&p).map_err(io_err(&p))
+            }
+        }
+    }
+
+    /// Moves one part from `old` to `new`: a directory on both sides by its diff, anything
+    /// else by rewriting it when it changed.
+    fn apply_part(
+        &self,
+        repo: &Repository,
+        rel: &str,
+        old: Option<Part<'_>>,
+        new: Option<Part<'_>>,
+    ) -> Result<(), GitError> {
+        match (old, new) {
+            (Some(Part::Dir(a)), Some(Part::Dir(b))) => {
+                self.apply_diff(repo, Path::new(rel), &a, &b)
+            }
+            (Some(Part::File(a, ma)), Some(Part::File(b, mb))) if a == b && ma == mb => Ok(()),
+            (None, None) | (Some(Part::Other), Some(Part::Other)) => Ok(()),
+            (old, new) => {
+                if old.is_some() {
+                    let full = self.dir.join(rel);
+                    remove_path(&full).map_err(io_err(&full))?;
+                    prune_empty_parents(&self.dir, &full);
+                }
+                match new {
+                    Some(found) => self.write_part(repo, rel, found),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Writes every entry of `tree` under `prefix`.
+    fn write_tree(
+        &self,
+        repo: &Repository,
+        prefix: &Path,
+        tree: &Tree<'_>,
+    ) -> Result<(), GitError> {
         let mut failure: Option<GitError> = None;
         tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
             let Some(name) = entry.name() else {
                 return git2::TreeWalkResult::Skip;
             };
-            let rel = Path::new(root).join(name);
+            let rel = prefix.join(root).join(name);
             let res = match entry.kind() {
                 Some(ObjectType::Tree) => {
                     let p = self.dir.join(&rel);
@@ -97,6 +196,7 @@ impl Checkout {
     fn apply_diff(
         &self,
         repo: &Repository,
+        prefix: &Path,
         old: &Tree<'_>,
         new: &Tree<'_>,
     ) -> Result<(), GitError> {
@@ -111,14 +211,14 @@ impl Checkout {
                 Delta::Deleted | Delta::Typechange | Delta::Renamed
             ) {
                 if let Some(p) = d.old_file().path() {
-                    let full = self.dir.join(p);
+                    let full = self.dir.join(prefix).join(p);
                     remove_path(&full).map_err(io_err(&full))?;
                     prune_empty_parents(&self.dir, &full);
                 }
             }
             if d.status() != Delta::Deleted {
                 if let Some(p) = d.new_file().path() {
-                    writes.push((p.to_path_buf(), d.new_file().id(), d.new_file().mode()));
+                    writes.push((prefix.join(p), d.new_file().id(), d.new_file().mode()));
                 }
             }
         }
@@ -184,4 +284,60 @@ fn prune_empty_parents(root: &Path, removed: &Path) {
         }
         cur = dir.parent();
     }
+}
+
+/// The state file's word for a checkout that wrote what `Reads::Ggml` reads.
+const GGML_STATE: &str = "ggml";
+
+/// The paths of `tree` a checkout for `reads` writes, the root as `""`: the whole tree, or
+/// ggml's directory and the vendoring note beside it. Decided from the tree alone, with the
+/// same `core::layout` rule the prober then runs on the written files, so both find the same
+/// directory. A tree without ggml gets nothing, and the prober says so.
+fn parts(tree: &Tree<'_>, reads: Reads) -> Vec<String> {
+    let whole = vec![String::new()];
+    match reads {
+        Reads::Tree => whole,
+        Reads::Ggml => {
+            let exists = |p: &str| tree.get_path(Path::new(p)).is_ok();
+            let layout = Layout::of(exists);
+            if !layout.has_ggml_header(exists) {
+                return Vec::new();
+            }
+            match layout.ggml_dir() {
+                "" => whole,
+                sub => std::iter::once(sub.to_string())
+                    .chain(vendor::note_path(sub))
+                    .collect(),
+            }
+        }
+    }
+}
+
+/// What sits at one path of a commit's tree.
+enum Part<'r> {
+    Dir(Tree<'r>),
+    File(Oid, i32),
+    /// A submodule (a commit entry).
+    Other,
+}
+
+fn part<'r>(
+    repo: &'r Repository,
+    tree: &Tree<'r>,
+    path: &str,
+) -> Result<Option<Part<'r>>, GitError> {
+    if path.is_empty() {
+        return Ok(Some(Part::Dir(tree.clone())));
+    }
+    let Ok(entry) = tree.get_path(Path::new(path)) else {
+        return Ok(None);
+    };
+    Ok(Some(match entry.kind() {
+        Some(ObjectType::Tree) => Part::Dir(
+            repo.find_tree(entry.id())
+                .map_err(ctx(format!("reading tree {} ({path})", entry.id())))?,
+        ),
+        Some(ObjectType::Blob) => Part::File(entry.id(), entry.filemode()),
+        _ => Part::Other,
+    }))
 }

@@ -2,7 +2,7 @@
 //! The construction itself is `run::probers` (one path for matrix cells and commit bisects).
 
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
-pub use crate::run::probers::{hipconfig_env, parse_hip_env, InfraAware};
+pub use crate::run::probers::{hipconfig_env, parse_hip_env, ConfiguredProber};
 
 /// A configuration whose prober could not be made (no image, engine unusable): every attempt
 /// is an infrastructure error naming the cause, so the cell is retried and reported like any
@@ -26,7 +26,7 @@ mod tests {
 
     #[test]
     fn hipconfig_answer_or_a_clear_error() {
-        match crate::probe::script::which("hipconfig") {
+        match crate::probe::exec::which("hipconfig") {
             Some(_) => {
                 let env = hipconfig_env(&HostLauncher).expect("hipconfig on PATH answers");
                 assert_eq!(env.len(), 2, "{env:?}");

@@ -19,13 +19,30 @@ pub(super) fn reads_wave_size(checkout: &std::path::Path) -> bool {
             wanted && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
         })
     }
-    ["", "ggml"].iter().any(|sub| {
-        let root = checkout.join(sub);
-        ["src/ggml-cuda", "src/ggml-hip"]
-            .iter()
-            .any(|d| scan(&root.join(d), 2))
-            || ["CMakeLists.txt", "src/CMakeLists.txt"].iter().any(|f| {
-                std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
-            })
-    })
+    let root = checkout.join(crate::probe::layout(checkout).ggml_dir());
+    ["src/ggml-cuda", "src/ggml-hip"]
+        .iter()
+        .any(|d| scan(&root.join(d), 2))
+        || ["CMakeLists.txt", "src/CMakeLists.txt"].iter().any(|f| {
+            std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("DFLASH_WAVE_SIZE"))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_lucebox_trees_vendored_ggml_is_scanned() {
+        let d = tempfile::tempdir().unwrap();
+        let ggml = d.path().join("server/deps/llama.cpp/ggml");
+        std::fs::create_dir_all(ggml.join("src/ggml-hip")).unwrap();
+        std::fs::create_dir_all(ggml.join("include")).unwrap();
+        std::fs::write(ggml.join("CMakeLists.txt"), "project(ggml)\n").unwrap();
+        assert!(!super::reads_wave_size(d.path()));
+        std::fs::write(
+            ggml.join("src/ggml-hip/set-rows.cu"),
+            "#define WARP DFLASH_WAVE_SIZE\n",
+        )
+        .unwrap();
+        assert!(super::reads_wave_size(d.path()));
+    }
 }

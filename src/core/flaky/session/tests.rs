@@ -31,7 +31,7 @@ fn deterministic_fault_is_found_with_confidence() {
         |i| if i >= 40 { Verdict::New } else { Verdict::Old },
     );
     match s.conclusion().unwrap() {
-        Conclusion::Found {
+        SessionConclusion::Found {
             culprit,
             confidence,
             ..
@@ -56,7 +56,7 @@ fn plain_bisect_states_its_low_confidence() {
         1,
         |i| if i >= 40 { Verdict::New } else { Verdict::Old },
     );
-    let Some(Conclusion::Found {
+    let Some(SessionConclusion::Found {
         culprit,
         confidence,
         ..
@@ -86,7 +86,7 @@ fn budget_exhaustion_is_inconclusive_with_candidates() {
     });
     assert_eq!(s.runs(), 6);
     match s.conclusion().unwrap() {
-        Conclusion::Inconclusive {
+        SessionConclusion::Inconclusive {
             candidates, mass, ..
         } => {
             assert!(candidates.contains(&120), "{candidates:?}");
@@ -117,7 +117,7 @@ fn a_failure_at_the_reinforced_parent_moves_the_answer() {
     });
     assert!(matches!(
         s.conclusion(),
-        Some(Conclusion::Found { culprit: 30, .. })
+        Some(SessionConclusion::Found { culprit: 30, .. })
     ));
 }
 
@@ -195,7 +195,7 @@ fn resuming_wave_by_wave_replays_the_same_decisions() {
     assert_eq!(first.conclusion(), second.conclusion());
     assert!(matches!(
         first.conclusion(),
-        Some(Conclusion::Found { culprit: 170, .. })
+        Some(SessionConclusion::Found { culprit: 170, .. })
     ));
 }
 
@@ -218,7 +218,7 @@ fn a_reliable_fault_costs_a_few_runs_more_than_git_bisect() {
             }
         });
         assert!(
-            matches!(s.conclusion(), Some(Conclusion::Found { culprit: c, .. }) if *c == culprit),
+            matches!(s.conclusion(), Some(SessionConclusion::Found { culprit: c, .. }) if *c == culprit),
             "{:?}",
             s.conclusion()
         );
@@ -235,7 +235,7 @@ fn a_skipped_parent_leaves_an_ambiguous_answer() {
         _ => Verdict::Old,
     });
     match s.conclusion().unwrap() {
-        Conclusion::Ambiguous {
+        SessionConclusion::Ambiguous {
             candidates,
             confidence,
             ..
@@ -260,7 +260,7 @@ fn endpoints_that_lie_are_reported() {
     drive(&mut s, 2, |_| Verdict::New);
     assert_eq!(
         s.conclusion(),
-        Some(&Conclusion::BadEndpoint {
+        Some(&SessionConclusion::BadEndpoint {
             which: Endpoint::Good,
             got: Verdict::New
         })
@@ -274,7 +274,7 @@ fn endpoints_that_lie_are_reported() {
     drive(&mut s, 1, |_| Verdict::Old);
     assert_eq!(
         s.conclusion(),
-        Some(&Conclusion::BadEndpoint {
+        Some(&SessionConclusion::BadEndpoint {
             which: Endpoint::Bad,
             got: Verdict::Old
         })

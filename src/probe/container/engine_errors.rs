@@ -1,23 +1,14 @@
-//! Reading what the engine and the image say: provenance printed inside the image, and the
-//! failures of the machinery itself (engine missing, image missing, disk full) told apart from
-//! the test's own, so they become `InfraError` and never a verdict.
+//! The failures of the container engine itself (engine missing or gone, image missing, a
+//! runtime that could not start the command) told apart from the test's own, so a step that
+//! failed because of them becomes `InfraError` and never a verdict. A full disk is not here:
+//! `probe::step_infra_failure` asks `exec::out_of_space` first, for every launcher alike.
 
 use super::*;
 
-pub use crate::probe::launch::parse_provenance;
-/// Facts printed from inside the image: the same script as on the host.
-pub(super) use crate::probe::launch::ENVIRONMENT_SCRIPT as PROVENANCE_SCRIPT;
-
-/// A full disk: the one rule of `exec`, for the host and containers alike.
-pub use crate::probe::exec::disk_full;
-
 /// Whether a finished step failed because of the engine rather than the test: the engine's
 /// own exit code (125, shared with `git bisect`'s skip, so the text decides) with its error
-/// text, a daemon that went away, or a full disk.
+/// text, or a daemon that went away.
 pub fn engine_failure(kind: EngineKind, exit_code: Option<i32>, output: &str) -> Option<String> {
-    if disk_full(output) {
-        return Some("disk full: no space left on device".into());
-    }
     let last = output
         .lines()
         .rev()

@@ -1,0 +1,64 @@
+//! How to reach GitHub (flags shared by `report`, `bisect --post-to` and `matrix --post-to`):
+//! kept apart from the publisher so that the inputs a run checks before its first probe (the
+//! API URL, the token) are read in one place.
+
+use super::client::Publisher;
+use super::{GithubError, IssueRef, Token};
+use http::Uri;
+use std::time::Duration;
+
+/// How to reach GitHub; shared by `report`, `bisect --post-to` and `matrix --post-to`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "GitHub")]
+pub struct GithubOptions {
+    /// GitHub API base URL (GitHub Enterprise: https://HOST/api/v3).
+    #[arg(
+        long,
+        env = "GITHUB_API_URL",
+        default_value = "https://api.github.com",
+        value_name = "URL"
+    )]
+    pub api_url: String,
+    /// Read the token from this file instead of the GITHUB_TOKEN environment variable.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// Only comments by this login count as ours (default: the token's user; inside GitHub
+    /// Actions, github-actions[bot] when the token cannot tell).
+    #[arg(long, value_name = "LOGIN")]
+    pub comment_author: Option<String>,
+    /// Retries after rate limiting or server errors.
+    #[arg(long = "github-retries", default_value_t = 4, value_name = "N")]
+    pub max_retries: u32,
+    /// Longest single wait for a rate limit to reset, in seconds; longer waits fail instead.
+    #[arg(long = "github-max-wait", default_value_t = 900, value_name = "SECS")]
+    pub max_wait_s: u64,
+}
+
+impl GithubOptions {
+    /// A publisher for `issue`, reading the token now (so a missing token fails before work).
+    pub fn publisher(&self, issue: &IssueRef) -> Result<Publisher, GithubError> {
+        let token = Token::resolve(self.token_file.as_ref())?;
+        let mut p = Publisher::new(issue.clone(), &token, &self.api_url)?;
+        p.comment_author = self.comment_author.clone();
+        p.in_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+        if p.in_actions {
+            p.home_repo = std::env::var("GITHUB_REPOSITORY")
+                .ok()
+                .filter(|r| !r.is_empty());
+        }
+        p.max_retries = self.max_retries;
+        p.max_wait = Duration::from_secs(self.max_wait_s);
+        Ok(p)
+    }
+}
+
+/// `--api-url` as the client will use it; checked before any probe runs, so a typo is found in
+/// the first second rather than after hours of probing.
+pub fn api_base(api_url: &str) -> Result<Uri, GithubError> {
+    let bad = || GithubError::InvalidApiUrl(api_url.to_string());
+    let base: Uri = api_url.trim_end_matches('/').parse().map_err(|_| bad())?;
+    if !matches!(base.scheme_str(), Some("http" | "https")) || base.authority().is_none() {
+        return Err(bad());
+    }
+    Ok(base)
+}

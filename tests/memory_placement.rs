@@ -1,0 +1,84 @@
+//! Memory placement as a configuration (issue 26), through the real binary: a placement the CPU
+//! backend cannot have is one line and exit 2 before any probe; the shipped matrix runs unified
+//! and host placement and the reported graph on HIP, and leaves every device row's id alone.
+mod common;
+use assert_cmd::Command;
+use common::*;
+use setrows_bisect::core::build::{Backend, Memory};
+use setrows_bisect::core::matrix;
+
+#[test]
+fn a_placement_the_cpu_cannot_have_is_refused_before_any_probe() {
+    let f = Fixture::new(&spec(12, 6));
+    for m in ["host", "unified"] {
+        let mut c: Command = f.bisect(0, 11);
+        c.args(["--memory", m]);
+        let out = c.assert().code(2);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "one line expected: {stderr}");
+        assert!(lines[0].starts_with("setrows-bisect: error: "), "{stderr}");
+        assert!(lines[0].contains(&format!("--memory {m}")), "{stderr}");
+    }
+    // device on the CPU is the CPU buffer: what every CPU run did, accepted
+    let mut c: Command = f.bisect(0, 11);
+    c.args(["--memory", "device", "--dry-run"]);
+    c.assert().success();
+}
+
+#[test]
+fn a_matrix_placement_on_the_cpu_is_an_error_with_its_position() {
+    let text = "[matrix]\nbackend = [\"cpu\"]\nmemory = [\"device\", \"host\"]\n";
+    let e = matrix::parse("m.toml", text).expect_err("host on cpu");
+    let e = e.to_string();
+    assert!(e.starts_with("m.toml:3:"), "{e}");
+    assert!(e.contains("key `memory`"), "{e}");
+    let e = matrix::parse("m.toml", "[matrix]\nmemory = [\"managed\"]\n")
+        .expect_err("unknown placement")
+        .to_string();
+    assert!(e.contains("device, unified or host"), "{e}");
+}
+
+#[test]
+fn the_shipped_matrix_runs_placements_and_the_reported_graph_on_hip() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let m = setrows_bisect::cli::matrix::read_matrix(&root.join("matrix.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let hip: Vec<_> = m
+        .configs
+        .iter()
+        .filter(|c| c.backend == Backend::Hip)
+        .collect();
+    for mem in Memory::ALL {
+        for p in ["decode-reuse", "decode-ds4"] {
+            assert!(
+                hip.iter()
+                    .any(|c| c.recipe.memory == mem && c.values["params"].to_string() == p),
+                "no HIP {p} row with memory {mem:?}"
+            );
+        }
+    }
+    let ds4 = hip
+        .iter()
+        .find(|c| c.values["params"].to_string() == "decode-ds4")
+        .unwrap();
+    assert!(ds4.repro_args.windows(2).any(|w| w == ["--engine", "ds4"]));
+    // the default placement is no value: ids, labels and identities of device rows are those
+    // of before the axis (the README's example id among them)
+    let dev = hip
+        .iter()
+        .find(|c| c.id == "2e65ffd7")
+        .expect("the README's configuration keeps its id");
+    assert_eq!(dev.recipe.memory, Memory::Device);
+    assert!(!dev.label().contains("memory"), "{}", dev.label());
+    assert!(!dev.identity().contains("memory"), "{}", dev.identity());
+    let mut without = dev.values.clone();
+    without.remove("memory");
+    assert_eq!(matrix::config_id(&without), dev.id);
+    // non-CPU only: the CPU control stays device
+    assert!(m
+        .configs
+        .iter()
+        .filter(|c| c.backend == Backend::Cpu)
+        .all(|c| c.recipe.memory == Memory::Device));
+}
