@@ -59,6 +59,17 @@ impl Matrix {
                 ),
             ));
         }
+        if self.probe.kind.as_deref() == Some("decode") && !recipe.memory.is_device() {
+            return Err(cx.err(
+                span("memory"),
+                "memory",
+                format!(
+                    "memory `{}` with [probe] kind = \"decode\": {}; use device",
+                    recipe.memory.as_str(),
+                    crate::core::config::DECODE_MEMORY
+                ),
+            ));
+        }
         recipe.extra_cmake_args = self.probe.cmake_args.clone();
         let launch = match get("launch") {
             None => Launch::default(),
