@@ -1,22 +1,33 @@
-//! The decode probe through the real binary on a generated llama.cpp history: the llama.cpp that
-//! the llama-cpp-python 0.3.36 sdist vendors (scripts/setup.d/33-llama.sh) is committed as the
-//! first revision, followed by revisions that change nothing the probe reads, and from FAULT_AT on
-//! a planted fault in llama.cpp's own decode: when the decode graph is reused after the KV ring
-//! has wrapped, the K write index of the token is one cell ahead (the K row lands in the next
-//! cell, the token's own cell keeps a stale row). Wrong with reuse, right without it, so only the
-//! reference decode with LLAMA_GRAPH_REUSE_DISABLE=1 can tell: `--probe-kind decode` and
-//! otherwise default flags find it. A repository that is not llama.cpp is refused before any
-//! probe.
+//! The decode probe (repro-kernels/decode-probe) through the real binary, on a generated
+//! llama.cpp history made of the llama.cpp that the llama-cpp-python 0.3.36 sdist vendors
+//! (scripts/setup.d/33-llama.sh): revision 0 is the vendored tree, revision 1 changes nothing the
+//! probe reads, revision 2 plants a fault in llama.cpp's own decode: when the decode graph is
+//! reused after the KV ring has wrapped, the K write index of the token is one cell ahead (the K
+//! row lands in the next cell, the token's own cell keeps a stale row). Wrong with reuse, right
+//! without it, so only the reference decode with LLAMA_GRAPH_REUSE_DISABLE=1 can tell:
+//! `--probe-kind decode` and otherwise default flags find it.
+//!
+//! One llama.cpp build serves every test here (a cold llama library build is minutes on CI's two
+//! cores): the bisect builds decode-probe through the tool's own build script, and the direct
+//! checks of decode-probe (graph reuse proven on f32 and f16 models, a run without reuse, a
+//! model the tree cannot load, a run without references) run that binary after the test puts the
+//! slot back to the clean tree (at most one incremental rebuild). A repository that is not
+//! llama.cpp is refused before any probe.
 
 mod common;
 
 use common::{git, tools};
 use serde_json::Value;
+use setrows_bisect::core::gguf::DType;
+use setrows_bisect::core::outcome::Outcome;
+use setrows_bisect::probe::decode::{write_model, Model};
+use setrows_bisect::probe::repro::{classify, parse_result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
-const COMMITS: usize = 6;
-const FAULT_AT: usize = 4;
+/// The planted revision (the last one: the bisect must tell it from revision 1).
+const FAULT_AT: usize = 2;
 
 /// What the history takes from the vendored tree: what building the llama library reads.
 const TREE: [&str; 8] = [
@@ -29,6 +40,13 @@ const TREE: [&str; 8] = [
     "src",
     "vendor",
 ];
+
+/// ggml's backend folders a CPU build never enters (ggml/src/CMakeLists.txt adds a backend's
+/// folder only when its GGML_<NAME> option is on): left out of the history, less to commit and
+/// check out.
+fn unbuilt_backend(name: &str) -> bool {
+    name.starts_with("ggml-") && name != "ggml-cpu" && !name.contains('.')
+}
 
 fn llama_src() -> Option<PathBuf> {
     tools::require(
@@ -77,17 +95,34 @@ struct History {
     work: PathBuf,
     out: PathBuf,
     shas: Vec<String>,
+    clean_ctx: String,
     _tmp: tempfile::TempDir,
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .status()
-        .expect("cp");
-    assert!(st.success(), "cp -a {} {}", from.display(), to.display());
+/// `git` in `repo` with `src` as the work tree: the vendored files are committed where they
+/// lie, without a copy.
+fn git_over(repo: &Path, src: &Path, args: &[&str]) -> String {
+    let work_tree = format!("--work-tree={}", src.display());
+    let mut all = vec![work_tree.as_str()];
+    all.extend_from_slice(args);
+    git(repo, &all)
+}
+
+/// A blob of `text` in `repo`'s index at `path` (the work tree is the vendored tree, which is
+/// never written).
+fn stage_text(repo: &Path, path: &str, text: &str) {
+    let tmp = repo.join(".git/staged");
+    std::fs::write(&tmp, text).expect("write staged blob");
+    let blob = git(repo, &["hash-object", "-w", tmp.to_str().unwrap()]);
+    git(
+        repo,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{blob},{path}"),
+        ],
+    );
 }
 
 fn history() -> Option<History> {
@@ -98,19 +133,24 @@ fn history() -> Option<History> {
     let tmp = tempfile::tempdir().expect("tempdir");
     let repo = tmp.path().join("repo");
     std::fs::create_dir_all(&repo).expect("mkdir");
-    for p in TREE {
-        copy_tree(&src.join(p), &repo.join(p));
-    }
     git(&repo, &["init", "-q", "-b", "main"]);
-    let mut shas = Vec::new();
-    let ctx_path = repo.join("src/llama-context.cpp");
-    let clean = std::fs::read_to_string(&ctx_path).expect("llama-context.cpp");
-    for i in 0..COMMITS {
-        if i == FAULT_AT {
-            std::fs::write(&ctx_path, plant(&clean)).expect("plant");
+    let mut add = vec!["add".to_string(), "-f".into(), "--".into()];
+    add.extend(TREE.iter().map(|p| p.to_string()));
+    for e in std::fs::read_dir(src.join("ggml/src")).expect("ggml/src") {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if unbuilt_backend(&name) {
+            add.push(format!(":(exclude)ggml/src/{name}"));
         }
-        std::fs::write(repo.join("NOTES"), format!("revision {i}\n")).expect("notes");
-        git(&repo, &["add", "-A"]);
+    }
+    let add: Vec<&str> = add.iter().map(String::as_str).collect();
+    git_over(&repo, &src, &add);
+    let clean_ctx = std::fs::read_to_string(src.join("src/llama-context.cpp")).expect("ctx");
+    let mut shas = Vec::new();
+    for i in 0..=FAULT_AT {
+        stage_text(&repo, "NOTES", &format!("revision {i}\n"));
+        if i == FAULT_AT {
+            stage_text(&repo, "src/llama-context.cpp", &plant(&clean_ctx));
+        }
         git(&repo, &["commit", "-q", "-m", &format!("revision {i}")]);
         shas.push(git(&repo, &["rev-parse", "HEAD"]));
     }
@@ -119,6 +159,7 @@ fn history() -> Option<History> {
         work: tmp.path().join("work"),
         out: tmp.path().join("out"),
         shas,
+        clean_ctx,
         _tmp: tmp,
     })
 }
@@ -129,7 +170,7 @@ impl History {
         Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
             .arg("--repo")
             .arg(&self.repo)
-            .args(["--good", &self.shas[0], "--bad", &self.shas[COMMITS - 1]])
+            .args(["--good", &self.shas[0], "--bad", &self.shas[FAULT_AT]])
             .arg("--work-dir")
             .arg(&self.work)
             .args(extra)
@@ -138,6 +179,40 @@ impl History {
             .env("GGML_NO_BACKTRACE", "1")
             .output()
             .expect("run setrows-bisect")
+    }
+
+    /// The decode-probe the tool built (one slot, one build tree), rebuilt for the clean tree
+    /// when the bisect's last probe left the planted one in the slot (ccache has that build).
+    fn clean_probe(&self) -> Result<PathBuf, String> {
+        let found: Vec<PathBuf> = std::fs::read_dir(self.work.join("checkouts"))
+            .map_err(|e| format!("the bisect's checkouts: {e}"))?
+            .flat_map(|repo| std::fs::read_dir(repo.unwrap().path()).unwrap())
+            .flat_map(|slot| {
+                let build = slot.unwrap().path().join("build");
+                std::fs::read_dir(&build).into_iter().flatten()
+            })
+            .map(|t| t.unwrap().path().join("decode-probe"))
+            .filter(|p| p.is_file())
+            .collect();
+        let [bin] = &found[..] else {
+            return Err(format!("not one decode-probe build: {found:?}"));
+        };
+        let tree = bin.parent().unwrap();
+        let ctx = tree.join("../../src/src/llama-context.cpp");
+        let now = std::fs::read_to_string(&ctx).map_err(|e| format!("{}: {e}", ctx.display()))?;
+        if now != self.clean_ctx {
+            std::fs::write(&ctx, &self.clean_ctx).map_err(|e| e.to_string())?;
+            let out = Command::new("cmake")
+                .arg("--build")
+                .arg(tree)
+                .args(["--target", "decode-probe"])
+                .output()
+                .map_err(|e| format!("cmake --build: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("rebuild for the clean tree: {}", text(&out)));
+            }
+        }
+        Ok(bin.clone())
     }
 }
 
@@ -149,18 +224,66 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// The bisect, run once for every test of this binary, and the clean decode-probe it built.
+struct Bisected {
+    history: History,
+    output: Output,
+    result: Option<Value>,
+    probe: Result<PathBuf, String>,
+}
+
+impl Bisected {
+    fn probe(&self) -> &Path {
+        match &self.probe {
+            Ok(p) => p,
+            Err(e) => panic!("{e}\n{}", text(&self.output)),
+        }
+    }
+}
+
+/// `None` where the tools are missing outside CI. A failure while making the history is kept
+/// and reported by every test (a panic inside the cell would run the bisect again per test).
+fn bisected() -> Option<&'static Bisected> {
+    static DONE: OnceLock<Result<Option<Bisected>, String>> = OnceLock::new();
+    let done = DONE.get_or_init(|| {
+        std::panic::catch_unwind(|| {
+            let history = history()?;
+            let json = history.out.join("r.json");
+            let output =
+                history.bisect(&["--probe-kind", "decode", "--json", json.to_str().unwrap()]);
+            let result = std::fs::read_to_string(&json)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok());
+            let probe = history.clean_probe();
+            Some(Bisected {
+                history,
+                output,
+                result,
+                probe,
+            })
+        })
+        .map_err(|e| {
+            e.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        })
+    });
+    match done {
+        Ok(b) => b.as_ref(),
+        Err(e) => panic!("making the history or running the bisect: {e}"),
+    }
+}
+
 #[test]
 fn the_decode_probe_finds_a_fault_that_shows_only_when_the_graph_is_reused_after_the_ring_wraps() {
-    let Some(h) = history() else { return };
-    let json = h.out.join("r.json");
-    let out = h.bisect(&["--probe-kind", "decode", "--json", json.to_str().unwrap()]);
-    let t = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{t}");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let Some(b) = bisected() else { return };
+    let (h, t) = (&b.history, text(&b.output));
+    assert_eq!(b.output.status.code(), Some(0), "{t}");
+    let r = b.result.as_ref().expect("the --json result");
     assert_eq!(r["first_bad"], h.shas[FAULT_AT].as_str(), "{t}");
-    let culprit = r["probes"]
-        .as_array()
-        .unwrap()
+    let probes = r["probes"].as_array().unwrap();
+    let culprit = probes
         .iter()
         .find(|p| p["sha"] == h.shas[FAULT_AT].as_str())
         .expect("the culprit was probed");
@@ -171,6 +294,144 @@ fn the_decode_probe_finds_a_fault_that_shows_only_when_the_graph_is_reused_after
         sig.starts_with("token=256 pos=256 kv_cell=0 reference=same "),
         "{sig}"
     );
+    // revision 1 passed: the tool's default decode, 10,000 tokens with the graph reused
+    let good = probes
+        .iter()
+        .find(|p| p["sha"] == h.shas[1].as_str())
+        .expect("revision 1 was probed: the bisect must tell it from the culprit");
+    assert_eq!(good["outcome"], "pass", "{t}");
+    let log = std::fs::read_to_string(good["log"].as_str().unwrap()).expect("its log");
+    let res = result_json(&log);
+    assert_eq!(res["steps_run"], 10_000, "the default is 10,000 tokens");
+    assert_reuse_proven(&res, 10_000);
+}
+
+fn result_json(output: &str) -> Value {
+    let line = output
+        .lines()
+        .rev()
+        .find_map(|l| l.trim_start().strip_prefix("SETROWS_RESULT "))
+        .unwrap_or_else(|| panic!("no SETROWS_RESULT in {output}"));
+    serde_json::from_str(line).unwrap()
+}
+
+/// Every decode of the probe context but the first few (the first graph, a reserve) reused the
+/// graph, and the no-reuse reference reused none.
+fn assert_reuse_proven(res: &Value, tokens: i64) {
+    assert_eq!(res["kv_cells"], 256, "{res}");
+    let streams = res["streams"].as_array().unwrap();
+    let probe = &streams[0];
+    assert_eq!(probe["name"], "probe");
+    assert_eq!(probe["decodes"], tokens);
+    assert!(
+        probe["graphs_reused"].as_i64().unwrap() >= tokens - 10,
+        "{res}"
+    );
+    let same = &streams[1];
+    assert_eq!(same["name"], "same");
+    assert_eq!(
+        same["graphs_reused"], 0,
+        "the reference must not reuse: {res}"
+    );
+    assert_eq!(same["decodes"], tokens);
+}
+
+fn model(dtype: DType) -> Model {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("decode-models");
+    write_model(&dir, 42, dtype).expect("write the model")
+}
+
+struct Ran {
+    code: i32,
+    output: String,
+}
+
+fn run(bin: &Path, model: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let out = Command::new(bin)
+        .arg("--model")
+        .arg(model)
+        .args(["--backend", "CPU"])
+        .args(args)
+        .env("GGML_NO_BACKTRACE", "1")
+        .env_remove("LLAMA_GRAPH_REUSE_DISABLE")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run decode-probe");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        output: text(&out),
+    }
+}
+
+fn outcome(r: &Ran) -> (Outcome, Option<String>) {
+    let c = classify(Some(r.code), None, false, &r.output);
+    (c.outcome, c.signature)
+}
+
+/// Past the ring's second wrap (256 cells): every cell rewritten twice with the graph reused.
+const WRAPPED: &str = "600";
+
+#[test]
+fn f32_and_f16_models_pass_through_the_wrapped_ring_with_the_graph_reused() {
+    let Some(b) = bisected() else { return };
+    for dtype in [DType::F32, DType::F16] {
+        let m = model(dtype);
+        let r = run(b.probe(), &m.path, &["--steps", WRAPPED], &[]);
+        assert_eq!(r.code, 0, "{dtype:?}: {}", r.output);
+        assert_eq!(outcome(&r).0, Outcome::Pass, "{}", r.output);
+        let res = result_json(&r.output);
+        assert_eq!(res["status"], "pass");
+        assert_eq!(res["model_bytes"], m.bytes, "{res}");
+        assert_reuse_proven(&res, WRAPPED.parse().unwrap());
+    }
+}
+
+#[test]
+fn a_run_without_graph_reuse_is_untestable() {
+    let Some(b) = bisected() else { return };
+    let m = model(DType::F16);
+    let r = run(
+        b.probe(),
+        &m.path,
+        &["--steps", "300"],
+        &[("LLAMA_GRAPH_REUSE_DISABLE", "1")],
+    );
+    assert_eq!(r.code, 3, "{}", r.output);
+    let (o, sig) = outcome(&r);
+    assert_eq!(o, Outcome::Untestable);
+    assert!(sig.unwrap().contains("no graph reuse"), "{}", r.output);
+}
+
+#[test]
+fn a_model_the_tree_cannot_load_is_untestable_with_llama_cpps_message() {
+    let Some(b) = bisected() else { return };
+    let m = model(DType::F16);
+    let bad = Path::new(env!("CARGO_TARGET_TMPDIR")).join("decode-models/truncated.gguf");
+    let bytes = std::fs::read(&m.path).unwrap();
+    std::fs::write(&bad, &bytes[..bytes.len() / 2]).unwrap();
+    let r = run(b.probe(), &bad, &["--steps", "10"], &[]);
+    assert_eq!(r.code, 3, "{}", r.output);
+    let (o, sig) = outcome(&r);
+    assert_eq!(o, Outcome::Untestable);
+    let sig = sig.unwrap();
+    assert!(sig.contains("could not load the model: "), "{sig}");
+    // llama.cpp's own words follow, never an empty reason
+    assert!(!sig.contains("(no message)"), "{sig}");
+}
+
+#[test]
+fn a_run_without_references_is_unchecked_not_a_pass() {
+    let Some(b) = bisected() else { return };
+    let m = model(DType::F16);
+    let r = run(
+        b.probe(),
+        &m.path,
+        &["--steps", "300", "--check", "none"],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.output);
+    assert_eq!(parse_result(&r.output).unwrap().status, "unchecked");
+    assert_eq!(outcome(&r).0, Outcome::Untestable);
 }
 
 #[test]

@@ -3,9 +3,8 @@
 # reaches no GitHub, so it comes from a package registry: the llama-cpp-python sdist on PyPI
 # vendors llama.cpp (vendor/llama.cpp, with ggml/). Pinned, cached, idempotent; the sdist itself
 # is kept under the cache so 35-rocm.sh (its ggml/) does not fetch it a second time.
-# Logs go to stderr; stdout carries SETROWS_LLAMA_SRC=<tree> and SETROWS_LLAMA_BUILD=<dir> (one
-# build of the llama library and decode-probe shared by the tests, kept between runs: ccache and
-# ninja make a second run cheap).
+# Logs go to stderr; stdout carries SETROWS_LLAMA_SRC=<tree>. tests/decode_bisect.rs builds
+# llama.cpp from it once, through the tool.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 log() { echo "33-llama: $*" >&2; }
@@ -33,4 +32,3 @@ fi
 [ -f "$src/include/llama.h" ] || { log "no include/llama.h in the sdist's vendor/llama.cpp"; exit 1; }
 command -v cmake >/dev/null && command -v g++ >/dev/null || log "cmake and g++ are needed to build it (20-ggml.sh, 20-core-bisect.sh)"
 echo "SETROWS_LLAMA_SRC=$src"
-echo "SETROWS_LLAMA_BUILD=$cache/llama-build-$version"
