@@ -283,6 +283,14 @@ fn the_decode_probe_finds_a_fault_that_shows_only_when_the_graph_is_reused_after
     let r = b.result.as_ref().expect("the --json result");
     assert_eq!(r["first_bad"], h.shas[FAULT_AT].as_str(), "{t}");
     let probes = r["probes"].as_array().unwrap();
+    // what each probe cost (CI's log shows it; BENCHMARKS.md has the figures)
+    for p in probes {
+        let i = h.shas.iter().position(|s| p["sha"] == s.as_str());
+        eprintln!(
+            "decode bisect: revision {i:?} {} in {:.1} s, ccache {}",
+            p["outcome"], p["duration_s"], p["ccache"]
+        );
+    }
     let culprit = probes
         .iter()
         .find(|p| p["sha"] == h.shas[FAULT_AT].as_str())
