@@ -14,9 +14,6 @@ use crate::core::result::ConfigurationInfo;
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
 pub const DEFAULT_HIP_TARGET: &str = "gfx1151";
 
-/// Why the decode probe takes no memory placement (the flag's and the matrix's message).
-pub const DECODE_MEMORY: &str = "the decode probe cannot place llama.cpp's KV cache and weights nor prove where they are (llama.h exposes no buffer), only the replay proves a placement";
-
 /// What is probed: the bundled replay reproducer, llama.cpp's own decode (`decode`: the
 /// bundled decode-probe on the tool's tiny model; llama.cpp trees only), or a user's build + test
 /// script.
@@ -255,14 +252,13 @@ impl Resolved {
     /// before any probe). On the CPU backend host memory is the same buffer as device memory,
     /// and ggml's unified switch acts on CUDA/HIP allocations only: both would pass without
     /// testing anything. `device` on the CPU is the CPU buffer, what every CPU run did.
-    /// The decode probe places nothing itself and cannot prove where llama.cpp put its buffers
-    /// (llama.h names no buffer), so a placement there would be a result of unproven
-    /// configuration.
+    /// The decode probe can neither place llama.cpp's buffers nor prove where they are: refused.
     pub fn memory_refused(&self) -> Option<String> {
         if self.probe == ProbeKind::Decode && !self.recipe.memory.is_device() {
             return Some(format!(
-                "--memory {}: {DECODE_MEMORY}; use --memory device with --probe-kind decode, or --probe-kind replay to test a placement",
-                self.recipe.memory.as_str()
+                "--memory {}: {}; use --memory device with --probe-kind decode, or --probe-kind replay to test a placement",
+                self.recipe.memory.as_str(),
+                crate::core::matrix::DECODE_MEMORY
             ));
         }
         if self.backend != Backend::Cpu {
@@ -490,10 +486,7 @@ args = ["--steps", "7"]
             memory: Some(Memory::Host),
             ..Flags::default()
         });
-        let why = r
-            .memory_refused()
-            .expect("decode with --memory host is bad input");
-        assert!(why.starts_with("--memory host: "), "{why}");
+        assert!(r.memory_refused().unwrap().starts_with("--memory host: "));
         let text = M
             .replace("kind = \"replay\"", "kind = \"decode\"")
             .replace("[matrix]", "[matrix]\nmemory = [\"unified\"]");

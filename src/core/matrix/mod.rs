@@ -24,6 +24,7 @@ mod expand;
 mod resolve;
 use check::{check_type, scalar};
 use expand::{expand, Axis, Combo};
+pub use resolve::DECODE_MEMORY;
 
 /// A position-carrying error in a matrix file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Why the decode probe takes no memory placement (the matrix's and the flag's message).
+pub const DECODE_MEMORY: &str = "the decode probe cannot place llama.cpp's KV cache and weights nor prove where they are (llama.h exposes no buffer), only the replay proves a placement";
+
 impl Matrix {
     pub(super) fn resolve(&self, cx: &Ctx<'_>, combo: &Combo) -> Result<Config, MatrixError> {
         let values: BTreeMap<String, Value> = combo
@@ -66,7 +69,7 @@ impl Matrix {
                 format!(
                     "memory `{}` with [probe] kind = \"decode\": {}; use device",
                     recipe.memory.as_str(),
-                    crate::core::config::DECODE_MEMORY
+                    DECODE_MEMORY
                 ),
             ));
         }
