@@ -14,6 +14,10 @@ set -a; . "$envfile"; set +a
 rm -f "$envfile"
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
-cargo test --locked --all-targets "$@"
+if [ $# -gt 0 ]; then
+  cargo test --locked --all-targets "$@"
+else
+  ./scripts/test-split.sh
+fi
 # --all-targets leaves out doc tests; examples in doc comments must compile and pass too.
 cargo test --locked --doc

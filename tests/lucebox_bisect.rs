@@ -16,51 +16,11 @@
 mod common;
 mod lucebox_history;
 
-use common::tools;
+use common::{planted_fault, tools};
 use lucebox_history::{build, History, Step, DATA, FORK, GGML};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const FAULT_CPP: &str = r#"// A planted fault: after 400 set_rows nodes, each later one leaves one wrong byte in its row.
-#include "ggml.h"
-#include "ggml-backend.h"
-#include <dlfcn.h>
-#include <cstdint>
-#include <utility>
-#include <vector>
-
-extern "C" enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_cgraph * graph) {
-    using compute_fn = enum ggml_status (*)(ggml_backend_t, struct ggml_cgraph *);
-    static const compute_fn real = (compute_fn) dlsym(RTLD_NEXT, "ggml_backend_graph_compute");
-    static long long set_rows = 0;
-    std::vector<std::pair<struct ggml_tensor *, int64_t>> written;
-    for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
-        struct ggml_tensor * t = ggml_graph_node(graph, i);
-        if (t->op != GGML_OP_SET_ROWS || ++set_rows <= 400) {
-            continue;
-        }
-        int64_t row = 0;
-        if (t->src[1]->type == GGML_TYPE_I32) {
-            int32_t r = 0;
-            ggml_backend_tensor_get(t->src[1], &r, 0, sizeof(r));
-            row = r;
-        } else {
-            ggml_backend_tensor_get(t->src[1], &row, 0, sizeof(row));
-        }
-        written.emplace_back(t, row);
-    }
-    const enum ggml_status status = real(backend, graph);
-    for (auto & [t, row] : written) {
-        unsigned char byte = 0;
-        const size_t at = (size_t) row * t->nb[1];
-        ggml_backend_tensor_get(t, &byte, at, 1);
-        byte ^= 0x40;
-        ggml_backend_tensor_set(t, &byte, at, 1);
-    }
-    return status;
-}
-"#;
 
 /// good = 1 (the vendoring commit), bad = last; ggml classes {1,2} {3,4} {5,6} {7,8}, as the
 /// four candidates of lucebox ad69d12d..53859c26.
@@ -109,7 +69,7 @@ fn shim(cmake_dir: &Path) -> impl Fn(&Path, usize, bool) + '_ {
             cmake_dir.display()
         );
         if fault {
-            std::fs::write(dir.join("src/fault.cpp"), FAULT_CPP).unwrap();
+            std::fs::write(dir.join("src/fault.cpp"), planted_fault(400)).unwrap();
             cmake.push_str(
                 "target_sources(ggml INTERFACE \"${CMAKE_CURRENT_SOURCE_DIR}/src/fault.cpp\")\n",
             );

@@ -5,6 +5,7 @@
 //! mtimes (the build stays incremental); a blob missing outside ggml stops a whole-tree
 //! checkout but not this one; and the same directory switches between the two kinds.
 
+mod common;
 mod lucebox_history;
 
 use lucebox_history::{build, History, Step, DATA, GGML, NOTE};

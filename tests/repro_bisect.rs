@@ -13,52 +13,10 @@
 
 mod common;
 
-use common::{git, tools};
+use common::{git, planted_fault, tools};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const FAULT_CPP: &str = r#"// A planted fault: after 30,000 set_rows nodes have been computed, each later set_rows leaves
-// one wrong byte in the row it wrote (the pattern "after many reuses" of the upstream report).
-#include "ggml.h"
-#include "ggml-backend.h"
-#include <dlfcn.h>
-#include <cstdint>
-#include <utility>
-#include <vector>
-
-extern "C" enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_cgraph * graph) {
-    using compute_fn = enum ggml_status (*)(ggml_backend_t, struct ggml_cgraph *);
-    static const compute_fn real = (compute_fn) dlsym(RTLD_NEXT, "ggml_backend_graph_compute");
-    static long long set_rows = 0;
-    // the rows written, read before the graph runs (its allocator may reuse the index memory)
-    std::vector<std::pair<struct ggml_tensor *, int64_t>> written;
-    for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
-        struct ggml_tensor * t = ggml_graph_node(graph, i);
-        if (t->op != GGML_OP_SET_ROWS || ++set_rows <= 30000) {
-            continue;
-        }
-        int64_t row = 0;
-        if (t->src[1]->type == GGML_TYPE_I32) {
-            int32_t r = 0;
-            ggml_backend_tensor_get(t->src[1], &r, 0, sizeof(r));
-            row = r;
-        } else {
-            ggml_backend_tensor_get(t->src[1], &row, 0, sizeof(row));
-        }
-        written.emplace_back(t, row);
-    }
-    const enum ggml_status status = real(backend, graph);
-    for (auto & [t, row] : written) {
-        unsigned char byte = 0;
-        const size_t at = (size_t) row * t->nb[1];
-        ggml_backend_tensor_get(t, &byte, at, 1);
-        byte ^= 0x40;
-        ggml_backend_tensor_set(t, &byte, at, 1);
-    }
-    return status;
-}
-"#;
 
 /// Commits of the history; the fault arrives in `FAULT_AT`, `BROKEN` has no ggml.h.
 const COMMITS: usize = 8;
@@ -125,7 +83,7 @@ fn history() -> Option<History> {
         }
         if i == FAULT_AT {
             std::fs::create_dir_all(repo.join("src")).expect("mkdir src");
-            std::fs::write(repo.join("src/fault.cpp"), FAULT_CPP).expect("fault");
+            std::fs::write(repo.join("src/fault.cpp"), planted_fault(30_000)).expect("fault");
         }
         std::fs::write(
             repo.join("CMakeLists.txt"),

@@ -138,3 +138,52 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     assert!(out.status.success(), "{out:?}");
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
+
+/// The source of a planted set_rows fault, real code a generated tree builds into its "ggml":
+/// it wraps `ggml_backend_graph_compute` and, once `after` set_rows nodes have run, leaves one
+/// wrong byte in each row a later set_rows writes (the report's "after many reuses").
+pub fn planted_fault(after: u64) -> String {
+    PLANTED_FAULT.replace("{AFTER}", &after.to_string())
+}
+
+const PLANTED_FAULT: &str = r#"// A planted fault: after {AFTER} set_rows nodes have been computed, each later set_rows leaves
+// one wrong byte in the row it wrote (the pattern "after many reuses" of the upstream report).
+#include "ggml.h"
+#include "ggml-backend.h"
+#include <dlfcn.h>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+extern "C" enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_cgraph * graph) {
+    using compute_fn = enum ggml_status (*)(ggml_backend_t, struct ggml_cgraph *);
+    static const compute_fn real = (compute_fn) dlsym(RTLD_NEXT, "ggml_backend_graph_compute");
+    static long long set_rows = 0;
+    // the rows written, read before the graph runs (its allocator may reuse the index memory)
+    std::vector<std::pair<struct ggml_tensor *, int64_t>> written;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
+        struct ggml_tensor * t = ggml_graph_node(graph, i);
+        if (t->op != GGML_OP_SET_ROWS || ++set_rows <= {AFTER}) {
+            continue;
+        }
+        int64_t row = 0;
+        if (t->src[1]->type == GGML_TYPE_I32) {
+            int32_t r = 0;
+            ggml_backend_tensor_get(t->src[1], &r, 0, sizeof(r));
+            row = r;
+        } else {
+            ggml_backend_tensor_get(t->src[1], &row, 0, sizeof(row));
+        }
+        written.emplace_back(t, row);
+    }
+    const enum ggml_status status = real(backend, graph);
+    for (auto & [t, row] : written) {
+        unsigned char byte = 0;
+        const size_t at = (size_t) row * t->nb[1];
+        ggml_backend_tensor_get(t, &byte, at, 1);
+        byte ^= 0x40;
+        ggml_backend_tensor_set(t, &byte, at, 1);
+    }
+    return status;
+}
+"#;

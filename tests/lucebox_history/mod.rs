@@ -5,6 +5,7 @@
 //! `server/eval/humaneval_plus/humanevalplus.jsonl`.
 #![allow(dead_code)]
 
+use crate::common::git;
 use std::path::{Path, PathBuf};
 
 pub const GGML: &str = "server/deps/llama.cpp/ggml";
@@ -143,19 +144,4 @@ pub fn write(repo: &Path, rel: &str, text: &str) {
     let p = repo.join(rel);
     std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
     std::fs::write(p, text).expect("write");
-}
-
-/// `git ARGS` in `dir` with a fixed identity; panics on failure; the trimmed stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@e")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@e")
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
