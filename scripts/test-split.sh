@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test target, with the long ones beside the rest instead of after them. A long test
-# waits on a compiler for minutes (the cold HIP build in a container, the decode bisect's llama.cpp
-# build); the others wait mostly
-# on short processes, so on CI's two cores running both at once costs far less than their sum.
+# waits on a compiler for minutes (the cold HIP build in a container, the decode bisect's
+# llama.cpp build); the others wait mostly on short processes, so on CI's two cores running both
+# at once costs far less than their sum.
 # Same targets and the same failure rule as `cargo test --all-targets`; the long tests' output
 # is printed whole when they end, not interleaved.
 set -euo pipefail
