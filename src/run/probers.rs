@@ -77,9 +77,10 @@ pub fn container_launcher(
 }
 
 /// Whether `cfg`'s steps need the ROCm toolchain's own answer (`hipconfig_env`): the bundled
-/// reproducer built for HIP. One rule for bisect and matrix.
+/// reproducer (the replay, or the decode probe with its llama.cpp) built for HIP. One rule for
+/// bisect and matrix.
 pub fn needs_hipconfig(cfg: &Resolved) -> bool {
-    cfg.probe == ProbeKind::Replay && cfg.backend == Backend::Hip
+    matches!(cfg.probe, ProbeKind::Replay | ProbeKind::Decode) && cfg.backend == Backend::Hip
 }
 
 /// The recipe as built at `place` (ccache on where it is available).
@@ -424,4 +425,29 @@ pub fn parse_hip_env(output: &str) -> Vec<(String, String)> {
         .filter(|(k, v)| *k != "HIPCXX" || *v != "/clang")
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bundled_reproducer_built_for_hip_asks_hipconfig() {
+        let mut cfg = Resolved::for_backend(Backend::Hip);
+        for (probe, asks) in [
+            (ProbeKind::Replay, true),
+            (ProbeKind::Decode, true),
+            (
+                ProbeKind::Script {
+                    build: None,
+                    script: "true".into(),
+                },
+                false,
+            ),
+        ] {
+            cfg.probe = probe;
+            assert_eq!(needs_hipconfig(&cfg), asks, "{:?}", cfg.probe);
+        }
+        assert!(!needs_hipconfig(&Resolved::for_backend(Backend::Cpu)));
+    }
 }
