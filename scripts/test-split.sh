@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Every test target, with the long ones beside the rest instead of after them. A long test
-# waits on a compiler in a container for minutes (the cold HIP build); the others wait mostly
-# on short processes, so on CI's two cores running both at once costs far less than their sum.
+# waits on a compiler for minutes (the cold HIP build in a container, the decode bisect's
+# llama.cpp build); the others wait mostly on short processes, so on CI's two cores running both
+# at once costs far less than their sum.
 # Same targets and the same failure rule as `cargo test --all-targets`; the long tests' output
 # is printed whole when they end, not interleaved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-long=(hip_build)
+long=(hip_build decode_bisect)
 
 # Build everything first: one cargo at a time holds the build directory.
 cargo test --locked --all-targets --no-run

@@ -456,13 +456,21 @@ fn walk_count(dir: &Path, name: &str) -> usize {
     n
 }
 
-/// For the replay, `wave_size` only makes cells where the build reads it: on a tree without
-/// `DFLASH_WAVE_SIZE` the values collapse to one build and run; a tree that defines it keeps them.
+/// For the bundled probes (replay, decode), `wave_size` only makes cells where the build reads
+/// it: on a tree without `DFLASH_WAVE_SIZE` the values collapse to one build and run; a tree that
+/// defines it keeps them.
 #[test]
 fn wave_size_collapses_where_the_build_does_not_read_it() {
     let text = "[matrix]\nbackend = [\"hip\"]\ngfx = [\"gfx1151\"]\nwave_size = [32, 64]\n";
-    let m = matrix::parse("m.toml", text).unwrap();
-    for (defines, distinct) in [(false, 1), (true, 2)] {
+    let cases = [(false, 1), (true, 2)];
+    for (text, (defines, distinct)) in [
+        text.to_string(),
+        format!("[probe]\nkind = \"decode\"\n{text}"),
+    ]
+    .iter()
+    .flat_map(|t| cases.map(|c| (t, c)))
+    {
+        let m = matrix::parse("m.toml", text).unwrap();
         let d = tempfile::tempdir().unwrap();
         let repo = d.path().join("repo");
         let r = git2::Repository::init(&repo).unwrap();
@@ -493,7 +501,7 @@ fn wave_size_collapses_where_the_build_does_not_read_it() {
         assert_eq!(
             resolved.len(),
             distinct,
-            "defines DFLASH_WAVE_SIZE: {defines}"
+            "defines DFLASH_WAVE_SIZE: {defines}, {text}"
         );
         let kept = runner.effective(&m.configs[1], &rev).recipe.wave_size;
         assert_eq!(kept, defines.then_some(64));

@@ -24,8 +24,12 @@ src_cache=${XDG_CACHE_HOME:-$HOME/.cache}/setrows-bisect/hip-ggml-$version
 if [ ! -f "$src_cache/ggml/src/ggml-hip/CMakeLists.txt" ]; then
   log "fetching llama-cpp-python==$version (sdist) from PyPI for its vendored ggml"
   tmp=$(mktemp -d)
-  python3 -m pip download -q --disable-pip-version-check --no-binary :all: --no-deps \
-    "llama-cpp-python==$version" -d "$tmp" >&2
+  # 33-llama.sh keeps the same sdist: no second download
+  sdist=${XDG_CACHE_HOME:-$HOME/.cache}/setrows-bisect/sdist/llama_cpp_python-$version.tar.gz
+  if [ -f "$sdist" ]; then cp "$sdist" "$tmp/"; else
+    python3 -m pip download -q --disable-pip-version-check --no-binary :all: --no-deps \
+      "llama-cpp-python==$version" -d "$tmp" >&2
+  fi
   rm -rf "$src_cache"
   mkdir -p "$src_cache"
   tar -xzf "$tmp"/llama_cpp_python-"$version".tar.gz -C "$src_cache" --strip-components=3 \

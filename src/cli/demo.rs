@@ -82,6 +82,7 @@ pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> Bisec
         report: None,
         work_dir: Some(work_dir.to_path_buf()),
         repro_args: vec![],
+        probe_kind: None,
         backend: None,
         engine: Some(crate::probe::container::EngineChoice::None),
         image: None,

@@ -14,14 +14,28 @@ use crate::core::result::ConfigurationInfo;
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
 pub const DEFAULT_HIP_TARGET: &str = "gfx1151";
 
-/// What is probed: the bundled replay reproducer, or a user's build + test script.
+/// What is probed: the bundled replay reproducer, llama.cpp's own decode (`decode`: the
+/// bundled decode-probe on the tool's tiny model; llama.cpp trees only), or a user's build + test
+/// script.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeKind {
     Replay,
+    Decode,
     Script {
         build: Option<String>,
         script: String,
     },
+}
+
+impl ProbeKind {
+    /// The spelling of `[probe] kind` and `--probe-kind`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProbeKind::Replay => "replay",
+            ProbeKind::Decode => "decode",
+            ProbeKind::Script { .. } => "script",
+        }
+    }
 }
 
 /// A configuration with every value a probe needs, whatever it came from.
@@ -66,6 +80,8 @@ pub struct Flags {
     pub script: Option<String>,
     pub build: Option<String>,
     pub timeout_s: Option<f64>,
+    /// `--probe-kind decode`: the decode probe instead of the configuration's reproducer.
+    pub decode: bool,
 }
 
 impl Resolved {
@@ -76,6 +92,7 @@ impl Resolved {
                 build: probe.build.clone(),
                 script: probe.script.clone().unwrap_or_default(),
             },
+            Some("decode") => ProbeKind::Decode,
             _ => ProbeKind::Replay,
         };
         Resolved {
@@ -210,6 +227,17 @@ impl Resolved {
                 self.probe = new;
             }
         }
+        if f.decode && self.probe != ProbeKind::Decode {
+            changed.push(format!(
+                "--probe-kind decode (configuration: {})",
+                self.probe.name()
+            ));
+            self.probe = ProbeKind::Decode;
+            // Another kind's arguments mean nothing to the decode probe.
+            if f.repro_args.is_empty() {
+                self.repro_args.clear();
+            }
+        }
         if let Some(t) = f.timeout_s.filter(|t| Some(*t) != self.timeout_s) {
             changed.push(format!(
                 "--timeout {t} (configuration: {})",
@@ -224,7 +252,15 @@ impl Resolved {
     /// before any probe). On the CPU backend host memory is the same buffer as device memory,
     /// and ggml's unified switch acts on CUDA/HIP allocations only: both would pass without
     /// testing anything. `device` on the CPU is the CPU buffer, what every CPU run did.
+    /// The decode probe can neither place llama.cpp's buffers nor prove where they are: refused.
     pub fn memory_refused(&self) -> Option<String> {
+        if self.probe == ProbeKind::Decode && !self.recipe.memory.is_device() {
+            return Some(format!(
+                "--memory {}: {}; use --memory device with --probe-kind decode, or --probe-kind replay to test a placement",
+                self.recipe.memory.as_str(),
+                crate::core::matrix::DECODE_MEMORY
+            ));
+        }
         if self.backend != Backend::Cpu {
             return None;
         }
@@ -255,7 +291,7 @@ impl Resolved {
             // What only the test reads (launch settings, reproducer arguments, the test
             // script) is left out: configurations that build alike share one build's result.
             let probe = match &self.probe {
-                ProbeKind::Replay => "replay".to_string(),
+                ProbeKind::Replay | ProbeKind::Decode => self.probe.name().to_string(),
                 ProbeKind::Script { build, .. } => {
                     format!("script build={:?}", build.as_deref().unwrap_or(""))
                 }
@@ -268,7 +304,7 @@ impl Resolved {
             );
         }
         let probe = match &self.probe {
-            ProbeKind::Replay => "replay".to_string(),
+            ProbeKind::Replay | ProbeKind::Decode => self.probe.name().to_string(),
             ProbeKind::Script { build, script } => format!(
                 "script build={:?} script={script:?}",
                 build.as_deref().unwrap_or("")
@@ -414,5 +450,50 @@ args = ["--steps", "7"]
         assert_eq!(info.id.as_deref(), Some(c.id.as_deref().unwrap()));
         assert!(info.settings.contains(&"wave_size=32".to_string()));
         assert!(info.settings.contains(&"-DGGML_CUDA_FA=OFF".to_string()));
+    }
+
+    #[test]
+    fn decode_is_its_own_probe_kind_and_drops_another_kinds_arguments() {
+        let m = crate::core::matrix::parse(
+            "m.toml",
+            &M.replace("kind = \"replay\"", "kind = \"decode\""),
+        )
+        .unwrap();
+        let from_matrix = Resolved::from_matrix(&m.configs[0], &m.probe, &m.file);
+        assert_eq!(from_matrix.probe, ProbeKind::Decode);
+        let mut r = hip();
+        assert_eq!(r.repro_args, ["--steps", "7"]);
+        let replay_identity = r.identity();
+        let changed = r.apply(&Flags {
+            decode: true,
+            ..Flags::default()
+        });
+        assert_eq!(changed, ["--probe-kind decode (configuration: replay)"]);
+        assert_eq!(r.probe, ProbeKind::Decode);
+        assert!(
+            r.repro_args.is_empty(),
+            "the replay's arguments mean nothing to decode-probe"
+        );
+        assert_ne!(
+            r.identity(),
+            replay_identity,
+            "decode results never answer replay questions"
+        );
+        assert!(r.identity().contains("probe=decode"));
+        // a placement needs the replay's proof: refused through the flag and in a matrix
+        assert_eq!(r.memory_refused(), None);
+        r.apply(&Flags {
+            memory: Some(Memory::Host),
+            ..Flags::default()
+        });
+        assert!(r.memory_refused().unwrap().starts_with("--memory host: "));
+        let text = M
+            .replace("kind = \"replay\"", "kind = \"decode\"")
+            .replace("[matrix]", "[matrix]\nmemory = [\"unified\"]");
+        let err = crate::core::matrix::parse("m.toml", &text).unwrap_err();
+        assert!(
+            err.to_string().contains("[probe] kind = \"decode\""),
+            "{err}"
+        );
     }
 }

@@ -6,6 +6,7 @@ pub mod ccache;
 pub mod config;
 pub mod evidence;
 pub mod flaky;
+pub mod gguf;
 pub mod judge;
 pub mod layout;
 pub mod matrix;

@@ -9,6 +9,7 @@
 pub mod artifacts;
 pub mod ccache;
 pub mod container;
+pub mod decode;
 pub mod device;
 pub mod exec;
 pub mod launch;

@@ -58,10 +58,12 @@ pub struct ReproProber {
 
 impl ReproProber {
     pub fn new(opts: ReproOptions) -> Self {
-        ReproProber {
-            opts,
-            sources: sources_hash(),
-        }
+        // The decode probe's identity is its own sources and model, not the replay's.
+        let sources = match opts.reproducer {
+            Reproducer::Decode => hex::encode(Sha256::digest(crate::probe::decode::identity())),
+            _ => sources_hash(),
+        };
+        ReproProber { opts, sources }
     }
 
     /// The build tree, keyed by what changes the build (not by commit: consecutive probes reuse
@@ -98,6 +100,11 @@ impl ReproProber {
             .jobs
             .map(|j| format!(" -j {j}"))
             .unwrap_or_default();
+        // The decode probe builds the whole llama.cpp tree (its ggml comes with it).
+        let source_def = match self.opts.reproducer {
+            Reproducer::Decode => "-DLLAMA_SOURCE_DIR=$SRC".to_string(),
+            _ => format!("-DGGML_SOURCE_DIR={sub}"),
+        };
         format!(
             "set -e\n\
              launcher=''\n\
@@ -107,7 +114,7 @@ impl ReproProber {
              fi\n\
              gen=''\n\
              if command -v ninja >/dev/null 2>&1 && [ ! -f \"{bdir}/Makefile\" ]; then gen='-G Ninja'; fi\n\
-             cmake -S \"$WORK/{src_dir_name}\" -B \"{bdir}\" $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \"-DGGML_SOURCE_DIR={sub}\" $launcher {extra}\n\
+             cmake -S \"$WORK/{src_dir_name}\" -B \"{bdir}\" $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \"{source_def}\" $launcher {extra}\n\
              cmake --build \"{bdir}\" --target {target}{jobs}\n",
             extra = extra.join(" "),
             target = self.opts.reproducer.target(),
@@ -131,12 +138,17 @@ impl ReproProber {
     }
 
     pub fn run_script(&self) -> String {
-        let args: Vec<String> = self
+        let mut args: Vec<String> = self
             .opts
             .repro_args
             .iter()
             .map(|a| exec::shell_quote(a))
             .collect();
+        if self.opts.reproducer == Reproducer::Decode {
+            // the model `probe::decode::prepare` wrote into the work directory
+            let model = crate::probe::decode::model_file_name();
+            args.insert(0, format!("--model \"$WORK/{model}\""));
+        }
         format!(
             "exec \"$WORK/{}/{}\" {}\n",
             self.build_dir_name(),

@@ -110,11 +110,15 @@ impl Runner {
     }
 
     /// The configuration as it really builds and runs at `rev`: a wave size that nothing in the
-    /// build reads (the replay on a tree that does not define `DFLASH_WAVE_SIZE`) is dropped, so
-    /// `wave_size = [32, 64]` multiplies only the cells it changes.
+    /// build reads (a bundled probe, replay or decode, on a tree whose ggml does not define
+    /// `DFLASH_WAVE_SIZE`) is dropped, so `wave_size = [32, 64]` multiplies only the cells it
+    /// changes.
     pub fn effective(&self, config: &Config, rev: &Rev) -> Config {
         let mut c = config.clone();
-        let replay = self.probe.kind.as_deref().unwrap_or("replay") == "replay";
+        let replay = matches!(
+            self.probe.kind.as_deref().unwrap_or("replay"),
+            "replay" | "decode"
+        );
         if c.recipe.wave_size.is_some() && replay && !self.tree_reads_wave_size(rev) {
             c.recipe.wave_size = None;
         }
@@ -298,7 +302,7 @@ impl Runner {
             .probe
             .kind
             .as_deref()
-            .filter(|k| !["replay", "script"].contains(k))
+            .filter(|k| !["replay", "decode", "script"].contains(k))
         {
             return Err(format!("unknown probe kind `{other}`"));
         }

@@ -77,9 +77,10 @@ pub fn container_launcher(
 }
 
 /// Whether `cfg`'s steps need the ROCm toolchain's own answer (`hipconfig_env`): the bundled
-/// reproducer built for HIP. One rule for bisect and matrix.
+/// reproducer (the replay, or the decode probe with its llama.cpp) built for HIP. One rule for
+/// bisect and matrix.
 pub fn needs_hipconfig(cfg: &Resolved) -> bool {
-    cfg.probe == ProbeKind::Replay && cfg.backend == Backend::Hip
+    matches!(cfg.probe, ProbeKind::Replay | ProbeKind::Decode) && cfg.backend == Backend::Hip
 }
 
 /// The recipe as built at `place` (ccache on where it is available).
@@ -148,7 +149,7 @@ pub fn prober(cfg: &Resolved, place: &Place) -> ConfiguredProber {
             cfg: cfg.clone(),
             place: place_copy(place),
         }),
-        ProbeKind::Replay => Box::new(PerTreeRepro::new(
+        ProbeKind::Replay | ProbeKind::Decode => Box::new(PerTreeRepro::new(
             repro_options(cfg, place),
             recipe_at(cfg, place),
             place.fallback_facts.clone(),
@@ -175,6 +176,9 @@ fn place_copy(p: &Place) -> Place {
 pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     let mut opts = ReproOptions::new(place.launcher.clone());
     opts.ggml_subdir = place.fallback_subdir.clone();
+    if cfg.probe == ProbeKind::Decode {
+        opts.reproducer = crate::probe::repro::Reproducer::Decode;
+    }
     if cfg.backend == Backend::Hip {
         opts.build_env.extend(place.hip_env.iter().cloned());
     }
@@ -253,10 +257,14 @@ impl Prober for PerTreeRepro {
         self.for_tree(req.checkout).probe(req, phase)
     }
 
-    // It builds `$SRC/<ggml dir>` and nothing else of the tree (`tree_at` finds that dir with
-    // the same `ggml_subdir` the checkout uses to write it).
+    // The replay builds `$SRC/<ggml dir>` and nothing else of the tree (`tree_at` finds that
+    // dir with the same `ggml_subdir` the checkout uses to write it); the decode probe builds
+    // the whole llama.cpp tree.
     fn reads(&self) -> crate::probe::Reads {
-        crate::probe::Reads::Ggml
+        match self.opts.reproducer {
+            crate::probe::repro::Reproducer::Decode => crate::probe::Reads::Tree,
+            _ => crate::probe::Reads::Ggml,
+        }
     }
 }
 
@@ -417,4 +425,29 @@ pub fn parse_hip_env(output: &str) -> Vec<(String, String)> {
         .filter(|(k, v)| *k != "HIPCXX" || *v != "/clang")
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bundled_reproducer_built_for_hip_asks_hipconfig() {
+        let mut cfg = Resolved::for_backend(Backend::Hip);
+        for (probe, asks) in [
+            (ProbeKind::Replay, true),
+            (ProbeKind::Decode, true),
+            (
+                ProbeKind::Script {
+                    build: None,
+                    script: "true".into(),
+                },
+                false,
+            ),
+        ] {
+            cfg.probe = probe;
+            assert_eq!(needs_hipconfig(&cfg), asks, "{:?}", cfg.probe);
+        }
+        assert!(!needs_hipconfig(&Resolved::for_backend(Backend::Cpu)));
+    }
 }

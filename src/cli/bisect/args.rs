@@ -115,6 +115,12 @@ pub struct BisectArgs {
         help_heading = "Probe"
     )]
     pub repro_args: Vec<String>,
+    /// Which bundled probe runs when --script is absent: `replay` (the set_rows pattern through
+    /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
+    /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the
+    /// CPU; llama.cpp trees only). Default: the configuration's, else replay.
+    #[arg(long, value_name = "KIND", value_parser = ["replay", "decode"], help_heading = "Probe")]
+    pub probe_kind: Option<String>,
     /// Backend the bundled reproducer targets (used when --script is absent).
     #[arg(long, value_parser = ["cpu", "cuda", "hip"], help_heading = "Probe")]
     pub backend: Option<String>,

@@ -100,6 +100,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         script: args.script.clone(),
         build: args.build.clone(),
         timeout_s: args.timeout,
+        decode: args.probe_kind.as_deref() == Some("decode"),
     })
 }
 
@@ -190,7 +191,7 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         }
         (None, None) => {
             let mut r = Resolved::for_backend(flags.backend.unwrap_or(Backend::Cpu));
-            if flags.script.is_none() {
+            if flags.script.is_none() && !flags.decode {
                 r.repro_args = default_repro_args();
             }
             r
@@ -200,6 +201,8 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         crate::core::result::FROM_REPRO_ARG.to_string()
     } else if named {
         format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
+    } else if flags.decode {
+        "default: decode-probe's own (10,000 tokens, 256 KV cells)".to_string()
     } else {
         format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
     };
@@ -234,8 +237,13 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         || !c.launch_env.is_empty()
         || !c.cmake_args.is_empty();
     let info = configured.then(|| cfg.info(if named { overrides } else { Vec::new() }));
-    let reproducer = (cfg.probe == ProbeKind::Replay).then(|| ReproducerInfo {
-        program: crate::probe::repro::Reproducer::Replay.target().to_string(),
+    let program = match cfg.probe {
+        ProbeKind::Decode => Some(crate::probe::repro::Reproducer::Decode),
+        ProbeKind::Replay => Some(crate::probe::repro::Reproducer::Replay),
+        ProbeKind::Script { .. } => None,
+    };
+    let reproducer = program.map(|p| ReproducerInfo {
+        program: p.target().to_string(),
         args: cfg.repro_args.clone(),
         source: args_from,
     });

@@ -91,7 +91,8 @@ impl Planned {
 
     /// The build line the probes run (the bundled reproducer's; a script builds itself).
     pub fn with_build(mut self, cfg: &Resolved, place: &Place) -> Planned {
-        if cfg.probe == crate::core::config::ProbeKind::Replay {
+        use crate::core::config::ProbeKind;
+        if matches!(cfg.probe, ProbeKind::Replay | ProbeKind::Decode) {
             let args = crate::run::probers::recipe_at(cfg, place).cmake_args(&place.fallback_facts);
             self.lines.push(format!(
                 "build: cmake {} (spelled per probed tree)",

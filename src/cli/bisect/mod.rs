@@ -151,6 +151,19 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
     let repo = git::open(&args.repo).map_err(git_error)?;
     let good_id = git::resolve(&repo, good, "--good").map_err(git_error)?;
     let bad_id = git::resolve(&repo, bad, "--bad").map_err(git_error)?;
+    let decode = chosen.cfg.probe == ProbeKind::Decode;
+    if decode {
+        let tree = repo
+            .find_commit(bad_id)
+            .and_then(|c| c.tree())
+            .map_err(|e| CliError::infra(format!("reading bad commit {bad_id}: {e}")))?;
+        if !crate::probe::decode::is_llama_tree(|p| tree.get_path(std::path::Path::new(p)).is_ok())
+        {
+            return Err(CliError::usage(format!(
+                "--probe-kind decode: bad commit {bad_id} is not a llama.cpp tree (no include/llama.h beside CMakeLists.txt); the decode probe builds llama.cpp: use --probe-kind replay for a ggml tree"
+            )));
+        }
+    }
     let path = match args.path.as_deref() {
         Some("." | "" | "/") => None,
         Some(p) => {
@@ -166,6 +179,8 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
             }
             Some(p)
         }
+        // The decode probe builds and runs all of llama.cpp, not only its ggml/.
+        None if decode => None,
         None => {
             let layout = git::detect_layout(&repo, bad_id).map_err(git_error)?;
             layout.keyed_subtree().map(|dir| {
@@ -235,7 +250,7 @@ pub fn prepare(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Prep
             }
             Some(hint)
         }
-        ProbeKind::Replay => None,
+        ProbeKind::Replay | ProbeKind::Decode => None,
     };
     let prober: Box<dyn Prober> = Box::new(prober);
     let strategy = match (args.confidence, args.repeat) {

@@ -25,7 +25,7 @@ pub(super) fn place(
         .and_then(|c| c.tree())
         .map_err(|e| CliError::infra(format!("reading bad commit {bad}: {e}")))?;
     let has = |p: &str| tree.get_path(std::path::Path::new(p)).is_ok();
-    let replay = cfg.probe == ProbeKind::Replay;
+    let replay = matches!(cfg.probe, ProbeKind::Replay | ProbeKind::Decode);
     let layout = Layout::of(has);
     if replay && !layout.has_ggml_header(has) {
         return Err(CliError::usage(format!(

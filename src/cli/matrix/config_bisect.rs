@@ -297,6 +297,7 @@ fn bisect_commits_in(
         report: Some(args.run.out.join("bisect.md")),
         work_dir: Some(work_dir(&args.run)),
         repro_args: Vec::new(),
+        probe_kind: None,
         backend: None,
         engine: Some(args.run.engine),
         image: None,

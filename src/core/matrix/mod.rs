@@ -24,6 +24,7 @@ mod expand;
 mod resolve;
 use check::{check_type, scalar};
 use expand::{expand, Axis, Combo};
+pub use resolve::DECODE_MEMORY;
 
 /// A position-carrying error in a matrix file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -307,11 +308,11 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
         cx.err(span.unwrap_or(0..0), &key, one_line)
     })?;
     if let Some(kind) = raw.probe.kind.as_deref() {
-        if !["replay", "script"].contains(&kind) {
+        if !["replay", "decode", "script"].contains(&kind) {
             return Err(err_no_span(
                 file,
                 "probe.kind",
-                format!("unknown probe kind `{kind}` (replay or script)"),
+                format!("unknown probe kind `{kind}` (replay, decode or script)"),
             ));
         }
     }

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Why the decode probe takes no memory placement (the matrix's and the flag's message).
+pub const DECODE_MEMORY: &str = "the decode probe cannot place llama.cpp's KV cache and weights nor prove where they are (llama.h exposes no buffer), only the replay proves a placement";
+
 impl Matrix {
     pub(super) fn resolve(&self, cx: &Ctx<'_>, combo: &Combo) -> Result<Config, MatrixError> {
         let values: BTreeMap<String, Value> = combo
@@ -56,6 +59,17 @@ impl Matrix {
                 format!(
                     "memory `{}` on the CPU backend means nothing (host is the same buffer; the unified switch acts on CUDA/HIP allocations); use device",
                     recipe.memory.as_str()
+                ),
+            ));
+        }
+        if self.probe.kind.as_deref() == Some("decode") && !recipe.memory.is_device() {
+            return Err(cx.err(
+                span("memory"),
+                "memory",
+                format!(
+                    "memory `{}` with [probe] kind = \"decode\": {}; use device",
+                    recipe.memory.as_str(),
+                    DECODE_MEMORY
                 ),
             ));
         }

@@ -14,6 +14,9 @@ pub enum Reproducer {
     Replay,
     /// `setrows-kernel`: the standalone kernel (needs `-DGGML_CUDA=ON` or `-DGGML_HIP=ON`).
     Kernel,
+    /// `decode-probe`: llama.cpp's own decode on the tool's tiny model (`probe::decode`),
+    /// built against a llama.cpp tree.
+    Decode,
 }
 
 impl Reproducer {
@@ -21,6 +24,7 @@ impl Reproducer {
         match self {
             Reproducer::Replay => "setrows-replay",
             Reproducer::Kernel => "setrows-kernel",
+            Reproducer::Decode => crate::probe::decode::TARGET,
         }
     }
 }

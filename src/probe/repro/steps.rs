@@ -150,8 +150,18 @@ impl ReproProber {
         }
     }
 
-    /// Why the configured ggml directory cannot be built against, if it cannot.
+    /// Why the configured ggml directory cannot be built against, if it cannot; for the decode
+    /// probe, why the checkout is not a llama.cpp tree.
     fn not_ggml(&self, req: &ProbeRequest<'_>, ggml_root: &Path) -> Option<String> {
+        if self.opts.reproducer == Reproducer::Decode {
+            let llama = crate::probe::decode::is_llama_tree(|p| req.checkout.join(p).is_file());
+            return (!llama).then(|| {
+                format!(
+                    "commit {} is not a llama.cpp tree (no include/llama.h beside CMakeLists.txt): the decode probe cannot build it",
+                    req.commit
+                )
+            });
+        }
         let present = ggml_root.join("include/ggml.h").is_file()
             && ggml_root.join("CMakeLists.txt").is_file();
         (!present).then(|| {
@@ -170,7 +180,13 @@ impl ReproProber {
         end: &mut Ending<'_>,
         provenance: &BTreeMap<String, String>,
     ) -> Result<exec::RunResult, Box<ProbeReport>> {
-        let src_name = materialize_sources(req.build_dir).map_err(|e| {
+        let materialized = match self.opts.reproducer {
+            Reproducer::Decode => {
+                crate::probe::decode::prepare(req.build_dir).map(|p| p.sources_dir)
+            }
+            _ => materialize_sources(req.build_dir),
+        };
+        let src_name = materialized.map_err(|e| {
             ProbeReport::infra(
                 format!(
                     "cannot write the bundled reproducer sources under {}: {e}",

@@ -1,0 +1,579 @@
+// decode-probe: llama.cpp's own decode as a probe for the set_rows/graph-reuse fault.
+//
+// One token at a time, for many tokens, with a KV cache of (default) 256 cells: before each
+// token past the first window the oldest position is removed, so the one free cell is the one
+// the new token's K/V rows are written to (ggml_set_rows with llama.cpp's own I64 indices) and
+// the writes cycle through the cache like the reported ring, while the same decode graph is
+// reused token after token (llm_graph_result::can_reuse).
+//
+// Streams (each its own llama_context, decoding the same tokens at the same positions):
+//   probe  the device under test, graph reuse as llama.cpp does it (must be proven: n_reused)
+//   same   the same device with LLAMA_GRAPH_REUSE_DISABLE=1 (faults of reuse itself: a stale
+//          topology or index); its logits and KV rows must be bit-identical to the probe's
+//   cpu    only when the probe runs on a GPU: the CPU backend, reuse disabled (faults of the
+//          backend's kernels); logits within --cpu-nmse (normalized mean squared error)
+// Streams run concurrently, one thread each, in chunks of --chunk tokens; after each chunk the
+// logits of every token are compared, and the KV rows (llama_state_seq_get_data) of probe and
+// same at the chunk's last token.
+//
+// Output and exit codes as setrows-replay (repro-kernels/README.md): one SETROWS_RESULT line;
+// 0 pass (or `unchecked` with --check none), 1 mismatch (SETROWS_MISMATCH line first),
+// 2 usage, 3 untestable here (model not loadable: llama.cpp's own message; no graph reuse).
+#include "llama.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+
+namespace {
+
+constexpr int EXIT_PASS = 0, EXIT_MISMATCH = 1, EXIT_USAGE = 2, EXIT_UNSUPPORTED = 3;
+
+double now_s() {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string json_escape(const std::string & s) {
+    std::string o;
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') { o += '\\'; o += (char) c; }
+        else if (c == '\n') o += "\\n";
+        else if (c < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); o += b; }
+        else o += (char) c;
+    }
+    return o;
+}
+
+// ---- llama.cpp's log: kept so an untestable run can quote llama.cpp's own reason ---------------
+std::mutex g_log_mu;
+std::string g_last_error;
+bool g_verbose = false;
+
+void log_cb(ggml_log_level level, const char * text, void *) {
+    std::lock_guard<std::mutex> lk(g_log_mu);
+    if (level == GGML_LOG_LEVEL_ERROR) {
+        std::string t = text;
+        while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+        if (!t.empty()) g_last_error = t;
+    }
+    if (g_verbose || level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN) {
+        fputs(text, stderr);
+    }
+}
+
+struct Args {
+    std::string model;
+    std::string backend;   // CPU, a device name (CUDA0, ROCm0, Vulkan0...), or empty: first GPU else CPU
+    long steps = 10000;
+    int cells = 256;
+    int chunk = 64;
+    int threads = 0;       // per CPU context; 0: one
+    bool check = true;
+    bool cpu_reference = true;  // on a GPU: also decode on the CPU backend
+    double cpu_nmse = 1e-4;
+    uint64_t seed = 42;
+    bool verbose = false;
+};
+
+struct Result {
+    std::string status = "usage", message;
+    int exit_code = EXIT_USAGE;
+    long steps_run = 0;
+    long first_failing_step = -1;
+    std::string backend = "unknown", device, backend_reg, dev_name, dev_description;
+    bool have_device = false;
+    std::vector<std::pair<std::string, std::string>> features;
+    std::string features_source = "no-device";
+    std::string mismatch_json = "null";
+    std::string streams_json = "[]";
+    long n_cells = -1;
+    double load_s = 0, loop_s = 0, check_s = 0, total_s = 0;
+    long long model_bytes = -1;
+};
+
+std::string json_str_or_null(bool known, const std::string & s) {
+    return known ? "\"" + json_escape(s) + "\"" : "null";
+}
+
+void print_result(const Result & r) {
+    std::string feats = "{";
+    for (size_t i = 0; i < r.features.size(); i++) {
+        feats += (i ? ",\"" : "\"") + json_escape(r.features[i].first) + "\":\"" + json_escape(r.features[i].second) + "\"";
+    }
+    feats += "}";
+    const double rate = r.loop_s > 0 ? r.steps_run / r.loop_s : 0.0;
+    printf("SETROWS_RESULT {\"tool\":\"decode-probe\",\"format\":2,\"status\":\"%s\",\"exit_code\":%d,\"message\":\"%s\","
+           "\"backend\":\"%s\",\"device\":\"%s\",\"ggml_version\":\"\",\"ggml_commit\":\"\","
+           "\"steps_run\":%ld,\"first_failing_step\":%s,\"kv_cells\":%ld,\"model_bytes\":%lld,"
+           "\"features\":%s,\"features_source\":\"%s\",\"backend_reg\":%s,\"device_name\":%s,\"device_description\":%s,"
+           "\"streams\":%s,\"mismatch\":%s,"
+           "\"timings\":{\"total_s\":%.6f,\"build_s\":%.6f,\"compute_s\":%.6f,\"check_s\":%.6f,\"steps_per_s\":%.3f,"
+           "\"loop_s\":%.6f,\"loop_steps_per_s\":%.3f}}\n",
+           r.status.c_str(), r.exit_code, json_escape(r.message).c_str(), json_escape(r.backend).c_str(),
+           json_escape(r.device).c_str(), r.steps_run,
+           r.first_failing_step >= 0 ? std::to_string(r.first_failing_step).c_str() : "null", r.n_cells, r.model_bytes,
+           feats.c_str(), r.features_source.c_str(), json_str_or_null(r.have_device, r.backend_reg).c_str(),
+           json_str_or_null(r.have_device, r.dev_name).c_str(), json_str_or_null(r.have_device, r.dev_description).c_str(),
+           r.streams_json.c_str(), r.mismatch_json.c_str(), r.total_s, r.load_s, r.loop_s - r.check_s, r.check_s, rate,
+           r.loop_s, rate);
+    fflush(stdout);
+}
+
+[[noreturn]] void finish(Result & r, const char * status, int code, const std::string & msg) {
+    r.status = status;
+    r.exit_code = code;
+    r.message = msg;
+    if (code != EXIT_PASS) fprintf(stderr, "decode-probe: %s\n", msg.c_str());
+    print_result(r);
+    exit(code);
+}
+
+void usage(Result & r, const std::string & why) {
+    fprintf(stderr,
+            "usage: decode-probe --model FILE.gguf [--backend CPU|NAME] [--steps N] [--cells N] [--chunk N]\n"
+            "                    [--threads N] [--check full|none] [--cpu-reference on|off] [--cpu-nmse X] [--seed N] [--verbose]\n");
+    finish(r, "usage", EXIT_USAGE, why);
+}
+
+Args parse_args(int argc, char ** argv, Result & r) {
+    Args a;
+    for (int i = 1; i < argc; i++) {
+        std::string k = argv[i];
+        auto val = [&]() -> std::string {
+            if (i + 1 >= argc) usage(r, k + " needs a value");
+            return argv[++i];
+        };
+        auto num = [&](long lo) -> long {
+            std::string v = val();
+            char * end = nullptr;
+            long n = strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end || n < lo) usage(r, k + " " + v + ": expected an integer >= " + std::to_string(lo));
+            return n;
+        };
+        if (k == "--model") a.model = val();
+        else if (k == "--backend") a.backend = val();
+        else if (k == "--steps") a.steps = num(1);
+        else if (k == "--cells") a.cells = (int) num(2);
+        else if (k == "--chunk") a.chunk = (int) num(1);
+        else if (k == "--threads") a.threads = (int) num(0);
+        else if (k == "--seed") a.seed = (uint64_t) num(0);
+        else if (k == "--cpu-nmse") a.cpu_nmse = atof(val().c_str());
+        else if (k == "--check") {
+            std::string v = val();
+            if (v != "full" && v != "none") usage(r, "--check " + v + ": expected full or none");
+            a.check = v == "full";
+        } else if (k == "--cpu-reference") {
+            std::string v = val();
+            if (v != "on" && v != "off") usage(r, "--cpu-reference " + v + ": expected on or off");
+            a.cpu_reference = v == "on";
+        } else if (k == "--verbose") a.verbose = true;
+        else if (k == "--help" || k == "-h") usage(r, "help");
+        else usage(r, "unknown argument " + k);
+    }
+    if (a.model.empty()) usage(r, "--model is required");
+    return a;
+}
+
+// The probe's tokens: fixed by the seed, independent of what the model predicts, so a wrong
+// logit never changes the inputs that follow it and every stream decodes the same sequence.
+llama_token token_at(uint64_t seed, long i, int n_vocab) {
+    uint64_t z = seed * 0x9e3779b97f4a7c15ull + (uint64_t) i * 0xbf58476d1ce4e5b9ull + 1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (llama_token) ((z ^ (z >> 31)) % (uint64_t) n_vocab);
+}
+
+bool remove_oldest(llama_context * ctx, llama_pos p0) {
+#if DECODE_HAVE_MEMORY_SEQ_RM
+    return llama_memory_seq_rm(llama_get_memory(ctx), 0, p0, p0 + 1);
+#elif DECODE_HAVE_KV_SELF_SEQ_RM
+    return llama_kv_self_seq_rm(ctx, 0, p0, p0 + 1);
+#elif DECODE_HAVE_KV_CACHE_SEQ_RM
+    return llama_kv_cache_seq_rm(ctx, 0, p0, p0 + 1);
+#else
+#error "this llama.cpp has no way to remove a position from the KV cache"
+#endif
+}
+
+struct Stream {
+    std::string name;   // probe, same, cpu
+    bool reuse;         // graph reuse allowed (the probe) or disabled (references)
+    llama_model * model = nullptr;
+    llama_context * ctx = nullptr;
+    llama_batch batch{};
+    std::vector<float> logits;        // chunk x n_vocab
+    std::vector<uint8_t> kv;          // llama_state_seq_get_data at the chunk's last token
+    std::string error;                // a failed decode, with llama.cpp's return code
+    long decoded = 0;
+    Stream(std::string n, bool r) : name(std::move(n)), reuse(r) {}
+};
+
+// Decodes tokens [from, to) on one stream; removes the oldest position once the cache is full.
+void run_chunk(Stream & s, const Args & a, long from, long to, int n_vocab, int window, bool keep) {
+    for (long t = from; t < to; t++) {
+        if (t >= window && !remove_oldest(s.ctx, (llama_pos) (t - window))) {
+            s.error = "removing position " + std::to_string(t - window) + " failed";
+            return;
+        }
+        s.batch.n_tokens = 1;
+        s.batch.token[0] = token_at(a.seed, t, n_vocab);
+        s.batch.pos[0] = (llama_pos) t;
+        s.batch.n_seq_id[0] = 1;
+        s.batch.seq_id[0][0] = 0;
+        s.batch.logits[0] = 1;
+        const int rc = llama_decode(s.ctx, s.batch);
+        if (rc != 0) {
+            s.error = "llama_decode returned " + std::to_string(rc) + " at token " + std::to_string(t);
+            return;
+        }
+        s.decoded++;
+        if (keep) {
+            const float * l = llama_get_logits_ith(s.ctx, -1);
+            memcpy(&s.logits[(size_t) (t - from) * n_vocab], l, sizeof(float) * n_vocab);
+        }
+    }
+    if (keep) {
+        s.kv.resize(llama_state_seq_get_size(s.ctx, 0));
+        s.kv.resize(llama_state_seq_get_data(s.ctx, s.kv.data(), s.kv.size(), 0));
+    }
+}
+
+// ---- the KV state blob: where a difference lies ------------------------------------------------
+// llama_state_seq_get_data's layout is llama.cpp's internal one (llama_kv_cache::state_write):
+// [a format tag, n_stream u32 (since kv_unified)] cell_count u32, per cell {pos i32, n_seq_id u32, seq ids},
+// then v_trans u32, n_layer u32, per layer K {type i32, row bytes u64, rows}, per layer V {type
+// i32, row bytes u64, rows} or, transposed, {type i32, elem bytes u32, n_embd_v u32, per
+// dimension one element per cell}. It is located by its content (a cell count equal to the cells
+// in use, followed by that many single-sequence cells), never assumed; when it cannot be, a
+// difference is still reported, by byte offset, without a cell.
+struct KvLayout {
+    bool ok = false;
+    size_t cells_at = 0, data_at = 0;
+    uint32_t n_cells = 0;
+    std::vector<int32_t> pos_of;  // state order -> position
+};
+
+template <class T> bool rd(const std::vector<uint8_t> & b, size_t at, T & v) {
+    if (at + sizeof(T) > b.size()) return false;
+    memcpy(&v, &b[at], sizeof(T));
+    return true;
+}
+
+KvLayout kv_layout(const std::vector<uint8_t> & b, uint32_t expect_cells, long last_pos) {
+    // What precedes the cell list differs between trees (a format tag, n_stream): scan for it.
+    for (size_t start = 0; start + 4 <= std::min<size_t>(b.size(), 256); start += 4) {
+        KvLayout L;
+        uint32_t n = 0;
+        if (!rd(b, start, n) || n != expect_cells) continue;
+        size_t at = start + 4;
+        bool good = true;
+        for (uint32_t i = 0; i < n && good; i++) {
+            int32_t pos; uint32_t nseq; int32_t sid;
+            good = rd(b, at, pos) && rd(b, at + 4, nseq) && nseq == 1 && rd(b, at + 8, sid) && sid == 0 &&
+                   pos <= last_pos && pos > last_pos - (long) expect_cells;
+            L.pos_of.push_back(pos);
+            at += 12;
+        }
+        if (!good) continue;
+        L.ok = true; L.cells_at = start; L.data_at = at; L.n_cells = n;
+        return L;
+    }
+    return KvLayout{};
+}
+
+// "layer L K cell C (pos P) byte B" for a byte offset into the data part, or "" when unknown.
+struct KvWhere { std::string text; long cell = -1; long pos = -1; };
+
+KvWhere kv_where(const std::vector<uint8_t> & b, const KvLayout & L, size_t off) {
+    KvWhere w;
+    if (!L.ok || off < L.data_at) return w;
+    uint32_t v_trans, n_layer;
+    size_t at = L.data_at;
+    if (!rd(b, at, v_trans) || !rd(b, at + 4, n_layer)) return w;
+    at += 8;
+    auto cell_hit = [&](uint32_t il, const char * kind, size_t idx, size_t in) {
+        w.cell = (long) idx;  // cells are listed in cell order; the ring keeps every cell in use
+        w.pos = L.pos_of[idx];
+        w.text = "layer " + std::to_string(il) + " " + kind + " cell " + std::to_string(idx) + " (pos " +
+                 std::to_string(w.pos) + ") byte " + std::to_string(in);
+    };
+    for (uint32_t il = 0; il < n_layer; il++) {  // K
+        uint64_t row; at += 4;
+        if (!rd(b, at, row)) return w;
+        at += 8;
+        const size_t bytes = (size_t) row * L.n_cells;
+        if (off < at + bytes) { cell_hit(il, "K", (off - at) / row, (off - at) % row); return w; }
+        at += bytes;
+    }
+    for (uint32_t il = 0; il < n_layer; il++) {  // V
+        at += 4;
+        if (!v_trans) {
+            uint64_t row;
+            if (!rd(b, at, row)) return w;
+            at += 8;
+            const size_t bytes = (size_t) row * L.n_cells;
+            if (off < at + bytes) { cell_hit(il, "V", (off - at) / row, (off - at) % row); return w; }
+            at += bytes;
+        } else {
+            uint32_t el, n_embd;
+            if (!rd(b, at, el) || !rd(b, at + 4, n_embd)) return w;
+            at += 8;
+            const size_t bytes = (size_t) el * L.n_cells * n_embd;
+            if (off < at + bytes) {
+                const size_t i = (off - at) / el;
+                cell_hit(il, "V(transposed)", i % L.n_cells, (i / L.n_cells) * el);
+                return w;
+            }
+            at += bytes;
+        }
+    }
+    return w;
+}
+
+// The cell holding `pos` in a KV blob, or -1.
+long cell_of(const KvLayout & L, long pos) {
+    for (size_t i = 0; i < L.pos_of.size(); i++) if (L.pos_of[i] == pos) return (long) i;
+    return -1;
+}
+
+double nmse(const float * ref, const float * got, int n) {
+    double e = 0, z = 0;
+    for (int i = 0; i < n; i++) { e += (double) (ref[i] - got[i]) * (ref[i] - got[i]); z += (double) ref[i] * ref[i]; }
+    return z > 0 ? e / z : e;
+}
+
+void device_facts(Result & r, ggml_backend_dev_t dev) {
+    r.have_device = true;
+    r.dev_name = ggml_backend_dev_name(dev);
+    r.dev_description = ggml_backend_dev_description(dev);
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+    r.backend_reg = reg ? ggml_backend_reg_name(reg) : "";
+    auto get_features = reg ? (ggml_backend_get_features_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features") : nullptr;
+    if (!get_features) { r.features_source = "no-proc"; return; }
+    r.features_source = "ggml_backend_get_features";
+    for (ggml_backend_feature * f = get_features(reg); f && f->name; f++) r.features.emplace_back(f->name, f->value ? f->value : "");
+}
+
+}  // namespace
+
+int main(int argc, char ** argv) {
+    const double t0 = now_s();
+    Result r;
+    const Args a = parse_args(argc, argv, r);
+    g_verbose = a.verbose;
+    llama_log_set(log_cb, nullptr);
+    llama_backend_init();
+#if DECODE_HAVE_BACKEND_LOAD_ALL
+    ggml_backend_load_all();  // backends built as loadable modules (GGML_BACKEND_DL)
+#endif
+
+    // ---- the device under test --------------------------------------------------------------
+    ggml_backend_dev_t dev = nullptr;
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        const bool gpu = ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU;
+        if (a.backend.empty() ? gpu && !dev : a.backend == ggml_backend_dev_name(d)) dev = d;
+    }
+    if (!dev && (a.backend.empty() || a.backend == "CPU")) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (!dev) finish(r, "unsupported", EXIT_UNSUPPORTED, "no device named " + a.backend + " in this build");
+    const bool on_cpu = ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU;
+    device_facts(r, dev);
+    r.backend = on_cpu ? "CPU" : r.dev_name;
+    r.device = r.dev_description;
+    {
+        FILE * f = fopen(a.model.c_str(), "rb");
+        if (!f) usage(r, "--model " + a.model + ": cannot open");
+        fseek(f, 0, SEEK_END);
+        r.model_bytes = ftell(f);
+        fclose(f);
+    }
+
+    // ---- models and contexts ----------------------------------------------------------------
+    auto load = [&](bool cpu) -> llama_model * {
+        llama_model_params mp = llama_model_default_params();
+        static ggml_backend_dev_t none[1] = {nullptr};
+        static ggml_backend_dev_t one[2] = {nullptr, nullptr};
+        one[0] = dev;
+#if DECODE_HAVE_DEVICES_PARAM
+        mp.devices = cpu ? none : one;
+#else
+        (void) none; (void) one;
+#endif
+        mp.n_gpu_layers = cpu ? 0 : 999;
+        llama_model * m = llama_model_load_from_file(a.model.c_str(), mp);
+        if (!m) {
+            finish(r, "unsupported", EXIT_UNSUPPORTED,
+                   "llama.cpp could not load the model: " + (g_last_error.empty() ? std::string("(no message)") : g_last_error));
+        }
+        return m;
+    };
+    std::vector<Stream> streams;
+    streams.emplace_back("probe", true);
+    if (a.check) {
+        streams.emplace_back("same", false);
+        if (!on_cpu && a.cpu_reference) streams.emplace_back("cpu", false);
+    }
+    llama_model * model_dev = load(on_cpu);
+    llama_model * model_cpu = on_cpu || !a.check || !a.cpu_reference ? model_dev : load(true);
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model_dev));
+    if (n_vocab <= 0) finish(r, "unsupported", EXIT_UNSUPPORTED, "the model has no vocabulary size (n_vocab 0)");
+    // One thread per CPU context by default: a 256-dim model gains nothing from more, and
+    // OpenMP barriers on a busy machine cost more than the matrix products (measured: 2 threads
+    // decoded 10x slower than 1 on the 2-core CI-like machine under load).
+    const int n_threads = a.threads > 0 ? a.threads : 1;
+    for (auto & s : streams) {
+        s.model = s.name == "cpu" ? model_cpu : model_dev;
+        llama_context_params cp = llama_context_default_params();
+        cp.n_ctx = (uint32_t) a.cells;
+        cp.n_batch = 1;
+        cp.n_ubatch = 1;
+        cp.n_seq_max = 1;
+        cp.n_threads = cp.n_threads_batch = n_threads;
+        cp.no_perf = false;
+#if DECODE_HAVE_FLASH_ATTN_TYPE
+        cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+#endif
+        if (s.name == "cpu") { cp.offload_kqv = false; cp.op_offload = false; }
+        // LLAMA_GRAPH_REUSE_DISABLE is read when a context is made: set for the references only.
+        const char * prev = getenv("LLAMA_GRAPH_REUSE_DISABLE");
+        std::string saved = prev ? prev : "";
+        if (!s.reuse) setenv("LLAMA_GRAPH_REUSE_DISABLE", "1", 1);
+        s.ctx = llama_init_from_model(s.model, cp);
+        if (!s.reuse) { if (prev) setenv("LLAMA_GRAPH_REUSE_DISABLE", saved.c_str(), 1); else unsetenv("LLAMA_GRAPH_REUSE_DISABLE"); }
+        if (!s.ctx) {
+            finish(r, "unsupported", EXIT_UNSUPPORTED,
+                   "llama.cpp could not create the " + s.name + " context: " + (g_last_error.empty() ? std::string("(no message)") : g_last_error));
+        }
+        s.batch = llama_batch_init(1, 0, 1);
+        s.logits.resize((size_t) a.chunk * n_vocab);
+    }
+    const int window = (int) llama_n_ctx(streams[0].ctx);
+    r.n_cells = window;
+    r.load_s = now_s() - t0;
+    fprintf(stderr, "decode-probe: model %s (%lld bytes), %d vocab, device %s (%s), %d KV cells, %zu streams, %d threads\n",
+            a.model.c_str(), r.model_bytes, n_vocab, r.dev_name.c_str(), r.dev_description.c_str(), window, streams.size(), n_threads);
+
+    // ---- the loop -------------------------------------------------------------------------------
+    const double tl = now_s();
+    double check_s = 0;
+    std::string mismatch;
+    for (long from = 0; from < a.steps && mismatch.empty(); from += a.chunk) {
+        const long to = std::min(a.steps, from + a.chunk);
+        if (streams.size() == 1) {
+            run_chunk(streams[0], a, from, to, n_vocab, window, a.check);
+        } else {
+            std::vector<std::thread> th;
+            for (auto & s : streams) th.emplace_back([&, from, to] { run_chunk(s, a, from, to, n_vocab, window, true); });
+            for (auto & t : th) t.join();
+        }
+        for (auto & s : streams) {
+            if (!s.error.empty()) finish(r, "unsupported", EXIT_UNSUPPORTED, s.name + ": " + s.error + (g_last_error.empty() ? "" : ": " + g_last_error));
+        }
+        r.steps_run = to;
+        if (!a.check) continue;
+        const double tc = now_s();
+        const Stream & p = streams[0];
+        const uint32_t in_use = (uint32_t) std::min<long>(to, window);
+        const KvLayout L = kv_layout(p.kv, in_use, to - 1);
+        for (size_t si = 1; si < streams.size() && mismatch.empty(); si++) {
+            const Stream & q = streams[si];
+            for (long t = from; t < to; t++) {
+                const float * want = &q.logits[(size_t) (t - from) * n_vocab];
+                const float * got = &p.logits[(size_t) (t - from) * n_vocab];
+                const double e = nmse(want, got, n_vocab);
+                const bool same = q.name == "same";
+                const bool bad = same ? memcmp(want, got, sizeof(float) * n_vocab) != 0 : !(e <= a.cpu_nmse);
+                if (!bad) continue;
+                int i = 0;
+                while (i < n_vocab && want[i] == got[i]) i++;
+                if (i == n_vocab) i = 0;
+                const long cell = cell_of(L, t);
+                char buf[512];
+                snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=%s what=logits index=%d expected=%.9g got=%.9g nmse=%.3g",
+                         t, t, cell >= 0 ? std::to_string(cell).c_str() : "unknown", q.name.c_str(), i, want[i], got[i], e);
+                mismatch = buf;
+                r.first_failing_step = t;
+                snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"%s\",\"what\":\"logits\",\"index\":%d,\"expected\":%.9g,\"got\":%.9g,\"nmse\":%.6g}",
+                         t, t, cell >= 0 ? std::to_string(cell).c_str() : "null", q.name.c_str(), i, want[i], got[i], e);
+                r.mismatch_json = buf;
+                break;
+            }
+            if (!mismatch.empty() || q.name != "same") continue;
+            // KV rows at the chunk's last token: bit-identical between reuse and no reuse.
+            const size_t n = std::min(p.kv.size(), q.kv.size());
+            size_t off = 0;
+            while (off < n && p.kv[off] == q.kv[off]) off++;
+            if (off == n && p.kv.size() == q.kv.size()) continue;
+            const KvWhere w = kv_where(p.kv, L, off);
+            char buf[512];
+            snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=same what=kv byte=%zu at=%s",
+                     to - 1, w.pos >= 0 ? w.pos : to - 1, w.cell >= 0 ? std::to_string(w.cell).c_str() : "unknown", off,
+                     w.text.empty() ? "unknown" : w.text.c_str());
+            mismatch = buf;
+            r.first_failing_step = to - 1;
+            snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"same\",\"what\":\"kv\",\"byte\":%zu,\"at\":\"%s\"}",
+                     to - 1, w.pos >= 0 ? w.pos : to - 1, w.cell >= 0 ? std::to_string(w.cell).c_str() : "null", off, json_escape(w.text).c_str());
+            r.mismatch_json = buf;
+        }
+        check_s += now_s() - tc;
+    }
+    r.loop_s = now_s() - tl;
+    r.check_s = check_s;
+
+    // ---- proof that the graph was reused (and that the references did not reuse) -------------
+    std::string sj = "[";
+    long probe_reused = -1;
+    bool refs_reused = false;
+    for (size_t i = 0; i < streams.size(); i++) {
+        const Stream & s = streams[i];
+#if DECODE_HAVE_PERF_N_REUSED
+        const llama_perf_context_data d = llama_perf_context(s.ctx);
+        const long reused = d.n_reused;
+#else
+        const long reused = -1;
+#endif
+        if (i == 0) probe_reused = reused;
+        else refs_reused = refs_reused || reused > 0;
+        sj += (i ? "," : "") + std::string("{\"name\":\"") + s.name + "\",\"reuse\":" + (s.reuse ? "true" : "false") +
+              ",\"decodes\":" + std::to_string(s.decoded) + ",\"graphs_reused\":" + (reused >= 0 ? std::to_string(reused) : "null") +
+              ",\"graphs_built\":" + (reused >= 0 ? std::to_string(s.decoded - reused) : "null") +
+              ",\"backend\":\"" + (s.name == "cpu" || on_cpu ? "CPU" : json_escape(r.dev_name)) + "\"}";
+    }
+    r.streams_json = sj + "]";
+    r.total_s = now_s() - t0;
+    fprintf(stderr, "decode-probe: %ld tokens in %.3f s (%.1f tokens/s, checks %.3f s), graphs reused by the probe: %ld\n",
+            r.steps_run, r.loop_s, r.steps_run / std::max(1e-9, r.loop_s), check_s, probe_reused);
+
+    if (!mismatch.empty()) {
+        printf("SETROWS_MISMATCH %s\n", mismatch.c_str());
+        finish(r, "fail", EXIT_MISMATCH, "first difference: " + mismatch);
+    }
+    if (probe_reused < 0) {
+        finish(r, "unsupported", EXIT_UNSUPPORTED, "no graph reuse to test: this llama.cpp reports no reused graphs (llama_perf_context_data has no n_reused)");
+    }
+    if (probe_reused == 0) {
+        finish(r, "unsupported", EXIT_UNSUPPORTED,
+               "no graph reuse to test: the probe context reused no graph in " + std::to_string(r.steps_run) +
+                   " decodes (LLAMA_GRAPH_REUSE_DISABLE set, or this llama.cpp cannot reuse this graph)");
+    }
+    if (refs_reused) finish(r, "unsupported", EXIT_UNSUPPORTED, "a reference context reused graphs although LLAMA_GRAPH_REUSE_DISABLE=1 was set for it");
+    if (!a.check) {
+        finish(r, "unchecked", EXIT_PASS, "decoded " + std::to_string(r.steps_run) + " tokens without references (--check none)");
+    }
+    finish(r, "pass", EXIT_PASS, "every token's logits and the KV rows at every chunk's end matched the references");
+}

@@ -1,0 +1,143 @@
+use super::tiny_llama::{tiny_llama, Shape};
+use super::*;
+use proptest::prelude::*;
+
+/// A reader of just enough GGUF to check the writer against the layout in gguf.h.
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> &[u8] {
+        let s = &self.b[self.at..self.at + n];
+        self.at += n;
+        s
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take(4).try_into().unwrap())
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take(8).try_into().unwrap())
+    }
+    fn string(&mut self) -> String {
+        let n = self.u64() as usize;
+        String::from_utf8(self.take(n).to_vec()).unwrap()
+    }
+}
+
+/// A tensor info as written: (name, dims, ggml type, offset).
+type Info = (String, Vec<u64>, u32, u64);
+
+/// (kv keys, tensor infos, data start)
+fn read(b: &[u8]) -> (Vec<String>, Vec<Info>, usize) {
+    let mut r = Reader { b, at: 0 };
+    assert_eq!(r.take(4), b"GGUF");
+    assert_eq!(r.u32(), 3);
+    let n_tensors = r.u64();
+    let n_kv = r.u64();
+    let mut keys = vec![];
+    for _ in 0..n_kv {
+        keys.push(r.string());
+        match r.u32() {
+            4 | 6 => {
+                r.u32();
+            }
+            7 => {
+                r.take(1);
+            }
+            8 => {
+                r.string();
+            }
+            t => panic!("unexpected type {t}"),
+        }
+    }
+    let mut infos = vec![];
+    for _ in 0..n_tensors {
+        let name = r.string();
+        let nd = r.u32();
+        let dims = (0..nd).map(|_| r.u64()).collect();
+        let ty = r.u32();
+        let off = r.u64();
+        infos.push((name, dims, ty, off));
+    }
+    (keys, infos, r.at.div_ceil(ALIGNMENT) * ALIGNMENT)
+}
+
+#[test]
+fn the_model_reads_back_as_gguf_3_with_aligned_tensors_and_its_exact_size() {
+    for dtype in [DType::F32, DType::F16] {
+        let g = tiny_llama(Shape::default(), 42, dtype);
+        let bytes = g.to_bytes();
+        let (keys, infos, data_start) = read(&bytes);
+        assert_eq!(keys[0], "general.architecture");
+        assert!(keys.iter().any(|k| k == "tokenizer.ggml.model"));
+        assert_eq!(infos.len(), 3 + 9 * 2);
+        let mut end = 0;
+        for ((name, dims, ty, off), t) in infos.iter().zip(&g.tensors) {
+            assert_eq!(name, &t.name);
+            assert_eq!(off % ALIGNMENT as u64, 0, "{name}");
+            let elem = if *ty == 0 { 4 } else { 2 };
+            let n: u64 = dims.iter().product();
+            assert_eq!(n * elem, t.data.len() as u64, "{name}");
+            let at = data_start + *off as usize;
+            assert_eq!(&bytes[at..at + t.data.len()], &t.data[..], "{name}");
+            end = at + t.data.len();
+        }
+        assert_eq!(bytes.len(), end.div_ceil(ALIGNMENT) * ALIGNMENT);
+        // "a few MB": 2 layers of 256x256 attention and 256x384 FFN plus embeddings
+        let mb = bytes.len() as f64 / 1e6;
+        assert!((1.0..6.0).contains(&mb), "{dtype:?}: {mb} MB");
+    }
+}
+
+#[test]
+fn the_f16_variant_holds_exactly_the_f32_weights() {
+    let a = tiny_llama(Shape::default(), 7, DType::F32);
+    let b = tiny_llama(Shape::default(), 7, DType::F16);
+    for (x, y) in a.tensors.iter().zip(&b.tensors) {
+        if y.dtype == DType::F32 {
+            assert_eq!(x.data, y.data);
+            continue;
+        }
+        for (f, h) in x.data.chunks(4).zip(y.data.chunks(2)) {
+            let f = f32::from_le_bytes(f.try_into().unwrap());
+            let h = f16_to_f32(u16::from_le_bytes(h.try_into().unwrap()));
+            assert_eq!(f, h, "{}", x.name);
+        }
+    }
+}
+
+#[test]
+fn the_seed_decides_the_weights_and_nothing_else_does() {
+    let a = tiny_llama(Shape::default(), 1, DType::F16).to_bytes();
+    assert_eq!(a, tiny_llama(Shape::default(), 1, DType::F16).to_bytes());
+    assert_ne!(a, tiny_llama(Shape::default(), 2, DType::F16).to_bytes());
+}
+
+#[test]
+fn f16_conversion_matches_known_halves() {
+    for (x, h) in [
+        (0.0f32, 0x0000u16),
+        (-0.0, 0x8000),
+        (1.0, 0x3c00),
+        (-2.0, 0xc000),
+        (65504.0, 0x7bff),
+        (65520.0, 0x7c00), // rounds up to infinity
+        (1.0 / 1024.0, 0x1400),
+        (5.960_464_5e-8, 0x0001),     // smallest subnormal
+        (1.0 + 1.0 / 2048.0, 0x3c00), // tie to even
+        (1.0 + 3.0 / 2048.0, 0x3c02), // tie to even, upward
+    ] {
+        assert_eq!(f32_to_f16(x), h, "{x}");
+    }
+}
+
+proptest! {
+    /// Every half converts to f32 and back unchanged (finite values).
+    #[test]
+    fn f16_round_trips(h in 0u16..0x7c00, neg in any::<bool>()) {
+        let h = h | if neg { 0x8000 } else { 0 };
+        prop_assert_eq!(f32_to_f16(f16_to_f32(h)), h);
+    }
+}

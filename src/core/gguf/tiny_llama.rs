@@ -1,0 +1,160 @@
+//! The decode probe's model: a llama-architecture network with random weights, the shape of
+//! llama.cpp's own `tests/test-llama-archs.cpp` (256-dim, 2 layers, 2 heads, FFN 384, vocab 128,
+//! tokenizer `no_vocab`), a few MB, the same bytes for the same seed on every machine.
+//!
+//! Weights are multiples of 1/1024 with |w| <= 176/1024 (uniform, standard deviation ~0.1 as in
+//! llama.cpp's test): a half holds every one of them exactly, so the f32 and f16 variants are the
+//! same network and differ only in how ggml reads it. Norm weights are 1 (and always f32, as
+//! llama.cpp's converters write 1-D tensors).
+
+use super::{f32_to_f16, DType, Gguf, Tensor, Value};
+
+/// The model's shape; `Default` is the probe's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub n_vocab: u32,
+    pub n_embd: u32,
+    pub n_head: u32,
+    pub n_head_kv: u32,
+    pub n_ff: u32,
+    pub n_layer: u32,
+    /// `llama.context_length`: the training context the file claims (positions past it still
+    /// decode; the probe's KV cache is sized by the probe).
+    pub n_ctx_train: u32,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            n_vocab: 128,
+            n_embd: 256,
+            n_head: 2,
+            n_head_kv: 2,
+            n_ff: 384,
+            n_layer: 2,
+            n_ctx_train: 256,
+        }
+    }
+}
+
+/// Largest weight magnitude in 1/1024 steps.
+const WEIGHT_STEPS: i64 = 176;
+
+/// splitmix64: tiny, fixed, and good enough for weights that only need to be reproducible.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// k/1024 with k uniform in -WEIGHT_STEPS..=WEIGHT_STEPS.
+    fn weight(&mut self) -> f32 {
+        let k = (self.next() % (2 * WEIGHT_STEPS as u64 + 1)) as i64 - WEIGHT_STEPS;
+        k as f32 / 1024.0
+    }
+}
+
+/// FNV-1a of the tensor name, so a tensor's values depend on (seed, name) only and adding a
+/// tensor never changes another one.
+fn name_seed(seed: u64, name: &str) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn random_tensor(seed: u64, name: &str, dims: &[u64], dtype: DType) -> Tensor {
+    let n: u64 = dims.iter().product();
+    let mut rng = SplitMix(name_seed(seed, name));
+    let mut data = Vec::with_capacity(n as usize * 4);
+    for _ in 0..n {
+        let w = rng.weight();
+        match dtype {
+            DType::F32 => data.extend_from_slice(&w.to_le_bytes()),
+            DType::F16 => data.extend_from_slice(&f32_to_f16(w).to_le_bytes()),
+        }
+    }
+    Tensor {
+        name: name.into(),
+        dims: dims.to_vec(),
+        dtype,
+        data,
+    }
+}
+
+fn ones(name: &str, n: u64) -> Tensor {
+    Tensor {
+        name: name.into(),
+        dims: vec![n],
+        dtype: DType::F32,
+        data: (0..n).flat_map(|_| 1f32.to_le_bytes()).collect(),
+    }
+}
+
+/// The model: metadata llama.cpp's llama loader reads, then the tensors it creates.
+pub fn tiny_llama(shape: Shape, seed: u64, dtype: DType) -> Gguf {
+    let s = shape;
+    let (embd, ff, vocab) = (u64::from(s.n_embd), u64::from(s.n_ff), u64::from(s.n_vocab));
+    let head_dim = s.n_embd / s.n_head;
+    let embd_kv = u64::from(head_dim * s.n_head_kv);
+    let kv = vec![
+        ("general.architecture".into(), Value::Str("llama".into())),
+        (
+            "general.name".into(),
+            Value::Str(format!("setrows-bisect tiny llama seed {seed}")),
+        ),
+        // LLAMA_FTYPE_ALL_F32 = 0, LLAMA_FTYPE_MOSTLY_F16 = 1
+        (
+            "general.file_type".into(),
+            Value::U32(u32::from(dtype == DType::F16)),
+        ),
+        ("llama.vocab_size".into(), Value::U32(s.n_vocab)),
+        ("llama.context_length".into(), Value::U32(s.n_ctx_train)),
+        ("llama.embedding_length".into(), Value::U32(s.n_embd)),
+        ("llama.block_count".into(), Value::U32(s.n_layer)),
+        ("llama.feed_forward_length".into(), Value::U32(s.n_ff)),
+        ("llama.attention.head_count".into(), Value::U32(s.n_head)),
+        (
+            "llama.attention.head_count_kv".into(),
+            Value::U32(s.n_head_kv),
+        ),
+        (
+            "llama.attention.layer_norm_rms_epsilon".into(),
+            Value::F32(1e-5),
+        ),
+        ("llama.rope.dimension_count".into(), Value::U32(head_dim)),
+        ("llama.rope.freq_base".into(), Value::F32(10000.0)),
+        // No tokenizer: the probe feeds token ids; llama.cpp adds `vocab_size` dummy tokens.
+        ("tokenizer.ggml.model".into(), Value::Str("no_vocab".into())),
+    ];
+    let mut tensors = vec![
+        random_tensor(seed, "token_embd.weight", &[embd, vocab], dtype),
+        ones("output_norm.weight", embd),
+        random_tensor(seed, "output.weight", &[embd, vocab], dtype),
+    ];
+    for i in 0..s.n_layer {
+        let t = |n: &str| format!("blk.{i}.{n}.weight");
+        tensors.push(ones(&t("attn_norm"), embd));
+        tensors.push(random_tensor(seed, &t("attn_q"), &[embd, embd], dtype));
+        tensors.push(random_tensor(seed, &t("attn_k"), &[embd, embd_kv], dtype));
+        tensors.push(random_tensor(seed, &t("attn_v"), &[embd, embd_kv], dtype));
+        tensors.push(random_tensor(seed, &t("attn_output"), &[embd, embd], dtype));
+        tensors.push(ones(&t("ffn_norm"), embd));
+        tensors.push(random_tensor(seed, &t("ffn_gate"), &[embd, ff], dtype));
+        tensors.push(random_tensor(seed, &t("ffn_down"), &[ff, embd], dtype));
+        tensors.push(random_tensor(seed, &t("ffn_up"), &[embd, ff], dtype));
+    }
+    Gguf { kv, tensors }
+}
+
+/// The file name a model is written under: its identity (shape is fixed by this module's version).
+pub fn file_name(seed: u64, dtype: DType) -> String {
+    format!("tiny-llama-s{seed}-{}.gguf", dtype.name())
+}

@@ -1,0 +1,179 @@
+//! The decode probe's files on disk: the bundled `repro-kernels/decode-probe` sources and the
+//! tiny model (`core::gguf::tiny_llama`), written into a probe's work directory. The bytes are
+//! made in the core; this is the edge that writes them, once, atomically, under names that carry
+//! their content hash, so a probe never runs a half-written or stale file.
+
+use crate::core::gguf::tiny_llama::{self, Shape};
+use crate::core::gguf::DType;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The decode probe's sources, embedded: (path relative to the decode-probe root, contents).
+pub const SOURCES: [(&str, &str); 2] = [
+    (
+        "CMakeLists.txt",
+        include_str!("../../repro-kernels/decode-probe/CMakeLists.txt"),
+    ),
+    (
+        "decode-probe.cpp",
+        include_str!("../../repro-kernels/decode-probe/decode-probe.cpp"),
+    ),
+];
+
+/// The model every decode probe runs unless told otherwise.
+pub const DEFAULT_SEED: u64 = 42;
+pub const DEFAULT_DTYPE: DType = DType::F16;
+
+/// The CMake target and program name.
+pub const TARGET: &str = "decode-probe";
+
+/// Whether a tree (given a test for "this relative path exists") is llama.cpp, the only kind of
+/// tree the decode probe builds against (`include/llama.h` beside a top-level CMakeLists.txt).
+pub fn is_llama_tree(has: impl Fn(&str) -> bool) -> bool {
+    has("include/llama.h") && has("CMakeLists.txt")
+}
+
+/// What one probe needs under its work directory: the sources' folder and the model's file,
+/// both named by their content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    pub sources_dir: String,
+    pub model: Model,
+}
+
+/// Writes the sources and the default model under `work` (once each).
+pub fn prepare(work: &Path) -> std::io::Result<Prepared> {
+    Ok(Prepared {
+        sources_dir: materialize_sources(work)?,
+        model: write_model(work, DEFAULT_SEED, DEFAULT_DTYPE)?,
+    })
+}
+
+/// The default model's bytes and their hex sha256, made once per process.
+fn default_model() -> &'static (Vec<u8>, String) {
+    static MODEL: std::sync::OnceLock<(Vec<u8>, String)> = std::sync::OnceLock::new();
+    MODEL.get_or_init(|| {
+        let bytes =
+            tiny_llama::tiny_llama(Shape::default(), DEFAULT_SEED, DEFAULT_DTYPE).to_bytes();
+        let sha = hex::encode(Sha256::digest(&bytes));
+        (bytes, sha)
+    })
+}
+
+/// The file name `prepare` writes the default model under.
+pub fn model_file_name() -> String {
+    model_name(DEFAULT_SEED, DEFAULT_DTYPE, &default_model().1)
+}
+
+fn model_name(seed: u64, dtype: DType, sha256: &str) -> String {
+    let base = tiny_llama::file_name(seed, dtype);
+    format!("{}-{}.gguf", base.trim_end_matches(".gguf"), &sha256[..12])
+}
+
+/// The identity of what the probe runs: its sources and its model (the model's bytes are a
+/// function of this module's code, so the hash of one model stands for the generator).
+pub fn identity() -> String {
+    format!(
+        "decode-sources={} model={}",
+        &sources_hash()[..16],
+        &default_model().1[..16]
+    )
+}
+
+/// Hex sha256 over the embedded sources, identical on every machine.
+pub fn sources_hash() -> String {
+    let mut h = Sha256::new();
+    for (path, text) in SOURCES {
+        h.update(path.as_bytes());
+        h.update([0]);
+        h.update((text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// Writes `bytes` to `dir/name` unless a complete copy is there: through a temp file and a
+/// rename, so a killed run leaves either nothing or the whole file.
+fn write_once(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let target = dir.join(name);
+    if std::fs::metadata(&target).is_ok_and(|m| m.len() == bytes.len() as u64) {
+        return Ok(target);
+    }
+    std::fs::create_dir_all(dir)?;
+    let tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::fs::write(tmp.path(), bytes)?;
+    tmp.persist(&target).map_err(|e| e.error)?;
+    Ok(target)
+}
+
+/// Writes the sources under `dir/setrows-decode-<hash12>/` and returns that folder's name.
+pub fn materialize_sources(dir: &Path) -> std::io::Result<String> {
+    let name = format!("setrows-decode-{}", &sources_hash()[..12]);
+    for (path, text) in SOURCES {
+        write_once(&dir.join(&name), path, text.as_bytes())?;
+    }
+    Ok(name)
+}
+
+/// A written model: where it is and what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    /// File name under the directory it was written to (its content hash is in it).
+    pub file_name: String,
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// Hex sha256 of the file: part of a probe's identity.
+    pub sha256: String,
+}
+
+/// Makes the model's bytes (pure) and writes them under `dir` (once per content).
+pub fn write_model(dir: &Path, seed: u64, dtype: DType) -> std::io::Result<Model> {
+    let made;
+    let (bytes, sha256) = if (seed, dtype) == (DEFAULT_SEED, DEFAULT_DTYPE) {
+        let (b, s) = default_model();
+        (b, s.clone())
+    } else {
+        let b = tiny_llama::tiny_llama(Shape::default(), seed, dtype).to_bytes();
+        let s = hex::encode(Sha256::digest(&b));
+        made = b;
+        (&made, s)
+    };
+    let file_name = model_name(seed, dtype, &sha256);
+    let path = write_once(dir, &file_name, bytes)?;
+    Ok(Model {
+        file_name,
+        path,
+        bytes: bytes.len() as u64,
+        sha256,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_is_written_once_under_its_content_hash() {
+        let d = tempfile::tempdir().unwrap();
+        let a = write_model(d.path(), 3, DType::F16).unwrap();
+        let b = write_model(d.path(), 3, DType::F16).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(std::fs::read(&a.path).unwrap().len() as u64, a.bytes);
+        assert!(a.file_name.contains(&a.sha256[..12]), "{}", a.file_name);
+        let c = write_model(d.path(), 3, DType::F32).unwrap();
+        assert_ne!(a.path, c.path);
+        assert!(c.bytes > a.bytes);
+    }
+
+    #[test]
+    fn the_sources_are_written_where_their_hash_says() {
+        let d = tempfile::tempdir().unwrap();
+        let name = materialize_sources(d.path()).unwrap();
+        for (path, text) in SOURCES {
+            assert_eq!(
+                std::fs::read_to_string(d.path().join(&name).join(path)).unwrap(),
+                text
+            );
+        }
+    }
+}

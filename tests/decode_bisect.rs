@@ -1,0 +1,484 @@
+//! The decode probe (repro-kernels/decode-probe) through the real binary, on a generated
+//! llama.cpp history made of the llama.cpp that the llama-cpp-python 0.3.36 sdist vendors
+//! (scripts/setup.d/33-llama.sh): revision 0 is the vendored tree, revision 1 changes nothing the
+//! probe reads, revision 2 plants a fault in llama.cpp's own decode: when the decode graph is
+//! reused after the KV ring has wrapped, the K write index of the token is one cell ahead (the K
+//! row lands in the next cell, the token's own cell keeps a stale row). Wrong with reuse, right
+//! without it, so only the reference decode with LLAMA_GRAPH_REUSE_DISABLE=1 can tell:
+//! `--probe-kind decode` and otherwise default flags find it.
+//!
+//! One llama.cpp build serves every test here (a cold llama library build is minutes on CI's two
+//! cores): the bisect builds decode-probe through the tool's own build script, and the direct
+//! checks of decode-probe (graph reuse proven on f32 and f16 models, a run without reuse, a
+//! model the tree cannot load, a run without references) run that binary after the test puts the
+//! slot back to the clean tree (at most one incremental rebuild). A repository that is not
+//! llama.cpp is refused before any probe.
+
+mod common;
+
+use common::{git, tools};
+use serde_json::Value;
+use setrows_bisect::core::gguf::DType;
+use setrows_bisect::core::outcome::Outcome;
+use setrows_bisect::probe::decode::{write_model, Model};
+use setrows_bisect::probe::repro::{classify, parse_result};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The planted revision (the last one: the bisect must tell it from revision 1).
+const FAULT_AT: usize = 2;
+
+/// What the history takes from the vendored tree: what building the llama library reads.
+const TREE: [&str; 8] = [
+    "CMakeLists.txt",
+    "LICENSE",
+    "cmake",
+    "ggml",
+    "include",
+    "licenses",
+    "src",
+    "vendor",
+];
+
+/// ggml's backend folders a CPU build never enters (ggml/src/CMakeLists.txt adds a backend's
+/// folder only when its GGML_<NAME> option is on): left out of the history, less to commit and
+/// check out.
+fn unbuilt_backend(name: &str) -> bool {
+    name.starts_with("ggml-") && name != "ggml-cpu" && !name.contains('.')
+}
+
+fn llama_src() -> Option<PathBuf> {
+    tools::require(
+        std::env::var_os("SETROWS_LLAMA_SRC").map(PathBuf::from),
+        "the vendored llama.cpp (SETROWS_LLAMA_SRC)",
+        "scripts/setup.d/33-llama.sh",
+    )
+}
+
+/// The planted fault, as edits of src/llama-context.cpp (each anchor must be there once).
+fn plant(ctx: &str) -> String {
+    let edits = [
+        (
+            "    if (!graph_reuse_disable && gf_res_prev_active == res && res->can_reuse(gparams)) {\n",
+            "    bool planted_reused = false;\n    if (!graph_reuse_disable && gf_res_prev_active == res && res->can_reuse(gparams)) {\n        planted_reused = true;\n",
+        ),
+        (
+            "        // FIXME this call causes a crash if any model inputs were not used in the graph and were therefore not allocated\n        res->set_inputs(&ubatch);\n",
+            "        // FIXME this call causes a crash if any model inputs were not used in the graph and were therefore not allocated\n        res->set_inputs(&ubatch);\n\
+        // planted: a reused graph writes K one cell ahead once the KV ring has wrapped\n\
+        if (planted_reused && ubatch.pos && ubatch.pos[0] >= (llama_pos) cparams.n_ctx) {\n\
+            for (auto & inp : res->inputs) {\n\
+                auto * kv = dynamic_cast<llm_graph_input_attn_kv *>(inp.get());\n\
+                if (kv && kv->self_k_idxs && kv->self_k_idxs->buffer) {\n\
+                    int64_t * idx = (int64_t *) kv->self_k_idxs->data;\n\
+                    idx[0] = (idx[0] + 1) % (int64_t) cparams.n_ctx;\n\
+                }\n\
+            }\n\
+        }\n",
+        ),
+    ];
+    let mut s = ctx.to_string();
+    for (anchor, with) in edits {
+        assert_eq!(
+            s.matches(anchor).count(),
+            1,
+            "anchor not found once: {anchor}"
+        );
+        s = s.replace(anchor, with);
+    }
+    s
+}
+
+struct History {
+    repo: PathBuf,
+    work: PathBuf,
+    out: PathBuf,
+    shas: Vec<String>,
+    clean_ctx: String,
+    _tmp: tempfile::TempDir,
+}
+
+/// `git` in `repo` with `src` as the work tree: the vendored files are committed where they
+/// lie, without a copy.
+fn git_over(repo: &Path, src: &Path, args: &[&str]) -> String {
+    let work_tree = format!("--work-tree={}", src.display());
+    let mut all = vec![work_tree.as_str()];
+    all.extend_from_slice(args);
+    git(repo, &all)
+}
+
+/// A blob of `text` in `repo`'s index at `path` (the work tree is the vendored tree, which is
+/// never written).
+fn stage_text(repo: &Path, path: &str, text: &str) {
+    let tmp = repo.join(".git/staged");
+    std::fs::write(&tmp, text).expect("write staged blob");
+    let blob = git(repo, &["hash-object", "-w", tmp.to_str().unwrap()]);
+    git(
+        repo,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{blob},{path}"),
+        ],
+    );
+}
+
+fn history() -> Option<History> {
+    let src = llama_src()?;
+    if !common::have_cmake() {
+        return None;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let mut add = vec!["add".to_string(), "-f".into(), "--".into()];
+    add.extend(TREE.iter().map(|p| p.to_string()));
+    for e in std::fs::read_dir(src.join("ggml/src")).expect("ggml/src") {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if unbuilt_backend(&name) {
+            add.push(format!(":(exclude)ggml/src/{name}"));
+        }
+    }
+    let add: Vec<&str> = add.iter().map(String::as_str).collect();
+    git_over(&repo, &src, &add);
+    let clean_ctx = std::fs::read_to_string(src.join("src/llama-context.cpp")).expect("ctx");
+    let mut shas = Vec::new();
+    for i in 0..=FAULT_AT {
+        stage_text(&repo, "NOTES", &format!("revision {i}\n"));
+        if i == FAULT_AT {
+            stage_text(&repo, "src/llama-context.cpp", &plant(&clean_ctx));
+        }
+        git(&repo, &["commit", "-q", "-m", &format!("revision {i}")]);
+        shas.push(git(&repo, &["rev-parse", "HEAD"]));
+    }
+    Some(History {
+        repo,
+        work: tmp.path().join("work"),
+        out: tmp.path().join("out"),
+        shas,
+        clean_ctx,
+        _tmp: tmp,
+    })
+}
+
+impl History {
+    fn bisect(&self, extra: &[&str]) -> Output {
+        std::fs::create_dir_all(&self.out).expect("out dir");
+        Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+            .arg("--repo")
+            .arg(&self.repo)
+            .args(["--good", &self.shas[0], "--bad", &self.shas[FAULT_AT]])
+            .arg("--work-dir")
+            .arg(&self.work)
+            .args(extra)
+            .env_remove("SETROWS_WORK_DIR")
+            .env_remove("LLAMA_GRAPH_REUSE_DISABLE")
+            .env("GGML_NO_BACKTRACE", "1")
+            .output()
+            .expect("run setrows-bisect")
+    }
+
+    /// The decode-probe the tool built (one slot, one build tree), rebuilt for the clean tree
+    /// when the bisect's last probe left the planted one in the slot (ccache has that build).
+    fn clean_probe(&self) -> Result<PathBuf, String> {
+        let found: Vec<PathBuf> = std::fs::read_dir(self.work.join("checkouts"))
+            .map_err(|e| format!("the bisect's checkouts: {e}"))?
+            .flat_map(|repo| std::fs::read_dir(repo.unwrap().path()).unwrap())
+            .flat_map(|slot| {
+                let build = slot.unwrap().path().join("build");
+                std::fs::read_dir(&build).into_iter().flatten()
+            })
+            .map(|t| t.unwrap().path().join("decode-probe"))
+            .filter(|p| p.is_file())
+            .collect();
+        let [bin] = &found[..] else {
+            return Err(format!("not one decode-probe build: {found:?}"));
+        };
+        let tree = bin.parent().unwrap();
+        let ctx = tree.join("../../src/src/llama-context.cpp");
+        let now = std::fs::read_to_string(&ctx).map_err(|e| format!("{}: {e}", ctx.display()))?;
+        if now != self.clean_ctx {
+            std::fs::write(&ctx, &self.clean_ctx).map_err(|e| e.to_string())?;
+            let out = Command::new("cmake")
+                .arg("--build")
+                .arg(tree)
+                .args(["--target", "decode-probe"])
+                .output()
+                .map_err(|e| format!("cmake --build: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("rebuild for the clean tree: {}", text(&out)));
+            }
+        }
+        Ok(bin.clone())
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The bisect, run once for every test of this binary, and the clean decode-probe it built.
+struct Bisected {
+    history: History,
+    output: Output,
+    result: Option<Value>,
+    probe: Result<PathBuf, String>,
+}
+
+impl Bisected {
+    fn probe(&self) -> &Path {
+        match &self.probe {
+            Ok(p) => p,
+            Err(e) => panic!("{e}\n{}", text(&self.output)),
+        }
+    }
+}
+
+/// `None` where the tools are missing outside CI. A failure while making the history is kept
+/// and reported by every test (a panic inside the cell would run the bisect again per test).
+fn bisected() -> Option<&'static Bisected> {
+    static DONE: OnceLock<Result<Option<Bisected>, String>> = OnceLock::new();
+    let done = DONE.get_or_init(|| {
+        std::panic::catch_unwind(|| {
+            let history = history()?;
+            let json = history.out.join("r.json");
+            let output =
+                history.bisect(&["--probe-kind", "decode", "--json", json.to_str().unwrap()]);
+            let result = std::fs::read_to_string(&json)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok());
+            let probe = history.clean_probe();
+            Some(Bisected {
+                history,
+                output,
+                result,
+                probe,
+            })
+        })
+        .map_err(|e| {
+            e.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        })
+    });
+    match done {
+        Ok(b) => b.as_ref(),
+        Err(e) => panic!("making the history or running the bisect: {e}"),
+    }
+}
+
+#[test]
+fn the_decode_probe_finds_a_fault_that_shows_only_when_the_graph_is_reused_after_the_ring_wraps() {
+    let Some(b) = bisected() else { return };
+    let (h, t) = (&b.history, text(&b.output));
+    assert_eq!(b.output.status.code(), Some(0), "{t}");
+    let r = b.result.as_ref().expect("the --json result");
+    assert_eq!(r["first_bad"], h.shas[FAULT_AT].as_str(), "{t}");
+    let probes = r["probes"].as_array().unwrap();
+    // what each probe cost (CI's log shows it; BENCHMARKS.md has the figures)
+    for p in probes {
+        let i = h.shas.iter().position(|s| p["sha"] == s.as_str());
+        eprintln!(
+            "decode bisect: revision {i:?} {} in {:.1} s, ccache {}",
+            p["outcome"], p["duration_s"], p["ccache"]
+        );
+    }
+    let culprit = probes
+        .iter()
+        .find(|p| p["sha"] == h.shas[FAULT_AT].as_str())
+        .expect("the culprit was probed");
+    assert_eq!(culprit["outcome"], "wrong_result", "{t}");
+    let sig = culprit["signature"].as_str().unwrap_or_default();
+    // the first token after the ring wrapped, its position and the cell it was written to
+    assert!(
+        sig.starts_with("token=256 pos=256 kv_cell=0 reference=same "),
+        "{sig}"
+    );
+    // revision 1 passed: the tool's default decode, 10,000 tokens with the graph reused
+    let good = probes
+        .iter()
+        .find(|p| p["sha"] == h.shas[1].as_str())
+        .expect("revision 1 was probed: the bisect must tell it from the culprit");
+    assert_eq!(good["outcome"], "pass", "{t}");
+    let log = std::fs::read_to_string(good["log"].as_str().unwrap()).expect("its log");
+    let res = result_json(&log);
+    assert_eq!(res["steps_run"], 10_000, "the default is 10,000 tokens");
+    assert_reuse_proven(&res, 10_000);
+}
+
+fn result_json(output: &str) -> Value {
+    let line = output
+        .lines()
+        .rev()
+        .find_map(|l| l.trim_start().strip_prefix("SETROWS_RESULT "))
+        .unwrap_or_else(|| panic!("no SETROWS_RESULT in {output}"));
+    serde_json::from_str(line).unwrap()
+}
+
+/// Every decode of the probe context but the first few (the first graph, a reserve) reused the
+/// graph, and the no-reuse reference reused none.
+fn assert_reuse_proven(res: &Value, tokens: i64) {
+    assert_eq!(res["kv_cells"], 256, "{res}");
+    let streams = res["streams"].as_array().unwrap();
+    let probe = &streams[0];
+    assert_eq!(probe["name"], "probe");
+    assert_eq!(probe["decodes"], tokens);
+    assert!(
+        probe["graphs_reused"].as_i64().unwrap() >= tokens - 10,
+        "{res}"
+    );
+    let same = &streams[1];
+    assert_eq!(same["name"], "same");
+    assert_eq!(
+        same["graphs_reused"], 0,
+        "the reference must not reuse: {res}"
+    );
+    assert_eq!(same["decodes"], tokens);
+}
+
+fn model(dtype: DType) -> Model {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("decode-models");
+    write_model(&dir, 42, dtype).expect("write the model")
+}
+
+struct Ran {
+    code: i32,
+    output: String,
+}
+
+fn run(bin: &Path, model: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let out = Command::new(bin)
+        .arg("--model")
+        .arg(model)
+        .args(["--backend", "CPU"])
+        .args(args)
+        .env("GGML_NO_BACKTRACE", "1")
+        .env_remove("LLAMA_GRAPH_REUSE_DISABLE")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run decode-probe");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        output: text(&out),
+    }
+}
+
+fn outcome(r: &Ran) -> (Outcome, Option<String>) {
+    let c = classify(Some(r.code), None, false, &r.output);
+    (c.outcome, c.signature)
+}
+
+/// Past the ring's second wrap (256 cells): every cell rewritten twice with the graph reused.
+const WRAPPED: &str = "600";
+
+#[test]
+fn f32_and_f16_models_pass_through_the_wrapped_ring_with_the_graph_reused() {
+    let Some(b) = bisected() else { return };
+    for dtype in [DType::F32, DType::F16] {
+        let m = model(dtype);
+        let r = run(b.probe(), &m.path, &["--steps", WRAPPED], &[]);
+        assert_eq!(r.code, 0, "{dtype:?}: {}", r.output);
+        assert_eq!(outcome(&r).0, Outcome::Pass, "{}", r.output);
+        let res = result_json(&r.output);
+        assert_eq!(res["status"], "pass");
+        assert_eq!(res["model_bytes"], m.bytes, "{res}");
+        assert_reuse_proven(&res, WRAPPED.parse().unwrap());
+    }
+}
+
+#[test]
+fn a_run_without_graph_reuse_is_untestable() {
+    let Some(b) = bisected() else { return };
+    let m = model(DType::F16);
+    let r = run(
+        b.probe(),
+        &m.path,
+        &["--steps", "300"],
+        &[("LLAMA_GRAPH_REUSE_DISABLE", "1")],
+    );
+    assert_eq!(r.code, 3, "{}", r.output);
+    let (o, sig) = outcome(&r);
+    assert_eq!(o, Outcome::Untestable);
+    assert!(sig.unwrap().contains("no graph reuse"), "{}", r.output);
+}
+
+#[test]
+fn a_model_the_tree_cannot_load_is_untestable_with_llama_cpps_message() {
+    let Some(b) = bisected() else { return };
+    let m = model(DType::F16);
+    let bad = Path::new(env!("CARGO_TARGET_TMPDIR")).join("decode-models/truncated.gguf");
+    let bytes = std::fs::read(&m.path).unwrap();
+    std::fs::write(&bad, &bytes[..bytes.len() / 2]).unwrap();
+    let r = run(b.probe(), &bad, &["--steps", "10"], &[]);
+    assert_eq!(r.code, 3, "{}", r.output);
+    let (o, sig) = outcome(&r);
+    assert_eq!(o, Outcome::Untestable);
+    let sig = sig.unwrap();
+    assert!(sig.contains("could not load the model: "), "{sig}");
+    // llama.cpp's own words follow, never an empty reason
+    assert!(!sig.contains("(no message)"), "{sig}");
+}
+
+#[test]
+fn a_run_without_references_is_unchecked_not_a_pass() {
+    let Some(b) = bisected() else { return };
+    let m = model(DType::F16);
+    let r = run(
+        b.probe(),
+        &m.path,
+        &["--steps", "300", "--check", "none"],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.output);
+    assert_eq!(parse_result(&r.output).unwrap().status, "unchecked");
+    assert_eq!(outcome(&r).0, Outcome::Untestable);
+}
+
+#[test]
+fn a_repository_that_is_not_llama_cpp_is_refused_before_any_probe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(repo.join("include")).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let mut shas = vec![];
+    for i in 0..2 {
+        std::fs::write(repo.join("include/ggml.h"), format!("// {i}\n")).unwrap();
+        std::fs::write(repo.join("CMakeLists.txt"), "project(x)\n").unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", &format!("r{i}")]);
+        shas.push(git(&repo, &["rev-parse", "HEAD"]));
+    }
+    let work = tmp.path().join("work");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .arg("--repo")
+        .arg(&repo)
+        .args([
+            "--good",
+            &shas[0],
+            "--bad",
+            &shas[1],
+            "--probe-kind",
+            "decode",
+        ])
+        .arg("--work-dir")
+        .arg(&work)
+        .env_remove("SETROWS_WORK_DIR")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(lines[0].contains("--probe-kind decode"), "{stderr}");
+    assert!(lines[0].contains("llama.cpp"), "{stderr}");
+    assert!(!work.join("logs").exists(), "no probe ran");
+}
