@@ -206,7 +206,7 @@ pub trait Prober: Send + Sync {
 pub enum Reads {
     /// Everything (a user's build and test may read any file).
     Tree,
-    /// ggml's directory as `core::config::ggml_subdir` finds it in the commit, and the
+    /// ggml's directory as `core::layout::Layout::of` finds it in the commit, and the
     /// vendoring note beside it (`vendor::NOTE`); the whole tree where ggml is its root.
     Ggml,
 }
