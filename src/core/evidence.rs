@@ -36,6 +36,20 @@ pub enum Decision {
     RunAgain,
 }
 
+/// Runs per commit, as the question asks for them: the one setting `--repeat` and
+/// `--confidence` choose between (a request carries it; the driver turns it into a `Policy`
+/// per candidate or a `flaky::session::Session`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Runs {
+    /// `--repeat N` (N = 1 is git bisect's one run): N old runs decide old, one new decides new.
+    Repeat(u32),
+    /// `--confidence C`: runs until the answer holds at C, at most `max_runs` in all.
+    Confidence {
+        confidence: f64,
+        max_runs: Option<u64>,
+    },
+}
+
 pub trait Policy: Send + Sync {
     fn decide(&self, ev: &Evidence) -> Decision;
     /// Text for the report ("1 run per commit", "adaptive, 95% confidence").

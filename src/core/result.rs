@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod endpoint;
 mod invocation;
 mod matrix;
 mod reproducer;

@@ -3,11 +3,10 @@
 
 use super::BisectArgs;
 use crate::core::build::{Backend, Memory};
-use crate::core::config::{Flags, ProbeKind, Resolved};
+use crate::core::config::{Flags, Resolved};
 use crate::core::matrix::{self, Matrix};
-use crate::core::result::{ConfigurationInfo, ReproducerInfo};
 use crate::error::CliError;
-use crate::probe::container::EngineChoice;
+use crate::run::bisect::{Chosen, Naming};
 use std::path::Path;
 
 /// The repository's `matrix.toml`, built in: `--config ID` works from any directory.
@@ -162,23 +161,12 @@ fn cuda_target(t: &str) -> bool {
     })
 }
 
-/// The configuration the probes run in, where they run (`--engine`), and what the report says
-/// about it (`None`: a plain bisect with no configuration flag at all).
-pub struct Chosen {
-    pub cfg: Resolved,
-    pub engine: EngineChoice,
-    pub info: Option<ConfigurationInfo>,
-    /// The bundled reproducer and its arguments (`None`: a `--script` probe).
-    pub reproducer: Option<ReproducerInfo>,
-}
-
-/// Resolves `--config` (or `base`, a configuration found by `bisect-config`) and the flags.
-pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chosen> {
+/// Resolves `--config` and the flags.
+pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     let flags = flags(args)?;
-    let named = base.is_some() || args.cfg.config.is_some();
-    let mut cfg = match (base, &args.cfg.config) {
-        (Some(b), _) => b,
-        (None, Some(id)) => {
+    let named = args.cfg.config.is_some();
+    let mut cfg = match &args.cfg.config {
+        Some(id) => {
             let m = load_matrix(args.cfg.matrix.as_deref())?;
             let c = m.find(id).ok_or_else(|| {
                 CliError::usage(format!(
@@ -188,7 +176,7 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
             })?;
             Resolved::from_matrix(c, &m.probe, &m.file)
         }
-        (None, None) => {
+        None => {
             let mut r = Resolved::for_backend(flags.backend.unwrap_or(Backend::Cpu));
             if flags.script.is_none() {
                 r.repro_args = default_repro_args();
@@ -204,26 +192,13 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
     };
     meaningful(args, cfg.backend)?;
-    let mut overrides = cfg.apply(&flags);
+    let overrides = cfg.apply(&flags);
     if let Some(why) = cfg.memory_refused() {
         return Err(CliError::usage(why));
     }
     if let Some(note) = cfg.default_target() {
         eprintln!("setrows-bisect: {note}");
     }
-    let engine = match (args.engine, named && cfg.image.is_some()) {
-        (Some(EngineChoice::None), true) if args.image.is_none() => {
-            overrides.push(format!(
-                "--engine none (configuration: image {}; probes run on the host)",
-                cfg.image.as_deref().unwrap_or("")
-            ));
-            cfg.image = None;
-            EngineChoice::None
-        }
-        (Some(e), _) => e,
-        (None, true) => EngineChoice::Auto,
-        (None, false) => EngineChoice::None,
-    };
     let c = &args.cfg;
     let configured = named
         || args.backend.is_some()
@@ -233,23 +208,23 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         || c.memory.is_some()
         || !c.launch_env.is_empty()
         || !c.cmake_args.is_empty();
-    let info = configured.then(|| cfg.info(if named { overrides } else { Vec::new() }));
-    let reproducer = (cfg.probe == ProbeKind::Replay).then(|| ReproducerInfo {
-        program: crate::probe::repro::Reproducer::Replay.target().to_string(),
-        args: cfg.repro_args.clone(),
-        source: args_from,
-    });
-    Ok(Chosen {
+    Ok(Chosen::new(
         cfg,
-        engine,
-        info,
-        reproducer,
-    })
+        Naming {
+            engine: args.engine,
+            image_flag: args.image.is_some(),
+            named,
+            configured,
+            overrides,
+            args_from,
+        },
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::result::ReproducerInfo;
 
     #[test]
     fn cuda_targets_are_sm_numbers() {

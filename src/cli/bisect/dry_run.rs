@@ -1,110 +1,95 @@
-//! `--dry-run`: what a bisection would do, printed from the same resolution a real run uses,
-//! so that what it promises (candidates, probes, store hits, identity) is what a run does.
+//! `--dry-run`: what a bisection would do, in English, from the same preparation a real run
+//! uses (`run::bisect::prepare` in `Mode::DryRun`, which makes nothing), so that what it
+//! promises (candidates, probes, store hits, identity) is what a run does.
 
-use super::config::Chosen;
-use super::{BisectArgs, Prepared};
-use crate::core::config::Resolved;
 use crate::core::search::simulate;
 use crate::error::CliError;
-use crate::probe::container::{Engine, EngineChoice};
-use crate::run::probers::Place;
-use std::path::Path;
+use crate::run::bisect::{Planned, Prepared, Request, Where};
+use std::fmt::Write;
 
-/// What `--dry-run` resolved without making anything (no work dir, no container, no ccache
-/// dir, no toolchain query): where the steps would run, in words, and why the store cannot be
-/// asked when the key names something only a started run learns.
-pub struct Planned {
-    /// The image the steps would run in (`None`: the host).
-    pub image: Option<String>,
-    /// The engine's name, or why there is none.
-    pub engine: String,
-    /// Lines of the plan: where, ccache, the toolchain, the build.
-    pub lines: Vec<String>,
-    /// Why stored results cannot be counted now (`None`: they can).
-    pub unknown_key: Option<String>,
-}
-
-impl Planned {
-    pub fn new(chosen: &Chosen, work_dir: &Path) -> Planned {
-        let mut lines = Vec::new();
-        let mut unknown_key = None;
-        let (image, engine) = match (chosen.engine, chosen.cfg.image.as_deref()) {
-            (EngineChoice::None, _) | (_, None) => {
-                lines.push("runs: on the host".to_string());
-                lines.push(match crate::probe::exec::which("ccache") {
-                    Some(_) => "ccache: your own cache (CCACHE_DIR, else ccache's default)".into(),
-                    None => "ccache: not installed here, builds run without it".into(),
-                });
-                (None, "host".to_string())
-            }
-            (choice, Some(image)) => {
-                let engine = match Engine::detect(choice) {
-                    Ok(Some(e)) => e,
-                    Ok(None) | Err(_) => {
-                        lines.push(format!(
-                            "runs: in image {image}, but no container engine answers here; a run would stop before its first probe (install podman or docker)"
-                        ));
-                        unknown_key =
-                            Some("the key names the container, and none can start here".into());
-                        return Planned {
-                            image: Some(image.into()),
-                            engine: "no engine".into(),
-                            lines,
-                            unknown_key,
-                        };
-                    }
-                };
-                let kind = engine.kind.as_str();
-                match engine.image_digest(image) {
-                    Ok(digest) => lines.push(format!(
-                        "runs: in image {image} with {kind} (present, {})",
-                        digest.chars().take(19).collect::<String>()
-                    )),
-                    Err(_) => lines.push(format!(
-                        "runs: in image {image} with {kind}: the image is missing here; a run would stop before its first probe (build it: containers/README.md; it is never pulled)"
-                    )),
+/// Where the steps would run, ccache, the toolchain and the build, in words.
+fn place_lines(planned: &Planned, out: &mut String) {
+    match &planned.place {
+        Where::Host { ccache } => {
+            let _ = writeln!(out, "runs: on the host");
+            let _ = writeln!(
+                out,
+                "{}",
+                if *ccache {
+                    "ccache: your own cache (CCACHE_DIR, else ccache's default)"
+                } else {
+                    "ccache: not installed here, builds run without it"
                 }
-                lines.push(format!(
-                    "ccache: {} (made when a run starts)",
-                    crate::run::probers::ccache_dir(work_dir, kind, image).display()
-                ));
-                unknown_key = Some(format!("the key names the {kind} container the run starts"));
-                (Some(image.to_string()), kind.to_string())
-            }
-        };
-        if crate::run::probers::needs_hipconfig(&chosen.cfg) {
-            lines.push(
-                "toolchain: a run asks hipconfig where the steps run for HIP's clang and HIP_PATH"
-                    .into(),
             );
-            unknown_key.get_or_insert_with(|| {
-                "the key names HIP's clang, which hipconfig gives when a run starts".into()
-            });
         }
-        Planned {
+        Where::NoEngine { image } => {
+            let _ = writeln!(
+                out,
+                "runs: in image {image}, but no container engine answers here; a run would stop before its first probe (install podman or docker)"
+            );
+        }
+        Where::Image {
             image,
             engine,
-            lines,
-            unknown_key,
+            digest,
+            ccache_dir,
+        } => {
+            let _ = match digest {
+                Some(d) => writeln!(
+                    out,
+                    "runs: in image {image} with {engine} (present, {})",
+                    d.chars().take(19).collect::<String>()
+                ),
+                None => writeln!(
+                    out,
+                    "runs: in image {image} with {engine}: the image is missing here; a run would stop before its first probe (build it: containers/README.md; it is never pulled)"
+                ),
+            };
+            let _ = writeln!(
+                out,
+                "ccache: {} (made when a run starts)",
+                ccache_dir.display()
+            );
         }
     }
+    // Without an engine there is nowhere to ask.
+    if planned.asks_toolchain && !matches!(planned.place, Where::NoEngine { .. }) {
+        let _ = writeln!(
+            out,
+            "toolchain: a run asks hipconfig where the steps run for HIP's clang and HIP_PATH"
+        );
+    }
+    if let Some(args) = &planned.build {
+        let _ = writeln!(
+            out,
+            "build: cmake {} (spelled per probed tree)",
+            crate::probe::exec::shell_words(args)
+        );
+    }
+}
 
-    /// The build line the probes run (the bundled reproducer's; a script builds itself).
-    pub fn with_build(mut self, cfg: &Resolved, place: &Place) -> Planned {
-        if cfg.probe == crate::core::config::ProbeKind::Replay {
-            let args = crate::run::probers::recipe_at(cfg, place).cmake_args(&place.fallback_facts);
-            self.lines.push(format!(
-                "build: cmake {} (spelled per probed tree)",
-                crate::probe::exec::shell_words(&args)
-            ));
+/// Why stored results cannot be counted before a run starts (`None`: they can).
+fn unknown_key(planned: &Planned) -> Option<String> {
+    match &planned.place {
+        Where::NoEngine { .. } => {
+            Some("the key names the container, and none can start here".into())
         }
-        self
+        Where::Image { engine, .. } => Some(format!(
+            "the key names the {engine} container the run starts"
+        )),
+        Where::Host { .. } if planned.asks_toolchain => {
+            Some("the key names HIP's clang, which hipconfig gives when a run starts".into())
+        }
+        Where::Host { .. } => None,
     }
 }
 
 /// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
-pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String> {
-    use std::fmt::Write;
+pub(super) fn dry_run(
+    p: &Prepared,
+    req: &Request,
+    github: &crate::cli::report::BisectPostArgs,
+) -> anyhow::Result<String> {
     let r = &p.plan.range;
     let n = r.candidates.len();
     let identity = p.prober.identity();
@@ -112,8 +97,9 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
         .planned
         .as_ref()
         .ok_or_else(|| CliError::infra("a dry run without a plan"))?;
+    let unknown = unknown_key(planned);
     let mut stored = 0usize;
-    if planned.unknown_key.is_none() {
+    if unknown.is_none() {
         for c in &r.candidates {
             let key = crate::run::store::StoreKey::new(&c.tree, &identity);
             if !p
@@ -126,6 +112,8 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
             }
         }
     }
+    let lazy = req.endpoints == crate::core::search::EndpointCheck::Lazy;
+    let confidence = matches!(req.runs, crate::core::evidence::Runs::Confidence { .. });
     let mut out = String::new();
     let _ = writeln!(out, "range: {}..{}", r.good, r.bad);
     let _ = writeln!(
@@ -143,31 +131,38 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
             .map(|p| format!(", tested tree: {p}/"))
             .unwrap_or_default()
     );
-    let e = estimate(n, p.plan.jobs, args.lazy_endpoints, r.commits);
+    let e = estimate(n, p.plan.jobs, lazy, r.commits);
     let _ = writeln!(
         out,
         "expected probes: up to {} with {} slot(s): {}{}",
         e.total,
         p.plan.jobs,
         e.detail,
-        if args.confidence.is_some() {
+        if confidence {
             "; --confidence re-runs passes, so more"
         } else {
             ""
         }
     );
-    let _ = writeln!(
-        out,
-        "{}",
-        lying_bad(n, p.plan.jobs, args.lazy_endpoints, &e)
-    );
-    match &planned.unknown_key {
+    let _ = writeln!(out, "{}", lying_bad(n, p.plan.jobs, lazy, &e));
+    match &unknown {
         None => {
             let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
         }
         Some(why) => {
             let _ = writeln!(out, "already in the store: not counted ({why})");
         }
+    }
+    if let Some(issue) = github.resume_from_issue.as_deref() {
+        let issue = if issue.is_empty() {
+            "the --post-to issue"
+        } else {
+            issue
+        };
+        let _ = writeln!(
+            out,
+            "resume: a run first seeds the store from {issue}'s comment (a dry run reads and writes nothing there)"
+        );
     }
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
     if p.plan.predicate.regress.build_only() {
@@ -196,10 +191,8 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
         let _ = writeln!(out, "  arguments: {}", r.source);
     }
     let _ = writeln!(out, "work dir: {}", p.plan.work_dir.display());
-    for line in &planned.lines {
-        let _ = writeln!(out, "{line}");
-    }
-    if planned.unknown_key.is_none() {
+    place_lines(planned, &mut out);
+    if unknown.is_none() {
         let _ = writeln!(
             out,
             "store key of these probes: {} (results stored under it are reused)",
