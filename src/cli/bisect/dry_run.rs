@@ -2,7 +2,7 @@
 //! uses (`run::bisect::prepare` in `Mode::DryRun`, which makes nothing), so that what it
 //! promises (candidates, probes, store hits, identity) is what a run does.
 
-use crate::core::search::simulate;
+use crate::core::search::{simulate, EndpointCheck};
 use crate::error::CliError;
 use crate::run::bisect::{Planned, Prepared, Request, Where};
 use std::fmt::Write;
@@ -112,7 +112,6 @@ pub(super) fn dry_run(
             }
         }
     }
-    let lazy = req.endpoints == crate::core::search::EndpointCheck::Lazy;
     let confidence = matches!(req.runs, crate::core::evidence::Runs::Confidence { .. });
     let mut out = String::new();
     let _ = writeln!(out, "range: {}..{}", r.good, r.bad);
@@ -131,7 +130,7 @@ pub(super) fn dry_run(
             .map(|p| format!(", tested tree: {p}/"))
             .unwrap_or_default()
     );
-    let e = estimate(n, p.plan.jobs, lazy, r.commits);
+    let e = estimate(n, p.plan.jobs, p.plan.endpoints, r.commits);
     let _ = writeln!(
         out,
         "expected probes: up to {} with {} slot(s): {}{}",
@@ -144,7 +143,7 @@ pub(super) fn dry_run(
             ""
         }
     );
-    let _ = writeln!(out, "{}", lying_bad(n, p.plan.jobs, lazy, &e));
+    let _ = writeln!(out, "{}", lying_bad(n, p.plan.jobs, p.plan.endpoints, &e));
     match &unknown {
         None => {
             let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
@@ -221,8 +220,9 @@ struct Estimate {
 /// range is worth a night of builds needs the bound the search keeps, not a rough guess.
 /// With one slot and Ninja builds the search may cut off-centre to skip a rebuild
 /// (`core::search::budget`): one midpoint more, never past git's fewest on `commits`.
-fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
-    let w = simulate::worst_case(n, jobs, endpoint_check(lazy), commits);
+fn estimate(n: usize, jobs: usize, ends: EndpointCheck, commits: usize) -> Estimate {
+    let w = simulate::worst_case(n, jobs, ends, commits);
+    let lazy = ends == EndpointCheck::Lazy;
     if w.midpoints == 0 {
         return Estimate {
             total: w.total,
@@ -258,22 +258,15 @@ fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
     }
 }
 
-fn endpoint_check(lazy: bool) -> crate::core::search::EndpointCheck {
-    if lazy {
-        crate::core::search::EndpointCheck::Lazy
-    } else {
-        crate::core::search::EndpointCheck::First
-    }
-}
-
 /// The worst case of a `--bad` that does not show the new behaviour: every midpoint is then
 /// old, and the search walks toward `--bad` until it builds it (`core::search::endpoint`).
 /// With equal probe costs that point is exact (the real search, replayed); with build costs it
 /// comes earlier when `--bad` is an incremental build, never later than the whole walk, which
 /// `estimate` bounds.
-fn lying_bad(n: usize, jobs: usize, lazy: bool, e: &Estimate) -> String {
+fn lying_bad(n: usize, jobs: usize, ends: EndpointCheck, e: &Estimate) -> String {
+    let lazy = ends == EndpointCheck::Lazy;
     let keys = (0..n as u64).collect();
-    let r = simulate::replay(keys, endpoint_check(lazy), jobs.max(1), simulate::lying_bad);
+    let r = simulate::replay(keys, ends, jobs.max(1), simulate::lying_bad);
     let probes = r.probes().len();
     format!(
         "if --bad does not reproduce: reported after {probes} probe(s) when builds cost alike, \
@@ -292,6 +285,14 @@ mod tests {
     use super::{estimate, lying_bad};
     use crate::core::outcome::Verdict;
     use crate::core::search::{budget, Answer, BuildCosts, EndpointCheck, Search, Step};
+
+    fn ends(lazy: bool) -> EndpointCheck {
+        if lazy {
+            EndpointCheck::Lazy
+        } else {
+            EndpointCheck::First
+        }
+    }
 
     /// Probes the real search spends finding `culprit` among `n` candidates.
     fn probes(n: usize, culprit: usize, jobs: usize, lazy: bool) -> usize {
@@ -362,7 +363,7 @@ mod tests {
         for n in 2..=100 {
             for jobs in 1..=5 {
                 for lazy in [false, true] {
-                    let e = estimate(n, jobs, lazy, n - 1);
+                    let e = estimate(n, jobs, ends(lazy), n - 1);
                     let worst = (1..n).map(|c| probes(n, c, jobs, lazy)).max().unwrap();
                     assert!(
                         worst <= e.total,
@@ -388,8 +389,8 @@ mod tests {
     fn a_lying_bad_costs_what_the_dry_run_says() {
         for n in [3usize, 10, 100, 301] {
             for (jobs, lazy) in [(1, false), (1, true), (2, false)] {
-                let e = estimate(n, jobs, lazy, n - 1);
-                let line = lying_bad(n, jobs, lazy, &e);
+                let e = estimate(n, jobs, ends(lazy), n - 1);
+                let line = lying_bad(n, jobs, ends(lazy), &e);
                 let mut s = Search::new(
                     (0..n as u64).collect(),
                     if lazy {
@@ -416,8 +417,8 @@ mod tests {
             }
         }
         // One slot: fewer than the whole walk (the eager --confidence check: 2).
-        let e = estimate(301, 1, false, 300);
-        let line = lying_bad(301, 1, false, &e);
+        let e = estimate(301, 1, ends(false), 300);
+        let line = lying_bad(301, 1, ends(false), &e);
         assert!(line.contains("after 3 probe(s)"), "{line}");
     }
 
@@ -430,8 +431,8 @@ mod tests {
         for n in [9usize, 17, 33, 60] {
             for lazy in [false, true] {
                 let commits = 8 * n;
-                let plain = estimate(n, 1, lazy, n - 1).total;
-                let e = estimate(n, 1, lazy, commits);
+                let plain = estimate(n, 1, ends(lazy), n - 1).total;
+                let e = estimate(n, 1, ends(lazy), commits);
                 for every in [3, 5] {
                     let worst = (1..n)
                         .map(|c| probes_costed(n, c, 1, lazy, Some((every, commits))))
