@@ -106,41 +106,53 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
 /// than stored in the key: a run keyed by `--gpu-target banana` on the CPU would answer no
 /// question and never be found again. `backend` is the one the probes build for (a `--config`'s
 /// unless `--backend` overrides it).
-fn meaningful(args: &BisectArgs, backend: Backend) -> anyhow::Result<()> {
+fn meaningful(args: &BisectArgs, flags: &Flags, backend: Backend) -> anyhow::Result<()> {
     let c = &args.cfg;
     if args.script.is_some() && !args.repro_args.is_empty() {
         return Err(CliError::usage(
             "--repro-arg is for the bundled reproducer; a --script probe gets its arguments in CMD (drop --repro-arg)",
         ));
     }
-    let b = backend.as_str();
-    let only = |flag: &str, value: &str, for_: &str| {
-        Err(CliError::usage(format!(
-            "{flag} {value} means nothing for --backend {b} ({for_}); drop it or pick that backend"
-        )))
+    if let Some(t) = c.gpu_target.as_deref().filter(|t| !cuda_target(t)) {
+        if backend == Backend::Cuda {
+            return Err(CliError::usage(format!(
+                "--gpu-target {t}: a CUDA target is an sm number such as 90 or 90a (CMAKE_CUDA_ARCHITECTURES; several: 89;90)"
+            )));
+        }
+    }
+    let given = crate::core::config::meaningless(
+        backend,
+        c.gpu_target.as_deref(),
+        flags.graphs,
+        flags.wave_size,
+    );
+    match given {
+        Some(m) => Err(CliError::usage(format!(
+            "{} {} means nothing for --backend {} ({}); drop it or pick that backend",
+            m.flag,
+            m.value,
+            backend.as_str(),
+            m.for_
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// What is left after the flags: a `--config`'s own setting that means nothing for the
+/// backend a flag chose (`--config` of a HIP configuration with `--backend cpu` keeps its
+/// graphs, which the CPU build would store in the key and never read).
+fn configuration_meaningful(cfg: &Resolved) -> anyhow::Result<()> {
+    let Some(m) = cfg.meaningless() else {
+        return Ok(());
     };
-    match backend {
-        Backend::Cpu => {
-            if let Some(t) = &c.gpu_target {
-                return only("--gpu-target", t, "a GPU build: hip or cuda");
-            }
-            if let Some(g) = &c.graphs {
-                return only("--graphs", g, "HIP/CUDA graphs: hip or cuda");
-            }
-        }
-        Backend::Cuda => {
-            if let Some(t) = c.gpu_target.as_deref().filter(|t| !cuda_target(t)) {
-                return Err(CliError::usage(format!(
-                    "--gpu-target {t}: a CUDA target is an sm number such as 90 or 90a (CMAKE_CUDA_ARCHITECTURES; several: 89;90)"
-                )));
-            }
-        }
-        Backend::Hip => {}
-    }
-    if let (Some(w), false) = (&c.wave_size, backend == Backend::Hip) {
-        return only("--wave-size", w, "a HIP wave size: hip");
-    }
-    Ok(())
+    let b = cfg.backend.as_str();
+    Err(CliError::usage(format!(
+        "--config {}: its {} {} means nothing for --backend {b} ({}); drop --backend {b} or pick a configuration of that backend",
+        cfg.id.as_deref().unwrap_or("(unnamed)"),
+        m.flag,
+        m.value,
+        m.for_
+    )))
 }
 
 /// `CMAKE_CUDA_ARCHITECTURES`: sm numbers (`90`, `90a`, `100f`, `90-real`), `;`- or
@@ -191,8 +203,9 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     } else {
         format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
     };
-    meaningful(args, cfg.backend)?;
+    meaningful(args, &flags, cfg.backend)?;
     let overrides = cfg.apply(&flags);
+    configuration_meaningful(&cfg)?;
     if let Some(why) = cfg.memory_refused() {
         return Err(CliError::usage(why));
     }
@@ -234,6 +247,26 @@ mod tests {
         for bad in ["banana", "gfx1151", "", "90aa", "sm_90", "9 0"] {
             assert!(!cuda_target(bad), "{bad}");
         }
+    }
+
+    /// Every built-in configuration means what it says for its own backend, and a flag that
+    /// changes the backend under one is held to the same rule as the flags.
+    #[test]
+    fn built_in_configurations_are_meaningful_until_a_flag_moves_the_backend() {
+        let m = matrix::parse(EMBEDDED_NAME, EMBEDDED_MATRIX).expect("built-in matrix");
+        let mut refused = 0;
+        for c in &m.configs {
+            let mut cfg = Resolved::from_matrix(c, &m.probe, &m.file);
+            assert_eq!(cfg.meaningless(), None, "{}", c.id);
+            cfg.apply(&Flags {
+                backend: Some(Backend::Cpu),
+                ..Flags::default()
+            });
+            let refused_here = configuration_meaningful(&cfg).is_err();
+            assert_eq!(refused_here, c.values.get("graphs").is_some(), "{}", c.id);
+            refused += usize::from(refused_here);
+        }
+        assert!(refused > 0);
     }
 
     /// The default is the built-in matrix's decode-reuse parameters, which its decode-reuse

@@ -242,8 +242,13 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
         return Ok((0, None));
     }
     let r = &p.plan.range;
-    let question = (r.good.as_str(), r.bad.as_str(), &*p.plan.predicate.describe());
-    out.github.resume(question, &p.store, &p.prober.identity())?;
+    let question = (
+        r.good.as_str(),
+        r.bad.as_str(),
+        &*p.plan.predicate.describe(),
+    );
+    out.github
+        .resume(question, &p.store, &p.prober.identity())?;
     let json = match &req.mode {
         Mode::PlanOnly => Some(crate::run::bisect::plan_next(&p)?),
         Mode::Probe { sha, run_index } => Some(crate::run::bisect::probe_one(&p, sha, *run_index)?),
