@@ -11,7 +11,7 @@
 pub mod history;
 
 use crate::core::config::{Flags, Resolved};
-use crate::core::evidence::Runs;
+use crate::core::evidence::Policy;
 use crate::core::outcome::{Predicate, Regress};
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
@@ -94,7 +94,7 @@ pub fn request(
         first_parent: true,
         path: Subtree::Auto,
         predicate: Predicate::new(Regress::Error, None),
-        runs: Runs::Repeat(1),
+        runs: Policy::Repeat(1),
         jobs,
         endpoints: EndpointCheck::First,
         validate: 0,

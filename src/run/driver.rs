@@ -10,7 +10,7 @@
 //!
 //! - `prober: &dyn Prober` runs one checked-out revision (script, bundled reproducer, host or
 //!   container); its `identity()` keys the store.
-//! - `policy: &dyn Policy` says when a candidate's runs are enough evidence (1 run, `--repeat
+//! - `policy: &dyn Rule` says when a candidate's runs are enough evidence (1 run, `--repeat
 //!   N`, or a flakiness-aware policy); every run is stored.
 //! - Results are consulted lazily: when the search asks for a candidate, stored runs are used
 //!   first and only missing runs are executed. The search asks a stored candidate inside the
@@ -28,7 +28,7 @@
 mod groups;
 mod session;
 
-use crate::core::evidence::{Decision, Evidence, Policy};
+use crate::core::evidence::{Decision, Evidence, Rule};
 use crate::core::outcome::Verdict;
 pub use crate::core::plan::Plan;
 pub use crate::core::result::{BisectOutcome, Conclusion, ProbeRecord};
@@ -63,7 +63,7 @@ struct Shared<'a> {
 pub fn bisect_commits(
     plan: &Plan,
     prober: &dyn Prober,
-    policy: &dyn Policy,
+    policy: &dyn Rule,
     store: &Store,
     progress: &Progress,
 ) -> Result<BisectOutcome, DriverError> {
@@ -223,10 +223,7 @@ fn in_slots<T: Sync>(
 /// until the policy decides, and the round waits for all of them. Groups are the range's tree
 /// classes joined where the build reads nothing that changes (`groups`); every index leaving
 /// this function is a candidate index of the range.
-fn search_loop(
-    shared: &Shared<'_>,
-    policy: &dyn Policy,
-) -> Result<(Conclusion, usize), DriverError> {
+fn search_loop(shared: &Shared<'_>, policy: &dyn Rule) -> Result<(Conclusion, usize), DriverError> {
     let plan = shared.plan;
     let jobs = plan.jobs.max(1);
     let repo = git::open(&plan.repo_path)?;
@@ -301,7 +298,7 @@ fn now() -> String {
 /// policy decides.
 fn decide(
     sh: &Shared<'_>,
-    policy: &dyn Policy,
+    policy: &dyn Rule,
     i: usize,
     slot: usize,
 ) -> Result<Verdict, DriverError> {

@@ -10,8 +10,9 @@
 
 #![allow(dead_code)]
 
-use setrows_bisect::core::evidence::{Decision, Evidence, Policy};
-use setrows_bisect::core::flaky::session::{Action, Mode, Session, SessionConclusion};
+use setrows_bisect::core::evidence::Policy;
+use setrows_bisect::core::evidence::{Decision, Evidence, Rule};
+use setrows_bisect::core::flaky::session::{Action, Session, SessionConclusion};
 use setrows_bisect::core::flaky::{evidence_from_runs, posterior, Beta};
 use setrows_bisect::core::outcome::Verdict;
 use setrows_bisect::core::search::{Answer, EndpointCheck, Search, Step};
@@ -84,14 +85,19 @@ pub struct Trial {
 /// Drive one session over `h`; the stream of runs comes from `seed`.
 pub fn trial(
     h: &History,
-    mode: Mode,
+    policy: Policy,
     endpoints: EndpointCheck,
     slots: usize,
-    max_runs: Option<u64>,
     seed: u64,
 ) -> Trial {
+    let s = Session::new((0..h.n as u64).collect(), endpoints, policy);
+    trial_of(h, s, slots, seed)
+}
+
+/// `trial` with a session made by the caller (another prior: `examples/flaky_tune.rs`).
+#[allow(dead_code)]
+pub fn trial_of(h: &History, mut s: Session, slots: usize, seed: u64) -> Trial {
     let mut rng = Rng::new(seed);
-    let mut s = Session::new((0..h.n as u64).collect(), endpoints, mode, max_runs);
     while let Action::Run(ix) = s.next(slots) {
         for i in ix {
             let v = h.run(i, &mut rng);
@@ -109,14 +115,14 @@ pub fn trial(
     judge(h, conclusion, s.runs(), s.waves())
 }
 
-/// The loop `run::driver::bisect_commits` runs (each proposed candidate is run until the policy
+/// The loop `run::driver::bisect_commits` runs (each proposed candidate is run until the rule
 /// decides; a round lasts as long as its slowest candidate), with the answer's confidence
 /// computed afterwards from every run. This is what the CLI does without `--confidence`
 /// (plain bisection and `--repeat N`); `--confidence` is `trial` (the Session). `waves` counts sequential runs:
 /// the sum over rounds of the most runs any slot made.
 pub fn driver_trial(
     h: &History,
-    policy: &dyn Policy,
+    rule: &dyn Rule,
     endpoints: EndpointCheck,
     slots: usize,
     seed: u64,
@@ -132,7 +138,7 @@ pub fn driver_trial(
                 for i in ix {
                     let mut ev = Evidence::default();
                     let v = loop {
-                        if let Decision::Decided(v) = policy.decide(&ev) {
+                        if let Decision::Decided(v) = rule.decide(&ev) {
                             break v;
                         }
                         let r = h.run(i, &mut rng);
@@ -329,8 +335,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_figures() {
-        let run =
-            |h: &History, seed| trial(h, Mode::Repeat(1), EndpointCheck::First, 1, None, seed);
+        let run = |h: &History, seed| trial(h, Policy::Repeat(1), EndpointCheck::First, 1, seed);
         let a = batch(100, 0.5, 50, 9, run);
         let b = batch(100, 0.5, 50, 9, run);
         assert_eq!(a, b);

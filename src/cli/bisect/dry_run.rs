@@ -112,7 +112,7 @@ pub(super) fn dry_run(
             }
         }
     }
-    let confidence = matches!(req.runs, crate::core::evidence::Runs::Confidence { .. });
+    let confidence = matches!(req.runs, crate::core::evidence::Policy::Confidence { .. });
     let mut out = String::new();
     let _ = writeln!(out, "range: {}..{}", r.good, r.bad);
     let _ = writeln!(

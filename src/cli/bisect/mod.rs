@@ -13,7 +13,7 @@ mod placement;
 pub use args::{BisectArgs, ConfigFlags};
 pub use config::{load_matrix, read_matrix};
 
-use crate::core::evidence::Runs;
+use crate::core::evidence::Policy;
 use crate::core::outcome::Predicate;
 use crate::core::result::BisectResult;
 use crate::core::search::EndpointCheck;
@@ -143,13 +143,13 @@ pub fn signature(re: Option<&str>) -> anyhow::Result<Option<regex::Regex>> {
 }
 
 /// `--repeat` / `--confidence` (+ `--max-runs`): runs per commit.
-pub fn runs(repeat: Option<u32>, confidence: Option<f64>, max_runs: Option<u64>) -> Runs {
+pub fn runs(repeat: Option<u32>, confidence: Option<f64>, max_runs: Option<u64>) -> Policy {
     match (confidence, repeat) {
-        (Some(confidence), _) => Runs::Confidence {
+        (Some(confidence), _) => Policy::Confidence {
             confidence,
             max_runs,
         },
-        (None, n) => Runs::Repeat(n.unwrap_or(1).max(1)),
+        (None, n) => Policy::Repeat(n.unwrap_or(1).max(1)),
     }
 }
 

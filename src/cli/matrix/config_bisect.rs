@@ -237,7 +237,7 @@ struct CommitLevel {
     first_parent: bool,
     path: crate::run::bisect::Subtree,
     predicate: Predicate,
-    runs: crate::core::evidence::Runs,
+    runs: crate::core::evidence::Policy,
     jobs: usize,
     endpoints: EndpointCheck,
     validate: u32,

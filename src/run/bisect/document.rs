@@ -4,7 +4,7 @@
 //! the stamp). Rendering and writing it are the command line's (`report::bisect`).
 
 use super::Prepared;
-use crate::core::evidence::Runs;
+use crate::core::evidence::Policy;
 use crate::core::range::{Candidate, Range};
 use crate::core::result::{
     BisectOutcome, BisectProbe, BisectRange, BisectResult, CandidateClass, Conclusion, Kind,
@@ -25,7 +25,7 @@ pub fn exit_code(c: &Conclusion) -> i32 {
 pub(super) fn assemble(p: &Prepared, outcome: &BisectOutcome) -> anyhow::Result<BisectResult> {
     let r = &p.plan.range;
     let mut result = of_outcome(r, outcome, p);
-    if let Runs::Confidence { confidence, .. } = p.runs {
+    if let Policy::Confidence { confidence, .. } = p.runs {
         result.flaky = outcome.assess(r.candidates.len(), confidence);
     }
     result.configuration = p.configuration.clone();

@@ -18,7 +18,7 @@ pub use document::exit_code;
 pub use planned::{Planned, Where};
 
 use crate::core::config::{ProbeKind, Resolved};
-use crate::core::evidence::{Deterministic, Fixed, Runs};
+use crate::core::evidence::{Deterministic, Fixed, Policy};
 use crate::core::outcome::Predicate;
 use crate::core::result::{BisectResult, ConfigurationInfo, ReproducerInfo};
 use crate::core::search::EndpointCheck;
@@ -133,7 +133,7 @@ pub struct Request {
     pub first_parent: bool,
     pub path: Subtree,
     pub predicate: Predicate,
-    pub runs: Runs,
+    pub runs: Policy,
     pub jobs: usize,
     pub endpoints: EndpointCheck,
     /// `--validate N`: re-runs of the culprit, its parent and the revert (0 = off).
@@ -148,7 +148,7 @@ pub struct Prepared {
     pub plan: Plan,
     pub store: Store,
     pub prober: Box<dyn Prober>,
-    pub runs: Runs,
+    pub runs: Policy,
     pub validate: u32,
     /// The journal and result id: same question, same id (a resumed run appends).
     pub id: String,
@@ -282,21 +282,7 @@ pub fn prepare(req: &Request) -> anyhow::Result<Prepared> {
 
 /// `--plan-only`: the next wave for `--jobs K` slots from the stored results alone (JSON).
 pub fn plan_next(p: &Prepared) -> anyhow::Result<serde_json::Value> {
-    use crate::core::flaky::session::Mode as SessionMode;
-    let (mode, max_runs) = match p.runs {
-        Runs::Confidence {
-            confidence,
-            max_runs,
-        } => (
-            SessionMode::Adaptive {
-                confidence,
-                prior: crate::core::flaky::Beta::UNIFORM,
-            },
-            max_runs,
-        ),
-        Runs::Repeat(n) => (SessionMode::Repeat(n.max(1)), None),
-    };
-    crate::run::distributed::plan_next(&p.plan, p.prober.as_ref(), &p.store, mode, max_runs)
+    crate::run::distributed::plan_next(&p.plan, p.prober.as_ref(), &p.store, p.runs)
 }
 
 /// `--probe SHA`: one planned run of one commit, stored (JSON).
@@ -326,16 +312,16 @@ pub fn execute(p: &Prepared, progress: &Progress) -> anyhow::Result<BisectResult
     let prober = p.prober.as_ref();
     let outcome = match p.runs {
         // Waves of --jobs runs: spare slots re-run undecided candidates (driver docs).
-        Runs::Confidence {
+        Policy::Confidence {
             confidence,
             max_runs,
         } => crate::run::driver::bisect_session(
             &p.plan, prober, confidence, max_runs, &p.store, progress,
         ),
-        Runs::Repeat(n) if n > 1 => {
+        Policy::Repeat(n) if n > 1 => {
             crate::run::driver::bisect_commits(&p.plan, prober, &Fixed(n), &p.store, progress)
         }
-        Runs::Repeat(_) => {
+        Policy::Repeat(_) => {
             crate::run::driver::bisect_commits(&p.plan, prober, &Deterministic, &p.store, progress)
         }
     }
