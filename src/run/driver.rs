@@ -265,7 +265,7 @@ fn search_loop(shared: &Shared<'_>, policy: &dyn Rule) -> Result<(Conclusion, us
             }
             Step::Done(Answer::Found(g)) => {
                 break Conclusion::Found {
-                    index: groups.starts[g],
+                    index: groups.members(g).start,
                 }
             }
             Step::Done(Answer::Ambiguous(gs)) => {
