@@ -349,6 +349,7 @@ pub fn ceil_log2(x: usize) -> u32 {
 
 mod costs;
 pub mod endpoint;
+pub use endpoint::after_the_store;
 pub mod simulate;
 #[cfg(test)]
 mod tests;

@@ -113,11 +113,8 @@ impl Shared<'_> {
         Ok(Groups::new(named, sets, self.plan.range.candidates.len()))
     }
 
-    /// The search over the current groups, with groups whose result is stored marked cheap.
-    /// `First` becomes `Lazy` once a stored result shows the new behaviour inside the range:
-    /// checking `--bad` first is there to stop early when the fault does not reproduce, and a
-    /// stored reproduction already says it does (the answer still never rests on an
-    /// untested endpoint).
+    /// The search over the current groups, with groups whose result is stored marked cheap,
+    /// and the endpoint check the stored verdicts call for (`core::search::after_the_store`).
     pub(super) fn search(
         &self,
         groups: &mut Groups,
@@ -125,7 +122,7 @@ impl Shared<'_> {
         endpoints: &mut crate::core::search::EndpointCheck,
         known: &std::collections::BTreeMap<usize, Verdict>,
     ) -> Result<crate::core::search::Search, DriverError> {
-        use crate::core::search::EndpointCheck;
+        use crate::core::search::after_the_store;
         let mut search = groups.search(repo, &self.plan.range, *endpoints, known)?;
         // One listing of the store per round, not one lookup per candidate.
         let stored = self.stored_keys();
@@ -133,7 +130,7 @@ impl Shared<'_> {
             return Ok(search);
         }
         let mut cheap = Vec::new();
-        let mut reproduced = false;
+        let mut verdicts = Vec::new();
         for g in 0..groups.len() {
             let i = self.pick(groups, g, &stored);
             let tree = &self.plan.range.candidates[i].tree;
@@ -146,17 +143,13 @@ impl Shared<'_> {
                     .plan
                     .predicate
                     .judge(run.report.outcome, &run.report.output_tail);
-                reproduced |= v == Verdict::New && g > 0;
+                verdicts.push((g, v));
             }
         }
-        // A stored --bad costs nothing to ask (and a resumed run must replay the killed one).
-        let bad_stored = cheap.last() == Some(&(groups.len() - 1));
-        if reproduced
-            && !bad_stored
-            && *endpoints == EndpointCheck::First
-            && search.verdict(search.len() - 1).is_none()
-        {
-            *endpoints = EndpointCheck::Lazy;
+        let bad_decided = search.verdict(search.len() - 1).is_some();
+        let ends = after_the_store(*endpoints, &verdicts, groups.len(), bad_decided);
+        if ends != *endpoints {
+            *endpoints = ends;
             search = groups.search(repo, &self.plan.range, *endpoints, known)?;
         }
         for &g in &cheap {
