@@ -67,8 +67,9 @@ pub fn request(
     work_dir: &Path,
     jobs: usize,
 ) -> anyhow::Result<Request> {
-    use crate::run::bisect::git_error;
+    use crate::run::bisect::{check, git_error};
     let git = crate::run::git::open(repo).map_err(git_error)?;
+    let (good, bad) = check::revisions(&git, (good, bad), ("--good", "--bad"))?;
     let mut cfg = Resolved::for_backend(crate::core::build::Backend::Cpu);
     let _ = cfg.apply(&Flags {
         script: Some(TEST_COMMAND.into()),
@@ -89,8 +90,8 @@ pub fn request(
     );
     Ok(Request {
         repo: repo.to_path_buf(),
-        good: crate::run::git::resolve(&git, good, "--good").map_err(git_error)?,
-        bad: crate::run::git::resolve(&git, bad, "--bad").map_err(git_error)?,
+        good,
+        bad,
         first_parent: true,
         path: Subtree::Auto,
         predicate: Predicate::new(Regress::Error, None),

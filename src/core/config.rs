@@ -11,6 +11,9 @@ use crate::core::build::{Backend, Memory, Recipe};
 use crate::core::matrix::{Config, RawProbe};
 use crate::core::result::ConfigurationInfo;
 
+mod meaning;
+pub use meaning::{meaningless, Meaningless};
+
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
 pub const DEFAULT_HIP_TARGET: &str = "gfx1151";
 
@@ -45,48 +48,6 @@ pub struct Resolved {
     /// The probe stops after the build (`--regress build`, `matrix --build-only`): no test
     /// runs, the outcome is `built` or `build_failed`, and no GPU is needed.
     pub build_only: bool,
-}
-
-/// A setting that means nothing for the backend the probes build for: stored in the key it
-/// would answer no question and never be found again, so it is refused (exit 2) whether a flag
-/// or a `--config` gave it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Meaningless {
-    /// The setting as its flag spells it (`--graphs`).
-    pub flag: &'static str,
-    pub value: String,
-    /// Which backends it is for, in words.
-    pub for_: &'static str,
-}
-
-/// THE rule of which settings mean something for which backend (one for flags and
-/// configurations): GPU targets and graphs are GPU settings, the wave size is HIP's.
-pub fn meaningless(
-    backend: Backend,
-    gpu_target: Option<&str>,
-    graphs: Option<bool>,
-    wave_size: Option<u32>,
-) -> Option<Meaningless> {
-    let m = |flag, value: String, for_| Some(Meaningless { flag, value, for_ });
-    if backend == Backend::Cpu {
-        if let Some(t) = gpu_target {
-            return m("--gpu-target", t.to_string(), "a GPU build: hip or cuda");
-        }
-        if let Some(g) = graphs {
-            let onoff = if g { "on" } else { "off" };
-            return m(
-                "--graphs",
-                onoff.to_string(),
-                "HIP/CUDA graphs: hip or cuda",
-            );
-        }
-    }
-    match (wave_size, backend) {
-        (Some(w), Backend::Cpu | Backend::Cuda) => {
-            m("--wave-size", w.to_string(), "a HIP wave size: hip")
-        }
-        _ => None,
-    }
 }
 
 /// Explicit flags of a commit bisect; `None`/empty leaves the configuration's value.
@@ -275,12 +236,6 @@ impl Resolved {
             Memory::Host => Some("--memory host: the CPU backend's buffers are host memory already (the same buffer as device); use --memory device, or --backend hip|cuda".into()),
             Memory::Unified => Some("--memory unified: ggml's unified-memory switch (GGML_CUDA_ENABLE_UNIFIED_MEMORY, GGML_HIP_UMA) acts on CUDA/HIP allocations only; use --memory device on the CPU, or --backend hip|cuda".into()),
         }
-    }
-
-    /// A setting of this configuration that means nothing for its backend (`meaningless`).
-    pub fn meaningless(&self) -> Option<Meaningless> {
-        let r = &self.recipe;
-        meaningless(self.backend, r.gpu_target.as_deref(), r.graphs, r.wave_size)
     }
 
     /// `--backend hip` without a GPU target means the subject, gfx1151. Returns the note to

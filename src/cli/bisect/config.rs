@@ -102,77 +102,6 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
     })
 }
 
-/// Flags that would mean nothing for the chosen backend or probe are refused (exit 2) rather
-/// than stored in the key: a run keyed by `--gpu-target banana` on the CPU would answer no
-/// question and never be found again. `backend` is the one the probes build for (a `--config`'s
-/// unless `--backend` overrides it).
-fn meaningful(args: &BisectArgs, flags: &Flags, backend: Backend) -> anyhow::Result<()> {
-    let c = &args.cfg;
-    if args.script.is_some() && !args.repro_args.is_empty() {
-        return Err(CliError::usage(
-            "--repro-arg is for the bundled reproducer; a --script probe gets its arguments in CMD (drop --repro-arg)",
-        ));
-    }
-    if let Some(t) = c.gpu_target.as_deref().filter(|t| !cuda_target(t)) {
-        if backend == Backend::Cuda {
-            return Err(CliError::usage(format!(
-                "--gpu-target {t}: a CUDA target is an sm number such as 90 or 90a (CMAKE_CUDA_ARCHITECTURES; several: 89;90)"
-            )));
-        }
-    }
-    let given = crate::core::config::meaningless(
-        backend,
-        c.gpu_target.as_deref(),
-        flags.graphs,
-        flags.wave_size,
-    );
-    match given {
-        Some(m) => Err(CliError::usage(format!(
-            "{} {} means nothing for --backend {} ({}); drop it or pick that backend",
-            m.flag,
-            m.value,
-            backend.as_str(),
-            m.for_
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// What is left after the flags: a `--config`'s own setting that means nothing for the
-/// backend a flag chose (`--config` of a HIP configuration with `--backend cpu` keeps its
-/// graphs, which the CPU build would store in the key and never read).
-fn configuration_meaningful(cfg: &Resolved) -> anyhow::Result<()> {
-    let Some(m) = cfg.meaningless() else {
-        return Ok(());
-    };
-    let b = cfg.backend.as_str();
-    Err(CliError::usage(format!(
-        "--config {}: its {} {} means nothing for --backend {b} ({}); drop --backend {b} or pick a configuration of that backend",
-        cfg.id.as_deref().unwrap_or("(unnamed)"),
-        m.flag,
-        m.value,
-        m.for_
-    )))
-}
-
-/// `CMAKE_CUDA_ARCHITECTURES`: sm numbers (`90`, `90a`, `100f`, `90-real`), `;`- or
-/// `,`-separated, or one of CMake's words.
-fn cuda_target(t: &str) -> bool {
-    if ["native", "all", "all-major"].contains(&t) {
-        return true;
-    }
-    t.split([';', ',']).all(|one| {
-        let one = one
-            .strip_suffix("-real")
-            .or_else(|| one.strip_suffix("-virtual"))
-            .unwrap_or(one);
-        let digits = one.trim_end_matches(['a', 'f']);
-        !digits.is_empty()
-            && digits.bytes().all(|d| d.is_ascii_digit())
-            && one.len() - digits.len() <= 1
-    })
-}
-
 /// Resolves `--config` and the flags.
 pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     let flags = flags(args)?;
@@ -203,10 +132,13 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     } else {
         format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
     };
-    meaningful(args, &flags, cfg.backend)?;
+    // Flags that mean nothing for the backend the probes build for, then what is left of the
+    // configuration once they apply (`core::config::meaning`: one rule for both).
+    if let Some(why) = flags.refused(cfg.backend) {
+        return Err(CliError::usage(why));
+    }
     let overrides = cfg.apply(&flags);
-    configuration_meaningful(&cfg)?;
-    if let Some(why) = cfg.memory_refused() {
+    if let Some(why) = cfg.refused() {
         return Err(CliError::usage(why));
     }
     if let Some(note) = cfg.default_target() {
@@ -239,16 +171,6 @@ mod tests {
     use super::*;
     use crate::core::result::ReproducerInfo;
 
-    #[test]
-    fn cuda_targets_are_sm_numbers() {
-        for ok in ["90", "90a", "100f", "89;90", "86,89", "90-real", "native"] {
-            assert!(cuda_target(ok), "{ok}");
-        }
-        for bad in ["banana", "gfx1151", "", "90aa", "sm_90", "9 0"] {
-            assert!(!cuda_target(bad), "{bad}");
-        }
-    }
-
     /// Every built-in configuration means what it says for its own backend, and a flag that
     /// changes the backend under one is held to the same rule as the flags.
     #[test]
@@ -262,7 +184,7 @@ mod tests {
                 backend: Some(Backend::Cpu),
                 ..Flags::default()
             });
-            let refused_here = configuration_meaningful(&cfg).is_err();
+            let refused_here = cfg.refused().is_some();
             assert_eq!(refused_here, c.values.contains_key("graphs"), "{}", c.id);
             refused += usize::from(refused_here);
         }

@@ -19,7 +19,7 @@ use crate::core::result::BisectResult;
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
 use crate::report::bisect as report;
-use crate::run::bisect::{git_error, Mode, Request, Subtree};
+use crate::run::bisect::{check, git_error, Mode, Request};
 use crate::run::git;
 use crate::run::progress::Progress;
 use std::path::Path;
@@ -77,13 +77,6 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         ));
     }
     placement::check_flags(chosen.engine, chosen.cfg.image.as_deref())?;
-    let repo = git::open(&args.repo).map_err(git_error)?;
-    let good = git::resolve(&repo, good, "--good").map_err(git_error)?;
-    let bad = git::resolve(&repo, bad, "--bad").map_err(git_error)?;
-    let path = subtree(&repo, bad, args.path.as_deref(), "--path", "bad commit")?;
-    if chosen.cfg.probe == crate::core::config::ProbeKind::Replay {
-        ggml_tree(&repo, bad)?;
-    }
     let work_dir = args
         .work_dir
         .clone()
@@ -100,6 +93,15 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         (None, false, true) => Mode::DryRun,
         (None, false, false) => Mode::Run,
     };
+    let runs = runs(args.repeat, args.confidence, args.max_runs);
+    let endpoints = endpoints(args.lazy_endpoints);
+    // Last, the revisions in the repository (`run::bisect::check`).
+    let repo = git::open(&args.repo).map_err(git_error)?;
+    let (good, bad) = check::revisions(&repo, (good, bad), ("--good", "--bad"))?;
+    let path = check::subtree(&repo, bad, args.path.as_deref(), "--path", "bad commit")?;
+    if chosen.cfg.probe == crate::core::config::ProbeKind::Replay {
+        check::ggml_tree(&repo, bad)?;
+    }
     Ok(Request {
         repo: args.repo.clone(),
         good,
@@ -107,9 +109,9 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         first_parent: !args.no_first_parent,
         path,
         predicate,
-        runs: runs(args.repeat, args.confidence, args.max_runs),
+        runs,
         jobs: args.jobs,
-        endpoints: endpoints(args.lazy_endpoints),
+        endpoints,
         validate: args.validate,
         work_dir,
         chosen,
@@ -159,49 +161,6 @@ pub fn endpoints(lazy: bool) -> EndpointCheck {
     } else {
         EndpointCheck::First
     }
-}
-
-/// `--path DIR`: `.` (or empty, `/`) is the whole tree; a directory must exist in `bad`
-/// (`what` names that commit as the user gave it).
-pub fn subtree(
-    repo: &git2::Repository,
-    bad: git::Oid,
-    path: Option<&str>,
-    flag: &str,
-    what: &str,
-) -> anyhow::Result<Subtree> {
-    let p = match path {
-        None => return Ok(Subtree::Auto),
-        Some(p) => p.trim_matches('/'),
-    };
-    if p.is_empty() || p == "." {
-        return Ok(Subtree::Whole);
-    }
-    let tree = repo
-        .find_commit(bad)
-        .and_then(|c| c.tree())
-        .map_err(|e| CliError::infra(format!("reading {what} {bad}: {e}")))?;
-    if tree.get_path(Path::new(p)).is_err() {
-        return Err(CliError::usage(format!(
-            "{flag} {p}: no such path in {what} {bad}; name a directory of that commit (or {flag} . for the whole tree)"
-        )));
-    }
-    Ok(Subtree::Dir(p.to_string()))
-}
-
-/// The bundled reproducer needs a ggml tree at `bad` (ggml, llama.cpp or lucebox layout).
-pub fn ggml_tree(repo: &git2::Repository, bad: git::Oid) -> anyhow::Result<()> {
-    let tree = repo
-        .find_commit(bad)
-        .and_then(|c| c.tree())
-        .map_err(|e| CliError::infra(format!("reading bad commit {bad}: {e}")))?;
-    let has = |p: &str| tree.get_path(Path::new(p)).is_ok();
-    if crate::core::layout::Layout::of(has).has_ggml_header(has) {
-        return Ok(());
-    }
-    Err(CliError::usage(format!(
-        "no --script given, and bad commit {bad} is not a ggml, llama.cpp or lucebox tree for the bundled reproducer (no include/ggml.h at the root, under ggml/ or under server/deps/llama.cpp/ggml/); pass --script CMD"
-    )))
 }
 
 /// `--regress build` asks whether the build fails, so nothing may run a test: `--script` is

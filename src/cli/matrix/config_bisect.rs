@@ -206,12 +206,11 @@ fn commit_level(
         }
         return Ok(None);
     };
-    use crate::run::bisect::git_error;
+    use crate::run::bisect::{check, git_error};
     let c = &args.commit;
     let repo = crate::run::git::open(&args.run.repo).map_err(git_error)?;
-    let good = crate::run::git::resolve(&repo, good, "--good-rev").map_err(git_error)?;
-    let bad = crate::run::git::resolve(&repo, &args.rev, "--rev").map_err(git_error)?;
-    let path = crate::cli::bisect::subtree(&repo, bad, c.path.as_deref(), "--path", "--rev")?;
+    let (good, bad) = check::revisions(&repo, (good, &args.rev), ("--good-rev", "--rev"))?;
+    let path = check::subtree(&repo, bad, c.path.as_deref(), "--path", "--rev")?;
     let work_dir = work_dir(&args.run);
     crate::cli::output::check_dir_writable("--work-dir", &work_dir)?;
     Ok(Some(CommitLevel {

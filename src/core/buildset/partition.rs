@@ -226,7 +226,7 @@ mod tests {
             p.regroup(Some(Cut { boundaries: &b, union: &union }), &known);
             let depths: Vec<u64> = (0..n as u64).collect();
             let answer = loop {
-                let mut s = p.search(&depths, EndpointCheck::First, &known);
+                let s = p.search(&depths, EndpointCheck::First, &known);
                 match s.next(1) {
                     crate::core::search::Step::Probe(w) => {
                         for g in w {

@@ -10,6 +10,7 @@
 //!                               .planned                      (--dry-run: facts, nothing made)
 //! ```
 
+pub mod check;
 mod document;
 mod place;
 mod planned;
@@ -222,7 +223,7 @@ pub fn prepare(req: &Request) -> anyhow::Result<Prepared> {
         (None, None) => None,
     };
     let place = place::place(&chosen.cfg, &repo, req.bad, container, !dry)?;
-    let planned = planned.map(|p| p.with_build(&chosen.cfg, &place));
+    let prober: Box<dyn Prober> = Box::new(crate::run::probers::prober(&chosen.cfg, &place));
     let reproduce = match &chosen.cfg.probe {
         ProbeKind::Script { build, script } => {
             let p = ScriptProber {
@@ -246,7 +247,7 @@ pub fn prepare(req: &Request) -> anyhow::Result<Prepared> {
         }
         ProbeKind::Replay => None,
     };
-    let prober: Box<dyn Prober> = Box::new(crate::run::probers::prober(&chosen.cfg, &place));
+    let planned = planned.map(|p| p.with_build(&chosen.cfg, &place));
     let id = crate::run::store::bisect_id(&[
         &canon_repo.to_string_lossy(),
         &range.good,
