@@ -17,7 +17,7 @@
 //! differ from the driver's, which consumes stored runs one at a time.
 
 use crate::core::evidence::Policy;
-use crate::core::flaky::session::{self, Action, Session};
+use crate::core::flaky::session::{Action, Session};
 use crate::core::plan::Plan;
 use crate::error::CliError;
 use crate::probe::Prober;
@@ -67,12 +67,10 @@ pub fn plan_next(
         }
         Action::Finished => {
             let conclusion = s.conclusion().cloned();
-            let first_bad = match &conclusion {
-                Some(session::SessionConclusion::Found { culprit, .. }) => {
-                    Some(r.candidates[*culprit].sha.clone())
-                }
-                _ => None,
-            };
+            let first_bad = conclusion
+                .as_ref()
+                .and_then(|c| c.culprit())
+                .map(|i| r.candidates[i].sha.clone());
             json!({"done": true, "runs_stored": total, "conclusion": conclusion, "first_bad": first_bad})
         }
     })

@@ -12,9 +12,10 @@
 
 use setrows_bisect::core::evidence::Policy;
 use setrows_bisect::core::evidence::{Decision, Evidence, Rule};
-use setrows_bisect::core::flaky::session::{Action, Session, SessionConclusion};
+use setrows_bisect::core::flaky::session::{Action, Session, SessionEnd};
 use setrows_bisect::core::flaky::{evidence_from_runs, posterior, Beta};
 use setrows_bisect::core::outcome::Verdict;
+use setrows_bisect::core::result::Conclusion;
 use setrows_bisect::core::search::{Answer, EndpointCheck, Search, Step};
 
 /// SplitMix64: tiny, fast, good enough for Monte Carlo, and stable across versions (a crate's
@@ -73,7 +74,7 @@ impl History {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
-    pub conclusion: SessionConclusion,
+    pub conclusion: SessionEnd,
     pub runs: u64,
     pub waves: u32,
     /// The stated culprit is the planted one.
@@ -104,14 +105,14 @@ pub fn trial_of(h: &History, mut s: Session, slots: usize, seed: u64) -> Trial {
             s.record(i, v);
         }
     }
-    let conclusion = s
-        .conclusion()
-        .cloned()
-        .unwrap_or(SessionConclusion::Inconclusive {
-            candidates: Vec::new(),
-            mass: 0.0,
-            rate: None,
-        });
+    let conclusion = s.conclusion().cloned().unwrap_or(SessionEnd {
+        conclusion: Conclusion::Ambiguous {
+            indices: Vec::new(),
+        },
+        confidence: Some(0.0),
+        rate: None,
+        inconclusive: true,
+    });
     judge(h, conclusion, s.runs(), s.waves())
 }
 
@@ -157,21 +158,28 @@ pub fn driver_trial(
     let total = runs.len() as u64;
     let post = posterior(&evidence_from_runs(h.n, runs), Beta::UNIFORM);
     let conclusion = match answer {
-        Err((which, got)) => SessionConclusion::BadEndpoint { which, got },
+        Err((which, got)) => SessionEnd {
+            conclusion: Conclusion::BadEndpoint { which, got },
+            confidence: None,
+            rate: None,
+            inconclusive: false,
+        },
         Ok(a) => {
             let confidence = post.as_ref().map(|p| p.confidence(&a));
             let rate = post.as_ref().map(|p| p.rate_mean);
             match a {
-                Answer::Found(culprit) => SessionConclusion::Found {
-                    culprit,
+                Answer::Found(index) => SessionEnd {
+                    conclusion: Conclusion::Found { index },
                     confidence,
                     rate,
+                    inconclusive: false,
                 },
                 // With no skips in the history, an ambiguous answer means the budget ran out.
-                Answer::Ambiguous(candidates) => SessionConclusion::Inconclusive {
-                    candidates,
-                    mass: confidence.unwrap_or(0.0),
+                Answer::Ambiguous(indices) => SessionEnd {
+                    conclusion: Conclusion::Ambiguous { indices },
+                    confidence: Some(confidence.unwrap_or(0.0)),
                     rate,
+                    inconclusive: true,
                 },
             }
         }
@@ -179,20 +187,19 @@ pub fn driver_trial(
     judge(h, conclusion, total, waves)
 }
 
-fn judge(h: &History, conclusion: SessionConclusion, runs: u64, waves: u32) -> Trial {
-    let (right, wrong) = match &conclusion {
-        SessionConclusion::Found { culprit, .. } => (*culprit == h.culprit, *culprit != h.culprit),
+fn judge(h: &History, conclusion: SessionEnd, runs: u64, waves: u32) -> Trial {
+    let (right, wrong) = match &conclusion.conclusion {
+        // The budget ran out: the credible set is no claim about the culprit.
+        _ if conclusion.inconclusive => (false, false),
+        Conclusion::Found { index } => (*index == h.culprit, *index != h.culprit),
         // The budget ran out before an endpoint could be settled (the policy turns the
         // missing runs into skips): no claim about the culprit, so not a wrong answer.
-        SessionConclusion::BadEndpoint {
+        Conclusion::BadEndpoint {
             got: Verdict::Skip, ..
         } => (false, false),
         // A bad endpoint claim about a history whose endpoints are right is a wrong answer.
-        SessionConclusion::BadEndpoint { .. } => (false, true),
-        SessionConclusion::Ambiguous { candidates, .. } => {
-            (false, !candidates.contains(&h.culprit))
-        }
-        SessionConclusion::Inconclusive { .. } => (false, false),
+        Conclusion::BadEndpoint { .. } => (false, true),
+        Conclusion::Ambiguous { indices } => (false, !indices.contains(&h.culprit)),
     };
     Trial {
         conclusion,
@@ -249,10 +256,8 @@ pub fn batch(
         sum.right += u32::from(r.right);
         sum.wrong += u32::from(r.wrong);
         sum.inconclusive += u32::from(!r.right && !r.wrong);
-        if let SessionConclusion::Found {
-            confidence: Some(c),
-            ..
-        } = r.conclusion
+        if let (Conclusion::Found { .. }, Some(c)) =
+            (&r.conclusion.conclusion, r.conclusion.confidence)
         {
             conf += c;
             answered += 1;

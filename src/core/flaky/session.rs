@@ -24,37 +24,58 @@ use super::{
 };
 use crate::core::evidence::{Decision, Evidence, Fixed, Policy, Rule};
 use crate::core::outcome::Verdict;
-use crate::core::search::{Endpoint, EndpointCheck, Search, Step};
-use serde::{Deserialize, Serialize};
+use crate::core::result::Conclusion;
+use crate::core::search::{Answer, Endpoint, EndpointCheck, Search, Step};
+use serde::Serialize;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SessionConclusion {
-    Found {
-        culprit: usize,
-        /// P(this is the first bad candidate | all runs); `None` when the runs contradict the
-        /// model (cannot happen after a successful search).
-        confidence: Option<f64>,
-        /// Posterior mean reproduction rate.
-        rate: Option<f64>,
-    },
-    /// Skipped candidates hide the boundary (search's `Answer::Ambiguous`).
-    Ambiguous {
-        candidates: Vec<usize>,
-        confidence: Option<f64>,
-        rate: Option<f64>,
-    },
-    /// `--max-runs` ran out before the answer was believable: the fewest candidates that hold
-    /// the requested confidence, and how much they hold.
-    Inconclusive {
-        candidates: Vec<usize>,
-        mass: f64,
-        rate: Option<f64>,
-    },
-    BadEndpoint {
-        which: Endpoint,
-        got: Verdict,
-    },
+/// How a session ended: THE conclusion of a search (`core::result::Conclusion`, what the
+/// result document stores), with what the posterior says about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionEnd {
+    #[serde(flatten)]
+    pub conclusion: Conclusion,
+    /// P(the answer | all runs); `None` for an endpoint, or when the runs contradict the model
+    /// (cannot happen after a successful search). With `inconclusive`: the share of the
+    /// posterior the candidates hold.
+    pub confidence: Option<f64>,
+    /// Posterior mean reproduction rate.
+    pub rate: Option<f64>,
+    /// `--max-runs` ran out before the answer was believable: the conclusion is `Ambiguous`
+    /// over the fewest candidates that hold the requested confidence.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub inconclusive: bool,
+}
+
+impl SessionEnd {
+    fn answer(answer: Answer, confidence: Option<f64>, rate: Option<f64>) -> SessionEnd {
+        let conclusion = match answer {
+            Answer::Found(index) => Conclusion::Found { index },
+            Answer::Ambiguous(indices) => Conclusion::Ambiguous { indices },
+        };
+        SessionEnd {
+            conclusion,
+            confidence,
+            rate,
+            inconclusive: false,
+        }
+    }
+
+    fn endpoint(which: Endpoint, got: Verdict) -> SessionEnd {
+        SessionEnd {
+            conclusion: Conclusion::BadEndpoint { which, got },
+            confidence: None,
+            rate: None,
+            inconclusive: false,
+        }
+    }
+
+    /// The first bad candidate, when the session found one.
+    pub fn culprit(&self) -> Option<usize> {
+        match self.conclusion {
+            Conclusion::Found { index } => Some(index),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +101,7 @@ pub struct Session {
     waves: u32,
     /// `Policy::Repeat`: proposed by the search, not decided yet.
     pending: Vec<usize>,
-    conclusion: Option<SessionConclusion>,
+    conclusion: Option<SessionEnd>,
 }
 
 /// Only skips seen: the candidate cannot be tested (exit 125), so it is not run again.
@@ -131,7 +152,7 @@ impl Session {
     pub fn waves(&self) -> u32 {
         self.waves
     }
-    pub fn conclusion(&self) -> Option<&SessionConclusion> {
+    pub fn conclusion(&self) -> Option<&SessionEnd> {
         self.conclusion.as_ref()
     }
 
@@ -160,7 +181,7 @@ impl Session {
         }
     }
 
-    fn finish(&mut self, c: SessionConclusion) -> Action {
+    fn finish(&mut self, c: SessionEnd) -> Action {
         self.conclusion = Some(c);
         self.pending.clear();
         Action::Finished
@@ -174,16 +195,16 @@ impl Session {
         let c = match posterior(&self.evidence, self.prior) {
             Some(post) => {
                 let (candidates, mass) = post.credible_set(target);
-                SessionConclusion::Inconclusive {
-                    candidates,
-                    mass,
+                SessionEnd {
+                    conclusion: Conclusion::Ambiguous {
+                        indices: candidates,
+                    },
+                    confidence: Some(mass),
                     rate: Some(post.rate_mean),
+                    inconclusive: true,
                 }
             }
-            None => SessionConclusion::BadEndpoint {
-                which: Endpoint::Good,
-                got: Verdict::New,
-            },
+            None => SessionEnd::endpoint(Endpoint::Good, Verdict::New),
         };
         self.finish(c)
     }
@@ -207,26 +228,17 @@ impl Session {
         let bad = n - 1;
         let ev = &self.evidence;
         if ev[0].new > 0 {
-            return self.finish(SessionConclusion::BadEndpoint {
-                which: Endpoint::Good,
-                got: Verdict::New,
-            });
+            return self.finish(SessionEnd::endpoint(Endpoint::Good, Verdict::New));
         }
         for (which, i) in [(Endpoint::Bad, bad), (Endpoint::Good, 0)] {
             if untestable(&ev[i]) {
-                return self.finish(SessionConclusion::BadEndpoint {
-                    which,
-                    got: Verdict::Skip,
-                });
+                return self.finish(SessionEnd::endpoint(which, Verdict::Skip));
             }
         }
         // Any failure proves the bad endpoint bad (everything after a bad candidate is bad).
         let bad_shown = ev.iter().any(|e| e.new > 0);
         if !bad_shown && self.rule().decide(&ev[bad]) == Decision::Decided(Verdict::Old) {
-            return self.finish(SessionConclusion::BadEndpoint {
-                which: Endpoint::Bad,
-                got: Verdict::Old,
-            });
+            return self.finish(SessionEnd::endpoint(Endpoint::Bad, Verdict::Old));
         }
         let Some(b) = belief(ev, prior) else {
             return self.inconclusive();
@@ -259,20 +271,12 @@ impl Session {
                 }
                 if forced.is_empty() {
                     let (confidence, rate) = (Some(mass), Some(b.rate_mean));
-                    let c = if block.len() == 1 {
-                        SessionConclusion::Found {
-                            culprit: block[0],
-                            confidence,
-                            rate,
-                        }
+                    let answer = if block.len() == 1 {
+                        Answer::Found(block[0])
                     } else {
-                        SessionConclusion::Ambiguous {
-                            candidates: block,
-                            confidence,
-                            rate,
-                        }
+                        Answer::Ambiguous(block)
                     };
-                    return self.finish(c);
+                    return self.finish(SessionEnd::answer(answer, confidence, rate));
                 }
             }
         }
@@ -316,27 +320,13 @@ impl Session {
             match self.search.next(slots) {
                 Step::Probe(ix) => self.pending = ix,
                 Step::BadEndpoint { which, got } => {
-                    return self.finish(SessionConclusion::BadEndpoint { which, got })
+                    return self.finish(SessionEnd::endpoint(which, got))
                 }
                 Step::Done(answer) => {
                     let post = posterior(&self.evidence, self.prior);
                     let confidence = post.as_ref().map(|p| p.confidence(&answer));
                     let rate = post.as_ref().map(|p| p.rate_mean);
-                    let c = match answer {
-                        crate::core::search::Answer::Found(culprit) => SessionConclusion::Found {
-                            culprit,
-                            confidence,
-                            rate,
-                        },
-                        crate::core::search::Answer::Ambiguous(candidates) => {
-                            SessionConclusion::Ambiguous {
-                                candidates,
-                                confidence,
-                                rate,
-                            }
-                        }
-                    };
-                    return self.finish(c);
+                    return self.finish(SessionEnd::answer(answer, confidence, rate));
                 }
             }
         }

@@ -5,7 +5,7 @@
 
 use super::{drive, execute, in_slots, note, range_label, Shared};
 use crate::core::evidence::{Evidence, Policy};
-use crate::core::flaky::session::{Action, Session, SessionConclusion};
+use crate::core::flaky::session::{Action, Session, SessionEnd};
 use crate::core::flaky::Beta;
 use crate::core::plan::Plan;
 use crate::core::result::{BisectOutcome, BudgetSpent, CandidateMass, Conclusion};
@@ -85,7 +85,13 @@ fn budget_spent(
     confidence: f64,
     max_runs: Option<u64>,
 ) -> Option<BudgetSpent> {
-    let Some(SessionConclusion::Inconclusive { mass, rate, .. }) = session.conclusion() else {
+    let Some(SessionEnd {
+        inconclusive: true,
+        confidence: Some(mass),
+        rate,
+        ..
+    }) = session.conclusion()
+    else {
         return None;
     };
     let post = crate::core::flaky::posterior(session.evidence(), Beta::UNIFORM)?;
@@ -187,15 +193,8 @@ fn session_loop(
             session.record(i, v?);
         }
     }
-    let conclusion = match session.conclusion().cloned() {
-        Some(SessionConclusion::Found { culprit, .. }) => Conclusion::Found { index: culprit },
-        Some(SessionConclusion::Ambiguous { candidates, .. })
-        | Some(SessionConclusion::Inconclusive { candidates, .. }) => Conclusion::Ambiguous {
-            indices: candidates,
-        },
-        Some(SessionConclusion::BadEndpoint { which, got }) => {
-            Conclusion::BadEndpoint { which, got }
-        }
+    let conclusion = match session.conclusion() {
+        Some(end) => end.conclusion.clone(),
         // `next` returns Finished only with a conclusion; an empty answer is the honest one.
         None => Conclusion::Ambiguous {
             indices: (1..cands.len()).collect(),

@@ -25,17 +25,9 @@ fn deterministic_fault_is_found_with_confidence() {
         1,
         |i| if i >= 40 { Verdict::New } else { Verdict::Old },
     );
-    match s.conclusion().unwrap() {
-        SessionConclusion::Found {
-            culprit,
-            confidence,
-            ..
-        } => {
-            assert_eq!(*culprit, 40);
-            assert!(confidence.unwrap() >= 0.95);
-        }
-        other => panic!("{other:?}"),
-    }
+    let end = s.conclusion().unwrap();
+    assert_eq!(end.conclusion, Conclusion::Found { index: 40 }, "{end:?}");
+    assert!(end.confidence.unwrap() >= 0.95);
 }
 
 #[test]
@@ -46,17 +38,10 @@ fn plain_bisect_states_its_low_confidence() {
         1,
         |i| if i >= 40 { Verdict::New } else { Verdict::Old },
     );
-    let Some(SessionConclusion::Found {
-        culprit,
-        confidence,
-        ..
-    }) = s.conclusion()
-    else {
-        panic!()
-    };
-    assert_eq!(*culprit, 40);
+    let end = s.conclusion().unwrap();
+    assert_eq!(end.culprit(), Some(40));
     // One pass at the parent cannot make a possibly-rare fault unlikely.
-    assert!(confidence.unwrap() < 0.95);
+    assert!(end.confidence.unwrap() < 0.95);
 }
 
 #[test]
@@ -77,16 +62,17 @@ fn budget_exhaustion_is_inconclusive_with_candidates() {
         }
     });
     assert_eq!(s.runs(), 6);
-    match s.conclusion().unwrap() {
-        SessionConclusion::Inconclusive {
-            candidates, mass, ..
-        } => {
-            assert!(candidates.contains(&120), "{candidates:?}");
-            assert!(*mass >= 0.95);
-            assert!(candidates.len() > 1);
-        }
-        other => panic!("{other:?}"),
-    }
+    let end = s.conclusion().unwrap();
+    let Conclusion::Ambiguous {
+        indices: candidates,
+    } = &end.conclusion
+    else {
+        panic!("{end:?}")
+    };
+    assert!(end.inconclusive, "{end:?}");
+    assert!(candidates.contains(&120), "{candidates:?}");
+    assert!(end.confidence.unwrap() >= 0.95);
+    assert!(candidates.len() > 1);
 }
 
 #[test]
@@ -109,7 +95,7 @@ fn a_failure_at_the_reinforced_parent_moves_the_answer() {
     });
     assert!(matches!(
         s.conclusion(),
-        Some(SessionConclusion::Found { culprit: 30, .. })
+        Some(e) if e.culprit() == Some(30)
     ));
 }
 
@@ -177,7 +163,7 @@ fn resuming_wave_by_wave_replays_the_same_decisions() {
     assert_eq!(first.conclusion(), second.conclusion());
     assert!(matches!(
         first.conclusion(),
-        Some(SessionConclusion::Found { culprit: 170, .. })
+        Some(e) if e.culprit() == Some(170)
     ));
 }
 
@@ -195,7 +181,7 @@ fn a_reliable_fault_costs_a_few_runs_more_than_git_bisect() {
             }
         });
         assert!(
-            matches!(s.conclusion(), Some(SessionConclusion::Found { culprit: c, .. }) if *c == culprit),
+            s.conclusion().and_then(|e| e.culprit()) == Some(culprit),
             "{:?}",
             s.conclusion()
         );
@@ -211,17 +197,15 @@ fn a_skipped_parent_leaves_an_ambiguous_answer() {
         i if i >= 21 => Verdict::New,
         _ => Verdict::Old,
     });
-    match s.conclusion().unwrap() {
-        SessionConclusion::Ambiguous {
-            candidates,
-            confidence,
-            ..
-        } => {
-            assert_eq!(candidates, &vec![20, 21]);
-            assert!(confidence.unwrap() >= 0.9);
+    let end = s.conclusion().unwrap();
+    assert_eq!(
+        end.conclusion,
+        Conclusion::Ambiguous {
+            indices: vec![20, 21]
         }
-        other => panic!("{other:?}"),
-    }
+    );
+    assert!(!end.inconclusive);
+    assert!(end.confidence.unwrap() >= 0.9);
     // Skipped candidates are not run again.
     assert_eq!(s.evidence()[20].runs(), 1);
 }
@@ -231,8 +215,8 @@ fn endpoints_that_lie_are_reported() {
     let mut s = Session::new((0..50).collect(), EndpointCheck::First, adaptive(0.95));
     drive(&mut s, 2, |_| Verdict::New);
     assert_eq!(
-        s.conclusion(),
-        Some(&SessionConclusion::BadEndpoint {
+        s.conclusion().map(|e| &e.conclusion),
+        Some(&Conclusion::BadEndpoint {
             which: Endpoint::Good,
             got: Verdict::New
         })
@@ -240,8 +224,8 @@ fn endpoints_that_lie_are_reported() {
     let mut s = Session::new((0..50).collect(), EndpointCheck::First, adaptive(0.95));
     drive(&mut s, 1, |_| Verdict::Old);
     assert_eq!(
-        s.conclusion(),
-        Some(&SessionConclusion::BadEndpoint {
+        s.conclusion().map(|e| &e.conclusion),
+        Some(&Conclusion::BadEndpoint {
             which: Endpoint::Bad,
             got: Verdict::Old
         })
