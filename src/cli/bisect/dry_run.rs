@@ -4,7 +4,7 @@
 
 use crate::core::search::{simulate, EndpointCheck};
 use crate::error::CliError;
-use crate::run::bisect::{Planned, Prepared, Request, Where};
+use crate::run::bisect::{Planned, Prepared, Where};
 use std::fmt::Write;
 
 /// Where the steps would run, ccache, the toolchain and the build, in words.
@@ -87,7 +87,6 @@ fn unknown_key(planned: &Planned) -> Option<String> {
 /// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
 pub(super) fn dry_run(
     p: &Prepared,
-    req: &Request,
     github: &crate::cli::report::BisectPostArgs,
 ) -> anyhow::Result<String> {
     let r = &p.plan.range;
@@ -112,7 +111,7 @@ pub(super) fn dry_run(
             }
         }
     }
-    let confidence = matches!(req.runs, crate::core::evidence::Policy::Confidence { .. });
+    let confidence = matches!(p.runs, crate::core::evidence::Policy::Confidence { .. });
     let mut out = String::new();
     let _ = writeln!(out, "range: {}..{}", r.good, r.bad);
     let _ = writeln!(

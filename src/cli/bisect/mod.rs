@@ -197,7 +197,7 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
     let p = crate::run::bisect::prepare(req)?;
     if req.mode == Mode::DryRun {
         // A plan has no side effects: the runs are not seeded into the store.
-        print!("{}", dry_run::dry_run(&p, req, out.github)?);
+        print!("{}", dry_run::dry_run(&p, out.github)?);
         return Ok((0, None));
     }
     let r = &p.plan.range;
