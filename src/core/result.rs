@@ -16,7 +16,6 @@ use crate::core::judge::{Finding, Observations};
 use crate::core::matrix::Value as AxisValue;
 use crate::core::outcome::{Outcome, Verdict};
 use crate::core::range::CommitInfo;
-use crate::core::search::Endpoint;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -27,6 +26,8 @@ mod endpoint;
 mod invocation;
 mod matrix;
 mod reproducer;
+/// Stored as the search ended it (`core::search`).
+pub use crate::core::search::Conclusion;
 pub use config::{BisectConfigResult, ConfigDetails, ConfigProbe};
 pub use invocation::{web_url, Invocation, Tool};
 pub use matrix::{Cell, ConfigRow, MatrixResults, Rev};
@@ -110,24 +111,6 @@ pub struct ProbeRecord {
     /// Built, but not tested: the outcome of this commit's byte-identical artifacts.
     #[serde(default)]
     pub reused_from: Option<String>,
-}
-
-/// How a search ended; indices are into the candidates (bisect) or the ladder (bisect-config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Conclusion {
-    Found {
-        index: usize,
-    },
-    /// The first new candidate is one of these (skips hide the boundary).
-    Ambiguous {
-        indices: Vec<usize>,
-    },
-    /// An endpoint does not behave as claimed.
-    BadEndpoint {
-        which: Endpoint,
-        got: Verdict,
-    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -24,8 +24,7 @@ use super::{
 };
 use crate::core::evidence::{Decision, Evidence, Fixed, Policy, Rule};
 use crate::core::outcome::Verdict;
-use crate::core::result::Conclusion;
-use crate::core::search::{Answer, Endpoint, EndpointCheck, Search, Step};
+use crate::core::search::{Answer, Conclusion, Endpoint, EndpointCheck, Search, Step};
 use serde::Serialize;
 
 /// How a session ended: THE conclusion of a search (`core::result::Conclusion`, what the
