@@ -5,9 +5,8 @@
 //!
 //! cargo run --release --example flaky_sim -- [trials] [candidates] [seed]
 
+use setrows_bisect::core::evidence::Policy;
 use setrows_bisect::core::evidence::{Deterministic, Fixed};
-use setrows_bisect::core::flaky::session::Mode;
-use setrows_bisect::core::flaky::Beta;
 use setrows_bisect::core::search::EndpointCheck;
 #[path = "../tests/sim/mod.rs"]
 mod sim;
@@ -49,9 +48,13 @@ fn main() {
     let seed = arg(3, 1);
     let first = EndpointCheck::First;
     let lazy = EndpointCheck::Lazy;
-    let session = Mode::Adaptive {
+    let session = Policy::Confidence {
         confidence: 0.95,
-        prior: Beta::UNIFORM,
+        max_runs: None,
+    };
+    let capped = Policy::Confidence {
+        confidence: 0.95,
+        max_runs: Some(300),
     };
     let rates = [1.0, 0.5, 0.3, 0.1];
     println!("{trials} histories of {n} candidates per row (same planted culprits in every row), seed {seed}\n");
@@ -75,11 +78,11 @@ fn main() {
         });
         row(p, n, "`--repeat 3`", &rep);
         let capped = batch(n, p, trials, seed, |h: &History, s| {
-            trial(h, session, first, 1, Some(300), s)
+            trial(h, capped, first, 1, s)
         });
         row(p, n, "`--confidence 0.95 --max-runs 300`", &capped);
         let full = batch(n, p, trials, seed, |h: &History, s| {
-            trial(h, session, first, 1, None, s)
+            trial(h, session, first, 1, s)
         });
         row(p, n, "`--confidence 0.95`", &full);
         k1.push(full);
@@ -123,7 +126,7 @@ fn main() {
                 k1[pi]
             } else {
                 batch(n, p, trials, seed, |h: &History, s| {
-                    trial(h, session, first, k, None, s)
+                    trial(h, session, first, k, s)
                 })
             };
             println!(

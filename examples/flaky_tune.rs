@@ -8,10 +8,11 @@
 #[path = "../tests/sim/mod.rs"]
 mod sim;
 
-use setrows_bisect::core::flaky::session::Mode;
+use setrows_bisect::core::evidence::Policy;
+use setrows_bisect::core::flaky::session::Session;
 use setrows_bisect::core::flaky::Beta;
 use setrows_bisect::core::search::EndpointCheck;
-use sim::{batch, info_limit, trial, wilson, History};
+use sim::{batch, info_limit, trial_of, wilson, History};
 
 fn arg(i: usize, default: u64) -> u64 {
     std::env::args()
@@ -36,13 +37,15 @@ fn main() {
     .into_iter()
     .take(priors)
     {
-        let mode = Mode::Adaptive {
+        let policy = Policy::Confidence {
             confidence: 0.95,
-            prior,
+            max_runs: None,
         };
         for p in [1.0, 0.5, 0.3, 0.1] {
             let s = batch(n, p, trials, 1, |h: &History, s| {
-                trial(h, mode, EndpointCheck::First, slots, None, s)
+                let keys = (0..h.n as u64).collect();
+                let session = Session::with_prior(keys, EndpointCheck::First, policy, prior);
+                trial_of(h, session, slots, s)
             });
             let (lo, hi) = wilson(s.right, s.trials);
             println!(

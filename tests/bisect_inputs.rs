@@ -52,10 +52,10 @@ fn bad_inputs_are_one_line_usage_errors() {
         "does not exist",
     );
 
-    // A work dir below a regular file cannot be created, even by root.
+    // A work dir below a regular file cannot be created, even by root: refused naming the flag.
     let file = empty.path().join("plain-file");
     std::fs::write(&file, "x").unwrap();
-    expect_usage_error(raw(&repo, &g, &b, &file.join("work")), "not writable");
+    expect_usage_error(raw(&repo, &g, &b, &file.join("work")), "--work-dir");
 
     let mut c = f.bisect(0, 11);
     c.args(["--jobs", "0"]);

@@ -9,8 +9,7 @@
 //! passing.
 
 use setrows_bisect::core::evidence::Deterministic;
-use setrows_bisect::core::flaky::session::Mode;
-use setrows_bisect::core::flaky::Beta;
+use setrows_bisect::core::evidence::Policy;
 use setrows_bisect::core::search::EndpointCheck;
 mod sim;
 use sim::{batch, driver_trial, info_limit, trial, History, Summary};
@@ -32,12 +31,12 @@ fn plain(p: f64, seed: u64) -> Summary {
 }
 
 fn session(p: f64, slots: usize, seed: u64) -> Summary {
-    let mode = Mode::Adaptive {
+    let policy = Policy::Confidence {
         confidence: TARGET,
-        prior: Beta::UNIFORM,
+        max_runs: None,
     };
     batch(CANDIDATES, p, TRIALS, seed, |h: &History, s| {
-        trial(h, mode, EndpointCheck::First, slots, None, s)
+        trial(h, policy, EndpointCheck::First, slots, s)
     })
 }
 
@@ -97,13 +96,12 @@ fn max_runs_gives_inconclusive_instead_of_guessing() {
     let s = batch(CANDIDATES, 0.1, 100, 31, |h: &History, s| {
         trial(
             h,
-            Mode::Adaptive {
+            Policy::Confidence {
                 confidence: TARGET,
-                prior: Beta::UNIFORM,
+                max_runs: Some(60),
             },
             EndpointCheck::First,
             1,
-            Some(60),
             s,
         )
     });

@@ -139,6 +139,18 @@ async fn bisect_posts_then_edits_one_comment_and_a_fresh_job_resumes_from_it() {
 
     // Run 3: a stateless job (no work dir) resumes from the comment alone.
     std::fs::remove_dir_all(b.p("work")).unwrap();
+    // Its plan first: a dry run says it would seed the store and seeds nothing (no side
+    // effects: no work dir, no request for the comment).
+    let reads = count(&server, "GET", "/repos/o/r/issues/1/comments").await;
+    let (code, out, err) = run(b.cmd(&["--resume-from-issue", "--dry-run"])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("resume: a run first seeds the store"), "{out}");
+    assert!(!b.p("work").exists(), "a dry run wrote the store:\n{err}");
+    assert_eq!(
+        count(&server, "GET", "/repos/o/r/issues/1/comments").await,
+        reads,
+        "a dry run read the issue"
+    );
     let (code, out, err) = run(b.cmd(&["--resume-from-issue"])).await;
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(err.contains("seeded"), "{err}");

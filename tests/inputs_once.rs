@@ -53,6 +53,12 @@ fn flags_that_mean_nothing_are_refused() {
         one_line_usage(c, needles);
         assert!(!f.work().exists(), "{extra:?}: the work dir was made");
     }
+    // A --config's own value is held to the same rule once a flag changed the backend: a HIP
+    // configuration's graphs on the CPU would be keyed and never read.
+    let mut c = f.bisect(0, 7);
+    c.args(["--config", "df7a2619", "--backend", "cpu", "--dry-run"]);
+    one_line_usage(c, &["--config df7a2619", "--graphs on", "--backend cpu"]);
+    assert!(!f.work().exists(), "the work dir was made");
     // What does mean something still runs (a plan here).
     let mut c = f.bisect(0, 7);
     c.args(["--backend", "cuda", "--gpu-target", "90a", "--dry-run"]);

@@ -10,9 +10,13 @@
 
 pub mod history;
 
-use crate::cli::bisect::BisectArgs;
-use crate::core::outcome::Regress;
+use crate::core::config::{Flags, Resolved};
+use crate::core::evidence::Policy;
+use crate::core::outcome::{Predicate, Regress};
+use crate::core::search::EndpointCheck;
 use crate::error::CliError;
+use crate::probe::container::EngineChoice;
+use crate::run::bisect::{Chosen, Mode, Naming, Request, Subtree};
 use clap::Args;
 use history::{HistorySpec, Layout};
 use std::path::{Path, PathBuf};
@@ -54,41 +58,51 @@ pub fn build_command() -> String {
 /// The test command: the test program's own exit code.
 pub const TEST_COMMAND: &str = "\"$WORK/ringbuf_test\"";
 
-/// Bisect arguments for a generated repository.
-pub fn bisect_args(repo: &Path, good: &str, bad: &str, work_dir: &Path) -> BisectArgs {
-    BisectArgs {
-        good: Some(good.into()),
-        bad: Some(bad.into()),
-        repo: repo.to_path_buf(),
+/// The bisect of a generated repository, as a request: the demo's build and test commands on
+/// the host, the first-parent chain of the whole tree, one run per commit.
+pub fn request(
+    repo: &Path,
+    good: &str,
+    bad: &str,
+    work_dir: &Path,
+    jobs: usize,
+) -> anyhow::Result<Request> {
+    use crate::run::bisect::{check, git_error};
+    let git = crate::run::git::open(repo).map_err(git_error)?;
+    let (good, bad) = check::revisions(&git, (good, bad), ("--good", "--bad"))?;
+    let mut cfg = Resolved::for_backend(crate::core::build::Backend::Cpu);
+    let _ = cfg.apply(&Flags {
         script: Some(TEST_COMMAND.into()),
         build: Some(build_command()),
-        regress: Regress::Error,
-        match_: None,
-        timeout: Some(60.0),
+        timeout_s: Some(60.0),
+        ..Flags::default()
+    });
+    let chosen = Chosen::new(
+        cfg,
+        Naming {
+            engine: Some(EngineChoice::None),
+            image_flag: false,
+            named: false,
+            configured: false,
+            overrides: Vec::new(),
+            args_from: String::new(),
+        },
+    );
+    Ok(Request {
+        repo: repo.to_path_buf(),
+        good,
+        bad,
         first_parent: true,
-        no_first_parent: false,
-        path: None,
-        jobs: 1,
-        repeat: None,
-        confidence: None,
-        max_runs: None,
+        path: Subtree::Auto,
+        predicate: Predicate::new(Regress::Error, None),
+        runs: Policy::Repeat(1),
+        jobs,
+        endpoints: EndpointCheck::First,
         validate: 0,
-        plan_only: false,
-        probe: None,
-        run_index: None,
-        lazy_endpoints: false,
-        dry_run: false,
-        json: None,
-        report: None,
-        work_dir: Some(work_dir.to_path_buf()),
-        repro_args: vec![],
-        probe_kind: None,
-        backend: None,
-        engine: Some(crate::probe::container::EngineChoice::None),
-        image: None,
-        cfg: Default::default(),
-        github: Default::default(),
-    }
+        work_dir: work_dir.to_path_buf(),
+        chosen,
+        mode: Mode::Run,
+    })
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
@@ -151,10 +165,16 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         TEST_COMMAND
     );
     let json = root.join("result.json");
-    let mut b = bisect_args(&repo, good, bad, &root.join("work"));
-    b.json = Some(json.clone());
-    b.jobs = args.jobs;
-    let code = crate::cli::bisect::run(b)?;
+    let req = request(&repo, good, bad, &root.join("work"), args.jobs)?;
+    crate::probe::exec::install_interrupt_handler();
+    let github = crate::cli::report::BisectPostArgs::default();
+    let outputs = crate::cli::bisect::Outputs {
+        report: None,
+        json: Some(&json),
+        print: true,
+        github: &github,
+    };
+    let (code, _) = crate::cli::bisect::run_request(&req, &outputs)?;
     let result = std::fs::read_to_string(&json)
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());

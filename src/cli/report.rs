@@ -277,14 +277,17 @@ impl BisectPostArgs {
         }
     }
 
-    /// With `--resume-from-issue`: loads the state of comment `key` and writes its runs for
+    /// With `--resume-from-issue`: loads the state of the comment of bisection `good..bad`
+    /// under `predicate` (the key its result will be posted under) and writes its runs for
     /// prober `identity` into `store`. A missing comment is not an error (first run).
     pub fn resume(
         &self,
-        key: &str,
+        (good, bad, predicate): (&str, &str, &str),
         store: &crate::run::store::Store,
         identity: &str,
     ) -> anyhow::Result<()> {
+        let key = crate::report::bisect_key(good, bad, predicate);
+        let key = key.as_str();
         let Some(issue) = self.resume_issue()? else {
             return Ok(());
         };
@@ -299,12 +302,6 @@ impl BisectPostArgs {
         eprintln!("setrows-bisect: {} ({key} on {issue})", seeded.line());
         Ok(())
     }
-}
-
-/// The comment key a bisection's result will get, known before the run so
-/// `--resume-from-issue` can find the comment (the same function keys the posted result).
-pub fn bisect_key(good: &str, bad: &str, predicate: &str) -> String {
-    crate::report::bisect_key(good, bad, predicate)
 }
 
 fn parse_issue(args: &ReportArgs, why: &str) -> anyhow::Result<IssueRef> {

@@ -30,6 +30,9 @@
 
 use std::collections::BTreeSet;
 
+mod partition;
+pub use partition::{Cut, Partition};
+
 /// Paths (relative to the checkout root, `/`-separated) a probe reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadSet {

@@ -11,6 +11,9 @@ use crate::core::build::{Backend, Memory, Recipe};
 use crate::core::matrix::{Config, RawProbe};
 use crate::core::result::ConfigurationInfo;
 
+mod meaning;
+pub use meaning::{meaningless, Meaningless};
+
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
 pub const DEFAULT_HIP_TARGET: &str = "gfx1151";
 

@@ -2,8 +2,8 @@
 //!
 //! A GPU fault that reproduces half the time turns a single passing run into weak evidence.
 //! The driver keeps every run of every candidate (stored, so nothing is lost) and asks a
-//! `Policy` whether the evidence so far is enough. The deterministic policy is git bisect's:
-//! the first run decides. The flakiness-aware policy lives in `flaky`.
+//! `Rule` whether the evidence so far is enough. The deterministic rule is git bisect's: the
+//! first run decides. The flakiness-aware rules live in `flaky`.
 
 use crate::core::outcome::Verdict;
 use serde::{Deserialize, Serialize};
@@ -36,7 +36,21 @@ pub enum Decision {
     RunAgain,
 }
 
-pub trait Policy: Send + Sync {
+/// THE policy: runs per commit, the one setting `--repeat` and `--confidence` choose between
+/// (a request carries it; the result's `policy` says it in words). A repeat is the search's
+/// loop with a per-candidate `Rule`; a confidence is a `flaky::session::Session`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Policy {
+    /// `--repeat N` (N = 1 is git bisect's one run): N old runs decide old, one new decides new.
+    Repeat(u32),
+    /// `--confidence C`: runs until the answer holds at C, at most `max_runs` in all.
+    Confidence {
+        confidence: f64,
+        max_runs: Option<u64>,
+    },
+}
+
+pub trait Rule: Send + Sync {
     fn decide(&self, ev: &Evidence) -> Decision;
     /// Text for the report ("1 run per commit", "adaptive, 95% confidence").
     fn describe(&self) -> String;
@@ -53,7 +67,7 @@ pub trait Policy: Send + Sync {
 #[derive(Debug, Clone, Copy)]
 pub struct Deterministic;
 
-impl Policy for Deterministic {
+impl Rule for Deterministic {
     fn decide(&self, ev: &Evidence) -> Decision {
         Fixed(1).decide(ev)
     }
@@ -69,7 +83,7 @@ impl Policy for Deterministic {
 #[derive(Debug, Clone, Copy)]
 pub struct Fixed(pub u32);
 
-impl Policy for Fixed {
+impl Rule for Fixed {
     fn decide(&self, ev: &Evidence) -> Decision {
         if ev.new > 0 {
             Decision::Decided(Verdict::New)

@@ -16,15 +16,19 @@ use crate::core::judge::{Finding, Observations};
 use crate::core::matrix::Value as AxisValue;
 use crate::core::outcome::{Outcome, Verdict};
 use crate::core::range::CommitInfo;
-use crate::core::search::Endpoint;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod config;
+mod endpoint;
 mod invocation;
 mod matrix;
 mod reproducer;
+/// Stored as the search ended it (`core::search`).
+pub use crate::core::search::Conclusion;
+pub use config::{BisectConfigResult, ConfigDetails, ConfigProbe};
 pub use invocation::{web_url, Invocation, Tool};
 pub use matrix::{Cell, ConfigRow, MatrixResults, Rev};
 pub use reproducer::{EndpointAdvice, ReproducerInfo, FROM_REPRO_ARG};
@@ -107,24 +111,6 @@ pub struct ProbeRecord {
     /// Built, but not tested: the outcome of this commit's byte-identical artifacts.
     #[serde(default)]
     pub reused_from: Option<String>,
-}
-
-/// How a search ended; indices are into the candidates (bisect) or the ladder (bisect-config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Conclusion {
-    Found {
-        index: usize,
-    },
-    /// The first new candidate is one of these (skips hide the boundary).
-    Ambiguous {
-        indices: Vec<usize>,
-    },
-    /// An endpoint does not behave as claimed.
-    BadEndpoint {
-        which: Endpoint,
-        got: Verdict,
-    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -380,50 +366,6 @@ pub struct StoreRunEntry {
     /// The output tail of a failure, kept only when a `--match` regex judges it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub match_text: Option<String>,
-}
-
-/// `bisect-config`: the first failing value along one ordered axis at a fixed commit, and with
-/// `--good-rev` the commit bisection in that configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct BisectConfigResult {
-    #[schemars(schema_with = "config_tag")]
-    pub schema: String,
-    pub axis: String,
-    pub ladder: Vec<String>,
-    pub rev: String,
-    pub sha: String,
-    pub predicate: String,
-    /// Indices are into `ladder`.
-    pub conclusion: Conclusion,
-    pub exit_code: i32,
-    pub first_failing: Option<String>,
-    pub first_failing_config: Option<ConfigDetails>,
-    /// In ladder order.
-    pub probes: Vec<ConfigProbe>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit_bisect: Option<Box<BisectResult>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ConfigProbe {
-    pub value: String,
-    pub config: String,
-    pub verdict: Verdict,
-    pub cell: Cell,
-}
-
-/// One configuration spelled out: what `matrix --list --format json` prints, and the culprit
-/// configuration of a `bisect-config` run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ConfigDetails {
-    pub id: String,
-    pub label: String,
-    pub values: BTreeMap<String, AxisValue>,
-    pub backend: Backend,
-    pub image: Option<String>,
-    pub cmake_args: Vec<String>,
-    pub launch_env: Vec<String>,
-    pub repro_args: Vec<String>,
 }
 
 /// Any result document, as a reader gets it from [`read`].

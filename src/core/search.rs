@@ -57,6 +57,25 @@ pub enum Answer {
     Ambiguous(Vec<usize>),
 }
 
+/// How a search ended, as every result stores it (a commit bisect, a `flaky::session::Session`,
+/// bisect-config): indices are into the candidates (bisect) or the ladder (bisect-config).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Conclusion {
+    Found {
+        index: usize,
+    },
+    /// The first new candidate is one of these (skips hide the boundary).
+    Ambiguous {
+        indices: Vec<usize>,
+    },
+    /// An endpoint does not behave as claimed.
+    BadEndpoint {
+        which: Endpoint,
+        got: Verdict,
+    },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Probe these candidates next (one per free slot; at least one).
@@ -349,6 +368,7 @@ pub fn ceil_log2(x: usize) -> u32 {
 
 mod costs;
 pub mod endpoint;
+pub use endpoint::after_the_store;
 pub mod simulate;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,8 @@
 //! bisection, so a scheduled job with an empty work dir can seed its result store from the
 //! comment alone and not repeat a single probe.
 //!
-//! The bisect JSON gets a [`FIELD`] section: the prober identity once, then per run what
+//! The bisect JSON gets a [`FIELD`] section (`run::store::store_runs` writes it): the prober
+//! identity once, then per run what
 //! `store::StoredRun` needs (tree id, commit, run index, outcome, signature, exit status,
 //! duration). Log text is left out, except the output tail of failures when the predicate has a
 //! `--match` regex: there the tail is what decides the verdict, so without it a resumed run
@@ -13,7 +14,7 @@
 //! with the current prober identity are seeded, and a run already on disk is never overwritten.
 
 use crate::core::outcome::Outcome;
-use crate::core::result::{StoreRunEntry, StoreRuns};
+use crate::core::result::StoreRunEntry;
 use crate::probe::ProbeReport;
 use crate::run::store::{Store, StoreError, StoreKey, StoredRun};
 use serde::Deserialize;
@@ -26,49 +27,6 @@ pub const FIELD: &str = "store_runs";
 /// Runs beyond this index are refused when seeding (a forged state cannot make us write
 /// millions of files).
 const MAX_RUN_INDEX: usize = 10_000;
-
-/// The stored runs of `trees` (the tested trees of the probed candidates) under `identity`, in
-/// store order. `keep_match_text`: keep the output tail of failures (see the module docs).
-pub fn store_runs<'a>(
-    store: &Store,
-    trees: impl IntoIterator<Item = &'a str>,
-    identity: &str,
-    keep_match_text: bool,
-) -> Result<StoreRuns, StoreError> {
-    let mut seen = std::collections::BTreeSet::new();
-    let mut runs = Vec::new();
-    for tree in trees {
-        if !seen.insert(tree) {
-            continue;
-        }
-        let key = StoreKey::new(tree, identity);
-        for (index, run) in store.load(&key)?.into_iter().enumerate() {
-            let r = run.report;
-            // A failed build is what `--regress build --match` reads, as a test failure is for
-            // the other questions.
-            let judged =
-                r.outcome.is_failure() || r.outcome == crate::core::outcome::Outcome::BuildFailed;
-            let keep = keep_match_text && judged && !r.output_tail.is_empty();
-            runs.push(StoreRunEntry {
-                tree: run.tree,
-                commit: run.commit,
-                run: index,
-                recorded_at: run.recorded_at,
-                outcome: r.outcome,
-                signature: r.signature,
-                exit_code: r.exit_code,
-                signal: r.signal,
-                duration_s: r.duration_s,
-                match_text: keep.then_some(r.output_tail),
-            });
-        }
-    }
-    Ok(StoreRuns {
-        version: 1,
-        identity: identity.to_string(),
-        runs,
-    })
-}
 
 /// What seeding did, for the one line the user sees.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -247,7 +205,9 @@ mod tests {
             };
             src.save(&key, i, &run).unwrap();
         }
-        let section = store_runs(&src, [tree.as_str(), tree.as_str()], "id-1", true).unwrap();
+        let section =
+            crate::run::store::store_runs(&src, [tree.as_str(), tree.as_str()], "id-1", true)
+                .unwrap();
         assert_eq!(section.runs.len(), 2, "{section:?}");
         assert!(section.runs[0].match_text.is_none(), "passes keep no text");
         let state = json!({"key": "bisect:x", "results": [{ FIELD: section }]});

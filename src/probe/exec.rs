@@ -7,8 +7,13 @@
 //! the same command resumes cleanly.
 
 use crate::probe::launch::Cmd;
+mod disk;
+mod redact;
 pub use crate::probe::reaper::{become_subreaper, kill_strays_in, supervise, SUPERVISOR_ARG};
 use crate::probe::reaper::{descendants, kill_tree, start_time};
+use disk::check_free_space;
+pub use disk::{disk_full, free_bytes, out_of_space, DEFAULT_MIN_FREE_MB};
+use redact::redact_log;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -112,60 +117,6 @@ static SUPERVISOR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock
 /// value for the binary itself (still valid when the file was replaced since).
 pub fn use_supervisor(exe: std::path::PathBuf) {
     let _ = SUPERVISOR.set(exe);
-}
-
-/// Free space under this floor (MiB; `SETROWS_MIN_FREE_MB` overrides) stops a step before it
-/// starts: a build that runs out of space fails for no reason of its own.
-pub const DEFAULT_MIN_FREE_MB: u64 = 1024;
-
-fn min_free_bytes() -> u64 {
-    std::env::var("SETROWS_MIN_FREE_MB")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(DEFAULT_MIN_FREE_MB)
-        .saturating_mul(1 << 20)
-}
-
-/// Bytes an unprivileged process can still write on the file system of `dir`.
-pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::other("path with a NUL byte"))?;
-    // SAFETY: statvfs fills the zeroed struct we pass; the path is a valid C string.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-}
-
-fn check_free_space(dir: &Path) -> std::io::Result<()> {
-    let floor = min_free_bytes();
-    if floor == 0 {
-        return Ok(());
-    }
-    let free = free_bytes(dir)?;
-    if free < floor {
-        return Err(std::io::Error::other(format!(
-            "disk full: only {} MiB free on {} (the floor is {} MiB; SETROWS_MIN_FREE_MB overrides)",
-            free >> 20,
-            dir.display(),
-            floor >> 20
-        )));
-    }
-    Ok(())
-}
-
-/// A full disk fails a build or a test without saying anything about the code under test. One
-/// rule for every launcher (the host and containers).
-pub fn disk_full(output: &str) -> bool {
-    output.to_lowercase().contains("no space left on device")
-}
-
-/// Why a finished step says nothing about the code under test, as far as the step's own output
-/// tells (a launcher adds its engine's failures): today, the disk ran out of space.
-pub fn out_of_space(r: &RunResult) -> Option<String> {
-    disk_full(&r.output).then(|| "disk full: no space left on device".to_string())
 }
 
 /// Where `program` is on this process's `PATH`, as `Command` would find it: the one lookup
@@ -369,88 +320,6 @@ pub fn run(
         duration,
         output,
     })
-}
-
-fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
-        return None;
-    }
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-fn replace_bytes(buf: &[u8], secrets: &[String]) -> Vec<u8> {
-    let mut cur = buf.to_vec();
-    for s in secrets {
-        let needle = s.as_bytes();
-        if find_bytes(&cur, needle).is_none() {
-            continue;
-        }
-        let mut out = Vec::with_capacity(cur.len());
-        let mut i = 0;
-        while let Some(at) = find_bytes(&cur[i..], needle) {
-            out.extend_from_slice(&cur[i..i + at]);
-            out.extend_from_slice(crate::probe::secrets::REDACTED.as_bytes());
-            i += at + needle.len();
-        }
-        out.extend_from_slice(&cur[i..]);
-        cur = out;
-    }
-    cur
-}
-
-/// Replaces every credential value in the log from `from` on by `[REDACTED]`: the one point where
-/// a step's text enters the tool (the output kept in memory is read back from here), so no
-/// report, store entry, comment or message can carry one. Streams, so a huge log costs no memory.
-fn redact_log(
-    log: &mut File,
-    log_path: &Path,
-    from: u64,
-    secrets: &[String],
-) -> std::io::Result<()> {
-    const CHUNK: usize = 1 << 20;
-    let keep = secrets.iter().map(String::len).max().unwrap_or(1) - 1;
-    let scan = |log: &mut File, mut sink: Option<&mut File>| -> std::io::Result<bool> {
-        log.seek(SeekFrom::Start(from))?;
-        let mut carry: Vec<u8> = Vec::new();
-        let mut chunk = vec![0u8; CHUNK];
-        let mut found = false;
-        loop {
-            let n = log.read(&mut chunk)?;
-            let eof = n == 0;
-            carry.extend_from_slice(&chunk[..n]);
-            let hit = secrets
-                .iter()
-                .any(|s| find_bytes(&carry, s.as_bytes()).is_some());
-            found |= hit;
-            let replaced = if hit {
-                replace_bytes(&carry, secrets)
-            } else {
-                carry
-            };
-            let cut = if eof {
-                replaced.len()
-            } else {
-                replaced.len().saturating_sub(keep)
-            };
-            if let Some(out) = sink.as_deref_mut() {
-                out.write_all(&replaced[..cut])?;
-            }
-            carry = replaced[cut..].to_vec();
-            if eof {
-                return Ok(found);
-            }
-        }
-    };
-    if !scan(log, None)? {
-        return Ok(());
-    }
-    let dir = log_path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::tempfile_in(dir)?;
-    scan(log, Some(&mut tmp))?;
-    log.set_len(from)?;
-    tmp.seek(SeekFrom::Start(0))?;
-    std::io::copy(&mut tmp, log)?;
-    Ok(())
 }
 
 fn read_tail(log: &mut File, from: u64) -> std::io::Result<String> {

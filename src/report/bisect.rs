@@ -1,5 +1,5 @@
-//! A bisection: the result document built from the driver's outcome, and its one markdown
-//! rendering (terminal, `--report`, the GitHub comment and the job summary all show this).
+//! A bisection's result document (assembled by `run::bisect`), in its one markdown rendering:
+//! the terminal, `--report`, the GitHub comment and the job summary all show this.
 //!
 //! The wording follows the question asked: `first bad commit` for regressions, `first fixed
 //! commit` for `--regress success`. When skipped candidates hide the boundary the report says
@@ -7,139 +7,15 @@
 
 use super::document::Document;
 use super::{code, code_cell, commit_link, compare_link, escape, icon, probe_note, secs};
-use crate::core::outcome::Predicate;
-use crate::core::range::{Candidate, Range};
-use crate::core::result::{
-    BisectOutcome, BisectProbe, BisectRange, BisectResult, CandidateClass, Conclusion,
-    EndpointAdvice, Kind,
-};
-use crate::core::search::Endpoint;
-use crate::error::exit;
+use crate::core::result::{BisectProbe, BisectResult, Conclusion};
 use reproduce::reproduce;
 
-mod endpoint;
 mod reproduce;
 
-/// THE exit code of a search's conclusion (commit bisect and bisect-config): 0 found, 1
-/// inconclusive (ambiguous, or an endpoint that does not behave as claimed).
-pub fn exit_code(c: &Conclusion) -> i32 {
-    match c {
-        Conclusion::Found { .. } => exit::FOUND,
-        _ => exit::INCONCLUSIVE,
-    }
-}
-
-fn suspects<'a>(range: &'a Range, c: &Conclusion) -> Vec<&'a Candidate> {
-    match c {
-        Conclusion::Found { index } => vec![&range.candidates[*index]],
-        Conclusion::Ambiguous { indices } => {
-            indices.iter().map(|&i| &range.candidates[i]).collect()
-        }
-        Conclusion::BadEndpoint { .. } => vec![],
-    }
-}
-
-/// The result document of a finished bisection. `reproduce` is the prober's shell snippet with
-/// `{sha}` for the commit to probe; it is filled in with the commit the answer hinges on.
-/// `flaky`, `validation` and `store_runs` are the command's to add.
-pub fn result(
-    range: &Range,
-    predicate: &Predicate,
-    o: &BisectOutcome,
-    reproduce: Option<&str>,
-) -> BisectResult {
-    let sus = suspects(range, &o.conclusion);
-    let mut r = BisectResult {
-        schema: Kind::Bisect.tag(),
-        first_bad: match &o.conclusion {
-            Conclusion::Found { index } => Some(range.candidates[*index].sha.clone()),
-            _ => None,
-        },
-        term: predicate.regress.culprit_term().into(),
-        conclusion: o.conclusion.clone(),
-        exit_code: exit_code(&o.conclusion),
-        candidates: sus.iter().map(|c| c.sha.clone()).collect(),
-        candidate_classes: sus
-            .iter()
-            .map(|c| CandidateClass {
-                sha: c.sha.clone(),
-                tree: c.tree.clone(),
-                members: c.members.clone(),
-            })
-            .collect(),
-        range: BisectRange {
-            good: range.good.clone(),
-            bad: range.bad.clone(),
-            first_parent: range.spec.first_parent,
-            path: range.spec.path.clone(),
-            commits: range.commits,
-            candidates: range.candidates.len(),
-        },
-        steps: o.steps,
-        executed: o.executed,
-        probes: o
-            .probes
-            .iter()
-            .map(|p| BisectProbe {
-                sha: p.sha.clone(),
-                outcome: p.outcome,
-                verdict: p.verdict,
-                duration_s: p.duration_s,
-                log: p.log.clone(),
-                signature: p.signature.clone(),
-                cached: p.cached,
-                candidate: Some(p.candidate),
-                ccache: p.ccache,
-                reused_from: p.reused_from.clone(),
-            })
-            .collect(),
-        predicate: o.predicate.clone(),
-        policy: o.policy.clone(),
-        elapsed_s: o.elapsed_s,
-        commits: o.commits.clone(),
-        reproduce: None,
-        flaky: None,
-        validation: None,
-        store_runs: None,
-        configuration: None,
-        budget: o.budget.clone(),
-        reproducer: None,
-        endpoint: None,
-        invocation: Default::default(),
-    };
-    if let (Some(tpl), Some(sha)) = (reproduce, target(&r).map(str::to_string)) {
-        r.reproduce = Some(tpl.replace("{sha}", &sha));
-    }
-    r
-}
-
-/// The commit the answer hinges on: the culprit, the last suspect, or the wrong endpoint.
-fn target(b: &BisectResult) -> Option<&str> {
-    match &b.conclusion {
-        Conclusion::Found { .. } | Conclusion::Ambiguous { .. } => {
-            b.candidates.last().map(String::as_str)
-        }
-        Conclusion::BadEndpoint {
-            which: Endpoint::Good,
-            ..
-        } => Some(&b.range.good),
-        Conclusion::BadEndpoint {
-            which: Endpoint::Bad,
-            ..
-        } => Some(&b.range.bad),
-    }
-}
-
 /// One line explaining a wrong endpoint: which, what it showed, what ran there and what to
-/// try (`None` otherwise). The search stops at a wrong endpoint, so its probe is the last one
-/// with that verdict.
+/// try (`None` otherwise).
 pub fn endpoint_message(b: &BisectResult) -> Option<String> {
-    endpoint_advice(b).map(|a| a.line())
-}
-
-/// The result's own advice, or the advice rebuilt from it (results written before it existed).
-pub fn endpoint_advice(b: &BisectResult) -> Option<EndpointAdvice> {
-    b.endpoint.clone().or_else(|| endpoint::advice(b))
+    b.endpoint_advice().map(|a| a.line())
 }
 
 fn capitalized(s: &str) -> String {
@@ -152,7 +28,7 @@ fn capitalized(s: &str) -> String {
 /// The probe that shows the answer: the last run of the culprit (or of the last suspect, or of
 /// the wrong endpoint).
 fn answer_probe(b: &BisectResult) -> Option<&BisectProbe> {
-    let t = target(b)?;
+    let t = b.target()?;
     b.probes.iter().rev().find(|p| p.sha == t)
 }
 
@@ -203,7 +79,7 @@ fn summary(b: &BisectResult) -> String {
             }
         }
         (Conclusion::BadEndpoint { .. }, _) => {
-            if let Some(a) = endpoint_advice(b) {
+            if let Some(a) = b.endpoint_advice() {
                 md.push_str(&escape::inline(&a.problem));
                 md.push_str(".\n\n");
                 md.push_str(&format!("- ran: {}\n", escape::inline(&a.ran)));

@@ -16,7 +16,8 @@
 //! policy needs (e.g. a store filled by `--confidence` and replanned without it) a decision can
 //! differ from the driver's, which consumes stored runs one at a time.
 
-use crate::core::flaky::session::{self, Action, Mode, Session};
+use crate::core::evidence::Policy;
+use crate::core::flaky::session::{Action, Session};
 use crate::core::plan::Plan;
 use crate::error::CliError;
 use crate::probe::Prober;
@@ -30,12 +31,11 @@ pub fn plan_next(
     plan: &Plan,
     prober: &dyn Prober,
     store: &Store,
-    mode: Mode,
-    max_runs: Option<u64>,
+    policy: Policy,
 ) -> anyhow::Result<serde_json::Value> {
     let r = &plan.range;
     let keys = r.candidates.iter().map(|c| c.depth).collect();
-    let mut s = Session::new(keys, plan.endpoints, mode, max_runs);
+    let mut s = Session::new(keys, plan.endpoints, policy);
     let identity = prober.identity();
     let mut stored = Vec::with_capacity(r.candidates.len());
     for (i, c) in r.candidates.iter().enumerate() {
@@ -67,12 +67,10 @@ pub fn plan_next(
         }
         Action::Finished => {
             let conclusion = s.conclusion().cloned();
-            let first_bad = match &conclusion {
-                Some(session::SessionConclusion::Found { culprit, .. }) => {
-                    Some(r.candidates[*culprit].sha.clone())
-                }
-                _ => None,
-            };
+            let first_bad = conclusion
+                .as_ref()
+                .and_then(|c| c.culprit())
+                .map(|i| r.candidates[i].sha.clone());
             json!({"done": true, "runs_stored": total, "conclusion": conclusion, "first_bad": first_bad})
         }
     })

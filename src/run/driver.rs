@@ -4,14 +4,15 @@
 //!
 //! ```text
 //! let plan = Plan::new(repo_path, range, predicate, EndpointCheck::First, jobs, work_dir);
-//! let outcome = bisect_commits(&plan, &prober, &policy, &store, &progress)?;
+//! let outcome = bisect_commits(&plan, &prober, &Deterministic, &store, &progress)?;
 //! // outcome.answer: Found / Ambiguous / BadEndpoint, outcome.probes: every run, in order
 //! ```
 //!
 //! - `prober: &dyn Prober` runs one checked-out revision (script, bundled reproducer, host or
 //!   container); its `identity()` keys the store.
-//! - `policy: &dyn Policy` says when a candidate's runs are enough evidence (1 run, `--repeat
-//!   N`, or a flakiness-aware policy); every run is stored.
+//! - `rule: &dyn Rule` says when a candidate's runs are enough evidence (1 run, `--repeat N`,
+//!   or a flakiness-aware rule); every run is stored. `run::bisect` picks it from the request's
+//!   `Policy` (runs per commit), or runs `bisect_session` for `--confidence`.
 //! - Results are consulted lazily: when the search asks for a candidate, stored runs are used
 //!   first and only missing runs are executed. The search asks a stored candidate inside the
 //!   open range before it builds anything, so a resumed run (or an overlapping bisection) first
@@ -28,7 +29,7 @@
 mod groups;
 mod session;
 
-use crate::core::evidence::{Decision, Evidence, Policy};
+use crate::core::evidence::{Decision, Evidence, Rule};
 use crate::core::outcome::Verdict;
 pub use crate::core::plan::Plan;
 pub use crate::core::result::{BisectOutcome, Conclusion, ProbeRecord};
@@ -63,22 +64,22 @@ struct Shared<'a> {
 pub fn bisect_commits(
     plan: &Plan,
     prober: &dyn Prober,
-    policy: &dyn Policy,
+    rule: &dyn Rule,
     store: &Store,
     progress: &Progress,
 ) -> Result<BisectOutcome, DriverError> {
-    let reuse = policy.one_run_decides();
+    let reuse = rule.one_run_decides();
     drive(
         plan,
         prober,
         store,
         progress,
-        policy.describe(),
+        rule.describe(),
         reuse,
-        |shared| search_loop(shared, policy),
+        |shared| search_loop(shared, rule),
     )
     .map(|mut o| {
-        o.policy = policy.describe();
+        o.policy = rule.describe();
         o
     })
 }
@@ -220,13 +221,10 @@ fn in_slots<T: Sync>(
 }
 
 /// The deterministic / `--repeat` loop: each proposed group gathers runs (on one member)
-/// until the policy decides, and the round waits for all of them. Groups are the range's tree
+/// until the rule decides, and the round waits for all of them. Groups are the range's tree
 /// classes joined where the build reads nothing that changes (`groups`); every index leaving
 /// this function is a candidate index of the range.
-fn search_loop(
-    shared: &Shared<'_>,
-    policy: &dyn Policy,
-) -> Result<(Conclusion, usize), DriverError> {
+fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usize), DriverError> {
     let plan = shared.plan;
     let jobs = plan.jobs.max(1);
     let repo = git::open(&plan.repo_path)?;
@@ -259,7 +257,7 @@ fn search_loop(
                     .iter()
                     .map(|&g| shared.pick(&groups, g, &stored))
                     .collect();
-                let verdicts = in_slots(plan, &members, |&i, slot| decide(shared, policy, i, slot));
+                let verdicts = in_slots(plan, &members, |&i, slot| decide(shared, rule, i, slot));
                 for (&i, v) in members.iter().zip(verdicts) {
                     known.insert(i, v?);
                 }
@@ -268,7 +266,7 @@ fn search_loop(
             }
             Step::Done(Answer::Found(g)) => {
                 break Conclusion::Found {
-                    index: groups.starts[g],
+                    index: groups.members(g).start,
                 }
             }
             Step::Done(Answer::Ambiguous(gs)) => {
@@ -298,20 +296,15 @@ fn now() -> String {
 }
 
 /// Gathers evidence for candidate `i` (stored runs first, then new runs on `slot`) until the
-/// policy decides.
-fn decide(
-    sh: &Shared<'_>,
-    policy: &dyn Policy,
-    i: usize,
-    slot: usize,
-) -> Result<Verdict, DriverError> {
+/// rule decides.
+fn decide(sh: &Shared<'_>, rule: &dyn Rule, i: usize, slot: usize) -> Result<Verdict, DriverError> {
     let cand: &Candidate = &sh.plan.range.candidates[i];
     let stored = sh.probing.stored(&cand.tree)?;
     let mut ev = Evidence::default();
     let mut run_index = 0usize;
     let mut stored_iter = stored.into_iter();
     loop {
-        if let Decision::Decided(v) = policy.decide(&ev) {
+        if let Decision::Decided(v) = rule.decide(&ev) {
             return Ok(v);
         }
         let (report, cached) = match stored_iter.next() {

@@ -1,6 +1,7 @@
 //! The effects that carry out a plan: git checkouts and ranges, the result store, and the loop
 //! that locks a slot, checks out, probes, retries infrastructure errors and saves.
 pub mod artifacts;
+pub mod bisect;
 pub mod buildset;
 pub mod distributed;
 pub mod driver;

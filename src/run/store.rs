@@ -233,6 +233,52 @@ impl Store {
     }
 }
 
+/// The result's `store_runs` section: the stored runs of `trees` (the tested trees of the
+/// probed candidates) under `identity`, in store order; what `--resume-from-issue` seeds a
+/// fresh store from (`github::resume`). Log text is left out, except with `keep_match_text`
+/// the output tail of failures: a `--match` predicate judges by it, so a resumed run without
+/// it would judge differently.
+pub fn store_runs<'a>(
+    store: &Store,
+    trees: impl IntoIterator<Item = &'a str>,
+    identity: &str,
+    keep_match_text: bool,
+) -> Result<crate::core::result::StoreRuns, StoreError> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut runs = Vec::new();
+    for tree in trees {
+        if !seen.insert(tree) {
+            continue;
+        }
+        let key = StoreKey::new(tree, identity);
+        for (index, run) in store.load(&key)?.into_iter().enumerate() {
+            let r = run.report;
+            // A failed build is what `--regress build --match` reads, as a test failure is for
+            // the other questions.
+            let judged =
+                r.outcome.is_failure() || r.outcome == crate::core::outcome::Outcome::BuildFailed;
+            let keep = keep_match_text && judged && !r.output_tail.is_empty();
+            runs.push(crate::core::result::StoreRunEntry {
+                tree: run.tree,
+                commit: run.commit,
+                run: index,
+                recorded_at: run.recorded_at,
+                outcome: r.outcome,
+                signature: r.signature,
+                exit_code: r.exit_code,
+                signal: r.signal,
+                duration_s: r.duration_s,
+                match_text: keep.then_some(r.output_tail),
+            });
+        }
+    }
+    Ok(crate::core::result::StoreRuns {
+        version: 1,
+        identity: identity.to_string(),
+        runs,
+    })
+}
+
 /// Stable id for a bisection: same inputs, same journal (a resumed run appends to it).
 pub fn bisect_id(parts: &[&str]) -> String {
     let mut h = Sha256::new();

@@ -10,10 +10,12 @@
 
 #![allow(dead_code)]
 
-use setrows_bisect::core::evidence::{Decision, Evidence, Policy};
-use setrows_bisect::core::flaky::session::{Action, Mode, Session, SessionConclusion};
+use setrows_bisect::core::evidence::Policy;
+use setrows_bisect::core::evidence::{Decision, Evidence, Rule};
+use setrows_bisect::core::flaky::session::{Action, Session, SessionEnd};
 use setrows_bisect::core::flaky::{evidence_from_runs, posterior, Beta};
 use setrows_bisect::core::outcome::Verdict;
+use setrows_bisect::core::result::Conclusion;
 use setrows_bisect::core::search::{Answer, EndpointCheck, Search, Step};
 
 /// SplitMix64: tiny, fast, good enough for Monte Carlo, and stable across versions (a crate's
@@ -72,7 +74,7 @@ impl History {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
-    pub conclusion: SessionConclusion,
+    pub conclusion: SessionEnd,
     pub runs: u64,
     pub waves: u32,
     /// The stated culprit is the planted one.
@@ -84,39 +86,44 @@ pub struct Trial {
 /// Drive one session over `h`; the stream of runs comes from `seed`.
 pub fn trial(
     h: &History,
-    mode: Mode,
+    policy: Policy,
     endpoints: EndpointCheck,
     slots: usize,
-    max_runs: Option<u64>,
     seed: u64,
 ) -> Trial {
+    let s = Session::new((0..h.n as u64).collect(), endpoints, policy);
+    trial_of(h, s, slots, seed)
+}
+
+/// `trial` with a session made by the caller (another prior: `examples/flaky_tune.rs`).
+#[allow(dead_code)]
+pub fn trial_of(h: &History, mut s: Session, slots: usize, seed: u64) -> Trial {
     let mut rng = Rng::new(seed);
-    let mut s = Session::new((0..h.n as u64).collect(), endpoints, mode, max_runs);
     while let Action::Run(ix) = s.next(slots) {
         for i in ix {
             let v = h.run(i, &mut rng);
             s.record(i, v);
         }
     }
-    let conclusion = s
-        .conclusion()
-        .cloned()
-        .unwrap_or(SessionConclusion::Inconclusive {
-            candidates: Vec::new(),
-            mass: 0.0,
-            rate: None,
-        });
+    let conclusion = s.conclusion().cloned().unwrap_or(SessionEnd {
+        conclusion: Conclusion::Ambiguous {
+            indices: Vec::new(),
+        },
+        confidence: Some(0.0),
+        rate: None,
+        inconclusive: true,
+    });
     judge(h, conclusion, s.runs(), s.waves())
 }
 
-/// The loop `run::driver::bisect_commits` runs (each proposed candidate is run until the policy
+/// The loop `run::driver::bisect_commits` runs (each proposed candidate is run until the rule
 /// decides; a round lasts as long as its slowest candidate), with the answer's confidence
 /// computed afterwards from every run. This is what the CLI does without `--confidence`
 /// (plain bisection and `--repeat N`); `--confidence` is `trial` (the Session). `waves` counts sequential runs:
 /// the sum over rounds of the most runs any slot made.
 pub fn driver_trial(
     h: &History,
-    policy: &dyn Policy,
+    rule: &dyn Rule,
     endpoints: EndpointCheck,
     slots: usize,
     seed: u64,
@@ -132,7 +139,7 @@ pub fn driver_trial(
                 for i in ix {
                     let mut ev = Evidence::default();
                     let v = loop {
-                        if let Decision::Decided(v) = policy.decide(&ev) {
+                        if let Decision::Decided(v) = rule.decide(&ev) {
                             break v;
                         }
                         let r = h.run(i, &mut rng);
@@ -151,21 +158,28 @@ pub fn driver_trial(
     let total = runs.len() as u64;
     let post = posterior(&evidence_from_runs(h.n, runs), Beta::UNIFORM);
     let conclusion = match answer {
-        Err((which, got)) => SessionConclusion::BadEndpoint { which, got },
+        Err((which, got)) => SessionEnd {
+            conclusion: Conclusion::BadEndpoint { which, got },
+            confidence: None,
+            rate: None,
+            inconclusive: false,
+        },
         Ok(a) => {
             let confidence = post.as_ref().map(|p| p.confidence(&a));
             let rate = post.as_ref().map(|p| p.rate_mean);
             match a {
-                Answer::Found(culprit) => SessionConclusion::Found {
-                    culprit,
+                Answer::Found(index) => SessionEnd {
+                    conclusion: Conclusion::Found { index },
                     confidence,
                     rate,
+                    inconclusive: false,
                 },
                 // With no skips in the history, an ambiguous answer means the budget ran out.
-                Answer::Ambiguous(candidates) => SessionConclusion::Inconclusive {
-                    candidates,
-                    mass: confidence.unwrap_or(0.0),
+                Answer::Ambiguous(indices) => SessionEnd {
+                    conclusion: Conclusion::Ambiguous { indices },
+                    confidence: Some(confidence.unwrap_or(0.0)),
                     rate,
+                    inconclusive: true,
                 },
             }
         }
@@ -173,20 +187,19 @@ pub fn driver_trial(
     judge(h, conclusion, total, waves)
 }
 
-fn judge(h: &History, conclusion: SessionConclusion, runs: u64, waves: u32) -> Trial {
-    let (right, wrong) = match &conclusion {
-        SessionConclusion::Found { culprit, .. } => (*culprit == h.culprit, *culprit != h.culprit),
+fn judge(h: &History, conclusion: SessionEnd, runs: u64, waves: u32) -> Trial {
+    let (right, wrong) = match &conclusion.conclusion {
+        // The budget ran out: the credible set is no claim about the culprit.
+        _ if conclusion.inconclusive => (false, false),
+        Conclusion::Found { index } => (*index == h.culprit, *index != h.culprit),
         // The budget ran out before an endpoint could be settled (the policy turns the
         // missing runs into skips): no claim about the culprit, so not a wrong answer.
-        SessionConclusion::BadEndpoint {
+        Conclusion::BadEndpoint {
             got: Verdict::Skip, ..
         } => (false, false),
         // A bad endpoint claim about a history whose endpoints are right is a wrong answer.
-        SessionConclusion::BadEndpoint { .. } => (false, true),
-        SessionConclusion::Ambiguous { candidates, .. } => {
-            (false, !candidates.contains(&h.culprit))
-        }
-        SessionConclusion::Inconclusive { .. } => (false, false),
+        Conclusion::BadEndpoint { .. } => (false, true),
+        Conclusion::Ambiguous { indices } => (false, !indices.contains(&h.culprit)),
     };
     Trial {
         conclusion,
@@ -243,10 +256,8 @@ pub fn batch(
         sum.right += u32::from(r.right);
         sum.wrong += u32::from(r.wrong);
         sum.inconclusive += u32::from(!r.right && !r.wrong);
-        if let SessionConclusion::Found {
-            confidence: Some(c),
-            ..
-        } = r.conclusion
+        if let (Conclusion::Found { .. }, Some(c)) =
+            (&r.conclusion.conclusion, r.conclusion.confidence)
         {
             conf += c;
             answered += 1;
@@ -329,8 +340,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_figures() {
-        let run =
-            |h: &History, seed| trial(h, Mode::Repeat(1), EndpointCheck::First, 1, None, seed);
+        let run = |h: &History, seed| trial(h, Policy::Repeat(1), EndpointCheck::First, 1, seed);
         let a = batch(100, 0.5, 50, 9, run);
         let b = batch(100, 0.5, 50, 9, run);
         assert_eq!(a, b);

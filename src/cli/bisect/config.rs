@@ -3,11 +3,10 @@
 
 use super::BisectArgs;
 use crate::core::build::{Backend, Memory};
-use crate::core::config::{Flags, ProbeKind, Resolved};
+use crate::core::config::{Flags, Resolved};
 use crate::core::matrix::{self, Matrix};
-use crate::core::result::{ConfigurationInfo, ReproducerInfo};
 use crate::error::CliError;
-use crate::probe::container::EngineChoice;
+use crate::run::bisect::{Chosen, Naming};
 use std::path::Path;
 
 /// The repository's `matrix.toml`, built in: `--config ID` works from any directory.
@@ -104,82 +103,12 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
     })
 }
 
-/// Flags that would mean nothing for the chosen backend or probe are refused (exit 2) rather
-/// than stored in the key: a run keyed by `--gpu-target banana` on the CPU would answer no
-/// question and never be found again. `backend` is the one the probes build for (a `--config`'s
-/// unless `--backend` overrides it).
-fn meaningful(args: &BisectArgs, backend: Backend) -> anyhow::Result<()> {
-    let c = &args.cfg;
-    if args.script.is_some() && !args.repro_args.is_empty() {
-        return Err(CliError::usage(
-            "--repro-arg is for the bundled reproducer; a --script probe gets its arguments in CMD (drop --repro-arg)",
-        ));
-    }
-    let b = backend.as_str();
-    let only = |flag: &str, value: &str, for_: &str| {
-        Err(CliError::usage(format!(
-            "{flag} {value} means nothing for --backend {b} ({for_}); drop it or pick that backend"
-        )))
-    };
-    match backend {
-        Backend::Cpu => {
-            if let Some(t) = &c.gpu_target {
-                return only("--gpu-target", t, "a GPU build: hip or cuda");
-            }
-            if let Some(g) = &c.graphs {
-                return only("--graphs", g, "HIP/CUDA graphs: hip or cuda");
-            }
-        }
-        Backend::Cuda => {
-            if let Some(t) = c.gpu_target.as_deref().filter(|t| !cuda_target(t)) {
-                return Err(CliError::usage(format!(
-                    "--gpu-target {t}: a CUDA target is an sm number such as 90 or 90a (CMAKE_CUDA_ARCHITECTURES; several: 89;90)"
-                )));
-            }
-        }
-        Backend::Hip => {}
-    }
-    if let (Some(w), false) = (&c.wave_size, backend == Backend::Hip) {
-        return only("--wave-size", w, "a HIP wave size: hip");
-    }
-    Ok(())
-}
-
-/// `CMAKE_CUDA_ARCHITECTURES`: sm numbers (`90`, `90a`, `100f`, `90-real`), `;`- or
-/// `,`-separated, or one of CMake's words.
-fn cuda_target(t: &str) -> bool {
-    if ["native", "all", "all-major"].contains(&t) {
-        return true;
-    }
-    t.split([';', ',']).all(|one| {
-        let one = one
-            .strip_suffix("-real")
-            .or_else(|| one.strip_suffix("-virtual"))
-            .unwrap_or(one);
-        let digits = one.trim_end_matches(['a', 'f']);
-        !digits.is_empty()
-            && digits.bytes().all(|d| d.is_ascii_digit())
-            && one.len() - digits.len() <= 1
-    })
-}
-
-/// The configuration the probes run in, where they run (`--engine`), and what the report says
-/// about it (`None`: a plain bisect with no configuration flag at all).
-pub struct Chosen {
-    pub cfg: Resolved,
-    pub engine: EngineChoice,
-    pub info: Option<ConfigurationInfo>,
-    /// The bundled reproducer and its arguments (`None`: a `--script` probe).
-    pub reproducer: Option<ReproducerInfo>,
-}
-
-/// Resolves `--config` (or `base`, a configuration found by `bisect-config`) and the flags.
-pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chosen> {
+/// Resolves `--config` and the flags.
+pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     let flags = flags(args)?;
-    let named = base.is_some() || args.cfg.config.is_some();
-    let mut cfg = match (base, &args.cfg.config) {
-        (Some(b), _) => b,
-        (None, Some(id)) => {
+    let named = args.cfg.config.is_some();
+    let mut cfg = match &args.cfg.config {
+        Some(id) => {
             let m = load_matrix(args.cfg.matrix.as_deref())?;
             let c = m.find(id).ok_or_else(|| {
                 CliError::usage(format!(
@@ -189,7 +118,7 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
             })?;
             Resolved::from_matrix(c, &m.probe, &m.file)
         }
-        (None, None) => {
+        None => {
             let mut r = Resolved::for_backend(flags.backend.unwrap_or(Backend::Cpu));
             if flags.script.is_none() && !flags.decode {
                 r.repro_args = default_repro_args();
@@ -206,27 +135,18 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
     } else {
         format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
     };
-    meaningful(args, cfg.backend)?;
-    let mut overrides = cfg.apply(&flags);
-    if let Some(why) = cfg.memory_refused() {
+    // Flags that mean nothing for the backend the probes build for, then what is left of the
+    // configuration once they apply (`core::config::meaning`: one rule for both).
+    if let Some(why) = flags.refused(cfg.backend) {
+        return Err(CliError::usage(why));
+    }
+    let overrides = cfg.apply(&flags);
+    if let Some(why) = cfg.refused() {
         return Err(CliError::usage(why));
     }
     if let Some(note) = cfg.default_target() {
         eprintln!("setrows-bisect: {note}");
     }
-    let engine = match (args.engine, named && cfg.image.is_some()) {
-        (Some(EngineChoice::None), true) if args.image.is_none() => {
-            overrides.push(format!(
-                "--engine none (configuration: image {}; probes run on the host)",
-                cfg.image.as_deref().unwrap_or("")
-            ));
-            cfg.image = None;
-            EngineChoice::None
-        }
-        (Some(e), _) => e,
-        (None, true) => EngineChoice::Auto,
-        (None, false) => EngineChoice::None,
-    };
     let c = &args.cfg;
     let configured = named
         || args.backend.is_some()
@@ -236,37 +156,42 @@ pub fn choose(args: &BisectArgs, base: Option<Resolved>) -> anyhow::Result<Chose
         || c.memory.is_some()
         || !c.launch_env.is_empty()
         || !c.cmake_args.is_empty();
-    let info = configured.then(|| cfg.info(if named { overrides } else { Vec::new() }));
-    let program = match cfg.probe {
-        ProbeKind::Decode => Some(crate::probe::repro::Reproducer::Decode),
-        ProbeKind::Replay => Some(crate::probe::repro::Reproducer::Replay),
-        ProbeKind::Script { .. } => None,
-    };
-    let reproducer = program.map(|p| ReproducerInfo {
-        program: p.target().to_string(),
-        args: cfg.repro_args.clone(),
-        source: args_from,
-    });
-    Ok(Chosen {
+    Ok(Chosen::new(
         cfg,
-        engine,
-        info,
-        reproducer,
-    })
+        Naming {
+            engine: args.engine,
+            image_flag: args.image.is_some(),
+            named,
+            configured,
+            overrides,
+            args_from,
+        },
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::result::ReproducerInfo;
 
+    /// Every built-in configuration means what it says for its own backend, and a flag that
+    /// changes the backend under one is held to the same rule as the flags.
     #[test]
-    fn cuda_targets_are_sm_numbers() {
-        for ok in ["90", "90a", "100f", "89;90", "86,89", "90-real", "native"] {
-            assert!(cuda_target(ok), "{ok}");
+    fn built_in_configurations_are_meaningful_until_a_flag_moves_the_backend() {
+        let m = matrix::parse(EMBEDDED_NAME, EMBEDDED_MATRIX).expect("built-in matrix");
+        let mut refused = 0;
+        for c in &m.configs {
+            let mut cfg = Resolved::from_matrix(c, &m.probe, &m.file);
+            assert_eq!(cfg.meaningless(), None, "{}", c.id);
+            cfg.apply(&Flags {
+                backend: Some(Backend::Cpu),
+                ..Flags::default()
+            });
+            let refused_here = cfg.refused().is_some();
+            assert_eq!(refused_here, c.values.contains_key("graphs"), "{}", c.id);
+            refused += usize::from(refused_here);
         }
-        for bad in ["banana", "gfx1151", "", "90aa", "sm_90", "9 0"] {
-            assert!(!cuda_target(bad), "{bad}");
-        }
+        assert!(refused > 0);
     }
 
     /// The default is the built-in matrix's decode-reuse parameters, which its decode-reuse

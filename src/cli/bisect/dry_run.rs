@@ -1,111 +1,94 @@
-//! `--dry-run`: what a bisection would do, printed from the same resolution a real run uses,
-//! so that what it promises (candidates, probes, store hits, identity) is what a run does.
+//! `--dry-run`: what a bisection would do, in English, from the same preparation a real run
+//! uses (`run::bisect::prepare` in `Mode::DryRun`, which makes nothing), so that what it
+//! promises (candidates, probes, store hits, identity) is what a run does.
 
-use super::config::Chosen;
-use super::{BisectArgs, Prepared};
-use crate::core::config::Resolved;
-use crate::core::search::simulate;
+use crate::core::search::{simulate, EndpointCheck};
 use crate::error::CliError;
-use crate::probe::container::{Engine, EngineChoice};
-use crate::run::probers::Place;
-use std::path::Path;
+use crate::run::bisect::{Planned, Prepared, Where};
+use std::fmt::Write;
 
-/// What `--dry-run` resolved without making anything (no work dir, no container, no ccache
-/// dir, no toolchain query): where the steps would run, in words, and why the store cannot be
-/// asked when the key names something only a started run learns.
-pub struct Planned {
-    /// The image the steps would run in (`None`: the host).
-    pub image: Option<String>,
-    /// The engine's name, or why there is none.
-    pub engine: String,
-    /// Lines of the plan: where, ccache, the toolchain, the build.
-    pub lines: Vec<String>,
-    /// Why stored results cannot be counted now (`None`: they can).
-    pub unknown_key: Option<String>,
-}
-
-impl Planned {
-    pub fn new(chosen: &Chosen, work_dir: &Path) -> Planned {
-        let mut lines = Vec::new();
-        let mut unknown_key = None;
-        let (image, engine) = match (chosen.engine, chosen.cfg.image.as_deref()) {
-            (EngineChoice::None, _) | (_, None) => {
-                lines.push("runs: on the host".to_string());
-                lines.push(match crate::probe::exec::which("ccache") {
-                    Some(_) => "ccache: your own cache (CCACHE_DIR, else ccache's default)".into(),
-                    None => "ccache: not installed here, builds run without it".into(),
-                });
-                (None, "host".to_string())
-            }
-            (choice, Some(image)) => {
-                let engine = match Engine::detect(choice) {
-                    Ok(Some(e)) => e,
-                    Ok(None) | Err(_) => {
-                        lines.push(format!(
-                            "runs: in image {image}, but no container engine answers here; a run would stop before its first probe (install podman or docker)"
-                        ));
-                        unknown_key =
-                            Some("the key names the container, and none can start here".into());
-                        return Planned {
-                            image: Some(image.into()),
-                            engine: "no engine".into(),
-                            lines,
-                            unknown_key,
-                        };
-                    }
-                };
-                let kind = engine.kind.as_str();
-                match engine.image_digest(image) {
-                    Ok(digest) => lines.push(format!(
-                        "runs: in image {image} with {kind} (present, {})",
-                        digest.chars().take(19).collect::<String>()
-                    )),
-                    Err(_) => lines.push(format!(
-                        "runs: in image {image} with {kind}: the image is missing here; a run would stop before its first probe (build it: containers/README.md; it is never pulled)"
-                    )),
+/// Where the steps would run, ccache, the toolchain and the build, in words.
+fn place_lines(planned: &Planned, out: &mut String) {
+    match &planned.place {
+        Where::Host { ccache } => {
+            let _ = writeln!(out, "runs: on the host");
+            let _ = writeln!(
+                out,
+                "{}",
+                if *ccache {
+                    "ccache: your own cache (CCACHE_DIR, else ccache's default)"
+                } else {
+                    "ccache: not installed here, builds run without it"
                 }
-                lines.push(format!(
-                    "ccache: {} (made when a run starts)",
-                    crate::run::probers::ccache_dir(work_dir, kind, image).display()
-                ));
-                unknown_key = Some(format!("the key names the {kind} container the run starts"));
-                (Some(image.to_string()), kind.to_string())
-            }
-        };
-        if crate::run::probers::needs_hipconfig(&chosen.cfg) {
-            lines.push(
-                "toolchain: a run asks hipconfig where the steps run for HIP's clang and HIP_PATH"
-                    .into(),
             );
-            unknown_key.get_or_insert_with(|| {
-                "the key names HIP's clang, which hipconfig gives when a run starts".into()
-            });
         }
-        Planned {
+        Where::NoEngine { image } => {
+            let _ = writeln!(
+                out,
+                "runs: in image {image}, but no container engine answers here; a run would stop before its first probe (install podman or docker)"
+            );
+        }
+        Where::Image {
             image,
             engine,
-            lines,
-            unknown_key,
+            digest,
+            ccache_dir,
+        } => {
+            let _ = match digest {
+                Some(d) => writeln!(
+                    out,
+                    "runs: in image {image} with {engine} (present, {})",
+                    d.chars().take(19).collect::<String>()
+                ),
+                None => writeln!(
+                    out,
+                    "runs: in image {image} with {engine}: the image is missing here; a run would stop before its first probe (build it: containers/README.md; it is never pulled)"
+                ),
+            };
+            let _ = writeln!(
+                out,
+                "ccache: {} (made when a run starts)",
+                ccache_dir.display()
+            );
         }
     }
+    // Without an engine there is nowhere to ask.
+    if planned.asks_toolchain && !matches!(planned.place, Where::NoEngine { .. }) {
+        let _ = writeln!(
+            out,
+            "toolchain: a run asks hipconfig where the steps run for HIP's clang and HIP_PATH"
+        );
+    }
+    if let Some(args) = &planned.build {
+        let _ = writeln!(
+            out,
+            "build: cmake {} (spelled per probed tree)",
+            crate::probe::exec::shell_words(args)
+        );
+    }
+}
 
-    /// The build line the probes run (the bundled reproducer's; a script builds itself).
-    pub fn with_build(mut self, cfg: &Resolved, place: &Place) -> Planned {
-        use crate::core::config::ProbeKind;
-        if matches!(cfg.probe, ProbeKind::Replay | ProbeKind::Decode) {
-            let args = crate::run::probers::recipe_at(cfg, place).cmake_args(&place.fallback_facts);
-            self.lines.push(format!(
-                "build: cmake {} (spelled per probed tree)",
-                crate::probe::exec::shell_words(&args)
-            ));
+/// Why stored results cannot be counted before a run starts (`None`: they can).
+fn unknown_key(planned: &Planned) -> Option<String> {
+    match &planned.place {
+        Where::NoEngine { .. } => {
+            Some("the key names the container, and none can start here".into())
         }
-        self
+        Where::Image { engine, .. } => Some(format!(
+            "the key names the {engine} container the run starts"
+        )),
+        Where::Host { .. } if planned.asks_toolchain => {
+            Some("the key names HIP's clang, which hipconfig gives when a run starts".into())
+        }
+        Where::Host { .. } => None,
     }
 }
 
 /// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
-pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String> {
-    use std::fmt::Write;
+pub(super) fn dry_run(
+    p: &Prepared,
+    github: &crate::cli::report::BisectPostArgs,
+) -> anyhow::Result<String> {
     let r = &p.plan.range;
     let n = r.candidates.len();
     let identity = p.prober.identity();
@@ -113,8 +96,9 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
         .planned
         .as_ref()
         .ok_or_else(|| CliError::infra("a dry run without a plan"))?;
+    let unknown = unknown_key(planned);
     let mut stored = 0usize;
-    if planned.unknown_key.is_none() {
+    if unknown.is_none() {
         for c in &r.candidates {
             let key = crate::run::store::StoreKey::new(&c.tree, &identity);
             if !p
@@ -127,6 +111,7 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
             }
         }
     }
+    let confidence = matches!(p.runs, crate::core::evidence::Policy::Confidence { .. });
     let mut out = String::new();
     let _ = writeln!(out, "range: {}..{}", r.good, r.bad);
     let _ = writeln!(
@@ -144,31 +129,38 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
             .map(|p| format!(", tested tree: {p}/"))
             .unwrap_or_default()
     );
-    let e = estimate(n, p.plan.jobs, args.lazy_endpoints, r.commits);
+    let e = estimate(n, p.plan.jobs, p.plan.endpoints, r.commits);
     let _ = writeln!(
         out,
         "expected probes: up to {} with {} slot(s): {}{}",
         e.total,
         p.plan.jobs,
         e.detail,
-        if args.confidence.is_some() {
+        if confidence {
             "; --confidence re-runs passes, so more"
         } else {
             ""
         }
     );
-    let _ = writeln!(
-        out,
-        "{}",
-        lying_bad(n, p.plan.jobs, args.lazy_endpoints, &e)
-    );
-    match &planned.unknown_key {
+    let _ = writeln!(out, "{}", lying_bad(n, p.plan.jobs, p.plan.endpoints, &e));
+    match &unknown {
         None => {
             let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
         }
         Some(why) => {
             let _ = writeln!(out, "already in the store: not counted ({why})");
         }
+    }
+    if let Some(issue) = github.resume_from_issue.as_deref() {
+        let issue = if issue.is_empty() {
+            "the --post-to issue"
+        } else {
+            issue
+        };
+        let _ = writeln!(
+            out,
+            "resume: a run first seeds the store from {issue}'s comment (a dry run reads and writes nothing there)"
+        );
     }
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
     if p.plan.predicate.regress.build_only() {
@@ -197,10 +189,8 @@ pub(super) fn dry_run(args: &BisectArgs, p: &Prepared) -> anyhow::Result<String>
         let _ = writeln!(out, "  arguments: {}", r.source);
     }
     let _ = writeln!(out, "work dir: {}", p.plan.work_dir.display());
-    for line in &planned.lines {
-        let _ = writeln!(out, "{line}");
-    }
-    if planned.unknown_key.is_none() {
+    place_lines(planned, &mut out);
+    if unknown.is_none() {
         let _ = writeln!(
             out,
             "store key of these probes: {} (results stored under it are reused)",
@@ -229,8 +219,9 @@ struct Estimate {
 /// range is worth a night of builds needs the bound the search keeps, not a rough guess.
 /// With one slot and Ninja builds the search may cut off-centre to skip a rebuild
 /// (`core::search::budget`): one midpoint more, never past git's fewest on `commits`.
-fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
-    let w = simulate::worst_case(n, jobs, endpoint_check(lazy), commits);
+fn estimate(n: usize, jobs: usize, ends: EndpointCheck, commits: usize) -> Estimate {
+    let w = simulate::worst_case(n, jobs, ends, commits);
+    let lazy = ends == EndpointCheck::Lazy;
     if w.midpoints == 0 {
         return Estimate {
             total: w.total,
@@ -266,22 +257,15 @@ fn estimate(n: usize, jobs: usize, lazy: bool, commits: usize) -> Estimate {
     }
 }
 
-fn endpoint_check(lazy: bool) -> crate::core::search::EndpointCheck {
-    if lazy {
-        crate::core::search::EndpointCheck::Lazy
-    } else {
-        crate::core::search::EndpointCheck::First
-    }
-}
-
 /// The worst case of a `--bad` that does not show the new behaviour: every midpoint is then
 /// old, and the search walks toward `--bad` until it builds it (`core::search::endpoint`).
 /// With equal probe costs that point is exact (the real search, replayed); with build costs it
 /// comes earlier when `--bad` is an incremental build, never later than the whole walk, which
 /// `estimate` bounds.
-fn lying_bad(n: usize, jobs: usize, lazy: bool, e: &Estimate) -> String {
+fn lying_bad(n: usize, jobs: usize, ends: EndpointCheck, e: &Estimate) -> String {
+    let lazy = ends == EndpointCheck::Lazy;
     let keys = (0..n as u64).collect();
-    let r = simulate::replay(keys, endpoint_check(lazy), jobs.max(1), simulate::lying_bad);
+    let r = simulate::replay(keys, ends, jobs.max(1), simulate::lying_bad);
     let probes = r.probes().len();
     format!(
         "if --bad does not reproduce: reported after {probes} probe(s) when builds cost alike, \
@@ -300,6 +284,14 @@ mod tests {
     use super::{estimate, lying_bad};
     use crate::core::outcome::Verdict;
     use crate::core::search::{budget, Answer, BuildCosts, EndpointCheck, Search, Step};
+
+    fn ends(lazy: bool) -> EndpointCheck {
+        if lazy {
+            EndpointCheck::Lazy
+        } else {
+            EndpointCheck::First
+        }
+    }
 
     /// Probes the real search spends finding `culprit` among `n` candidates.
     fn probes(n: usize, culprit: usize, jobs: usize, lazy: bool) -> usize {
@@ -370,7 +362,7 @@ mod tests {
         for n in 2..=100 {
             for jobs in 1..=5 {
                 for lazy in [false, true] {
-                    let e = estimate(n, jobs, lazy, n - 1);
+                    let e = estimate(n, jobs, ends(lazy), n - 1);
                     let worst = (1..n).map(|c| probes(n, c, jobs, lazy)).max().unwrap();
                     assert!(
                         worst <= e.total,
@@ -396,8 +388,8 @@ mod tests {
     fn a_lying_bad_costs_what_the_dry_run_says() {
         for n in [3usize, 10, 100, 301] {
             for (jobs, lazy) in [(1, false), (1, true), (2, false)] {
-                let e = estimate(n, jobs, lazy, n - 1);
-                let line = lying_bad(n, jobs, lazy, &e);
+                let e = estimate(n, jobs, ends(lazy), n - 1);
+                let line = lying_bad(n, jobs, ends(lazy), &e);
                 let mut s = Search::new(
                     (0..n as u64).collect(),
                     if lazy {
@@ -424,8 +416,8 @@ mod tests {
             }
         }
         // One slot: fewer than the whole walk (the eager --confidence check: 2).
-        let e = estimate(301, 1, false, 300);
-        let line = lying_bad(301, 1, false, &e);
+        let e = estimate(301, 1, ends(false), 300);
+        let line = lying_bad(301, 1, ends(false), &e);
         assert!(line.contains("after 3 probe(s)"), "{line}");
     }
 
@@ -438,8 +430,8 @@ mod tests {
         for n in [9usize, 17, 33, 60] {
             for lazy in [false, true] {
                 let commits = 8 * n;
-                let plain = estimate(n, 1, lazy, n - 1).total;
-                let e = estimate(n, 1, lazy, commits);
+                let plain = estimate(n, 1, ends(lazy), n - 1).total;
+                let e = estimate(n, 1, ends(lazy), commits);
                 for every in [3, 5] {
                     let worst = (1..n)
                         .map(|c| probes_costed(n, c, 1, lazy, Some((every, commits))))

@@ -1,12 +1,12 @@
-//! Where `bisect` runs its probes (`--engine`, `--image`).
+//! `--engine` and `--image`, the flags of where `bisect` runs its probes (the container itself
+//! is `run::bisect`'s).
 //!
 //! The default engine for `bisect` is `none` (unlike `matrix`, whose configurations name their
 //! images): a bisect is usually of the user's own machine, and a container only makes sense
 //! with an image to run in, so both flags go together or not at all.
 
 use crate::error::CliError;
-use crate::probe::container::{ContainerLauncher, Engine, EngineChoice};
-use std::path::Path;
+use crate::probe::container::EngineChoice;
 
 /// `--image` without an engine, or an engine without `--image`: one-line usage errors (exit 2),
 /// checked before anything touches git or the engine.
@@ -30,25 +30,6 @@ fn engine_name(e: EngineChoice) -> &'static str {
         EngineChoice::Docker => "docker",
         EngineChoice::None => "none",
     }
-}
-
-/// The container launcher for `--engine/--image` (`None`: the host), built as `matrix` builds
-/// one (`run::probers::container_launcher`): the engine answers and the image is present
-/// (never pulled), or this is an infrastructure error (exit 3).
-pub fn container(
-    choice: EngineChoice,
-    cfg: &crate::core::config::Resolved,
-    work_dir: &Path,
-) -> anyhow::Result<Option<ContainerLauncher>> {
-    let Some(image) = cfg.image.as_deref() else {
-        return Ok(None);
-    };
-    let Some(engine) = Engine::detect(choice).map_err(|e| CliError::infra(e.to_string()))? else {
-        return Ok(None);
-    };
-    crate::run::probers::container_launcher(engine, image, cfg.backend, cfg.build_only, work_dir)
-        .map(Some)
-        .map_err(|e| CliError::infra(e.to_string()))
 }
 
 #[cfg(test)]

@@ -100,7 +100,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             ));
         }
     }
-    commit_level_inputs(&args)?;
+    let commit_level = commit_level(&args, &predicate)?;
     crate::cli::output::check_dir_writable("--out", &args.run.out)?;
     crate::probe::exec::install_interrupt_handler();
     let mut runner = runner(&args.run, &m, "bisect-config-logs")?;
@@ -161,7 +161,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         rev: rev.rev.clone(),
         sha: rev.sha.clone(),
         predicate: predicate.describe(),
-        exit_code: crate::report::bisect::exit_code(&conclusion),
+        exit_code: crate::run::bisect::exit_code(&conclusion),
         conclusion,
         first_failing: found.map(|i| ladder[i].clone()),
         first_failing_config: found.map(|i| config_details(&configs[i])),
@@ -176,10 +176,10 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             .collect(),
         commit_bisect: None,
     };
-    if let (Some(good), Some(i)) = (&args.good_rev, found) {
+    if let (Some(level), Some(i)) = (commit_level, found) {
         // The matrix slot is released first: the commit bisect checks out in its own slots.
         drop(runner);
-        let (code, b) = bisect_commits_in(&args, &m, &configs[i], &rev, good)?;
+        let (code, b) = bisect_commits_in(&args, &m, &configs[i], level)?;
         result.exit_code = code;
         result.commit_bisect = b.map(Box::new);
     }
@@ -189,35 +189,58 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     Ok(result.exit_code)
 }
 
-/// The commit level's inputs, checked before the ladder runs (its answer would be dropped by
-/// a typo found after it): `--good-rev` and `--rev` are commits of `--repo`, and `--path` is in
-/// `--rev`. `--confidence` and the counts are clap's (one rule with the main command's).
-fn commit_level_inputs(args: &BisectConfigArgs) -> anyhow::Result<()> {
+/// The commit level's request but for its configuration (the ladder's answer), checked before
+/// the ladder runs (its answer would be dropped by a typo found after it): `--good-rev` and
+/// `--rev` are commits of `--repo`, `--path` is in `--rev`, and the outputs can be written.
+/// `--confidence` and the counts are clap's (one rule with the main command's). `None`: no
+/// `--good-rev`, no commit level.
+fn commit_level(
+    args: &BisectConfigArgs,
+    predicate: &Predicate,
+) -> anyhow::Result<Option<CommitLevel>> {
     let Some(good) = &args.good_rev else {
         if args.commit.path.is_some() {
             return Err(CliError::usage(
                 "--path belongs to the commit bisect of --good-rev; add --good-rev REV or drop --path",
             ));
         }
-        return Ok(());
+        return Ok(None);
     };
-    use crate::cli::bisect::git_error;
+    use crate::run::bisect::{check, git_error};
+    let c = &args.commit;
     let repo = crate::run::git::open(&args.run.repo).map_err(git_error)?;
-    crate::run::git::resolve(&repo, good, "--good-rev").map_err(git_error)?;
-    let bad = crate::run::git::resolve(&repo, &args.rev, "--rev").map_err(git_error)?;
-    if let Some(p) = args.commit.path.as_deref() {
-        let p = p.trim_matches('/');
-        let tree = repo
-            .find_commit(bad)
-            .and_then(|c| c.tree())
-            .map_err(|e| CliError::infra(format!("reading --rev {bad}: {e}")))?;
-        if !p.is_empty() && p != "." && tree.get_path(Path::new(p)).is_err() {
-            return Err(CliError::usage(format!(
-                "--path {p}: no such path in --rev {bad}; name a directory of that commit (or --path . for the whole tree)"
-            )));
-        }
-    }
-    Ok(())
+    let (good, bad) = check::revisions(&repo, (good, &args.rev), ("--good-rev", "--rev"))?;
+    let path = check::subtree(&repo, bad, c.path.as_deref(), "--path", "--rev")?;
+    let work_dir = work_dir(&args.run);
+    crate::cli::output::check_dir_writable("--work-dir", &work_dir)?;
+    Ok(Some(CommitLevel {
+        repo: args.run.repo.clone(),
+        good,
+        bad,
+        first_parent: !c.no_first_parent,
+        path,
+        predicate: predicate.clone(),
+        runs: crate::cli::bisect::runs(c.repeat, c.confidence, c.max_runs),
+        jobs: c.jobs,
+        endpoints: crate::cli::bisect::endpoints(c.lazy_endpoints),
+        validate: c.validate,
+        work_dir,
+    }))
+}
+
+/// A `run::bisect::Request` waiting for its configuration.
+struct CommitLevel {
+    repo: PathBuf,
+    good: crate::run::git::Oid,
+    bad: crate::run::git::Oid,
+    first_parent: bool,
+    path: crate::run::bisect::Subtree,
+    predicate: Predicate,
+    runs: crate::core::evidence::Policy,
+    jobs: usize,
+    endpoints: EndpointCheck,
+    validate: u32,
+    work_dir: PathBuf,
 }
 
 /// The flags of the commit-level bisect (`--good-rev`): the main command's, same meaning.
@@ -256,55 +279,59 @@ pub struct CommitFlags {
     pub github: Box<crate::cli::report::BisectPostArgs>,
 }
 
-/// The second level: `setrows-bisect --good GOOD --bad REV` itself (`cli::bisect::run_with`),
-/// in the configuration the first level found, with every flag of the main command.
+/// The second level: the commit bisect `setrows-bisect --good GOOD --bad REV` runs, in the
+/// configuration the first level found (its image unless `--engine none`).
 fn bisect_commits_in(
     args: &BisectConfigArgs,
     m: &Matrix,
     config: &Config,
-    bad: &Rev,
-    good: &str,
+    level: CommitLevel,
 ) -> anyhow::Result<(i32, Option<BisectResult>)> {
-    let c = &args.commit;
+    use crate::run::bisect::{Chosen, Mode, Naming, Request};
     let mut probe = m.probe.clone();
     if let Some(t) = args.run.timeout {
         probe.timeout_s = Some(t);
     }
-    let base = crate::core::config::Resolved::from_matrix(config, &probe, &m.file);
-    let bisect = crate::cli::bisect::BisectArgs {
-        good: Some(good.to_string()),
-        bad: Some(bad.sha.clone()),
-        repo: args.run.repo.clone(),
-        script: None,
-        build: None,
-        regress: args.regress,
-        match_: args.signature.clone(),
-        timeout: None,
-        first_parent: c.first_parent,
-        no_first_parent: c.no_first_parent,
-        path: c.path.clone(),
-        jobs: c.jobs,
-        repeat: c.repeat,
-        confidence: c.confidence,
-        max_runs: c.max_runs,
-        validate: c.validate,
-        plan_only: false,
-        probe: None,
-        run_index: None,
-        lazy_endpoints: c.lazy_endpoints,
-        dry_run: false,
-        json: Some(args.run.out.join("bisect.json")),
-        report: Some(args.run.out.join("bisect.md")),
-        work_dir: Some(work_dir(&args.run)),
-        repro_args: Vec::new(),
-        probe_kind: None,
-        backend: None,
-        engine: Some(args.run.engine),
-        image: None,
-        cfg: Default::default(),
-        github: c.github.clone(),
+    let mut cfg = crate::core::config::Resolved::from_matrix(config, &probe, &m.file);
+    cfg.build_only = args.regress.build_only();
+    let args_from = format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"));
+    let chosen = Chosen::new(
+        cfg,
+        Naming {
+            engine: Some(args.run.engine),
+            image_flag: false,
+            named: true,
+            configured: true,
+            overrides: Vec::new(),
+            args_from,
+        },
+    );
+    let req = Request {
+        repo: level.repo,
+        good: level.good,
+        bad: level.bad,
+        first_parent: level.first_parent,
+        path: level.path,
+        predicate: level.predicate,
+        runs: level.runs,
+        jobs: level.jobs,
+        endpoints: level.endpoints,
+        validate: level.validate,
+        work_dir: level.work_dir,
+        chosen,
+        mode: Mode::Run,
     };
+    let (json, report) = (
+        args.run.out.join("bisect.json"),
+        args.run.out.join("bisect.md"),
+    );
     std::fs::create_dir_all(&args.run.out)
         .map_err(|e| CliError::infra(format!("{}: {e}", args.run.out.display())))?;
-    crate::cli::bisect::run_with(&bisect, Some(base), false)
+    let outputs = crate::cli::bisect::Outputs {
+        report: Some(&report),
+        json: Some(&json),
+        print: false,
+        github: &args.commit.github,
+    };
+    crate::cli::bisect::run_request(&req, &outputs)
 }

@@ -7,7 +7,7 @@
 //! model and a prior on `p` (uniform unless told otherwise):
 //!
 //! * `rate_posterior`: what the runs at candidates *seen failing* say about `p` (a Beta).
-//! * `FlakyPolicy`: per candidate, pass runs until the chance that a bad candidate passed that
+//! * `FlakyRule`: per candidate, pass runs until the chance that a bad candidate passed that
 //!   often, averaged over `p`'s posterior, is below this verdict's share of the error budget.
 //!   The share is `(1 - confidence) / expected_good_verdicts`, because the answer is wrong as
 //!   soon as one of the ~log2(N) "good" verdicts on its way was wrong.
@@ -17,12 +17,12 @@
 //! * `Planner`: where the next runs tell the most about the culprit (expected information
 //!   under `belief`); `session` runs there until one candidate holds the target confidence,
 //!   both integrated and with p at a lower bound (`robust_mass`), or the budget runs out and
-//!   the answer is "inconclusive" with the candidates that remain. `FlakyPolicy` is now used
+//!   the answer is "inconclusive" with the candidates that remain. `FlakyRule` is now used
 //!   only to call a never-failing bad endpoint good.
 //!
 //! Pure: no I/O. The driver feeds runs in and asks what to run next (`session::Session`).
 
-use crate::core::evidence::{Decision, Evidence, Policy};
+use crate::core::evidence::{Decision, Evidence, Rule};
 use crate::core::outcome::Verdict;
 use crate::core::search::{ceil_log2, Answer};
 use serde::{Deserialize, Serialize};
@@ -146,19 +146,19 @@ pub fn expected_good_verdicts(candidates: usize) -> u32 {
 /// The flakiness-aware per-candidate rule. Built per decision from the current rate posterior,
 /// because the trait's `decide` sees only one candidate's evidence.
 #[derive(Debug, Clone, Copy)]
-pub struct FlakyPolicy {
+pub struct FlakyRule {
     confidence: f64,
     /// Largest acceptable chance that a bad candidate is called good.
     per_verdict_error: f64,
     rate: Beta,
 }
 
-impl FlakyPolicy {
+impl FlakyRule {
     /// `confidence` in (0, 1): the target for the final answer, split evenly across
     /// `expected_good_verdicts` good verdicts.
     pub fn new(confidence: f64, rate: Beta, expected_good_verdicts: u32) -> Self {
         let confidence = confidence.clamp(0.5, 0.999_999);
-        FlakyPolicy {
+        FlakyRule {
             confidence,
             per_verdict_error: (1.0 - confidence) / f64::from(expected_good_verdicts.max(1)),
             rate,
@@ -184,7 +184,7 @@ impl FlakyPolicy {
     }
 }
 
-impl Policy for FlakyPolicy {
+impl Rule for FlakyRule {
     fn decide(&self, ev: &Evidence) -> Decision {
         if ev.new > 0 {
             Decision::Decided(Verdict::New)
@@ -225,7 +225,7 @@ pub fn evidence_from_runs(
     ev
 }
 
-/// What the report says about an answer reached with `AdaptivePolicy`: the posterior
+/// What the report says about an answer reached with `--confidence`: the posterior
 /// confidence in it and the estimated reproduction rate, from every run of the bisection.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Assessment {

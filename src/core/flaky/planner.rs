@@ -361,10 +361,10 @@ pub fn robust_mass(evidence: &[Evidence], block: &[usize], z: f64) -> f64 {
 #[derive(Debug, Clone, Copy)]
 pub struct PosteriorRule {
     pub confidence: f64,
-    pub endpoint: FlakyPolicy,
+    pub endpoint: FlakyRule,
 }
 
-impl Policy for PosteriorRule {
+impl Rule for PosteriorRule {
     fn decide(&self, ev: &Evidence) -> Decision {
         self.endpoint.decide(ev)
     }

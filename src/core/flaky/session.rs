@@ -1,7 +1,7 @@
 //! One bisection with repeated runs, as a pure state machine the driver (and the simulation)
 //! steps through: ask `next(slots)` for a wave of runs, `record` each run's verdict, repeat.
 //!
-//! `--confidence C` (`Mode::Adaptive`) is probabilistic bisection: every decision is made
+//! `--confidence C` (`Policy::Confidence`) is probabilistic bisection: every decision is made
 //! from the exact posterior over the first bad candidate given every run so far (the
 //! reproduction rate integrated out, `flaky::belief`). Each run goes where it is expected to
 //! tell the most about the culprit (`flaky::Planner`: a failure at i proves the culprit is at
@@ -11,61 +11,70 @@
 //! by information, so a wave splits the posterior instead of stacking on one candidate; repeats
 //! of one candidate are chosen when they are worth more).
 //!
-//! `--repeat N` (`Mode::Repeat`, N = 1 is git bisect) is the search's binary search with N runs
+//! `--repeat N` (`Policy::Repeat`, N = 1 is git bisect) is the search's binary search with N runs
 //! per candidate; slots the search leaves free go to more runs of its pending candidates.
 //!
-//! Nothing is forgotten: every run is kept as evidence, and `Mode::Adaptive` decides from the
+//! Nothing is forgotten: every run is kept as evidence, and `Policy::Confidence` decides from the
 //! evidence alone, so replaying a stored journal through `record` (in waves as the driver does,
 //! or all at once as `--plan-only` does) resumes exactly.
 
 use super::{
     belief, expected_good_verdicts, posterior, rate_posterior, robust_mass, top_block, Beta,
-    FlakyPolicy, Planner, PosteriorRule, RATE_MARGIN_Z,
+    FlakyRule, Planner, PosteriorRule, RATE_MARGIN_Z,
 };
-use crate::core::evidence::{Decision, Evidence, Fixed, Policy};
+use crate::core::evidence::{Decision, Evidence, Fixed, Policy, Rule};
 use crate::core::outcome::Verdict;
-use crate::core::search::{Endpoint, EndpointCheck, Search, Step};
-use serde::{Deserialize, Serialize};
+use crate::core::search::{Answer, Conclusion, Endpoint, EndpointCheck, Search, Step};
+use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Mode {
-    /// `--confidence C`: probabilistic bisection; the answer is given once the posterior
-    /// confidence in it reaches C.
-    Adaptive { confidence: f64, prior: Beta },
-    /// `--repeat N` (N = 1 is git bisect): fixed runs, the answer is given as soon as the
-    /// search ends. Its confidence is still computed (uniform prior) so the report can say
-    /// how little a single pass proves.
-    Repeat(u32),
+/// How a session ended: THE conclusion of a search (`core::result::Conclusion`, what the
+/// result document stores), with what the posterior says about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionEnd {
+    #[serde(flatten)]
+    pub conclusion: Conclusion,
+    /// P(the answer | all runs); `None` for an endpoint, or when the runs contradict the model
+    /// (cannot happen after a successful search). With `inconclusive`: the share of the
+    /// posterior the candidates hold.
+    pub confidence: Option<f64>,
+    /// Posterior mean reproduction rate.
+    pub rate: Option<f64>,
+    /// `--max-runs` ran out before the answer was believable: the conclusion is `Ambiguous`
+    /// over the fewest candidates that hold the requested confidence.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub inconclusive: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SessionConclusion {
-    Found {
-        culprit: usize,
-        /// P(this is the first bad candidate | all runs); `None` when the runs contradict the
-        /// model (cannot happen after a successful search).
-        confidence: Option<f64>,
-        /// Posterior mean reproduction rate.
-        rate: Option<f64>,
-    },
-    /// Skipped candidates hide the boundary (search's `Answer::Ambiguous`).
-    Ambiguous {
-        candidates: Vec<usize>,
-        confidence: Option<f64>,
-        rate: Option<f64>,
-    },
-    /// `--max-runs` ran out before the answer was believable: the fewest candidates that hold
-    /// the requested confidence, and how much they hold.
-    Inconclusive {
-        candidates: Vec<usize>,
-        mass: f64,
-        rate: Option<f64>,
-    },
-    BadEndpoint {
-        which: Endpoint,
-        got: Verdict,
-    },
+impl SessionEnd {
+    fn answer(answer: Answer, confidence: Option<f64>, rate: Option<f64>) -> SessionEnd {
+        let conclusion = match answer {
+            Answer::Found(index) => Conclusion::Found { index },
+            Answer::Ambiguous(indices) => Conclusion::Ambiguous { indices },
+        };
+        SessionEnd {
+            conclusion,
+            confidence,
+            rate,
+            inconclusive: false,
+        }
+    }
+
+    fn endpoint(which: Endpoint, got: Verdict) -> SessionEnd {
+        SessionEnd {
+            conclusion: Conclusion::BadEndpoint { which, got },
+            confidence: None,
+            rate: None,
+            inconclusive: false,
+        }
+    }
+
+    /// The first bad candidate, when the session found one.
+    pub fn culprit(&self) -> Option<usize> {
+        match self.conclusion {
+            Conclusion::Found { index } => Some(index),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,18 +87,20 @@ pub enum Action {
 
 #[derive(Debug, Clone)]
 pub struct Session {
-    /// `Mode::Repeat` only.
+    /// `Policy::Repeat` only.
     search: Search,
     keys: Vec<u64>,
     endpoints: EndpointCheck,
     evidence: Vec<Evidence>,
-    mode: Mode,
-    max_runs: Option<u64>,
+    policy: Policy,
+    /// Over the reproduction rate: uniform (every rate alike before the first run) unless a
+    /// tuning experiment asks for another (`with_prior`).
+    prior: Beta,
     runs: u64,
     waves: u32,
-    /// `Mode::Repeat`: proposed by the search, not decided yet.
+    /// `Policy::Repeat`: proposed by the search, not decided yet.
     pending: Vec<usize>,
-    conclusion: Option<SessionConclusion>,
+    conclusion: Option<SessionEnd>,
 }
 
 /// Only skips seen: the candidate cannot be tested (exit 125), so it is not run again.
@@ -98,11 +109,16 @@ fn untestable(e: &Evidence) -> bool {
 }
 
 impl Session {
-    pub fn new(
+    pub fn new(keys: Vec<u64>, endpoints: EndpointCheck, policy: Policy) -> Self {
+        Self::with_prior(keys, endpoints, policy, Beta::UNIFORM)
+    }
+
+    /// The session under another prior over the reproduction rate (`examples/flaky_tune.rs`).
+    pub fn with_prior(
         keys: Vec<u64>,
         endpoints: EndpointCheck,
-        mode: Mode,
-        max_runs: Option<u64>,
+        policy: Policy,
+        prior: Beta,
     ) -> Self {
         let n = keys.len();
         Session {
@@ -110,8 +126,8 @@ impl Session {
             keys,
             endpoints,
             evidence: vec![Evidence::default(); n],
-            mode,
-            max_runs,
+            policy,
+            prior,
             runs: 0,
             waves: 0,
             pending: Vec::new(),
@@ -135,61 +151,59 @@ impl Session {
     pub fn waves(&self) -> u32 {
         self.waves
     }
-    pub fn conclusion(&self) -> Option<&SessionConclusion> {
+    pub fn conclusion(&self) -> Option<&SessionEnd> {
         self.conclusion.as_ref()
     }
 
-    fn prior(&self) -> Beta {
-        match self.mode {
-            Mode::Adaptive { prior, .. } => prior,
-            Mode::Repeat(_) => Beta::UNIFORM,
-        }
-    }
-
-    /// The rule for one candidate right now (for `Mode::Adaptive`, the posterior rule; its
+    /// The rule for one candidate right now (for `Policy::Confidence`, the posterior rule; its
     /// per-candidate part only calls the bad endpoint good).
-    pub fn policy(&self) -> Box<dyn Policy> {
-        match self.mode {
-            Mode::Adaptive { confidence, prior } => Box::new(PosteriorRule {
+    pub fn rule(&self) -> Box<dyn Rule> {
+        match self.policy {
+            Policy::Confidence { confidence, .. } => Box::new(PosteriorRule {
                 confidence,
-                endpoint: FlakyPolicy::new(
+                endpoint: FlakyRule::new(
                     confidence,
-                    rate_posterior(&self.evidence, prior),
+                    rate_posterior(&self.evidence, self.prior),
                     expected_good_verdicts(self.evidence.len()),
                 ),
             }),
-            Mode::Repeat(n) => Box::new(Fixed(n.max(1))),
+            Policy::Repeat(n) => Box::new(Fixed(n.max(1))),
         }
     }
 
     fn budget_left(&self) -> Option<u64> {
-        self.max_runs.map(|m| m.saturating_sub(self.runs))
+        match self.policy {
+            Policy::Confidence {
+                max_runs: Some(m), ..
+            } => Some(m.saturating_sub(self.runs)),
+            _ => None,
+        }
     }
 
-    fn finish(&mut self, c: SessionConclusion) -> Action {
+    fn finish(&mut self, c: SessionEnd) -> Action {
         self.conclusion = Some(c);
         self.pending.clear();
         Action::Finished
     }
 
     fn inconclusive(&mut self) -> Action {
-        let target = match self.mode {
-            Mode::Adaptive { confidence, .. } => confidence,
-            Mode::Repeat(_) => 0.95,
+        let target = match self.policy {
+            Policy::Confidence { confidence, .. } => confidence,
+            Policy::Repeat(_) => 0.95,
         };
-        let c = match posterior(&self.evidence, self.prior()) {
+        let c = match posterior(&self.evidence, self.prior) {
             Some(post) => {
                 let (candidates, mass) = post.credible_set(target);
-                SessionConclusion::Inconclusive {
-                    candidates,
-                    mass,
+                SessionEnd {
+                    conclusion: Conclusion::Ambiguous {
+                        indices: candidates,
+                    },
+                    confidence: Some(mass),
                     rate: Some(post.rate_mean),
+                    inconclusive: true,
                 }
             }
-            None => SessionConclusion::BadEndpoint {
-                which: Endpoint::Good,
-                got: Verdict::New,
-            },
+            None => SessionEnd::endpoint(Endpoint::Good, Verdict::New),
         };
         self.finish(c)
     }
@@ -200,38 +214,30 @@ impl Session {
         if self.conclusion.is_some() {
             return Action::Finished;
         }
-        match self.mode {
-            Mode::Adaptive { confidence, prior } => self.next_posterior(slots, confidence, prior),
-            Mode::Repeat(n) => self.next_search(slots, n.max(1)),
+        match self.policy {
+            Policy::Confidence { confidence, .. } => self.next_posterior(slots, confidence),
+            Policy::Repeat(n) => self.next_search(slots, n.max(1)),
         }
     }
 
-    /// `Mode::Adaptive`: a function of the evidence (and the budget) alone.
-    fn next_posterior(&mut self, slots: usize, confidence: f64, prior: Beta) -> Action {
+    /// `Policy::Confidence`: a function of the evidence (and the budget) alone.
+    fn next_posterior(&mut self, slots: usize, confidence: f64) -> Action {
+        let prior = self.prior;
         let n = self.evidence.len();
         let bad = n - 1;
         let ev = &self.evidence;
         if ev[0].new > 0 {
-            return self.finish(SessionConclusion::BadEndpoint {
-                which: Endpoint::Good,
-                got: Verdict::New,
-            });
+            return self.finish(SessionEnd::endpoint(Endpoint::Good, Verdict::New));
         }
         for (which, i) in [(Endpoint::Bad, bad), (Endpoint::Good, 0)] {
             if untestable(&ev[i]) {
-                return self.finish(SessionConclusion::BadEndpoint {
-                    which,
-                    got: Verdict::Skip,
-                });
+                return self.finish(SessionEnd::endpoint(which, Verdict::Skip));
             }
         }
         // Any failure proves the bad endpoint bad (everything after a bad candidate is bad).
         let bad_shown = ev.iter().any(|e| e.new > 0);
-        if !bad_shown && self.policy().decide(&ev[bad]) == Decision::Decided(Verdict::Old) {
-            return self.finish(SessionConclusion::BadEndpoint {
-                which: Endpoint::Bad,
-                got: Verdict::Old,
-            });
+        if !bad_shown && self.rule().decide(&ev[bad]) == Decision::Decided(Verdict::Old) {
+            return self.finish(SessionEnd::endpoint(Endpoint::Bad, Verdict::Old));
         }
         let Some(b) = belief(ev, prior) else {
             return self.inconclusive();
@@ -264,20 +270,12 @@ impl Session {
                 }
                 if forced.is_empty() {
                     let (confidence, rate) = (Some(mass), Some(b.rate_mean));
-                    let c = if block.len() == 1 {
-                        SessionConclusion::Found {
-                            culprit: block[0],
-                            confidence,
-                            rate,
-                        }
+                    let answer = if block.len() == 1 {
+                        Answer::Found(block[0])
                     } else {
-                        SessionConclusion::Ambiguous {
-                            candidates: block,
-                            confidence,
-                            rate,
-                        }
+                        Answer::Ambiguous(block)
                     };
-                    return self.finish(c);
+                    return self.finish(SessionEnd::answer(answer, confidence, rate));
                 }
             }
         }
@@ -300,7 +298,7 @@ impl Session {
         Action::Run(wave)
     }
 
-    /// `Mode::Repeat`: the search's binary search, `runs` per candidate.
+    /// `Policy::Repeat`: the search's binary search, `runs` per candidate.
     fn next_search(&mut self, slots: usize, runs: u32) -> Action {
         loop {
             let policy = Fixed(runs);
@@ -321,27 +319,13 @@ impl Session {
             match self.search.next(slots) {
                 Step::Probe(ix) => self.pending = ix,
                 Step::BadEndpoint { which, got } => {
-                    return self.finish(SessionConclusion::BadEndpoint { which, got })
+                    return self.finish(SessionEnd::endpoint(which, got))
                 }
                 Step::Done(answer) => {
-                    let post = posterior(&self.evidence, self.prior());
+                    let post = posterior(&self.evidence, self.prior);
                     let confidence = post.as_ref().map(|p| p.confidence(&answer));
                     let rate = post.as_ref().map(|p| p.rate_mean);
-                    let c = match answer {
-                        crate::core::search::Answer::Found(culprit) => SessionConclusion::Found {
-                            culprit,
-                            confidence,
-                            rate,
-                        },
-                        crate::core::search::Answer::Ambiguous(candidates) => {
-                            SessionConclusion::Ambiguous {
-                                candidates,
-                                confidence,
-                                rate,
-                            }
-                        }
-                    };
-                    return self.finish(c);
+                    return self.finish(SessionEnd::answer(answer, confidence, rate));
                 }
             }
         }

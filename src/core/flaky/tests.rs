@@ -27,7 +27,7 @@ fn pass_streak_known_values() {
 
 #[test]
 fn a_failure_is_bad_at_once() {
-    let p = FlakyPolicy::new(0.95, Beta::UNIFORM, 10);
+    let p = FlakyRule::new(0.95, Beta::UNIFORM, 10);
     assert_eq!(p.decide(&ev(7, 1)), Decision::Decided(Verdict::New));
     assert_eq!(p.decide(&ev(0, 0)), Decision::RunAgain);
     let skip = Evidence {
@@ -43,12 +43,12 @@ fn lower_rate_needs_more_passes() {
     let reliable = Beta { a: 21.0, b: 1.0 }; // 20 failures in 20 runs
     let half = Beta { a: 11.0, b: 11.0 };
     let rare = Beta { a: 3.0, b: 21.0 };
-    let k = |b| FlakyPolicy::new(0.95, b, 10).passes_needed();
+    let k = |b| FlakyRule::new(0.95, b, 10).passes_needed();
     let (kr, kh, kx) = (k(reliable), k(half), k(rare));
     assert!(kr < kh && kh < kx, "{kr} {kh} {kx}");
     // A known-reliable fault is nearly git bisect: a few runs, not one.
     assert!(kr <= 3, "{kr}");
-    let pol = FlakyPolicy::new(0.95, half, 10);
+    let pol = FlakyRule::new(0.95, half, 10);
     assert_eq!(pol.decide(&ev(kh - 1, 0)), Decision::RunAgain);
     assert_eq!(pol.decide(&ev(kh, 0)), Decision::Decided(Verdict::Old));
 }
@@ -56,7 +56,7 @@ fn lower_rate_needs_more_passes() {
 #[test]
 fn passes_needed_is_the_first_sufficient_streak() {
     for (a, b) in [(1.0, 1.0), (2.0, 1.0), (7.0, 30.0), (50.0, 2.0)] {
-        let pol = FlakyPolicy::new(0.95, Beta { a, b }, 11);
+        let pol = FlakyRule::new(0.95, Beta { a, b }, 11);
         let k = pol.passes_needed();
         let first = (1..).find(|&k| Beta { a, b }.pass_streak(k) <= pol.per_verdict_error);
         assert_eq!(Some(k), first, "Beta({a},{b})");
@@ -66,7 +66,7 @@ fn passes_needed_is_the_first_sufficient_streak() {
 #[test]
 fn more_verdicts_or_confidence_need_more_passes() {
     let b = Beta { a: 4.0, b: 6.0 };
-    let k = |c, g| FlakyPolicy::new(c, b, g).passes_needed();
+    let k = |c, g| FlakyRule::new(c, b, g).passes_needed();
     assert!(k(0.95, 20) > k(0.95, 5));
     assert!(k(0.99, 10) > k(0.9, 10));
 }

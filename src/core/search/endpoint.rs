@@ -17,6 +17,9 @@
 //! "Endpoint checks": the model's break-even rates and why 5%). A lie is never a wrong
 //! answer: at the latest the search walks all the way to `--bad`, tests it there and stops.
 
+use super::EndpointCheck;
+use crate::core::outcome::Verdict;
+
 /// The share of bisections whose `--bad` does not show the new behaviour (a probe script
 /// that does not reproduce, a build that fails there) the rule is tuned for. `--confidence`
 /// (flaky faults, where a lying `--bad` is likely) keeps the eager check of its own session.
@@ -44,9 +47,52 @@ pub fn verify_bad_now(
     q * walk > check * (1.0 - (1.0 - q) * touch)
 }
 
+/// The endpoint check once the store was read: `--bad` is asked first to stop early when the
+/// fault does not reproduce, and a stored result showing the new behaviour inside the range
+/// (`stored`: group and verdict of each stored group, ascending) already says it does, so
+/// `First` becomes `Lazy` (the answer still never rests on an untested endpoint). Not when
+/// `--bad` is stored itself (it costs nothing to ask, and a resumed run must replay the killed
+/// one) or already decided.
+pub fn after_the_store(
+    endpoints: EndpointCheck,
+    stored: &[(usize, Verdict)],
+    groups: usize,
+    bad_decided: bool,
+) -> EndpointCheck {
+    let reproduced = stored.iter().any(|&(g, v)| v == Verdict::New && g > 0);
+    let bad_stored = stored.last().map(|&(g, _)| g + 1) == Some(groups);
+    match endpoints {
+        EndpointCheck::First if reproduced && !bad_stored && !bad_decided => EndpointCheck::Lazy,
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_reproduction_makes_the_bad_check_lazy() {
+        use EndpointCheck::{First, Lazy};
+        let (old, new) = (Verdict::Old, Verdict::New);
+        assert_eq!(after_the_store(First, &[(3, new)], 10, false), Lazy);
+        assert_eq!(
+            after_the_store(First, &[(3, old), (5, new)], 10, false),
+            Lazy
+        );
+        // No reproduction inside the range: --bad is still asked first.
+        assert_eq!(after_the_store(First, &[(3, old)], 10, false), First);
+        assert_eq!(after_the_store(First, &[(0, new)], 10, false), First);
+        assert_eq!(after_the_store(First, &[], 10, false), First);
+        // --bad stored (free to ask) or decided: nothing to change.
+        assert_eq!(
+            after_the_store(First, &[(3, new), (9, new)], 10, false),
+            First
+        );
+        assert_eq!(after_the_store(First, &[(3, new)], 10, true), First);
+        // Lazy stays lazy.
+        assert_eq!(after_the_store(Lazy, &[(9, old)], 10, false), Lazy);
+    }
 
     #[test]
     fn a_truthful_looking_range_does_not_build_bad() {

@@ -1,14 +1,14 @@
 //! The report's "Reproduce" section: the command line that asked the question, the prober's
 //! own steps for the commit the answer hinges on, and where its log and report are.
 
-use super::{answer_probe, target};
+use super::answer_probe;
 use crate::core::result::BisectResult;
 use crate::report::{code, escape, short};
 
 /// How to see it again: the command line that ran (recorded argv), else the question rebuilt
 /// from range and predicate; then the prober's own steps and where the log is.
 pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
-    let target = target(b)?;
+    let target = b.target()?;
     let mut md = String::from("### Reproduce\n\n");
     if b.invocation.argv.len() > 1 {
         let mut argv = b.invocation.argv.clone();

@@ -1,7 +1,8 @@
 //! Build-aware candidates for the search loop: the range's tree classes grouped at the
-//! boundaries that touch what probes were seen to read (`core::buildset` has the argument,
-//! `run::buildset` the learning). The search runs over groups; everything it reports
-//! (probe records, the answer) is in the range's own candidate indices.
+//! boundaries that touch what probes were seen to read (`core::buildset` has the argument and
+//! the partition, `run::buildset` the learning; here the two meet: read sets from the store,
+//! boundaries from git). The search runs over groups; everything it reports (probe records,
+//! the answer) is in the range's own candidate indices.
 //!
 //! A group's verdict is only taken from a member whose read set is known (it is then inside
 //! the union the groups were cut with). A verdict from any other member (a failed build, a
@@ -10,7 +11,7 @@
 //! did not report) split it too: the search then sees exactly the whole-tree candidates there.
 
 use super::{DriverError, Shared};
-use crate::core::buildset::{group_starts, Change, ReadSet};
+use crate::core::buildset::{Change, Cut, Partition, ReadSet};
 use crate::core::outcome::Verdict;
 use crate::core::search::{EndpointCheck, Search};
 use crate::probe::ProbeReport;
@@ -25,10 +26,8 @@ pub(super) struct Groups {
     union: Option<ReadSet>,
     /// Differences between neighbouring candidates, computed once a read set is known.
     boundaries: Option<Vec<Option<Vec<Change>>>>,
-    forced: Vec<bool>,
-    /// First candidate of each group.
-    pub starts: Vec<usize>,
-    n: usize,
+    /// The groups (`core::buildset::Partition`: the rule; here only what it is fed).
+    pub partition: Partition,
 }
 
 impl Groups {
@@ -43,36 +42,16 @@ impl Groups {
             sets,
             union,
             boundaries: None,
-            forced: vec![false; n],
-            starts: (0..n).collect(),
-            n,
+            partition: Partition::classes(n),
         }
     }
 
     pub fn len(&self) -> usize {
-        self.starts.len()
+        self.partition.len()
     }
 
     pub fn members(&self, g: usize) -> std::ops::Range<usize> {
-        self.starts[g]..self.starts.get(g + 1).copied().unwrap_or(self.n)
-    }
-
-    fn group_of(&self, i: usize) -> usize {
-        self.starts.partition_point(|&s| s <= i) - 1
-    }
-
-    /// One group means good and bad read the same: the search must still see both endpoints
-    /// (a partition finer than the classes is always exact).
-    fn at_least_two(&mut self) {
-        if self.starts.len() < 2 && self.n >= 2 {
-            self.starts = vec![0, self.n - 1];
-        }
-    }
-
-    pub fn split(&mut self, g: usize) {
-        for i in self.members(g) {
-            self.forced[i] = true;
-        }
+        self.partition.members(g)
     }
 
     /// Adds the read set of each probed tree to the union; a probed member without one splits
@@ -92,16 +71,16 @@ impl Groups {
                     }
                 }
                 None => {
-                    let g = self.group_of(i);
-                    self.split(g);
+                    let g = self.partition.group_of(i);
+                    self.partition.split(g);
                 }
             }
         }
         grew
     }
 
-    /// Recomputes the groups from the union, then the search over them from `known`
-    /// (verdicts by candidate index). Conflicting verdicts inside a group split it.
+    /// Regroups from the union (the boundaries read from git once), then the search over the
+    /// groups from `known` (verdicts by candidate index).
     pub fn search(
         &mut self,
         repo: &git2::Repository,
@@ -110,42 +89,20 @@ impl Groups {
         known: &BTreeMap<usize, Verdict>,
     ) -> Result<Search, GitError> {
         let cands = &range.candidates;
-        if let Some(u) = &self.union {
-            if self.boundaries.is_none() {
-                let mut b = vec![None];
-                for w in cands.windows(2) {
-                    b.push(Some(changes(repo, &w[0].sha, &w[1].sha)?));
-                }
-                self.boundaries = Some(b);
+        if self.union.is_some() && self.boundaries.is_none() {
+            let mut b = vec![None];
+            for w in cands.windows(2) {
+                b.push(Some(changes(repo, &w[0].sha, &w[1].sha)?));
             }
-            if let Some(b) = &self.boundaries {
-                self.starts = group_starts(b, u, &self.forced);
-            }
+            self.boundaries = Some(b);
         }
-        self.at_least_two();
-        loop {
-            let conflict = (0..self.len()).find(|&g| {
-                let mut vs = known.range(self.members(g)).map(|(_, v)| *v);
-                let first = vs.next();
-                vs.any(|v| Some(v) != first)
-            });
-            match conflict {
-                Some(g) => {
-                    self.split(g);
-                    if let (Some(b), Some(u)) = (&self.boundaries, &self.union) {
-                        self.starts = group_starts(b, u, &self.forced);
-                    }
-                    self.at_least_two();
-                }
-                None => break,
-            }
-        }
-        let keys = self.starts.iter().map(|&s| cands[s].depth).collect();
-        let mut search = Search::new(keys, endpoints);
-        for (&i, &v) in known {
-            search.record(self.group_of(i), v);
-        }
-        Ok(search)
+        let cut = match (&self.boundaries, &self.union) {
+            (Some(boundaries), Some(union)) => Some(Cut { boundaries, union }),
+            _ => None,
+        };
+        self.partition.regroup(cut, known);
+        let depths: Vec<u64> = cands.iter().map(|c| c.depth).collect();
+        Ok(self.partition.search(&depths, endpoints, known))
     }
 }
 
@@ -156,11 +113,8 @@ impl Shared<'_> {
         Ok(Groups::new(named, sets, self.plan.range.candidates.len()))
     }
 
-    /// The search over the current groups, with groups whose result is stored marked cheap.
-    /// `First` becomes `Lazy` once a stored result shows the new behaviour inside the range:
-    /// checking `--bad` first is there to stop early when the fault does not reproduce, and a
-    /// stored reproduction already says it does (the answer still never rests on an
-    /// untested endpoint).
+    /// The search over the current groups, with groups whose result is stored marked cheap,
+    /// and the endpoint check the stored verdicts call for (`core::search::after_the_store`).
     pub(super) fn search(
         &self,
         groups: &mut Groups,
@@ -168,7 +122,7 @@ impl Shared<'_> {
         endpoints: &mut crate::core::search::EndpointCheck,
         known: &std::collections::BTreeMap<usize, Verdict>,
     ) -> Result<crate::core::search::Search, DriverError> {
-        use crate::core::search::EndpointCheck;
+        use crate::core::search::after_the_store;
         let mut search = groups.search(repo, &self.plan.range, *endpoints, known)?;
         // One listing of the store per round, not one lookup per candidate.
         let stored = self.stored_keys();
@@ -176,7 +130,7 @@ impl Shared<'_> {
             return Ok(search);
         }
         let mut cheap = Vec::new();
-        let mut reproduced = false;
+        let mut verdicts = Vec::new();
         for g in 0..groups.len() {
             let i = self.pick(groups, g, &stored);
             let tree = &self.plan.range.candidates[i].tree;
@@ -189,17 +143,13 @@ impl Shared<'_> {
                     .plan
                     .predicate
                     .judge(run.report.outcome, &run.report.output_tail);
-                reproduced |= v == Verdict::New && g > 0;
+                verdicts.push((g, v));
             }
         }
-        // A stored --bad costs nothing to ask (and a resumed run must replay the killed one).
-        let bad_stored = cheap.last() == Some(&(groups.len() - 1));
-        if reproduced
-            && !bad_stored
-            && *endpoints == EndpointCheck::First
-            && search.verdict(search.len() - 1).is_none()
-        {
-            *endpoints = EndpointCheck::Lazy;
+        let bad_decided = search.verdict(search.len() - 1).is_some();
+        let ends = after_the_store(*endpoints, &verdicts, groups.len(), bad_decided);
+        if ends != *endpoints {
+            *endpoints = ends;
             search = groups.search(repo, &self.plan.range, *endpoints, known)?;
         }
         for &g in &cheap {

@@ -4,8 +4,8 @@
 //! one wave at a time, in run-index order, rather than all at once per candidate.
 
 use super::{drive, execute, in_slots, note, range_label, Shared};
-use crate::core::evidence::Evidence;
-use crate::core::flaky::session::{Action, Mode, Session, SessionConclusion};
+use crate::core::evidence::{Evidence, Policy};
+use crate::core::flaky::session::{Action, Session, SessionEnd};
 use crate::core::flaky::Beta;
 use crate::core::plan::Plan;
 use crate::core::result::{BisectOutcome, BudgetSpent, CandidateMass, Conclusion};
@@ -31,13 +31,13 @@ pub fn bisect_session(
     store: &Store,
     progress: &Progress,
 ) -> Result<BisectOutcome, DriverError> {
-    let mode = Mode::Adaptive {
+    let policy = Policy::Confidence {
         confidence,
-        prior: Beta::UNIFORM,
+        max_runs,
     };
     let describe = |s: Option<&Session>| {
         let base = match s {
-            Some(s) => s.policy().describe(),
+            Some(s) => s.rule().describe(),
             None => format!("adaptive, {:.1}% confidence", confidence * 100.0),
         };
         let cap = max_runs
@@ -59,7 +59,7 @@ pub fn bisect_session(
         describe(None),
         false,
         |shared| {
-            let (c, steps, session) = session_loop(shared, mode, max_runs)?;
+            let (c, steps, session) = session_loop(shared, policy)?;
             last_policy = describe(Some(&session));
             budget = budget_spent(plan, &session, confidence, max_runs);
             Ok((c, steps))
@@ -85,7 +85,13 @@ fn budget_spent(
     confidence: f64,
     max_runs: Option<u64>,
 ) -> Option<BudgetSpent> {
-    let Some(SessionConclusion::Inconclusive { mass, rate, .. }) = session.conclusion() else {
+    let Some(SessionEnd {
+        inconclusive: true,
+        confidence: Some(mass),
+        rate,
+        ..
+    }) = session.conclusion()
+    else {
         return None;
     };
     let post = crate::core::flaky::posterior(session.evidence(), Beta::UNIFORM)?;
@@ -136,8 +142,7 @@ fn z_channel_capacity(p: f64) -> f64 {
 /// executed; new runs are numbered after the last stored one.
 fn session_loop(
     shared: &Shared<'_>,
-    mode: Mode,
-    max_runs: Option<u64>,
+    policy: Policy,
 ) -> Result<(Conclusion, usize, Session), DriverError> {
     let plan = shared.plan;
     let cands = &plan.range.candidates;
@@ -145,8 +150,7 @@ fn session_loop(
     let mut session = Session::new(
         cands.iter().map(|c| c.depth).collect(),
         plan.endpoints,
-        mode,
-        max_runs,
+        policy,
     );
     let mut stored: Vec<Option<VecDeque<StoredRun>>> = vec![None; cands.len()];
     let mut consumed = vec![0usize; cands.len()];
@@ -189,15 +193,8 @@ fn session_loop(
             session.record(i, v?);
         }
     }
-    let conclusion = match session.conclusion().cloned() {
-        Some(SessionConclusion::Found { culprit, .. }) => Conclusion::Found { index: culprit },
-        Some(SessionConclusion::Ambiguous { candidates, .. })
-        | Some(SessionConclusion::Inconclusive { candidates, .. }) => Conclusion::Ambiguous {
-            indices: candidates,
-        },
-        Some(SessionConclusion::BadEndpoint { which, got }) => {
-            Conclusion::BadEndpoint { which, got }
-        }
+    let conclusion = match session.conclusion() {
+        Some(end) => end.conclusion.clone(),
         // `next` returns Finished only with a conclusion; an empty answer is the honest one.
         None => Conclusion::Ambiguous {
             indices: (1..cands.len()).collect(),

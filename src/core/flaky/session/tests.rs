@@ -10,63 +10,38 @@ fn drive(s: &mut Session, slots: usize, mut run: impl FnMut(usize) -> Verdict) {
     }
 }
 
-fn adaptive(c: f64) -> Mode {
-    Mode::Adaptive {
+fn adaptive(c: f64) -> Policy {
+    Policy::Confidence {
         confidence: c,
-        prior: Beta::UNIFORM,
+        max_runs: None,
     }
 }
 
 #[test]
 fn deterministic_fault_is_found_with_confidence() {
-    let mut s = Session::new(
-        (0..65).collect(),
-        EndpointCheck::First,
-        adaptive(0.95),
-        None,
-    );
+    let mut s = Session::new((0..65).collect(), EndpointCheck::First, adaptive(0.95));
     drive(
         &mut s,
         1,
         |i| if i >= 40 { Verdict::New } else { Verdict::Old },
     );
-    match s.conclusion().unwrap() {
-        SessionConclusion::Found {
-            culprit,
-            confidence,
-            ..
-        } => {
-            assert_eq!(*culprit, 40);
-            assert!(confidence.unwrap() >= 0.95);
-        }
-        other => panic!("{other:?}"),
-    }
+    let end = s.conclusion().unwrap();
+    assert_eq!(end.conclusion, Conclusion::Found { index: 40 }, "{end:?}");
+    assert!(end.confidence.unwrap() >= 0.95);
 }
 
 #[test]
 fn plain_bisect_states_its_low_confidence() {
-    let mut s = Session::new(
-        (0..65).collect(),
-        EndpointCheck::First,
-        Mode::Repeat(1),
-        None,
-    );
+    let mut s = Session::new((0..65).collect(), EndpointCheck::First, Policy::Repeat(1));
     drive(
         &mut s,
         1,
         |i| if i >= 40 { Verdict::New } else { Verdict::Old },
     );
-    let Some(SessionConclusion::Found {
-        culprit,
-        confidence,
-        ..
-    }) = s.conclusion()
-    else {
-        panic!()
-    };
-    assert_eq!(*culprit, 40);
+    let end = s.conclusion().unwrap();
+    assert_eq!(end.culprit(), Some(40));
     // One pass at the parent cannot make a possibly-rare fault unlikely.
-    assert!(confidence.unwrap() < 0.95);
+    assert!(end.confidence.unwrap() < 0.95);
 }
 
 #[test]
@@ -74,8 +49,10 @@ fn budget_exhaustion_is_inconclusive_with_candidates() {
     let mut s = Session::new(
         (0..200).collect(),
         EndpointCheck::First,
-        adaptive(0.95),
-        Some(6),
+        Policy::Confidence {
+            confidence: 0.95,
+            max_runs: Some(6),
+        },
     );
     drive(&mut s, 1, |i| {
         if i >= 120 {
@@ -85,16 +62,17 @@ fn budget_exhaustion_is_inconclusive_with_candidates() {
         }
     });
     assert_eq!(s.runs(), 6);
-    match s.conclusion().unwrap() {
-        SessionConclusion::Inconclusive {
-            candidates, mass, ..
-        } => {
-            assert!(candidates.contains(&120), "{candidates:?}");
-            assert!(*mass >= 0.95);
-            assert!(candidates.len() > 1);
-        }
-        other => panic!("{other:?}"),
-    }
+    let end = s.conclusion().unwrap();
+    let Conclusion::Ambiguous {
+        indices: candidates,
+    } = &end.conclusion
+    else {
+        panic!("{end:?}")
+    };
+    assert!(end.inconclusive, "{end:?}");
+    assert!(candidates.contains(&120), "{candidates:?}");
+    assert!(end.confidence.unwrap() >= 0.95);
+    assert!(candidates.len() > 1);
 }
 
 #[test]
@@ -102,7 +80,7 @@ fn a_failure_at_the_reinforced_parent_moves_the_answer() {
     // Candidate 30 fails only on its 4th run: the search first settles on 31 and then must
     // discover 30 while reinforcing.
     let mut runs30 = 0;
-    let mut s = Session::new((0..64).collect(), EndpointCheck::First, adaptive(0.9), None);
+    let mut s = Session::new((0..64).collect(), EndpointCheck::First, adaptive(0.9));
     drive(&mut s, 1, |i| match i {
         30 => {
             runs30 += 1;
@@ -117,30 +95,20 @@ fn a_failure_at_the_reinforced_parent_moves_the_answer() {
     });
     assert!(matches!(
         s.conclusion(),
-        Some(SessionConclusion::Found { culprit: 30, .. })
+        Some(e) if e.culprit() == Some(30)
     ));
 }
 
 #[test]
 fn replayed_evidence_is_not_run_again() {
     let oracle = |i: usize| if i >= 10 { Verdict::New } else { Verdict::Old };
-    let mut first = Session::new(
-        (0..32).collect(),
-        EndpointCheck::First,
-        adaptive(0.95),
-        None,
-    );
+    let mut first = Session::new((0..32).collect(), EndpointCheck::First, adaptive(0.95));
     let mut journal = Vec::new();
     drive(&mut first, 2, |i| {
         journal.push(i);
         oracle(i)
     });
-    let mut second = Session::new(
-        (0..32).collect(),
-        EndpointCheck::First,
-        adaptive(0.95),
-        None,
-    );
+    let mut second = Session::new((0..32).collect(), EndpointCheck::First, adaptive(0.95));
     for &i in &journal {
         second.record(i, oracle(i));
     }
@@ -174,7 +142,7 @@ fn resuming_wave_by_wave_replays_the_same_decisions() {
     // The driver replays a stored journal wave by wave: each wave the Session asks for is
     // answered from the store. The waves asked must be the first run's, in order.
     let keys: Vec<u64> = (0..300).collect();
-    let mut first = Session::new(keys.clone(), EndpointCheck::First, adaptive(0.95), None);
+    let mut first = Session::new(keys.clone(), EndpointCheck::First, adaptive(0.95));
     let mut oracle = flaky(170, 0.4, 5);
     let mut waves = Vec::new();
     while let Action::Run(ix) = first.next(3) {
@@ -184,7 +152,7 @@ fn resuming_wave_by_wave_replays_the_same_decisions() {
         }
         waves.push((ix, got));
     }
-    let mut second = Session::new(keys, EndpointCheck::First, adaptive(0.95), None);
+    let mut second = Session::new(keys, EndpointCheck::First, adaptive(0.95));
     for (ix, got) in &waves {
         assert_eq!(second.next(3), Action::Run(ix.clone()));
         for (&i, &v) in ix.iter().zip(got) {
@@ -195,7 +163,7 @@ fn resuming_wave_by_wave_replays_the_same_decisions() {
     assert_eq!(first.conclusion(), second.conclusion());
     assert!(matches!(
         first.conclusion(),
-        Some(SessionConclusion::Found { culprit: 170, .. })
+        Some(e) if e.culprit() == Some(170)
     ));
 }
 
@@ -204,12 +172,7 @@ fn a_reliable_fault_costs_a_few_runs_more_than_git_bisect() {
     // p = 1 with the rate unknown: ceil(log2 N) + 2 endpoint runs is what git bisect
     // spends; the Session must also make the passes believable, which costs some more.
     for culprit in [1, 17, 300, 512, 998, 999] {
-        let mut s = Session::new(
-            (0..1000).collect(),
-            EndpointCheck::First,
-            adaptive(0.95),
-            None,
-        );
+        let mut s = Session::new((0..1000).collect(), EndpointCheck::First, adaptive(0.95));
         drive(&mut s, 1, |i| {
             if i >= culprit {
                 Verdict::New
@@ -218,7 +181,7 @@ fn a_reliable_fault_costs_a_few_runs_more_than_git_bisect() {
             }
         });
         assert!(
-            matches!(s.conclusion(), Some(SessionConclusion::Found { culprit: c, .. }) if *c == culprit),
+            s.conclusion().and_then(|e| e.culprit()) == Some(culprit),
             "{:?}",
             s.conclusion()
         );
@@ -228,53 +191,41 @@ fn a_reliable_fault_costs_a_few_runs_more_than_git_bisect() {
 
 #[test]
 fn a_skipped_parent_leaves_an_ambiguous_answer() {
-    let mut s = Session::new((0..40).collect(), EndpointCheck::First, adaptive(0.9), None);
+    let mut s = Session::new((0..40).collect(), EndpointCheck::First, adaptive(0.9));
     drive(&mut s, 1, |i| match i {
         20 => Verdict::Skip,
         i if i >= 21 => Verdict::New,
         _ => Verdict::Old,
     });
-    match s.conclusion().unwrap() {
-        SessionConclusion::Ambiguous {
-            candidates,
-            confidence,
-            ..
-        } => {
-            assert_eq!(candidates, &vec![20, 21]);
-            assert!(confidence.unwrap() >= 0.9);
+    let end = s.conclusion().unwrap();
+    assert_eq!(
+        end.conclusion,
+        Conclusion::Ambiguous {
+            indices: vec![20, 21]
         }
-        other => panic!("{other:?}"),
-    }
+    );
+    assert!(!end.inconclusive);
+    assert!(end.confidence.unwrap() >= 0.9);
     // Skipped candidates are not run again.
     assert_eq!(s.evidence()[20].runs(), 1);
 }
 
 #[test]
 fn endpoints_that_lie_are_reported() {
-    let mut s = Session::new(
-        (0..50).collect(),
-        EndpointCheck::First,
-        adaptive(0.95),
-        None,
-    );
+    let mut s = Session::new((0..50).collect(), EndpointCheck::First, adaptive(0.95));
     drive(&mut s, 2, |_| Verdict::New);
     assert_eq!(
-        s.conclusion(),
-        Some(&SessionConclusion::BadEndpoint {
+        s.conclusion().map(|e| &e.conclusion),
+        Some(&Conclusion::BadEndpoint {
             which: Endpoint::Good,
             got: Verdict::New
         })
     );
-    let mut s = Session::new(
-        (0..50).collect(),
-        EndpointCheck::First,
-        adaptive(0.95),
-        None,
-    );
+    let mut s = Session::new((0..50).collect(), EndpointCheck::First, adaptive(0.95));
     drive(&mut s, 1, |_| Verdict::Old);
     assert_eq!(
-        s.conclusion(),
-        Some(&SessionConclusion::BadEndpoint {
+        s.conclusion().map(|e| &e.conclusion),
+        Some(&Conclusion::BadEndpoint {
             which: Endpoint::Bad,
             got: Verdict::Old
         })
@@ -288,12 +239,7 @@ fn a_rare_fault_is_found_near_the_information_limit() {
     // p = 0.2 over 256 candidates: log2(256) / C(0.2) = 8 / 0.117 = 68 runs at best.
     let mut total = 0;
     for seed in 0..10 {
-        let mut s = Session::new(
-            (0..256).collect(),
-            EndpointCheck::First,
-            adaptive(0.95),
-            None,
-        );
+        let mut s = Session::new((0..256).collect(), EndpointCheck::First, adaptive(0.95));
         drive(&mut s, 1, flaky(100 + seed as usize, 0.2, seed));
         total += s.runs();
     }
@@ -302,21 +248,12 @@ fn a_rare_fault_is_found_near_the_information_limit() {
 
 #[test]
 fn spare_slots_repeat_pending_candidates() {
-    let mut s = Session::new(
-        (0..1000).collect(),
-        EndpointCheck::Lazy,
-        adaptive(0.95),
-        None,
-    );
+    let mut s = Session::new((0..1000).collect(), EndpointCheck::Lazy, adaptive(0.95));
     let Action::Run(ix) = s.next(4) else { panic!() };
     assert_eq!(ix.len(), 4);
-    let Action::Run(ix) = Session::new(
-        (0..1000).collect(),
-        EndpointCheck::Lazy,
-        Mode::Repeat(1),
-        None,
-    )
-    .next(4) else {
+    let Action::Run(ix) =
+        Session::new((0..1000).collect(), EndpointCheck::Lazy, Policy::Repeat(1)).next(4)
+    else {
         panic!()
     };
     let mut d = ix.clone();

@@ -1,14 +1,40 @@
-//! An endpoint that contradicts the question: which one, what it showed, what ran there, and
-//! what to try. "Check the endpoints" alone sends a user who met a fault that needs many reuses
-//! back to the same short run; naming the run's length and the heavier runs at hand does not.
+//! What a bisection's answer hinges on, and the advice when it is an endpoint that contradicts
+//! the question: which one, what it showed, what ran there, and what to try. "Check the
+//! endpoints" alone sends a user who met a fault that needs many reuses back to the same short
+//! run; naming the run's length and the heavier runs at hand does not. Pure over the result, so
+//! the run that writes it and the report that reads an older one say the same.
 
 use crate::core::outcome::Verdict;
 use crate::core::result::{BisectResult, Conclusion, EndpointAdvice, FROM_REPRO_ARG};
 use crate::core::search::Endpoint;
 
-/// The advice for a bisection that stopped at a wrong endpoint (`None` otherwise). Pure over
-/// the result, so the terminal, the report and the JSON say the same.
-pub fn advice(b: &BisectResult) -> Option<EndpointAdvice> {
+impl BisectResult {
+    /// The commit the answer hinges on: the culprit, the last suspect, or the wrong endpoint.
+    pub fn target(&self) -> Option<&str> {
+        match &self.conclusion {
+            Conclusion::Found { .. } | Conclusion::Ambiguous { .. } => {
+                self.candidates.last().map(String::as_str)
+            }
+            Conclusion::BadEndpoint {
+                which: Endpoint::Good,
+                ..
+            } => Some(&self.range.good),
+            Conclusion::BadEndpoint {
+                which: Endpoint::Bad,
+                ..
+            } => Some(&self.range.bad),
+        }
+    }
+
+    /// The result's own advice, or the advice rebuilt from it (results written before it
+    /// existed).
+    pub fn endpoint_advice(&self) -> Option<EndpointAdvice> {
+        self.endpoint.clone().or_else(|| advice(self))
+    }
+}
+
+/// The advice for a bisection that stopped at a wrong endpoint (`None` otherwise).
+pub(super) fn advice(b: &BisectResult) -> Option<EndpointAdvice> {
     let Conclusion::BadEndpoint { which, got } = b.conclusion else {
         return None;
     };

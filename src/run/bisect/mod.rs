@@ -1,0 +1,380 @@
+//! A commit bisection as a request: `Request` is the question, checked and resolved (plain
+//! data; the command line builds it from flags in one function, `demo` and `bisect-config`
+//! build it directly). `prepare` turns it into the plan, store and prober; `execute` runs the
+//! driver and assembles THE result document (`document`). What happens to the document after
+//! (markdown, `--report`, `--json`, the GitHub comment) is the command line's.
+//!
+//! ```text
+//! Request --prepare--> Prepared --execute--> BisectResult     (Mode::Run)
+//!                               --plan_next / probe_one-->    (--plan-only, --probe: JSON)
+//!                               .planned                      (--dry-run: facts, nothing made)
+//! ```
+
+pub mod check;
+mod document;
+mod place;
+mod planned;
+
+pub use document::exit_code;
+pub use planned::{Planned, Where};
+
+use crate::core::config::{ProbeKind, Resolved};
+use crate::core::evidence::{Deterministic, Fixed, Policy};
+use crate::core::outcome::Predicate;
+use crate::core::result::{BisectResult, ConfigurationInfo, ReproducerInfo};
+use crate::core::search::EndpointCheck;
+use crate::error::CliError;
+use crate::probe::container::EngineChoice;
+use crate::probe::launch::{HostLauncher, Launcher};
+use crate::probe::script::ScriptProber;
+use crate::probe::Prober;
+use crate::run::driver::{DriverError, Plan};
+use crate::run::git::{self, GitError, Oid, RangeSpec};
+use crate::run::progress::Progress;
+use crate::run::store::Store;
+use std::path::PathBuf;
+
+/// The configuration the probes run in, where they run (`--engine`), and what the report says
+/// about it (`info`: `None` for a plain bisect with no configuration flag at all).
+pub struct Chosen {
+    pub cfg: Resolved,
+    pub engine: EngineChoice,
+    pub info: Option<ConfigurationInfo>,
+    /// The bundled reproducer and its arguments (`None`: a `--script` probe).
+    pub reproducer: Option<ReproducerInfo>,
+}
+
+/// How a configuration was chosen: what decides where its steps run and what the report
+/// says about it.
+pub struct Naming {
+    /// `--engine` (`None`: not given).
+    pub engine: Option<EngineChoice>,
+    /// `--image` was given.
+    pub image_flag: bool,
+    /// By name: `--config ID`, or the configuration `bisect-config` found.
+    pub named: bool,
+    /// Any configuration flag at all (else the report has no configuration section).
+    pub configured: bool,
+    /// Flags that overrode the named configuration's values.
+    pub overrides: Vec<String>,
+    /// Where the reproducer's arguments come from, in words.
+    pub args_from: String,
+}
+
+impl Chosen {
+    /// A named configuration's image means a container (`--engine auto`) unless `--engine
+    /// none` says the host, which the report lists as an override; without a name the steps
+    /// run where `--engine` says, the host by default.
+    pub fn new(mut cfg: Resolved, how: Naming) -> Chosen {
+        let mut overrides = how.overrides;
+        let engine = match (how.engine, how.named && cfg.image.is_some()) {
+            (Some(EngineChoice::None), true) if !how.image_flag => {
+                overrides.push(format!(
+                    "--engine none (configuration: image {}; probes run on the host)",
+                    cfg.image.as_deref().unwrap_or("")
+                ));
+                cfg.image = None;
+                EngineChoice::None
+            }
+            (Some(e), _) => e,
+            (None, true) => EngineChoice::Auto,
+            (None, false) => EngineChoice::None,
+        };
+        let info = how
+            .configured
+            .then(|| cfg.info(if how.named { overrides } else { Vec::new() }));
+        let program = match cfg.probe {
+            ProbeKind::Decode => Some(crate::probe::repro::Reproducer::Decode),
+            ProbeKind::Replay => Some(crate::probe::repro::Reproducer::Replay),
+            ProbeKind::Script { .. } => None,
+        };
+        let reproducer = program.map(|p| ReproducerInfo {
+            program: p.target().to_string(),
+            args: cfg.repro_args.clone(),
+            source: how.args_from,
+        });
+        Chosen {
+            cfg,
+            engine,
+            info,
+            reproducer,
+        }
+    }
+}
+
+/// Which subtree decides whether two commits are the same test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subtree {
+    /// Where ggml sits in the `--bad` tree (`core::layout`): `ggml/` of a llama.cpp tree, the
+    /// whole tree of ggml itself.
+    Auto,
+    /// `--path .`
+    Whole,
+    /// `--path DIR`, present in the `--bad` commit.
+    Dir(String),
+}
+
+/// What the request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Bisect and return the result document.
+    Run,
+    /// Resolve everything and make nothing (`--dry-run`).
+    DryRun,
+    /// The next wave from the stored results, as JSON (`--plan-only`).
+    PlanOnly,
+    /// One planned run of one commit, stored (`--probe SHA --run-index R`).
+    Probe {
+        sha: String,
+        run_index: Option<usize>,
+    },
+}
+
+/// One commit bisection, every input checked: revisions resolved in `repo`, the predicate's
+/// regex compiled, the configuration resolved and its flags found meaningful.
+pub struct Request {
+    pub repo: PathBuf,
+    pub good: Oid,
+    pub bad: Oid,
+    pub first_parent: bool,
+    pub path: Subtree,
+    pub predicate: Predicate,
+    pub runs: Policy,
+    pub jobs: usize,
+    pub endpoints: EndpointCheck,
+    /// `--validate N`: re-runs of the culprit, its parent and the revert (0 = off).
+    pub validate: u32,
+    pub work_dir: PathBuf,
+    pub chosen: Chosen,
+    pub mode: Mode,
+}
+
+/// Everything resolved from a request, before any probe runs.
+pub struct Prepared {
+    pub plan: Plan,
+    pub store: Store,
+    pub prober: Box<dyn Prober>,
+    pub runs: Policy,
+    pub validate: u32,
+    /// The journal and result id: same question, same id (a resumed run appends).
+    pub id: String,
+    /// Shell snippet reproducing one probe (`{sha}` placeholder), when the prober can say.
+    pub reproduce: Option<String>,
+    pub configuration: Option<ConfigurationInfo>,
+    pub reproducer: Option<ReproducerInfo>,
+    /// What validation builds for (`None`: a `--script` whose backend no flag named).
+    pub backend: Option<crate::core::build::Backend>,
+    /// `Mode::DryRun`: what was learned without making anything.
+    pub planned: Option<Planned>,
+}
+
+/// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
+pub fn git_error(e: GitError) -> anyhow::Error {
+    if e.is_usage() {
+        CliError::usage(e.to_string())
+    } else {
+        CliError::infra(e.to_string())
+    }
+}
+
+/// The range, store and prober of `req`. Nothing is made for a dry run (no work dir, container,
+/// ccache dir or toolchain query); otherwise the work dir is created and made absolute (steps
+/// run with their own working directory and see $SRC/$WORK), the container's engine and image
+/// are asked for, and a HIP build asks `hipconfig`.
+pub fn prepare(req: &Request) -> anyhow::Result<Prepared> {
+    let repo = git::open(&req.repo).map_err(git_error)?;
+    let path = match &req.path {
+        Subtree::Whole => None,
+        Subtree::Dir(p) => Some(p.clone()),
+        // The decode probe builds and runs all of llama.cpp, not only its ggml/.
+        Subtree::Auto if req.chosen.cfg.probe == ProbeKind::Decode => None,
+        Subtree::Auto => {
+            let layout = git::detect_layout(&repo, req.bad).map_err(git_error)?;
+            layout.keyed_subtree().map(|dir| {
+                eprintln!("setrows-bisect: {} layout detected: commits that do not change {dir}/ share one probe (--path . to test the whole tree)", layout.name());
+                dir.to_string()
+            })
+        }
+    };
+    let spec = RangeSpec {
+        first_parent: req.first_parent,
+        path,
+    };
+    let range = git::plan_range(&repo, req.good, req.bad, &spec).map_err(git_error)?;
+    let canon_repo = std::fs::canonicalize(&req.repo).unwrap_or(req.repo.clone());
+    let dry = req.mode == Mode::DryRun;
+    let chosen = &req.chosen;
+    let (work_dir, store) = if dry {
+        (req.work_dir.clone(), Store::at(&req.work_dir))
+    } else {
+        Store::open(&req.work_dir).map_err(|e| CliError::usage(e.to_string()))?;
+        let work_dir = std::fs::canonicalize(&req.work_dir).unwrap_or(req.work_dir.clone());
+        let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
+        (work_dir, store)
+    };
+    let planned = dry.then(|| Planned::new(chosen, &work_dir));
+    let container = match dry {
+        true => None,
+        false => place::container(chosen.engine, &chosen.cfg, &work_dir)?,
+    };
+    // Where the steps run, as the reproduce hint names it.
+    let ran_in = match (&container, &planned) {
+        (Some(c), _) => Some((c.image().to_string(), c.identity())),
+        (None, Some(p)) => p.image().map(|image| {
+            let engine = match &p.place {
+                Where::Image { engine, .. } => engine.to_string(),
+                _ => "no engine".to_string(),
+            };
+            (image.to_string(), engine)
+        }),
+        (None, None) => None,
+    };
+    let place = place::place(&chosen.cfg, &repo, req.bad, container, !dry)?;
+    let prober: Box<dyn Prober> = Box::new(crate::run::probers::prober(&chosen.cfg, &place));
+    let reproduce = match &chosen.cfg.probe {
+        ProbeKind::Script { build, script } => {
+            let p = ScriptProber {
+                build: build.clone(),
+                script: script.clone(),
+                timeout: chosen.cfg.timeout_s.map(std::time::Duration::from_secs_f64),
+                launcher: Box::new(HostLauncher),
+                env: crate::run::probers::script_env(&chosen.cfg, &place, &place.fallback_facts)
+                    .into_iter()
+                    .filter(|(k, _)| !k.starts_with("CCACHE_"))
+                    .collect(),
+                build_only: chosen.cfg.build_only,
+            };
+            let mut hint = p.reproduce_hint(&canon_repo, "{sha}");
+            if let Some((image, engine)) = &ran_in {
+                hint = format!(
+                    "# the bisect ran these steps in {image} ({engine}), $SRC mounted read-only\n{hint}"
+                );
+            }
+            Some(hint)
+        }
+        ProbeKind::Replay | ProbeKind::Decode => None,
+    };
+    let planned = planned.map(|p| p.with_build(&chosen.cfg, &place));
+    let id = crate::run::store::bisect_id(&[
+        &canon_repo.to_string_lossy(),
+        &range.good,
+        &range.bad,
+        &prober.identity(),
+        &req.predicate.describe(),
+        &format!("{:?}", range.spec),
+    ]);
+    // A --script's backend is unknown unless a configuration flag named it.
+    let script = matches!(chosen.cfg.probe, ProbeKind::Script { .. });
+    let backend = (!script || chosen.info.is_some()).then_some(chosen.cfg.backend);
+    Ok(Prepared {
+        plan: Plan {
+            repo_path: canon_repo,
+            range,
+            predicate: req.predicate.clone(),
+            endpoints: req.endpoints,
+            jobs: req.jobs,
+            work_dir,
+        },
+        store,
+        prober,
+        runs: req.runs,
+        validate: req.validate,
+        id,
+        reproduce,
+        configuration: chosen.info.clone(),
+        reproducer: chosen.reproducer.clone(),
+        backend,
+        planned,
+    })
+}
+
+/// `--plan-only`: the next wave for `--jobs K` slots from the stored results alone (JSON).
+pub fn plan_next(p: &Prepared) -> anyhow::Result<serde_json::Value> {
+    crate::run::distributed::plan_next(&p.plan, p.prober.as_ref(), &p.store, p.runs)
+}
+
+/// `--probe SHA`: one planned run of one commit, stored (JSON).
+pub fn probe_one(
+    p: &Prepared,
+    sha: &str,
+    run_index: Option<usize>,
+) -> anyhow::Result<serde_json::Value> {
+    crate::run::distributed::probe_one(&p.plan, p.prober.as_ref(), &p.store, sha, run_index)
+}
+
+/// Runs the bisection to its conclusion and returns its result document (stamped and saved
+/// for `show`). Errors: exit 2 for the user's input (a revision), 3 for the machinery.
+pub fn execute(p: &Prepared, progress: &Progress) -> anyhow::Result<BisectResult> {
+    let journal = p
+        .store
+        .open_journal(&p.id)
+        .map_err(|e| CliError::infra(e.to_string()))?;
+    let r = &p.plan.range;
+    eprintln!(
+        "setrows-bisect: {} commits, {} candidates; work dir {}; journal {}",
+        r.commits,
+        r.candidates.len(),
+        p.plan.work_dir.display(),
+        journal.display()
+    );
+    let prober = p.prober.as_ref();
+    let outcome = match p.runs {
+        // Waves of --jobs runs: spare slots re-run undecided candidates (driver docs).
+        Policy::Confidence {
+            confidence,
+            max_runs,
+        } => crate::run::driver::bisect_session(
+            &p.plan, prober, confidence, max_runs, &p.store, progress,
+        ),
+        Policy::Repeat(n) if n > 1 => {
+            crate::run::driver::bisect_commits(&p.plan, prober, &Fixed(n), &p.store, progress)
+        }
+        Policy::Repeat(_) => {
+            crate::run::driver::bisect_commits(&p.plan, prober, &Deterministic, &p.store, progress)
+        }
+    }
+    .map_err(|e| driver_error(e, p))?;
+    document::assemble(p, &outcome)
+}
+
+/// A driver error as the command reports it; a systematic untestable names the configuration
+/// by its values too (`--config ID` alone does not say what was asked; explicit flags have no
+/// id at all).
+fn driver_error(e: DriverError, p: &Prepared) -> anyhow::Error {
+    match e {
+        DriverError::Git(g) => git_error(g),
+        DriverError::Systematic {
+            sha,
+            reason,
+            configuration,
+            log,
+        } => {
+            let settings = p
+                .configuration
+                .as_ref()
+                .map(|c| c.settings.join(" "))
+                .unwrap_or_else(|| {
+                    format!(
+                        "backend={}",
+                        p.backend
+                            .unwrap_or(crate::core::build::Backend::Cpu)
+                            .as_str()
+                    )
+                });
+            let name = match configuration {
+                Some(id) => format!("{id} ({settings})"),
+                None => format!("({settings})"),
+            };
+            CliError::infra(
+                DriverError::Systematic {
+                    sha,
+                    reason,
+                    configuration: Some(name),
+                    log,
+                }
+                .to_string(),
+            )
+        }
+        other => CliError::infra(other.to_string()),
+    }
+}
