@@ -251,29 +251,6 @@ impl Resolved {
         changed
     }
 
-    /// A placement this backend cannot have, as one line naming the flag (bad input: exit 2
-    /// before any probe). On the CPU backend host memory is the same buffer as device memory,
-    /// and ggml's unified switch acts on CUDA/HIP allocations only: both would pass without
-    /// testing anything. `device` on the CPU is the CPU buffer, what every CPU run did.
-    /// The decode probe can neither place llama.cpp's buffers nor prove where they are: refused.
-    pub fn memory_refused(&self) -> Option<String> {
-        if self.probe == ProbeKind::Decode && !self.recipe.memory.is_device() {
-            return Some(format!(
-                "--memory {}: {}; use --memory device with --probe-kind decode, or --probe-kind replay to test a placement",
-                self.recipe.memory.as_str(),
-                crate::core::matrix::DECODE_MEMORY
-            ));
-        }
-        if self.backend != Backend::Cpu {
-            return None;
-        }
-        match self.recipe.memory {
-            Memory::Device => None,
-            Memory::Host => Some("--memory host: the CPU backend's buffers are host memory already (the same buffer as device); use --memory device, or --backend hip|cuda".into()),
-            Memory::Unified => Some("--memory unified: ggml's unified-memory switch (GGML_CUDA_ENABLE_UNIFIED_MEMORY, GGML_HIP_UMA) acts on CUDA/HIP allocations only; use --memory device on the CPU, or --backend hip|cuda".into()),
-        }
-    }
-
     /// `--backend hip` without a GPU target means the subject, gfx1151. Returns the note to
     /// print when it filled the target in.
     pub fn default_target(&mut self) -> Option<String> {

@@ -2,7 +2,7 @@
 //! `--config`'s own values. A setting that means nothing would be stored in the key, answer no
 //! question and never be found again, so it is refused (exit 2) before anything runs.
 
-use super::{Flags, Resolved};
+use super::{Flags, Memory, ProbeKind, Resolved};
 use crate::core::build::Backend;
 
 /// A setting that means nothing for the backend the probes build for: stored in the key it
@@ -70,6 +70,31 @@ impl Resolved {
             ));
         }
         self.memory_refused()
+    }
+}
+
+impl Resolved {
+    /// A placement this backend cannot have, as one line naming the flag (bad input: exit 2
+    /// before any probe). On the CPU backend host memory is the same buffer as device memory,
+    /// and ggml's unified switch acts on CUDA/HIP allocations only: both would pass without
+    /// testing anything. `device` on the CPU is the CPU buffer, what every CPU run did.
+    /// The decode probe can neither place llama.cpp's buffers nor prove where they are: refused.
+    pub fn memory_refused(&self) -> Option<String> {
+        if self.probe == ProbeKind::Decode && !self.recipe.memory.is_device() {
+            return Some(format!(
+                "--memory {}: {}; use --memory device with --probe-kind decode, or --probe-kind replay to test a placement",
+                self.recipe.memory.as_str(),
+                crate::core::matrix::DECODE_MEMORY
+            ));
+        }
+        if self.backend != Backend::Cpu {
+            return None;
+        }
+        match self.recipe.memory {
+            Memory::Device => None,
+            Memory::Host => Some("--memory host: the CPU backend's buffers are host memory already (the same buffer as device); use --memory device, or --backend hip|cuda".into()),
+            Memory::Unified => Some("--memory unified: ggml's unified-memory switch (GGML_CUDA_ENABLE_UNIFIED_MEMORY, GGML_HIP_UMA) acts on CUDA/HIP allocations only; use --memory device on the CPU, or --backend hip|cuda".into()),
+        }
     }
 }
 

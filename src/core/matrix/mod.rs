@@ -25,9 +25,9 @@ mod position;
 mod resolve;
 use check::{check_type, scalar};
 use expand::{expand, Axis, Combo};
-pub use resolve::DECODE_MEMORY;
 use position::{err_no_span, key_of_toml_error, Ctx};
 pub use position::{line_col, MatrixError};
+pub use resolve::DECODE_MEMORY;
 
 /// One axis value: matrix values are strings, integers or booleans.
 #[derive(
