@@ -112,7 +112,10 @@ pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(Stri
         shell_words(&recipe_at(cfg, place).cmake_args(facts)),
     ));
     if !cfg.build_only {
-        env.push(("SETROWS_REPRO_ARGS".into(), shell_words(&cfg.repro_args)));
+        env.push((
+            "SETROWS_REPRO_ARGS".into(),
+            shell_words(&cfg.recipe.reproducer_args(&cfg.repro_args)),
+        ));
         // a script's own program sees the unified-memory env where the tree reads it
         env.extend(cfg.recipe.memory_env(facts));
     }
@@ -184,8 +187,7 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     }
     opts.run_env = cfg.launch_env.clone();
     opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
-    opts.repro_args = cfg.repro_args.clone();
-    opts.repro_args.extend(cfg.recipe.memory_args());
+    opts.repro_args = cfg.recipe.reproducer_args(&cfg.repro_args);
     opts.build_only = cfg.build_only;
     if let Some(t) = timeout(cfg) {
         opts.run_timeout = Some(t);
@@ -449,5 +451,31 @@ mod tests {
             assert_eq!(needs_hipconfig(&cfg), asks, "{:?}", cfg.probe);
         }
         assert!(!needs_hipconfig(&Resolved::for_backend(Backend::Cpu)));
+    }
+
+    /// A script reading SETROWS_REPRO_ARGS runs with the placement its key names, as the
+    /// bundled replay does (both lists come from `Recipe::reproducer_args`).
+    #[test]
+    fn a_script_and_the_replay_get_the_same_reproducer_arguments() {
+        let place = Place {
+            launcher: Arc::new(crate::probe::launch::HostLauncher),
+            in_container: false,
+            hip_env: Vec::new(),
+            fallback_facts: TreeFacts::default(),
+            fallback_subdir: String::new(),
+        };
+        let mut cfg = Resolved::for_backend(Backend::Cuda);
+        cfg.repro_args = vec!["--steps".into(), "7".into()];
+        cfg.recipe.memory = crate::core::build::Memory::Host;
+        let env = script_env(&cfg, &place, &TreeFacts::default());
+        let args = env.iter().find(|(k, _)| k == "SETROWS_REPRO_ARGS");
+        assert_eq!(
+            args.map(|(_, v)| v.as_str()),
+            Some("--steps 7 --memory host")
+        );
+        assert_eq!(
+            repro_options(&cfg, &place).repro_args,
+            ["--steps", "7", "--memory", "host"]
+        );
     }
 }

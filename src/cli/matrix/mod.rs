@@ -217,7 +217,7 @@ fn config_details(c: &Config) -> ConfigDetails {
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect(),
-        repro_args: c.repro_args.clone(),
+        repro_args: c.recipe.reproducer_args(&c.repro_args),
     }
 }
 

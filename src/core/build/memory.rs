@@ -163,6 +163,16 @@ impl Recipe {
             vec!["--memory".into(), self.memory.as_str().into()]
         }
     }
+
+    /// What the reproducer is started with under this recipe: the configured arguments, then
+    /// the placement's. THE list for the bundled replay, a script's `SETROWS_REPRO_ARGS` and
+    /// what a matrix lists, so a script or a listed cell never runs with another placement
+    /// than the one its key names.
+    pub fn reproducer_args(&self, configured: &[String]) -> Vec<String> {
+        let mut args = configured.to_vec();
+        args.extend(self.memory_args());
+        args
+    }
 }
 
 #[cfg(test)]
