@@ -82,14 +82,7 @@ pub fn identity() -> String {
 
 /// Hex sha256 over the embedded sources, identical on every machine.
 pub fn sources_hash() -> String {
-    let mut h = Sha256::new();
-    for (path, text) in SOURCES {
-        h.update(path.as_bytes());
-        h.update([0]);
-        h.update((text.len() as u64).to_le_bytes());
-        h.update(text.as_bytes());
-    }
-    hex::encode(h.finalize())
+    crate::probe::repro::hash_of(&SOURCES)
 }
 
 /// Writes `bytes` to `dir/name` unless a complete copy is there: through a temp file and a

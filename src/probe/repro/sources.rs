@@ -29,8 +29,14 @@ pub const SOURCES: [(&str, &str); 5] = [
 
 /// Hex sha256 over the embedded sources (paths and contents), identical on every machine.
 pub fn sources_hash() -> String {
+    hash_of(&SOURCES)
+}
+
+/// THE hash of a bundled program's embedded sources (the replay's, decode-probe's): its
+/// identity in store keys and the name of the directory it is written to.
+pub fn hash_of(sources: &[(&str, &str)]) -> String {
     let mut h = Sha256::new();
-    for (path, text) in SOURCES {
+    for (path, text) in sources {
         h.update(path.as_bytes());
         h.update([0]);
         h.update((text.len() as u64).to_le_bytes());
