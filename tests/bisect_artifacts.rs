@@ -94,7 +94,7 @@ impl Repo {
             ""
         };
         let build = format!(
-            "test -f CMakeCache.txt || cmake -S \"$SRC\" -B .{gen} >/dev/null; cmake --build ."
+            "test -f build.ninja -o -f Makefile || cmake -S \"$SRC\" -B .{gen} >/dev/null; cmake --build ."
         );
         let script = format!("echo run >> {}; \"$WORK/prog\"", self.counter().display());
         let out = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))

@@ -64,7 +64,7 @@ impl Repo {
             .arg("--repo")
             .arg(self.path())
             .args(["--good", &self.shas[0], "--bad", self.shas.last().unwrap()])
-            .args(["--build", "test -f CMakeCache.txt || cmake -S \"$SRC\" -B . -G Ninja >/dev/null; cmake --build ."])
+            .args(["--build", "test -f build.ninja -o -f Makefile || cmake -S \"$SRC\" -B . -G Ninja >/dev/null; cmake --build ."])
             .args(["--script", "\"$WORK/prog\""])
             .arg("--work-dir")
             .arg(&work)

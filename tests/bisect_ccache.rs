@@ -85,7 +85,7 @@ fn bisect_with_path(
         .args(["--good", &shas[0], "--bad", shas.last().unwrap()])
         .args([
             "--build",
-            "test -f CMakeCache.txt || cmake -S \"$SRC\" -B . -G Ninja >/dev/null; cmake --build .",
+            "test -f build.ninja -o -f Makefile || cmake -S \"$SRC\" -B . -G Ninja >/dev/null; cmake --build .",
         ])
         .args(["--script", "\"$WORK/prog\""])
         .arg("--work-dir")

@@ -44,6 +44,8 @@ pub struct DemoArgs {
 }
 
 /// The build command the demo (and its benchmarks) use: configure once, then incremental.
+/// "Configured" is the generator's own file, written last: a run stopped during cmake's
+/// configure leaves a CMakeCache.txt without it, and the next build must configure again.
 pub fn build_command() -> String {
     let gen = if crate::probe::exec::which("ninja").is_some() {
         " -G Ninja"
@@ -51,7 +53,7 @@ pub fn build_command() -> String {
         ""
     };
     format!(
-        "test -f CMakeCache.txt || cmake -S \"$SRC\" -B .{gen} -DCMAKE_BUILD_TYPE=Release >/dev/null; cmake --build . --target ringbuf_test"
+        "test -f build.ninja -o -f Makefile || cmake -S \"$SRC\" -B .{gen} -DCMAKE_BUILD_TYPE=Release >/dev/null; cmake --build . --target ringbuf_test"
     )
 }
 
