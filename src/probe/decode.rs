@@ -82,7 +82,7 @@ pub fn identity() -> String {
 
 /// Hex sha256 over the embedded sources, identical on every machine.
 pub fn sources_hash() -> String {
-    crate::probe::repro::hash_of(&SOURCES)
+    crate::probe::bundle::hash_of(&SOURCES)
 }
 
 /// Writes `bytes` to `dir/name` unless a complete copy is there: through a temp file and a

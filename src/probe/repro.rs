@@ -37,7 +37,7 @@ mod steps;
 pub use classify::{classify, classify_expected, parse_result, Classified, ReproSummary};
 pub use expect::{CompileDefs, Expectations};
 pub use options::{ReproOptions, Reproducer};
-pub use sources::{hash_of, materialize_sources, sources_hash, SOURCES};
+pub use sources::{materialize_sources, sources_hash, SOURCES};
 
 use crate::core::ccache::Ccache;
 use crate::core::outcome::{Outcome, SkipScope};

@@ -1,6 +1,5 @@
 //! The reproducer sources compiled into this binary, their hash, and their copy on disk.
 
-use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// The reproducer sources, embedded: (path relative to the repro-kernels root, contents).
@@ -29,20 +28,7 @@ pub const SOURCES: [(&str, &str); 5] = [
 
 /// Hex sha256 over the embedded sources (paths and contents), identical on every machine.
 pub fn sources_hash() -> String {
-    hash_of(&SOURCES)
-}
-
-/// THE hash of a bundled program's embedded sources (the replay's, decode-probe's): its
-/// identity in store keys and the name of the directory it is written to.
-pub fn hash_of(sources: &[(&str, &str)]) -> String {
-    let mut h = Sha256::new();
-    for (path, text) in sources {
-        h.update(path.as_bytes());
-        h.update([0]);
-        h.update((text.len() as u64).to_le_bytes());
-        h.update(text.as_bytes());
-    }
-    hex::encode(h.finalize())
+    crate::probe::bundle::hash_of(&SOURCES)
 }
 
 /// Writes the embedded sources under `dir/setrows-repro-<hash12>` (once: an existing complete
