@@ -1,6 +1,7 @@
 //! Memory placement as a configuration (issue 26), through the real binary: a placement the CPU
 //! backend cannot have is one line and exit 2 before any probe; the shipped matrix runs unified
 //! and host placement and the reported graph on HIP, and leaves every device row's id alone.
+//! The decode probe takes unified memory (proven by its own report) and refuses host.
 mod common;
 use assert_cmd::Command;
 use common::*;
@@ -81,4 +82,60 @@ fn the_shipped_matrix_runs_placements_and_the_reported_graph_on_hip() {
         .iter()
         .filter(|c| c.backend == Backend::Cpu)
         .all(|c| c.recipe.memory == Memory::Device));
+}
+
+/// The decode probe has no host placement (llama.cpp keeps its KV cache on the device or the
+/// CPU): one line naming the flag, exit 2, before any probe; unified is no longer refused there.
+#[test]
+fn the_decode_probe_refuses_host_and_takes_unified() {
+    let f = Fixture::new(&spec(12, 6));
+    let mut c: Command = f.bisect(0, 11);
+    c.args([
+        "--probe-kind",
+        "decode",
+        "--backend",
+        "cuda",
+        "--memory",
+        "host",
+    ]);
+    let out = c.assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected: {stderr}");
+    assert!(lines[0].contains("--memory host"), "{stderr}");
+    assert!(lines[0].contains("offload_kqv"), "{stderr}");
+    // unified passes the placement rule: what stops this run is the tree (not llama.cpp)
+    let mut c: Command = f.bisect(0, 11);
+    c.args([
+        "--probe-kind",
+        "decode",
+        "--backend",
+        "cuda",
+        "--memory",
+        "unified",
+    ]);
+    let out = c.assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(!stderr.contains("--memory"), "{stderr}");
+    assert!(stderr.contains("llama.cpp"), "{stderr}");
+
+    let decode = |mem: &str| {
+        format!("[probe]\nkind = \"decode\"\n[matrix]\nbackend = [\"cuda\"]\nmemory = [{mem}]\n")
+    };
+    let e = matrix::parse("m.toml", &decode("\"device\", \"host\""))
+        .expect_err("host with decode")
+        .to_string();
+    assert!(e.starts_with("m.toml:5:"), "{e}");
+    assert!(e.contains("offload_kqv"), "{e}");
+    let m =
+        matrix::parse("m.toml", &decode("\"device\", \"unified\"")).expect("unified with decode");
+    let cells = &m.configs;
+    let mems: Vec<Memory> = cells.iter().map(|c| c.recipe.memory).collect();
+    assert_eq!(mems, [Memory::Device, Memory::Unified]);
+    // the cell's reproducer arguments carry the placement, as the replay's do
+    let unified = &cells[1];
+    assert_eq!(
+        unified.recipe.reproducer_args(&unified.repro_args),
+        ["--memory", "unified"]
+    );
 }

@@ -16,12 +16,23 @@
 // logits of every token are compared, and the KV rows (llama_state_seq_get_data) of probe and
 // same at the chunk's last token.
 //
+// Placement (--memory device|unified, the replay's flag): unified memory is ggml's own switch
+// (GGML_CUDA_ENABLE_UNIFIED_MEMORY in the environment, or a GGML_HIP_UMA build: the orchestrator
+// applies the tree's knob); this program proves where llama.cpp put its buffers, as the replay
+// does (placement.h): a twin of the probe context, made with the same model and parameters,
+// decodes one token with an eval callback that records the buffer of the KV cache tensor the
+// SET_ROWS node writes and of a weight (a MUL_MAT's src0), then is freed before the loop. The
+// probe context itself runs without a callback: in ggml-backend.cpp a callback makes every split
+// compute a ggml_graph_view (uid 0), which skips ggml-cuda's reuse of a CUDA graph by uid and
+// adds a synchronize per split, so it would no longer be the decode a user runs.
+//
 // Output and exit codes as setrows-replay (repro-kernels/README.md): one SETROWS_RESULT line;
 // 0 pass (or `unchecked` with --check none), 1 mismatch (SETROWS_MISMATCH line first),
 // 2 usage, 3 untestable here (model not loadable: llama.cpp's own message; no graph reuse).
 #include "llama.h"
 #include "ggml-backend.h"
 #include "ggml.h"
+#include "placement.h"
 
 #include <algorithm>
 #include <atomic>
@@ -88,6 +99,7 @@ struct Args {
     double cpu_nmse = 1e-4;
     uint64_t seed = 42;
     bool verbose = false;
+    std::string memory = "device";  // device | unified (placement.h)
 };
 
 struct Result {
@@ -104,6 +116,7 @@ struct Result {
     long n_cells = -1;
     double load_s = 0, loop_s = 0, check_s = 0, total_s = 0;
     long long model_bytes = -1;
+    std::string memory_json = ",\"memory\":null";  // placement.h's object once proven
 };
 
 std::string json_str_or_null(bool known, const std::string & s) {
@@ -121,7 +134,7 @@ void print_result(const Result & r) {
            "\"backend\":\"%s\",\"device\":\"%s\",\"ggml_version\":\"\",\"ggml_commit\":\"\","
            "\"steps_run\":%ld,\"first_failing_step\":%s,\"kv_cells\":%ld,\"model_bytes\":%lld,"
            "\"features\":%s,\"features_source\":\"%s\",\"backend_reg\":%s,\"device_name\":%s,\"device_description\":%s,"
-           "\"streams\":%s,\"mismatch\":%s,"
+           "\"streams\":%s,\"mismatch\":%s%s,"
            "\"timings\":{\"total_s\":%.6f,\"build_s\":%.6f,\"compute_s\":%.6f,\"check_s\":%.6f,\"steps_per_s\":%.3f,"
            "\"loop_s\":%.6f,\"loop_steps_per_s\":%.3f}}\n",
            r.status.c_str(), r.exit_code, json_escape(r.message).c_str(), json_escape(r.backend).c_str(),
@@ -129,7 +142,7 @@ void print_result(const Result & r) {
            r.first_failing_step >= 0 ? std::to_string(r.first_failing_step).c_str() : "null", r.n_cells, r.model_bytes,
            feats.c_str(), r.features_source.c_str(), json_str_or_null(r.have_device, r.backend_reg).c_str(),
            json_str_or_null(r.have_device, r.dev_name).c_str(), json_str_or_null(r.have_device, r.dev_description).c_str(),
-           r.streams_json.c_str(), r.mismatch_json.c_str(), r.total_s, r.load_s, r.loop_s - r.check_s, r.check_s, rate,
+           r.streams_json.c_str(), r.mismatch_json.c_str(), r.memory_json.c_str(), r.total_s, r.load_s, r.loop_s - r.check_s, r.check_s, rate,
            r.loop_s, rate);
     fflush(stdout);
 }
@@ -146,7 +159,8 @@ void print_result(const Result & r) {
 void usage(Result & r, const std::string & why) {
     fprintf(stderr,
             "usage: decode-probe --model FILE.gguf [--backend CPU|NAME] [--steps N] [--cells N] [--chunk N]\n"
-            "                    [--threads N] [--check full|none] [--cpu-reference on|off] [--cpu-nmse X] [--seed N] [--verbose]\n");
+            "                    [--threads N] [--check full|none] [--cpu-reference on|off] [--cpu-nmse X] [--seed N]\n"
+            "                    [--memory device|unified] [--verbose]\n");
     finish(r, "usage", EXIT_USAGE, why);
 }
 
@@ -181,6 +195,12 @@ Args parse_args(int argc, char ** argv, Result & r) {
             std::string v = val();
             if (v != "on" && v != "off") usage(r, "--cpu-reference " + v + ": expected on or off");
             a.cpu_reference = v == "on";
+        } else if (k == "--memory") {
+            a.memory = val();
+            // host: llama.cpp puts its KV cache on the device or the CPU only (offload_kqv), so
+            // it cannot be asked to keep it in host memory the GPU uses in place
+            if (a.memory != "device" && a.memory != "unified")
+                usage(r, "--memory " + a.memory + ": expected device or unified (llama.cpp places its KV cache on the device or the CPU only)");
         } else if (k == "--verbose") a.verbose = true;
         else if (k == "--help" || k == "-h") usage(r, "help");
         else usage(r, "unknown argument " + k);
@@ -369,6 +389,37 @@ void device_facts(Result & r, ggml_backend_dev_t dev) {
     for (ggml_backend_feature * f = get_features(reg); f && f->name; f++) r.features.emplace_back(f->name, f->value ? f->value : "");
 }
 
+// ---- where llama.cpp put its buffers (the twin context's eval callback) --------------------
+#if DECODE_HAVE_CB_EVAL
+struct PlacementProbe {
+    bool kv = false, weights = false;
+    std::vector<placement::BufferFacts> bufs;
+};
+
+// Asked once per node before it is computed; records, and always answers "not needed", so the
+// twin's splits are computed whole.
+bool placement_cb(struct ggml_tensor * t, bool ask, void * user) {
+    auto * p = static_cast<PlacementProbe *>(user);
+    if (!ask) return true;
+    auto add = [&](ggml_tensor * x, const char * what) {
+        if (!x || !x->buffer || !x->data) return false;
+        placement::BufferFacts b = placement::describe(x->name, "persistent", x->buffer, x->data);
+        b.name = std::string(what) + ":" + x->name;
+        p->bufs.push_back(b);
+        return true;
+    };
+    if (!p->kv && t->op == GGML_OP_SET_ROWS) {
+        // set_rows returns a view of the destination: the KV cache tensor is its view_src
+        p->kv = add(t->view_src ? t->view_src : t->src[0], "kv_cache");
+    }
+    if (!p->weights && t->op == GGML_OP_MUL_MAT && t->src[0] && t->src[0]->buffer &&
+        ggml_backend_buffer_get_usage(t->src[0]->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS) {
+        p->weights = add(t->src[0], "weights");
+    }
+    return false;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char ** argv) {
@@ -436,8 +487,8 @@ int main(int argc, char ** argv) {
     // OpenMP barriers on a busy machine cost more than the matrix products (measured: 2 threads
     // decoded 10x slower than 1 on the 2-core CI-like machine under load).
     const int n_threads = a.threads > 0 ? a.threads : 1;
-    for (auto & s : streams) {
-        s.model = s.name == "cpu" ? model_cpu : model_dev;
+    // The parameters of every context; `device`: the device under test (else the CPU reference).
+    auto context_params = [&](bool device) {
         llama_context_params cp = llama_context_default_params();
         cp.n_ctx = (uint32_t) a.cells;
         cp.n_batch = 1;
@@ -448,7 +499,12 @@ int main(int argc, char ** argv) {
 #if DECODE_HAVE_FLASH_ATTN_TYPE
         cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
 #endif
-        if (s.name == "cpu") { cp.offload_kqv = false; cp.op_offload = false; }
+        if (!device) { cp.offload_kqv = false; cp.op_offload = false; }
+        return cp;
+    };
+    for (auto & s : streams) {
+        s.model = s.name == "cpu" ? model_cpu : model_dev;
+        llama_context_params cp = context_params(s.name != "cpu");
         // LLAMA_GRAPH_REUSE_DISABLE is read when a context is made: set for the references only.
         const char * prev = getenv("LLAMA_GRAPH_REUSE_DISABLE");
         std::string saved = prev ? prev : "";
@@ -462,6 +518,40 @@ int main(int argc, char ** argv) {
         s.batch = llama_batch_init(1, 0, 1);
         s.logits.resize((size_t) a.chunk * n_vocab);
     }
+    // ---- placement proof: a twin of the probe context decodes one token, watched -----------------
+#if DECODE_HAVE_CB_EVAL
+    {
+        PlacementProbe pp;
+        llama_context_params cp = context_params(true);
+        cp.cb_eval = placement_cb;
+        cp.cb_eval_user_data = &pp;
+        llama_context * twin = llama_init_from_model(model_dev, cp);
+        if (!twin) {
+            finish(r, "unsupported", EXIT_UNSUPPORTED,
+                   "llama.cpp could not create the placement context: " + (g_last_error.empty() ? std::string("(no message)") : g_last_error));
+        }
+        llama_batch b = llama_batch_init(1, 0, 1);
+        b.n_tokens = 1;
+        b.token[0] = token_at(a.seed, 0, n_vocab);
+        b.pos[0] = 0;
+        b.n_seq_id[0] = 1;
+        b.seq_id[0][0] = 0;
+        b.logits[0] = 1;
+        const int rc = llama_decode(twin, b);
+        llama_batch_free(b);
+        llama_free(twin);
+        if (rc != 0) finish(r, "unsupported", EXIT_UNSUPPORTED, "placement context: llama_decode returned " + std::to_string(rc));
+        if (!pp.kv || !pp.weights) {
+            finish(r, "unsupported", EXIT_UNSUPPORTED, std::string("placement: the decode graph showed no ") +
+                   (!pp.kv ? "SET_ROWS node writing the KV cache" : "MUL_MAT reading a weight buffer"));
+        }
+        r.memory_json = placement::json(a.memory, pp.bufs, json_escape);
+        for (const auto & f : pp.bufs) {
+            fprintf(stderr, "decode-probe: memory %s: %s, host %d, pointer %s\n", f.name.c_str(), f.buft.c_str(),
+                    (int) f.is_host, f.ptr.kind.empty() ? "(no GPU runtime)" : f.ptr.kind.c_str());
+        }
+    }
+#endif
     const int window = (int) llama_n_ctx(streams[0].ctx);
     r.n_cells = window;
     r.load_s = now_s() - t0;

@@ -8,17 +8,30 @@ use crate::core::gguf::DType;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The decode probe's sources, embedded: (path relative to the decode-probe root, contents).
-pub const SOURCES: [(&str, &str); 2] = [
+/// The decode probe's sources, embedded: (path relative to the folder they are written to,
+/// contents). Laid out as in `repro-kernels/`, so the placement report the replay uses
+/// (`setrows-replay/placement.h`, `placement.cmake`) is the same file for both programs.
+pub const SOURCES: [(&str, &str); 4] = [
     (
-        "CMakeLists.txt",
+        "decode-probe/CMakeLists.txt",
         include_str!("../../repro-kernels/decode-probe/CMakeLists.txt"),
     ),
     (
-        "decode-probe.cpp",
+        "decode-probe/decode-probe.cpp",
         include_str!("../../repro-kernels/decode-probe/decode-probe.cpp"),
     ),
+    (
+        "setrows-replay/placement.h",
+        include_str!("../../repro-kernels/setrows-replay/placement.h"),
+    ),
+    (
+        "setrows-replay/placement.cmake",
+        include_str!("../../repro-kernels/setrows-replay/placement.cmake"),
+    ),
 ];
+
+/// The CMake source folder inside the written sources.
+const CMAKE_ROOT: &str = "decode-probe";
 
 /// The model every decode probe runs unless told otherwise.
 pub const DEFAULT_SEED: u64 = 42;
@@ -99,13 +112,15 @@ fn write_once(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> 
     Ok(target)
 }
 
-/// Writes the sources under `dir/setrows-decode-<hash12>/` and returns that folder's name.
+/// Writes the sources under `dir/setrows-decode-<hash12>/` and returns the CMake source
+/// folder in it, relative to `dir`.
 pub fn materialize_sources(dir: &Path) -> std::io::Result<String> {
     let name = format!("setrows-decode-{}", &sources_hash()[..12]);
     for (path, text) in SOURCES {
-        write_once(&dir.join(&name), path, text.as_bytes())?;
+        let (sub, file) = path.rsplit_once('/').unwrap_or(("", path));
+        write_once(&dir.join(&name).join(sub), file, text.as_bytes())?;
     }
-    Ok(name)
+    Ok(format!("{name}/{CMAKE_ROOT}"))
 }
 
 /// A written model: where it is and what it is.
@@ -161,10 +176,14 @@ mod tests {
     #[test]
     fn the_sources_are_written_where_their_hash_says() {
         let d = tempfile::tempdir().unwrap();
-        let name = materialize_sources(d.path()).unwrap();
+        let root = materialize_sources(d.path()).unwrap();
+        let name = root
+            .strip_suffix("/decode-probe")
+            .expect("the CMake folder");
+        assert!(d.path().join(&root).join("CMakeLists.txt").is_file());
         for (path, text) in SOURCES {
             assert_eq!(
-                std::fs::read_to_string(d.path().join(&name).join(path)).unwrap(),
+                std::fs::read_to_string(d.path().join(name).join(path)).unwrap(),
                 text
             );
         }

@@ -78,12 +78,12 @@ impl Resolved {
     /// before any probe). On the CPU backend host memory is the same buffer as device memory,
     /// and ggml's unified switch acts on CUDA/HIP allocations only: both would pass without
     /// testing anything. `device` on the CPU is the CPU buffer, what every CPU run did.
-    /// The decode probe can neither place llama.cpp's buffers nor prove where they are: refused.
+    /// The decode probe takes unified memory (the same per-tree knob as the replay) and proves
+    /// it; it has no host placement (`core::matrix::DECODE_MEMORY` says why).
     pub fn memory_refused(&self) -> Option<String> {
-        if self.probe == ProbeKind::Decode && !self.recipe.memory.is_device() {
+        if self.probe == ProbeKind::Decode && self.recipe.memory == Memory::Host {
             return Some(format!(
-                "--memory {}: {}; use --memory device with --probe-kind decode, or --probe-kind replay to test a placement",
-                self.recipe.memory.as_str(),
+                "--memory host: {}; use --memory device or unified with --probe-kind decode, or --probe-kind replay for host",
                 crate::core::matrix::DECODE_MEMORY
             ));
         }

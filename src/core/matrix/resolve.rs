@@ -3,8 +3,11 @@
 
 use super::*;
 
-/// Why the decode probe takes no memory placement (the matrix's and the flag's message).
-pub const DECODE_MEMORY: &str = "the decode probe cannot place llama.cpp's KV cache and weights nor prove where they are (llama.h exposes no buffer), only the replay proves a placement";
+/// Why the decode probe takes no host placement (the matrix's and the flag's message): the
+/// replay's host placement is the GPU using host memory in place, and llama.cpp offers no
+/// such buffer for its KV cache (device or CPU only, `offload_kqv`); weights overridden into
+/// the GPU's host buffer type run where ggml's scheduler puts them, the CPU on a discrete GPU.
+pub const DECODE_MEMORY: &str = "llama.cpp keeps its KV cache on the device or the CPU (offload_kqv), never in the GPU's host buffer, and weights overridden into that buffer (tensor_buft_overrides) are computed by the CPU unless the GPU is integrated, so the decode probe has no host placement to test";
 
 impl Matrix {
     pub(super) fn resolve(&self, cx: &Ctx<'_>, combo: &Combo) -> Result<Config, MatrixError> {
@@ -62,14 +65,12 @@ impl Matrix {
                 ),
             ));
         }
-        if self.probe.kind.as_deref() == Some("decode") && !recipe.memory.is_device() {
+        if self.probe.kind.as_deref() == Some("decode") && recipe.memory == Memory::Host {
             return Err(cx.err(
                 span("memory"),
                 "memory",
                 format!(
-                    "memory `{}` with [probe] kind = \"decode\": {}; use device",
-                    recipe.memory.as_str(),
-                    DECODE_MEMORY
+                    "memory `host` with [probe] kind = \"decode\": {DECODE_MEMORY}; use device or unified"
                 ),
             ));
         }

@@ -68,11 +68,40 @@ pub struct MemoryFacts {
     pub buffers: Vec<BufferFacts>,
 }
 
+impl MemoryFacts {
+    /// `requested=unified via cudaPointerGetAttributes: kv_cache:cache_k_l0=CUDA0/managed ...`:
+    /// where every reported buffer was, in one line, so a result names its placement beside
+    /// its verdict (the replay's buffers, or the decode probe's KV cache and weights).
+    pub fn summary(&self) -> String {
+        let bufs: Vec<String> = self
+            .buffers
+            .iter()
+            .map(|b| {
+                format!(
+                    "{}={}/{}",
+                    b.name,
+                    b.buft,
+                    b.pointer
+                        .as_deref()
+                        .unwrap_or(if b.is_host { "host-buffer" } else { "-" })
+                )
+            })
+            .collect();
+        format!(
+            "requested={} via {}: {}",
+            self.requested,
+            self.pointer_api.as_deref().unwrap_or("no GPU runtime"),
+            bufs.join(" ")
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]
 pub struct BufferFacts {
     pub name: String,
-    /// `persistent`, `output` or `input`.
+    /// `persistent` (the replay's buffers; the decode probe's KV cache and weights), `output`
+    /// or `input`.
     pub role: String,
     pub buft: String,
     pub is_host: bool,

@@ -342,7 +342,7 @@ fn memory_mismatch(want: Memory, r: Option<&ReproSummary>) -> Option<String> {
     }
     let Some(m) = &r.memory else {
         return Some(format!(
-            "memory {} asked for, but the reproducer reports no placement (a replay from before the placement proof)",
+            "memory {} asked for, but the reproducer reports no placement (a replay from before the placement proof, or a llama.cpp whose llama_context_params has no cb_eval to see its buffers)",
             want.as_str()
         ));
     };

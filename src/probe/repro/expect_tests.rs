@@ -11,6 +11,7 @@ const CUDA_OFF: &str = include_str!("testdata/replay-format2-graphs-off-h200.txt
 const K32: &str = include_str!("testdata/kernel-format2-w32-h200.txt");
 const K64: &str = include_str!("testdata/kernel-format2-w64-h200.txt");
 const CORRUPT: &str = include_str!("testdata/replay-inject-corrupt-cpu.txt");
+const DECODE_CPU: &str = include_str!("testdata/decode-placement-cpu.txt");
 
 fn exp(backend: Backend) -> Expectations {
     Expectations {
@@ -376,4 +377,70 @@ fn a_placement_that_did_not_take_effect_is_untestable() {
         None,
     );
     assert_eq!(o, Outcome::Pass);
+}
+
+/// The decode probe reports its placement in the replay's format (placement.h): the KV cache
+/// tensor the SET_ROWS node writes and a weight, both `persistent`, read by the same parser
+/// and checked by the same rule. The CPU line is real; the CUDA lines swap in the runtime's
+/// words (`cudaPointerGetAttributes`: 2 device, 3 managed).
+#[test]
+fn the_decode_probes_placement_is_read_and_checked_as_the_replays() {
+    let r = parse_result(DECODE_CPU).expect("decode line");
+    assert_eq!(r.tool, "decode-probe");
+    let m = r.memory.as_ref().expect("placement");
+    assert_eq!(m.requested, "device");
+    assert_eq!(m.pointer_api, None);
+    let names: Vec<&str> = m.buffers.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["weights:blk.0.attn_q.weight", "kv_cache:cache_k_l0"]
+    );
+    assert!(m
+        .buffers
+        .iter()
+        .all(|b| b.is_host && b.role == "persistent"));
+    assert_eq!(m.buffers[1].buft, "CPU");
+    assert_eq!(
+        m.summary(),
+        "requested=device via no GPU runtime: weights:blk.0.attn_q.weight=CPU_Mapped/host-buffer kv_cache:cache_k_l0=CPU/host-buffer"
+    );
+    let cuda = |requested: &str, pointer: &str| {
+        DECODE_CPU
+            .replace(
+                r#""requested":"device""#,
+                &format!(r#""requested":"{requested}""#),
+            )
+            .replace(
+                r#""pointer_api":null"#,
+                r#""pointer_api":"cudaPointerGetAttributes""#,
+            )
+            .replace(r#""pointer":null"#, &format!(r#""pointer":"{pointer}""#))
+            .replace(r#""buft":"CPU_Mapped""#, r#""buft":"CUDA0""#)
+            .replace(r#""buft":"CPU""#, r#""buft":"CUDA0""#)
+            .replace(r#""is_host":true"#, r#""is_host":false"#)
+            .replace(r#""backend":"CPU""#, r#""backend":"CUDA0""#)
+            .replace(r#""backend_reg":"CPU""#, r#""backend_reg":"CUDA""#)
+    };
+    let unified = Expectations {
+        backend: Some(Backend::Cuda),
+        memory: Some(Memory::Unified),
+        ..Expectations::default()
+    };
+    let (o, s) = run(&cuda("unified", "managed"), &unified, None);
+    assert_eq!(o, Outcome::Pass, "{s}");
+    // the env did not reach ggml: the KV cache is plain device memory, never a pass
+    let (o, s) = run(&cuda("unified", "device"), &unified, None);
+    assert_eq!(o, Outcome::Untestable, "{s}");
+    assert!(
+        s.contains("memory unified asked for, but weights:blk.0.attn_q.weight is device memory (CUDA0 buffer, cudaPointerGetAttributes)"),
+        "{s}"
+    );
+    // a build without a GPU runtime to ask proves no placement
+    let only_memory = Expectations {
+        memory: Some(Memory::Unified),
+        ..Expectations::default()
+    };
+    let (o, s) = run(DECODE_CPU, &only_memory, None);
+    assert_eq!(o, Outcome::Untestable, "{s}");
+    assert!(s.contains("without a GPU runtime"), "{s}");
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 /// The reproducer sources, embedded: (path relative to the repro-kernels root, contents).
-pub const SOURCES: [(&str, &str); 5] = [
+pub const SOURCES: [(&str, &str); 6] = [
     (
         "CMakeLists.txt",
         include_str!("../../../repro-kernels/CMakeLists.txt"),
@@ -15,6 +15,10 @@ pub const SOURCES: [(&str, &str); 5] = [
     (
         "setrows-replay/placement.h",
         include_str!("../../../repro-kernels/setrows-replay/placement.h"),
+    ),
+    (
+        "setrows-replay/placement.cmake",
+        include_str!("../../../repro-kernels/setrows-replay/placement.cmake"),
     ),
     (
         "setrows-kernel/setrows-kernel.cu",

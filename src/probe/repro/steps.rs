@@ -329,6 +329,9 @@ fn record_provenance(output: &str, provenance: &mut BTreeMap<String, String>) {
             provenance.insert(k.into(), v);
         }
     }
+    if let Some(m) = &r.memory {
+        provenance.insert("repro_memory".into(), m.summary());
+    }
     if let Some(t) = r.timings {
         provenance.insert("repro_steps_per_s".into(), format!("{:.1}", t.steps_per_s));
     }

@@ -1,0 +1,40 @@
+# The GPU runtime a bundled program asks where its buffers live (placement.h): ONE rule for the
+# replay and the decode probe, so both report placement the same way. Only where the runtime's
+# headers are there: a CPU build reports no pointer facts (null).
+# Reads GGML_CUDA / GGML_HIP (the flags the probed ggml is built with) and the ggml targets.
+include(CheckCXXSourceCompiles)
+function(setrows_pointer_attributes target)
+    set(have_cuda 0)
+    set(have_hip 0)
+    if (GGML_CUDA OR TARGET ggml::ggml-cuda)
+        find_package(CUDAToolkit QUIET)
+        if (CUDAToolkit_FOUND)
+            target_link_libraries(${target} PRIVATE CUDA::cudart)
+            set(have_cuda 1)
+        endif()
+    elseif (GGML_HIP OR TARGET ggml::ggml-hip)
+        find_package(hip QUIET)
+        if (hip_FOUND)
+            # ROCm 6 renamed hipPointerAttribute_t::memoryType to type: probe the spelling
+            set(CMAKE_REQUIRED_LIBRARIES hip::host)
+            set(CMAKE_REQUIRED_QUIET ON)
+            check_cxx_source_compiles("#include <hip/hip_runtime_api.h>
+                int main() { hipPointerAttribute_t a; (void) a.type; (void) a.isManaged; return 0; }" SETROWS_HIP_ATTR_TYPE)
+            check_cxx_source_compiles("#include <hip/hip_runtime_api.h>
+                int main() { hipPointerAttribute_t a; (void) a.memoryType; (void) a.isManaged; return 0; }" SETROWS_HIP_ATTR_MEMORYTYPE)
+            unset(CMAKE_REQUIRED_LIBRARIES)
+            if (SETROWS_HIP_ATTR_TYPE)
+                target_compile_definitions(${target} PRIVATE SETROWS_HIP_ATTR_TYPE_FIELD=type)
+                set(have_hip 1)
+            elseif (SETROWS_HIP_ATTR_MEMORYTYPE)
+                target_compile_definitions(${target} PRIVATE SETROWS_HIP_ATTR_TYPE_FIELD=memoryType)
+                set(have_hip 1)
+            endif()
+            if (have_hip)
+                target_link_libraries(${target} PRIVATE hip::host)
+            endif()
+        endif()
+    endif()
+    target_compile_definitions(${target} PRIVATE SETROWS_HAVE_CUDA_RT=${have_cuda} SETROWS_HAVE_HIP_RT=${have_hip})
+    message(STATUS "setrows: pointer attributes (${target}): cuda=${have_cuda} hip=${have_hip}")
+endfunction()
