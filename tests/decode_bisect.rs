@@ -9,7 +9,7 @@
 //!
 //! One llama.cpp build serves every test here (a cold llama library build is minutes on CI's two
 //! cores): the bisect builds decode-probe through the tool's own build script, and the direct
-//! checks of decode-probe (graph reuse proven on f32 and f16 models, a run without reuse, a
+//! checks of decode-probe (graph reuse and the CPU placement report on f32 and f16 models, a run without reuse, a
 //! model the tree cannot load, a run without references) run that binary after the test puts the
 //! slot back to the clean tree (at most one incremental rebuild). A repository that is not
 //! llama.cpp is refused before any probe.
@@ -391,6 +391,27 @@ fn f32_and_f16_models_pass_through_the_wrapped_ring_with_the_graph_reused() {
         assert_eq!(res["status"], "pass");
         assert_eq!(res["model_bytes"], m.bytes, "{res}");
         assert_reuse_proven(&res, WRAPPED.parse().unwrap());
+        assert_cpu_placement(&r.output);
+    }
+}
+
+/// The placement report (placement.h's format, read by the replay's parser): on the CPU the
+/// KV cache the SET_ROWS node writes and the weights are host buffers, and no GPU runtime was
+/// asked about their pointers.
+fn assert_cpu_placement(output: &str) {
+    let r = parse_result(output).expect("result line");
+    let m = r.memory.expect("the decode probe reports its placement");
+    assert_eq!(m.requested, "device");
+    assert_eq!(m.pointer_api, None, "a CPU build asks no GPU runtime");
+    let kinds: Vec<&str> = m
+        .buffers
+        .iter()
+        .map(|b| b.name.split(':').next().unwrap())
+        .collect();
+    assert_eq!(kinds, ["weights", "kv_cache"], "{:?}", m.buffers);
+    for b in &m.buffers {
+        assert!(b.is_host && b.buft.starts_with("CPU"), "{b:?}");
+        assert_eq!(b.pointer, None, "{b:?}");
     }
 }
 

@@ -216,6 +216,12 @@ impl Runner {
     fn build_key(&self, config: &Config) -> String {
         let mut recipe = config.recipe.clone();
         recipe.ccache = self.engine.is_some() || crate::probe::exec::which("ccache").is_some();
+        // A placement changes a build only through its CMake arguments (an old HIP tree's
+        // GGML_HIP_UMA), which key the build tree inside this folder; the env knob and host
+        // placement change the run alone. Keyed on the placement, device and unified cells
+        // of one configuration built the same tree twice, cold (cells run one at a time, so
+        // sharing the folder is safe).
+        recipe.memory = crate::core::build::Memory::Device;
         short_hash(&[
             config.image.as_deref().unwrap_or("host"),
             &recipe.identity(),
