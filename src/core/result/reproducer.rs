@@ -12,12 +12,6 @@ use serde::{Deserialize, Serialize};
 const REPLAY_DEFAULT_STEPS: &str = "2000";
 const REPLAY_DEFAULT_CHECK_EVERY: &str = "1";
 
-/// decode-probe's program name and its own default token count (`repro-kernels/decode-probe`,
-/// `Args::steps`): its extent is tokens, every one checked, never the replay's steps (the H200
-/// decode bisect's report said "2000 steps (the replay's default)" of a 10,000-token run).
-const DECODE_PROGRAM: &str = "decode-probe";
-const DECODE_DEFAULT_TOKENS: &str = "10000";
-
 /// `ReproducerInfo::source` when the user's `--repro-arg` gave the arguments.
 pub const FROM_REPRO_ARG: &str = "--repro-arg";
 
@@ -53,9 +47,6 @@ impl ReproducerInfo {
 
     /// `100000 steps, checked every step`: what a pass covered.
     pub fn extent(&self) -> String {
-        if self.program == DECODE_PROGRAM {
-            return self.decode_extent();
-        }
         let steps = match (self.arg("--steps"), self.arg("--wraps")) {
             (_, Some(w)) => format!("{w} wraps of the ring"),
             (Some(s), None) => format!("{s} steps"),
@@ -72,35 +63,12 @@ impl ReproducerInfo {
         format!("{steps}, {checked}")
     }
 
-    /// decode-probe's: tokens, each checked against the references unless `--check none`.
-    fn decode_extent(&self) -> String {
-        let tokens = match self.arg("--steps") {
-            Some(n) => format!("{n} tokens"),
-            None => format!("{DECODE_DEFAULT_TOKENS} tokens (decode-probe's default)"),
-        };
-        let checked = match self.arg("--check") {
-            Some("none") => "unchecked (--check none)",
-            _ => "every token checked against the references",
-        };
-        format!("{tokens}, {checked}")
-    }
-
-    /// The program's own step count when the arguments leave it.
-    fn default_steps(&self) -> &'static str {
-        if self.program == DECODE_PROGRAM {
-            DECODE_DEFAULT_TOKENS
-        } else {
-            REPLAY_DEFAULT_STEPS
-        }
-    }
-
     /// The arguments with `--steps` multiplied by `factor` (appended when absent): the longer
     /// run to suggest. `--repro-arg` replaces the whole list, so the suggestion is all of it.
     pub fn with_more_steps(&self, factor: u64) -> Vec<String> {
         let now = self
             .arg("--steps")
-            .unwrap_or(self.default_steps())
-            .parse::<u64>()
+            .and_then(|s| s.parse::<u64>().ok())
             .unwrap_or(2000);
         let more = now.saturating_mul(factor).to_string();
         let mut args = self.args.clone();
@@ -140,12 +108,8 @@ mod tests {
     use super::*;
 
     fn info(args: &[&str]) -> ReproducerInfo {
-        program_info("setrows-replay", args)
-    }
-
-    fn program_info(program: &str, args: &[&str]) -> ReproducerInfo {
         ReproducerInfo {
-            program: program.into(),
+            program: "setrows-replay".into(),
             args: args.iter().map(|s| s.to_string()).collect(),
             source: "test".into(),
         }
@@ -168,20 +132,5 @@ mod tests {
             r.command(),
             "setrows-replay --mode reuse --steps 100000 --check-every 1"
         );
-    }
-
-    /// decode-probe's extent is its own: tokens (10,000 by default), each checked; a longer
-    /// run is 4x its tokens, not 4x the replay's 2000 steps (which would be shorter).
-    #[test]
-    fn a_decode_probes_extent_is_its_tokens_not_the_replays_steps() {
-        let d = program_info("decode-probe", &[]);
-        assert_eq!(
-            d.extent(),
-            "10000 tokens (decode-probe's default), every token checked against the references"
-        );
-        assert_eq!(d.with_more_steps(4), ["--steps", "40000"]);
-        let d = program_info("decode-probe", &["--steps", "600", "--check", "none"]);
-        assert_eq!(d.extent(), "600 tokens, unchecked (--check none)");
-        assert_eq!(d.with_more_steps(4), ["--steps", "2400", "--check", "none"]);
     }
 }
