@@ -179,9 +179,7 @@ fn inconclusive_and_bad_endpoint_say_so() {
     // A decode bisect's advice speaks of tokens and decode-probe's own defaults, not the replay's.
     b.reproducer = Some(crate::core::result::ReproducerInfo {
         program: crate::core::result::DECODE_PROGRAM.into(),
-        args: ["--model", "m.gguf", "--steps", "600"]
-            .map(String::from)
-            .to_vec(),
+        args: ["--steps", "600"].map(String::from).to_vec(),
         source: crate::core::result::FROM_REPRO_ARG.into(),
     });
     b.endpoint = None;
@@ -194,6 +192,12 @@ fn inconclusive_and_bad_endpoint_say_so() {
             && !line.contains("replay")
             && !line.contains("decode-reuse"),
         "{line}"
+    );
+    let md = bisect::markdown(&b);
+    assert!(
+        md.contains("decode-probe --model MODEL.gguf --steps 600")
+            && md.contains("`MODEL.gguf`: the tiny random-weight llama model"),
+        "{md}"
     );
 }
 

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 /// tokens, not replay steps, and leave other defaults.
 pub const DECODE_PROGRAM: &str = "decode-probe";
 
+/// How a decode probe's command names the model the tool writes for it (`probe::decode`).
+pub const DECODE_MODEL: &str = "MODEL.gguf";
+
 /// What a bundled program does where its arguments say nothing: a pass is described by what ran,
 /// and a decode run is neither 2000 steps nor checked "every step".
 struct Defaults {
@@ -60,9 +63,16 @@ impl ReproducerInfo {
             .map(|w| w[1].as_str())
     }
 
-    /// `setrows-replay --mode reuse --steps 100000 ...`.
+    /// `setrows-replay --mode reuse --steps 100000 ...`. The decode probe's `--model` is the
+    /// tool's own file, added at every probe (`DECODE_MODEL` names it), not an argument to give.
     pub fn command(&self) -> String {
+        let model = if self.is_decode() {
+            &["--model", DECODE_MODEL][..]
+        } else {
+            &[]
+        };
         std::iter::once(self.program.as_str())
+            .chain(model.iter().copied())
             .chain(self.args.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ")
@@ -198,17 +208,18 @@ mod tests {
             ..info(args)
         };
         assert_eq!(
-            decode(&["--model", "m.gguf"]).extent(),
+            decode(&["--steps", "600"]).command(),
+            "decode-probe --model MODEL.gguf --steps 600"
+        );
+        assert_eq!(
+            decode(&[]).extent(),
             "10000 tokens (decode-probe's default), every token checked against a decode without graph reuse (and the CPU, on a GPU)"
         );
         assert_eq!(
             decode(&["--steps", "600", "--check", "none"]).extent(),
             "600 tokens, unchecked (--check none)"
         );
-        assert_eq!(
-            decode(&["--model", "m.gguf"]).with_more_steps(4),
-            ["--model", "m.gguf", "--steps", "40000"]
-        );
+        assert_eq!(decode(&[]).with_more_steps(4), ["--steps", "40000"]);
         assert_eq!(
             r.command(),
             "setrows-replay --mode reuse --steps 100000 --check-every 1"
