@@ -31,7 +31,9 @@ pub use crate::core::search::Conclusion;
 pub use config::{BisectConfigResult, ConfigDetails, ConfigProbe};
 pub use invocation::{web_url, Invocation, Tool};
 pub use matrix::{Cell, ConfigRow, MatrixResults, Rev};
-pub use reproducer::{EndpointAdvice, ReproducerInfo, FROM_REPRO_ARG};
+pub use reproducer::{
+    EndpointAdvice, ReproducerInfo, DECODE_MODEL, DECODE_PROGRAM, FROM_REPRO_ARG,
+};
 
 /// The schema version every writer writes. Bump it (and teach [`read`] the old one, or refuse
 /// it) whenever a field changes meaning or becomes required.

@@ -37,8 +37,8 @@ const CMAKE_ROOT: &str = "decode-probe";
 pub const DEFAULT_SEED: u64 = 42;
 pub const DEFAULT_DTYPE: DType = DType::F16;
 
-/// The CMake target and program name.
-pub const TARGET: &str = "decode-probe";
+/// The CMake target and program name (the result names it, so core holds the name).
+pub const TARGET: &str = crate::core::result::DECODE_PROGRAM;
 
 /// Whether a tree (given a test for "this relative path exists") is llama.cpp, the only kind of
 /// tree the decode probe builds against (`include/llama.h` beside a top-level CMakeLists.txt).

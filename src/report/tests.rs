@@ -176,6 +176,29 @@ fn inconclusive_and_bad_endpoint_say_so() {
             || md.contains("--bad bbbbbbbbbbbb shows the old behaviour (pass)"),
         "{md}"
     );
+    // A decode bisect's advice speaks of tokens and decode-probe's own defaults, not the replay's.
+    b.reproducer = Some(crate::core::result::ReproducerInfo {
+        program: crate::core::result::DECODE_PROGRAM.into(),
+        args: ["--steps", "600"].map(String::from).to_vec(),
+        source: crate::core::result::FROM_REPRO_ARG.into(),
+    });
+    b.endpoint = None;
+    let line = bisect::endpoint_message(&b).unwrap();
+    assert!(
+        line.contains("600 tokens, every token checked against a decode without graph reuse")
+            && line.contains("--repro-arg=--steps --repro-arg=2400")
+            && line
+                .contains("the default run: no --repro-arg (10000 tokens (decode-probe's default)")
+            && !line.contains("replay")
+            && !line.contains("decode-reuse"),
+        "{line}"
+    );
+    let md = bisect::markdown(&b);
+    assert!(
+        md.contains("decode-probe --model MODEL.gguf --steps 600")
+            && md.contains("`MODEL.gguf`: the tiny random-weight llama model"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -103,7 +103,10 @@ fn next(b: &BisectResult, which: Endpoint, got: Verdict) -> Vec<String> {
                     .map(|a| format!("--repro-arg={a}"))
                     .collect();
                 if r.source == FROM_REPRO_ARG {
-                    v.push("the default run: no --repro-arg (the built-in matrix's decode-reuse pattern, a reused graph checked every step)".into());
+                    v.push(format!(
+                        "the default run: no --repro-arg ({})",
+                        r.default_run()
+                    ));
                 }
                 v.push(format!(
                     "a longer run: {} (4x the steps; --repro-arg replaces the whole list)",
@@ -116,8 +119,12 @@ fn next(b: &BisectResult, which: Endpoint, got: Verdict) -> Vec<String> {
                 .and_then(|c| c.id.as_deref())
                 .map(|id| format!(" than {id}"))
                 .unwrap_or_default();
+            let presets = match &b.reproducer {
+                Some(r) if r.is_decode() => "",
+                _ => "; the decode-reuse ones run the pattern of the upstream report",
+            };
             v.push(format!(
-                "another configuration{other}: --config ID (setrows-bisect matrix --list lists them; the decode-reuse ones run the pattern of the upstream report)"
+                "another configuration{other}: --config ID (setrows-bisect matrix --list lists them{presets})"
             ));
             v.push(repeat);
         }

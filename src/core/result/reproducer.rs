@@ -8,9 +8,35 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The replay's own defaults (`repro-kernels/setrows-replay`), for arguments that leave them.
-const REPLAY_DEFAULT_STEPS: &str = "2000";
+/// The bundled decode probe's program name (`repro-kernels/decode-probe`): its arguments mean
+/// tokens, not replay steps, and leave other defaults.
+pub const DECODE_PROGRAM: &str = "decode-probe";
+
+/// How a decode probe's command names the model the tool writes for it (`probe::decode`).
+pub const DECODE_MODEL: &str = "MODEL.gguf";
+
+/// What a bundled program does where its arguments say nothing: a pass is described by what ran,
+/// and a decode run is neither 2000 steps nor checked "every step".
+struct Defaults {
+    steps: u64,
+    unit: &'static str,
+    whose: &'static str,
+}
+
+/// `repro-kernels/setrows-replay`'s defaults.
+const REPLAY: Defaults = Defaults {
+    steps: 2000,
+    unit: "steps",
+    whose: "the replay's default",
+};
 const REPLAY_DEFAULT_CHECK_EVERY: &str = "1";
+
+/// `repro-kernels/decode-probe`'s defaults (`Args` there).
+const DECODE: Defaults = Defaults {
+    steps: 10_000,
+    unit: "tokens",
+    whose: "decode-probe's default",
+};
 
 /// `ReproducerInfo::source` when the user's `--repro-arg` gave the arguments.
 pub const FROM_REPRO_ARG: &str = "--repro-arg";
@@ -37,30 +63,63 @@ impl ReproducerInfo {
             .map(|w| w[1].as_str())
     }
 
-    /// `setrows-replay --mode reuse --steps 100000 ...`.
+    /// `setrows-replay --mode reuse --steps 100000 ...`. The decode probe's `--model` is the
+    /// tool's own file, added at every probe (`DECODE_MODEL` names it), not an argument to give.
     pub fn command(&self) -> String {
+        let model = if self.is_decode() {
+            &["--model", DECODE_MODEL][..]
+        } else {
+            &[]
+        };
         std::iter::once(self.program.as_str())
+            .chain(model.iter().copied())
             .chain(self.args.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ")
     }
 
+    fn defaults(&self) -> &'static Defaults {
+        if self.program == DECODE_PROGRAM {
+            &DECODE
+        } else {
+            &REPLAY
+        }
+    }
+
+    /// Whether the program is the decode probe (the advice names other runs for it).
+    pub fn is_decode(&self) -> bool {
+        self.program == DECODE_PROGRAM
+    }
+
     /// `100000 steps, checked every step`: what a pass covered.
     pub fn extent(&self) -> String {
+        let d = self.defaults();
         let steps = match (self.arg("--steps"), self.arg("--wraps")) {
-            (_, Some(w)) => format!("{w} wraps of the ring"),
-            (Some(s), None) => format!("{s} steps"),
-            (None, None) => format!("{REPLAY_DEFAULT_STEPS} steps (the replay's default)"),
+            (_, Some(w)) if !self.is_decode() => format!("{w} wraps of the ring"),
+            (Some(s), _) => format!("{s} {}", d.unit),
+            (None, _) => format!("{} {} ({})", d.steps, d.unit, d.whose),
         };
+        format!("{steps}, {}", self.checked())
+    }
+
+    /// How often, and against what, a run compared its results.
+    fn checked(&self) -> String {
+        if self.is_decode() {
+            return match (self.arg("--check"), self.arg("--cpu-reference")) {
+                (Some("none"), _) => "unchecked (--check none)".to_string(),
+                (_, Some("off")) => "every token checked against a decode without graph reuse".to_string(),
+                _ => "every token checked against a decode without graph reuse (and the CPU, on a GPU)"
+                    .to_string(),
+            };
+        }
         let every = self
             .arg("--check-every")
             .unwrap_or(REPLAY_DEFAULT_CHECK_EVERY);
-        let checked = if every == "1" {
+        if every == "1" {
             "checked every step".to_string()
         } else {
             format!("checked every {every} steps")
-        };
-        format!("{steps}, {checked}")
+        }
     }
 
     /// The arguments with `--steps` multiplied by `factor` (appended when absent): the longer
@@ -69,7 +128,7 @@ impl ReproducerInfo {
         let now = self
             .arg("--steps")
             .and_then(|s| s.parse::<u64>().ok())
-            .unwrap_or(2000);
+            .unwrap_or(self.defaults().steps);
         let more = now.saturating_mul(factor).to_string();
         let mut args = self.args.clone();
         match args.iter().rposition(|a| a == "--steps") {
@@ -77,6 +136,22 @@ impl ReproducerInfo {
             _ => args.extend(["--steps".to_string(), more]),
         }
         args
+    }
+
+    /// The run without `--repro-arg`, in words.
+    pub fn default_run(&self) -> String {
+        if self.is_decode() {
+            format!(
+                "{} {} ({}), {}",
+                DECODE.steps,
+                DECODE.unit,
+                DECODE.whose,
+                "every token checked against a decode without graph reuse (and the CPU, on a GPU)"
+            )
+        } else {
+            "the built-in matrix's decode-reuse pattern, a reused graph checked every step"
+                .to_string()
+        }
     }
 }
 
@@ -128,6 +203,23 @@ mod tests {
             ["--mode", "reuse", "--steps", "400000", "--check-every", "1"]
         );
         assert_eq!(info(&[]).with_more_steps(4), ["--steps", "8000"]);
+        let decode = |args: &[&str]| ReproducerInfo {
+            program: DECODE_PROGRAM.into(),
+            ..info(args)
+        };
+        assert_eq!(
+            decode(&["--steps", "600"]).command(),
+            "decode-probe --model MODEL.gguf --steps 600"
+        );
+        assert_eq!(
+            decode(&[]).extent(),
+            "10000 tokens (decode-probe's default), every token checked against a decode without graph reuse (and the CPU, on a GPU)"
+        );
+        assert_eq!(
+            decode(&["--steps", "600", "--check", "none"]).extent(),
+            "600 tokens, unchecked (--check none)"
+        );
+        assert_eq!(decode(&[]).with_more_steps(4), ["--steps", "40000"]);
         assert_eq!(
             r.command(),
             "setrows-replay --mode reuse --steps 100000 --check-every 1"

@@ -2,7 +2,7 @@
 //! own steps for the commit the answer hinges on, and where its log and report are.
 
 use super::answer_probe;
-use crate::core::result::BisectResult;
+use crate::core::result::{BisectResult, DECODE_MODEL};
 use crate::report::{code, escape, short};
 
 /// How to see it again: the command line that ran (recorded argv), else the question rebuilt
@@ -43,6 +43,13 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
         ));
         md.push_str(&escape::code_block(&r.command()).replacen("text\n", "sh\n", 1));
         md.push_str("\n\n");
+        if r.is_decode() {
+            md.push_str(&format!(
+                "{}: the tiny random-weight llama model setrows-bisect writes for every decode probe \
+                 (the same bytes every run), in each probe's build folder under the work dir.\n\n",
+                code(DECODE_MODEL)
+            ));
+        }
     }
     if let Some(snippet) = &b.reproduce {
         md.push_str(&format!("One probe of {}, by hand:\n\n", short(target, 12)));
