@@ -460,17 +460,23 @@ args = ["--steps", "7"]
             "decode results never answer replay questions"
         );
         assert!(r.identity().contains("probe=decode"));
-        // a placement needs the replay's proof: refused through the flag and in a matrix
+        // unified is the replay's per-tree knob and decode-probe proves it; llama.cpp has no
+        // host placement: refused through the flag and in a matrix
+        assert_eq!(r.memory_refused(), None);
+        r.apply(&Flags {
+            memory: Some(Memory::Unified),
+            ..Flags::default()
+        });
         assert_eq!(r.memory_refused(), None);
         r.apply(&Flags {
             memory: Some(Memory::Host),
             ..Flags::default()
         });
         assert!(r.memory_refused().unwrap().starts_with("--memory host: "));
-        let text = M
-            .replace("kind = \"replay\"", "kind = \"decode\"")
-            .replace("[matrix]", "[matrix]\nmemory = [\"unified\"]");
-        let err = crate::core::matrix::parse("m.toml", &text).unwrap_err();
+        let decode = M.replace("kind = \"replay\"", "kind = \"decode\"");
+        let with = |m: &str| decode.replace("[matrix]", &format!("[matrix]\nmemory = [\"{m}\"]"));
+        assert!(crate::core::matrix::parse("m.toml", &with("unified")).is_ok());
+        let err = crate::core::matrix::parse("m.toml", &with("host")).unwrap_err();
         assert!(
             err.to_string().contains("[probe] kind = \"decode\""),
             "{err}"

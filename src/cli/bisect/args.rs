@@ -170,7 +170,8 @@ pub struct ConfigFlags {
     pub graphs: Option<String>,
     /// Where the replay's buffers live: `device` (ggml's device memory), `unified` (ggml's own
     /// switch makes them managed: the env or CMake option each tree reads), `host` (the device's
-    /// host buffer type, used in place by the GPU). Proven by the replay's pointer report.
+    /// host buffer type, used in place by the GPU). Proven by the replay's pointer report; the
+    /// decode probe takes device and unified (its KV cache and a weight proven the same way).
     #[arg(long, value_name = "device|unified|host", value_parser = ["device", "unified", "host"], help_heading = "Configuration")]
     pub memory: Option<String>,
     /// Environment of the test step, e.g. `HIP_LAUNCH_BLOCKING=1` (repeatable).
