@@ -28,7 +28,7 @@ run() {
   local s=$(date +%s.%N)
   timeout 60 $B "$@" > $S/o.txt 2>&1; local rc=$?
   grep -E "^decode-probe: |^SETROWS" $S/o.txt | tee -a $OUT/runs.txt | grep -E "decode-probe: [0-9]|MISMATCH"
-  echo "rc $rc wall $(echo "$(date +%s.%N) - $s" | bc) s" | tee -a $OUT/runs.txt
+  echo "rc $rc wall $(awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }') s" | tee -a $OUT/runs.txt
 }
 M=$C/m16.gguf
 for i in 1 2; do
