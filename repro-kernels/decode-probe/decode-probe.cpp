@@ -296,7 +296,7 @@ void run_chunk(Stream & s, const Args & a, long from, long to, int n_vocab, int 
 // multiple of C. Workers take blocks of tokens in order, each warmed up from the block's start
 // minus n_layer*C (or continuing their own previous block), and hand every token's logits and the
 // KV rows at every chunk's end to the probe loop, which compares them exactly as a sequential
-// reference's (measured bit-identical: BENCHMARKS.md, "checking costs at most half").
+// reference's (bit-identical, measured: BENCHMARKS.md, "Segmented references").
 struct ChunkOut {
     std::vector<float> logits;
     std::vector<uint8_t> kv;
