@@ -341,7 +341,9 @@ fn assert_reuse_proven(res: &Value, tokens: i64) {
         same["graphs_reused"], 0,
         "the reference must not reuse: {res}"
     );
-    assert_eq!(same["decodes"], tokens);
+    // with several reference workers (more than two cores) each token once, plus their warm-ups
+    let warm = same["warmup_decodes"].as_i64().unwrap_or(0);
+    assert_eq!(same["decodes"].as_i64().unwrap() - warm, tokens, "{res}");
 }
 
 fn model(dtype: DType) -> Model {

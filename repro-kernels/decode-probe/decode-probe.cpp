@@ -14,7 +14,9 @@
 //          backend's kernels); logits within --cpu-nmse (normalized mean squared error)
 // Streams run concurrently, one thread each, in chunks of --chunk tokens; after each chunk the
 // logits of every token are compared, and the KV rows (llama_state_seq_get_data) of probe and
-// same at the chunk's last token.
+// same at the chunk's last token. With --ref-workers N > 1 (the default where the cores allow:
+// ref_workers_for) each reference is decoded by N contexts at once, in segments that start from
+// an empty memory n_layer * cells tokens early (RefPool: bit-identical to one sequential decode).
 //
 // Placement (--memory device|unified, the replay's flag): unified memory is ggml's own switch
 // (GGML_CUDA_ENABLE_UNIFIED_MEMORY in the environment, or a GGML_HIP_UMA build: the orchestrator
@@ -38,16 +40,22 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 
 namespace {
@@ -94,6 +102,7 @@ struct Args {
     int cells = 256;
     int chunk = 64;
     int threads = 0;       // per CPU context; 0: one
+    int ref_workers = 0;   // contexts per reference; 0: from the hardware (ref_workers_for)
     bool check = true;
     bool cpu_reference = true;  // on a GPU: also decode on the CPU backend
     double cpu_nmse = 1e-4;
@@ -159,8 +168,8 @@ void print_result(const Result & r) {
 void usage(Result & r, const std::string & why) {
     fprintf(stderr,
             "usage: decode-probe --model FILE.gguf [--backend CPU|NAME] [--steps N] [--cells N] [--chunk N]\n"
-            "                    [--threads N] [--check full|none] [--cpu-reference on|off] [--cpu-nmse X] [--seed N]\n"
-            "                    [--memory device|unified] [--verbose]\n");
+            "                    [--threads N] [--ref-workers N] [--check full|none] [--cpu-reference on|off] [--cpu-nmse X]\n"
+            "                    [--seed N] [--memory device|unified] [--verbose]\n");
     finish(r, "usage", EXIT_USAGE, why);
 }
 
@@ -185,6 +194,7 @@ Args parse_args(int argc, char ** argv, Result & r) {
         else if (k == "--cells") a.cells = (int) num(2);
         else if (k == "--chunk") a.chunk = (int) num(1);
         else if (k == "--threads") a.threads = (int) num(0);
+        else if (k == "--ref-workers") a.ref_workers = (int) num(1);
         else if (k == "--seed") a.seed = (uint64_t) num(0);
         else if (k == "--cpu-nmse") a.cpu_nmse = atof(val().c_str());
         else if (k == "--check") {
@@ -243,34 +253,158 @@ struct Stream {
     Stream(std::string n, bool r) : name(std::move(n)), reuse(r) {}
 };
 
-// Decodes tokens [from, to) on one stream; removes the oldest position once the cache is full.
+// The whole sequence, as after a fresh context: a reference segment starts from an empty memory.
+bool clear_memory(llama_context * ctx) {
+#if DECODE_HAVE_MEMORY_SEQ_RM
+    return llama_memory_seq_rm(llama_get_memory(ctx), 0, -1, -1);
+#elif DECODE_HAVE_KV_SELF_SEQ_RM
+    return llama_kv_self_seq_rm(ctx, 0, -1, -1);
+#else
+    return llama_kv_cache_seq_rm(ctx, 0, -1, -1);
+#endif
+}
+
+// Decodes token t on one stream whose memory starts at position `first` (0 but for a reference
+// segment); removes the oldest position once the cache is full.
+bool decode_token(Stream & s, const Args & a, long t, long first, int n_vocab, int window) {
+    if (t - first >= window && !remove_oldest(s.ctx, (llama_pos) (t - window))) {
+        s.error = "removing position " + std::to_string(t - window) + " failed";
+        return false;
+    }
+    s.batch.n_tokens = 1;
+    s.batch.token[0] = token_at(a.seed, t, n_vocab);
+    s.batch.pos[0] = (llama_pos) t;
+    s.batch.n_seq_id[0] = 1;
+    s.batch.seq_id[0][0] = 0;
+    s.batch.logits[0] = 1;
+    const int rc = llama_decode(s.ctx, s.batch);
+    if (rc != 0) {
+        s.error = "llama_decode returned " + std::to_string(rc) + " at token " + std::to_string(t);
+        return false;
+    }
+    s.decoded++;
+    return true;
+}
+
+void snapshot_kv(llama_context * ctx, std::vector<uint8_t> & kv) {
+    kv.resize(llama_state_seq_get_size(ctx, 0));
+    kv.resize(llama_state_seq_get_data(ctx, kv.data(), kv.size(), 0));
+}
+
+// Decodes tokens [from, to) on one stream that decodes the whole sequence.
 void run_chunk(Stream & s, const Args & a, long from, long to, int n_vocab, int window, bool keep) {
     for (long t = from; t < to; t++) {
-        if (t >= window && !remove_oldest(s.ctx, (llama_pos) (t - window))) {
-            s.error = "removing position " + std::to_string(t - window) + " failed";
-            return;
-        }
-        s.batch.n_tokens = 1;
-        s.batch.token[0] = token_at(a.seed, t, n_vocab);
-        s.batch.pos[0] = (llama_pos) t;
-        s.batch.n_seq_id[0] = 1;
-        s.batch.seq_id[0][0] = 0;
-        s.batch.logits[0] = 1;
-        const int rc = llama_decode(s.ctx, s.batch);
-        if (rc != 0) {
-            s.error = "llama_decode returned " + std::to_string(rc) + " at token " + std::to_string(t);
-            return;
-        }
-        s.decoded++;
+        if (!decode_token(s, a, t, 0, n_vocab, window)) return;
         if (keep) {
             const float * l = llama_get_logits_ith(s.ctx, -1);
             memcpy(&s.logits[(size_t) (t - from) * n_vocab], l, sizeof(float) * n_vocab);
         }
     }
-    if (keep) {
-        s.kv.resize(llama_state_seq_get_size(s.ctx, 0));
-        s.kv.resize(llama_state_seq_get_data(s.ctx, s.kv.data(), s.kv.size(), 0));
+    if (keep) snapshot_kv(s.ctx, s.kv);
+}
+
+// ---- segmented references: one reference kind decoded by several contexts at once -------------
+// A reference rebuilds its graph every token, so it decodes ~2.5x slower than the probe; it need
+// not be one sequential decode. Once the ring is full, the K/V rows of layer 1 at position p
+// depend on token p alone and those of layer l on the rows of layer l-1 in the window
+// [p-C+1, p] (C cells), so a context that starts from an empty memory at position s0 and decodes
+// n_layer*C tokens holds exactly the rows, and computes exactly the logits, of one that decoded
+// from token 0 (every cell full, nothing masked), provided each token lands in the same cell:
+// llama.cpp's cell choice depends on the order of operations, not on positions (the oldest
+// removed, the search from the freed head), so token p is in cell p mod C for any s0 that is a
+// multiple of C. Workers take blocks of tokens in order, each warmed up from the block's start
+// minus n_layer*C (or continuing their own previous block), and hand every token's logits and the
+// KV rows at every chunk's end to the probe loop, which compares them exactly as a sequential
+// reference's (bit-identical, measured: BENCHMARKS.md, "Segmented references").
+struct ChunkOut {
+    std::vector<float> logits;
+    std::vector<uint8_t> kv;
+    long filled = 0;
+    bool kv_done = false;
+};
+
+struct RefPool {
+    std::string name;                  // same, cpu
+    std::vector<Stream *> workers;
+    const Args * a = nullptr;
+    long steps = 0, block = 0, warmup = 0;
+    int chunk = 0, window = 0, n_vocab = 0;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<long, ChunkOut> out;     // by chunk index, until the probe loop takes it
+    long next_block = 0, probe_to = 0, warm_decodes = 0;
+    std::atomic<bool> stop{false};
+    std::string error;
+    std::vector<std::thread> threads;
+};
+
+void ref_worker(RefPool & P, Stream & s) {
+    long next = 0, first = 0;  // the position this context decodes next; where its memory starts
+    const long ahead = (long) P.workers.size() * P.block;  // how far past the probe blocks start
+    for (;;) {
+        long j;
+        {
+            std::unique_lock<std::mutex> lk(P.mu);
+            P.cv.wait(lk, [&] { return P.stop || P.next_block * P.block >= P.steps || P.next_block * P.block < P.probe_to + ahead; });
+            if (P.stop || P.next_block * P.block >= P.steps) return;
+            j = P.next_block++;
+        }
+        const long b0 = j * P.block, b1 = std::min(P.steps, b0 + P.block);
+        const long start = std::max(0L, b0 - P.warmup);
+        if (next < start || next > b0) {  // not its own previous block's continuation
+            if (!clear_memory(s.ctx)) s.error = "clearing the memory failed";
+            next = first = start;
+        }
+        for (long t = next; t < b1 && s.error.empty() && !P.stop; t++) {
+            if (!decode_token(s, *P.a, t, first, P.n_vocab, P.window)) break;
+            next = t + 1;
+            if (t < b0) { std::lock_guard<std::mutex> lk(P.mu); P.warm_decodes++; continue; }
+            const long c = t / P.chunk, c0 = c * P.chunk, c1 = std::min(P.steps, c0 + P.chunk);
+            std::vector<uint8_t> kv;
+            if (t == c1 - 1) snapshot_kv(s.ctx, kv);
+            const float * l = llama_get_logits_ith(s.ctx, -1);
+            std::lock_guard<std::mutex> lk(P.mu);
+            ChunkOut & o = P.out[c];
+            o.logits.resize((size_t) P.chunk * P.n_vocab);
+            memcpy(&o.logits[(size_t) (t - c0) * P.n_vocab], l, sizeof(float) * P.n_vocab);
+            o.filled++;
+            if (t == c1 - 1) { o.kv = std::move(kv); o.kv_done = true; }
+            if (o.filled == c1 - c0 && o.kv_done) P.cv.notify_all();
+        }
+        if (!s.error.empty()) {
+            std::lock_guard<std::mutex> lk(P.mu);
+            if (P.error.empty()) P.error = s.error;
+            P.stop = true;
+            P.cv.notify_all();
+            return;
+        }
     }
+}
+
+// The reference's chunk [from, to); false (P.error says why) when a worker failed.
+bool take_chunk(RefPool & P, long from, long to, ChunkOut & got) {
+    const long c = from / P.chunk;
+    std::unique_lock<std::mutex> lk(P.mu);
+    P.cv.wait(lk, [&] {
+        auto it = P.out.find(c);
+        return !P.error.empty() || (it != P.out.end() && it->second.filled == to - from && it->second.kv_done);
+    });
+    if (!P.error.empty()) return false;
+    got = std::move(P.out[c]);
+    P.out.erase(c);
+    return true;
+}
+
+// Workers per reference kind: the cores left beside the probe, shared by the kinds (bounded);
+// 1 (one sequential context per reference, the probe and it joined per chunk) on two cores.
+int ref_workers_for(int threads_per_ctx, int n_kinds) {
+    int cores = (int) std::thread::hardware_concurrency();
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+#endif
+    const int k = (cores - threads_per_ctx) / std::max(1, n_kinds * threads_per_ctx);
+    return std::max(1, std::min(8, k));
 }
 
 // ---- the KV state blob: where a difference lies ------------------------------------------------
@@ -475,10 +609,11 @@ int main(int argc, char ** argv) {
     };
     std::vector<Stream> streams;
     streams.emplace_back("probe", true);
-    if (a.check) {
-        streams.emplace_back("same", false);
-        if (!on_cpu && a.cpu_reference) streams.emplace_back("cpu", false);
-    }
+    // Contexts per reference kind (--ref-workers): 1 is one sequential decode per reference.
+    const bool cpu_ref = a.check && !on_cpu && a.cpu_reference;
+    const int ref_workers = !a.check ? 0 : a.ref_workers > 0 ? a.ref_workers : ref_workers_for(a.threads > 0 ? a.threads : 1, cpu_ref ? 2 : 1);
+    for (int i = 0; i < ref_workers; i++) streams.emplace_back("same", false);
+    for (int i = 0; cpu_ref && i < ref_workers; i++) streams.emplace_back("cpu", false);
     llama_model * model_dev = load(on_cpu);
     llama_model * model_cpu = on_cpu || !a.check || !a.cpu_reference ? model_dev : load(true);
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model_dev));
@@ -555,24 +690,72 @@ int main(int argc, char ** argv) {
     const int window = (int) llama_n_ctx(streams[0].ctx);
     r.n_cells = window;
     r.load_s = now_s() - t0;
-    fprintf(stderr, "decode-probe: model %s (%lld bytes), %d vocab, device %s (%s), %d KV cells, %zu streams, %d threads\n",
-            a.model.c_str(), r.model_bytes, n_vocab, r.dev_name.c_str(), r.dev_description.c_str(), window, streams.size(), n_threads);
+    // Several workers per reference: segments (RefPool), warmed up over n_layer * window tokens.
+    std::vector<std::unique_ptr<RefPool>> pools;
+    if (ref_workers > 1) {
+#if DECODE_HAVE_MODEL_N_LAYER
+        const long n_layer = llama_model_n_layer(model_dev);
+#else
+        const long n_layer = llama_n_layer(model_dev);
+#endif
+        for (const char * kind : {"same", "cpu"}) {
+            auto P = std::make_unique<RefPool>();
+            P->name = kind;
+            for (auto & s : streams) if (s.name == kind) P->workers.push_back(&s);
+            if (P->workers.empty()) continue;
+            P->a = &a;
+            P->steps = a.steps;
+            P->warmup = n_layer * window;
+            P->block = 2 * P->warmup;  // warm-up costs at most half a block's decodes
+            P->chunk = a.chunk;
+            P->window = window;
+            P->n_vocab = n_vocab;
+            pools.push_back(std::move(P));
+        }
+    }
+    fprintf(stderr, "decode-probe: model %s (%lld bytes), %d vocab, device %s (%s), %d KV cells, %zu streams, %d threads, %d workers per reference%s\n",
+            a.model.c_str(), r.model_bytes, n_vocab, r.dev_name.c_str(), r.dev_description.c_str(), window, streams.size(), n_threads,
+            ref_workers, pools.empty() ? "" : (" (segments of " + std::to_string(pools[0]->block) + " tokens after " + std::to_string(pools[0]->warmup) + " warm-up)").c_str());
 
     // ---- the loop -------------------------------------------------------------------------------
     const double tl = now_s();
     double check_s = 0;
     std::string mismatch;
+    auto stop_pools = [&] {
+        for (auto & P : pools) { std::lock_guard<std::mutex> lk(P->mu); P->stop = true; P->cv.notify_all(); }
+        for (auto & P : pools) for (auto & t : P->threads) t.join();
+        for (auto & P : pools) P->threads.clear();
+    };
+    for (auto & P : pools) for (Stream * w : P->workers) P->threads.emplace_back([&P, w] { ref_worker(*P, *w); });
+    // What each reference decoded for the chunk: its logits, its KV rows at the chunk's last token.
+    struct RefChunk { const std::string * name; const std::vector<float> * logits; const std::vector<uint8_t> * kv; };
+    std::vector<ChunkOut> taken(pools.size());
     for (long from = 0; from < a.steps && mismatch.empty(); from += a.chunk) {
         const long to = std::min(a.steps, from + a.chunk);
-        if (streams.size() == 1) {
+        std::vector<RefChunk> refs;
+        if (!pools.empty()) {
+            for (auto & P : pools) { std::lock_guard<std::mutex> lk(P->mu); P->probe_to = to; P->cv.notify_all(); }
+            run_chunk(streams[0], a, from, to, n_vocab, window, true);
+            for (size_t i = 0; i < pools.size() && streams[0].error.empty(); i++) {
+                if (!take_chunk(*pools[i], from, to, taken[i])) {
+                    stop_pools();
+                    finish(r, "unsupported", EXIT_UNSUPPORTED, pools[i]->name + ": " + pools[i]->error + (g_last_error.empty() ? "" : ": " + g_last_error));
+                }
+                refs.push_back({&pools[i]->name, &taken[i].logits, &taken[i].kv});
+            }
+        } else if (streams.size() == 1) {
             run_chunk(streams[0], a, from, to, n_vocab, window, a.check);
         } else {
             std::vector<std::thread> th;
             for (auto & s : streams) th.emplace_back([&, from, to] { run_chunk(s, a, from, to, n_vocab, window, true); });
             for (auto & t : th) t.join();
+            for (size_t si = 1; si < streams.size(); si++) refs.push_back({&streams[si].name, &streams[si].logits, &streams[si].kv});
         }
         for (auto & s : streams) {
-            if (!s.error.empty()) finish(r, "unsupported", EXIT_UNSUPPORTED, s.name + ": " + s.error + (g_last_error.empty() ? "" : ": " + g_last_error));
+            if (!s.error.empty() && (s.name == "probe" || pools.empty())) {
+                stop_pools();
+                finish(r, "unsupported", EXIT_UNSUPPORTED, s.name + ": " + s.error + (g_last_error.empty() ? "" : ": " + g_last_error));
+            }
         }
         r.steps_run = to;
         if (!a.check) continue;
@@ -580,13 +763,14 @@ int main(int argc, char ** argv) {
         const Stream & p = streams[0];
         const uint32_t in_use = (uint32_t) std::min<long>(to, window);
         const KvLayout L = kv_layout(p.kv, in_use, to - 1);
-        for (size_t si = 1; si < streams.size() && mismatch.empty(); si++) {
-            const Stream & q = streams[si];
+        for (size_t si = 0; si < refs.size() && mismatch.empty(); si++) {
+            const RefChunk & q = refs[si];
+            const std::string & q_name = *q.name;
             for (long t = from; t < to; t++) {
-                const float * want = &q.logits[(size_t) (t - from) * n_vocab];
+                const float * want = &(*q.logits)[(size_t) (t - from) * n_vocab];
                 const float * got = &p.logits[(size_t) (t - from) * n_vocab];
                 const double e = nmse(want, got, n_vocab);
-                const bool same = q.name == "same";
+                const bool same = q_name == "same";
                 const bool bad = same ? memcmp(want, got, sizeof(float) * n_vocab) != 0 : !(e <= a.cpu_nmse);
                 if (!bad) continue;
                 int i = 0;
@@ -595,20 +779,21 @@ int main(int argc, char ** argv) {
                 const long cell = cell_of(L, t);
                 char buf[512];
                 snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=%s what=logits index=%d expected=%.9g got=%.9g nmse=%.3g",
-                         t, t, cell >= 0 ? std::to_string(cell).c_str() : "unknown", q.name.c_str(), i, want[i], got[i], e);
+                         t, t, cell >= 0 ? std::to_string(cell).c_str() : "unknown", q_name.c_str(), i, want[i], got[i], e);
                 mismatch = buf;
                 r.first_failing_step = t;
                 snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"%s\",\"what\":\"logits\",\"index\":%d,\"expected\":%.9g,\"got\":%.9g,\"nmse\":%.6g}",
-                         t, t, cell >= 0 ? std::to_string(cell).c_str() : "null", q.name.c_str(), i, want[i], got[i], e);
+                         t, t, cell >= 0 ? std::to_string(cell).c_str() : "null", q_name.c_str(), i, want[i], got[i], e);
                 r.mismatch_json = buf;
                 break;
             }
-            if (!mismatch.empty() || q.name != "same") continue;
+            if (!mismatch.empty() || q_name != "same") continue;
             // KV rows at the chunk's last token: bit-identical between reuse and no reuse.
-            const size_t n = std::min(p.kv.size(), q.kv.size());
+            const std::vector<uint8_t> & qkv = *q.kv;
+            const size_t n = std::min(p.kv.size(), qkv.size());
             size_t off = 0;
-            while (off < n && p.kv[off] == q.kv[off]) off++;
-            if (off == n && p.kv.size() == q.kv.size()) continue;
+            while (off < n && p.kv[off] == qkv[off]) off++;
+            if (off == n && p.kv.size() == qkv.size()) continue;
             const KvWhere w = kv_where(p.kv, L, off);
             char buf[512];
             snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=same what=kv byte=%zu at=%s",
@@ -622,6 +807,7 @@ int main(int argc, char ** argv) {
         }
         check_s += now_s() - tc;
     }
+    stop_pools();
     r.loop_s = now_s() - tl;
     r.check_s = check_s;
 
@@ -629,20 +815,28 @@ int main(int argc, char ** argv) {
     std::string sj = "[";
     long probe_reused = -1;
     bool refs_reused = false;
+    // One entry per stream kind: a reference's workers summed (decodes include their warm-ups).
     for (size_t i = 0; i < streams.size(); i++) {
         const Stream & s = streams[i];
+        if (i > 0 && streams[i - 1].name == s.name) continue;
+        long decoded = 0, reused = 0, workers = 0, warm = 0;
+        for (size_t k = i; k < streams.size() && streams[k].name == s.name; k++, workers++) {
+            decoded += streams[k].decoded;
 #if DECODE_HAVE_PERF_N_REUSED
-        const llama_perf_context_data d = llama_perf_context(s.ctx);
-        const long reused = d.n_reused;
+            const llama_perf_context_data d = llama_perf_context(streams[k].ctx);
+            reused = reused < 0 ? reused : reused + d.n_reused;
 #else
-        const long reused = -1;
+            reused = -1;
 #endif
+        }
+        for (auto & P : pools) if (P->name == s.name) warm = P->warm_decodes;
         if (i == 0) probe_reused = reused;
         else refs_reused = refs_reused || reused > 0;
         sj += (i ? "," : "") + std::string("{\"name\":\"") + s.name + "\",\"reuse\":" + (s.reuse ? "true" : "false") +
-              ",\"decodes\":" + std::to_string(s.decoded) + ",\"graphs_reused\":" + (reused >= 0 ? std::to_string(reused) : "null") +
-              ",\"graphs_built\":" + (reused >= 0 ? std::to_string(s.decoded - reused) : "null") +
-              ",\"backend\":\"" + (s.name == "cpu" || on_cpu ? "CPU" : json_escape(r.dev_name)) + "\"}";
+              ",\"decodes\":" + std::to_string(decoded) + ",\"graphs_reused\":" + (reused >= 0 ? std::to_string(reused) : "null") +
+              ",\"graphs_built\":" + (reused >= 0 ? std::to_string(decoded - reused) : "null") +
+              ",\"backend\":\"" + (s.name == "cpu" || on_cpu ? "CPU" : json_escape(r.dev_name)) + "\"" +
+              (i ? ",\"workers\":" + std::to_string(workers) + ",\"warmup_decodes\":" + std::to_string(warm) : std::string()) + "}";
     }
     r.streams_json = sj + "]";
     r.total_s = now_s() - t0;
