@@ -89,33 +89,26 @@ fn the_shipped_matrix_runs_placements_and_the_reported_graph_on_hip() {
 #[test]
 fn the_decode_probe_refuses_host_and_takes_unified() {
     let f = Fixture::new(&spec(12, 6));
-    let mut c: Command = f.bisect(0, 11);
-    c.args([
-        "--probe-kind",
-        "decode",
-        "--backend",
-        "cuda",
-        "--memory",
-        "host",
-    ]);
-    let out = c.assert().code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let decode_with = |memory: &str| {
+        let mut c: Command = f.bisect(0, 11);
+        c.args([
+            "--probe-kind",
+            "decode",
+            "--backend",
+            "cuda",
+            "--memory",
+            memory,
+        ]);
+        let out = c.assert().code(2);
+        String::from_utf8_lossy(&out.get_output().stderr).to_string()
+    };
+    let stderr = decode_with("host");
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one line expected: {stderr}");
     assert!(lines[0].contains("--memory host"), "{stderr}");
     assert!(lines[0].contains("offload_kqv"), "{stderr}");
     // unified passes the placement rule: what stops this run is the tree (not llama.cpp)
-    let mut c: Command = f.bisect(0, 11);
-    c.args([
-        "--probe-kind",
-        "decode",
-        "--backend",
-        "cuda",
-        "--memory",
-        "unified",
-    ]);
-    let out = c.assert().code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let stderr = decode_with("unified");
     assert!(!stderr.contains("--memory"), "{stderr}");
     assert!(stderr.contains("llama.cpp"), "{stderr}");
 

@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// Steps on this machine, no container, no toolchain answer.
+fn host_place() -> Place {
+    Place {
+        launcher: Arc::new(crate::probe::launch::HostLauncher),
+        in_container: false,
+        hip_env: Vec::new(),
+        fallback_facts: TreeFacts::default(),
+        fallback_subdir: String::new(),
+    }
+}
+
 #[test]
 fn every_bundled_reproducer_built_for_hip_asks_hipconfig() {
     let mut cfg = Resolved::for_backend(Backend::Hip);
@@ -52,13 +63,7 @@ fn llama_tree(dir: &Path, hip_option: bool) {
 /// option on an old HIP tree), read from the llama.cpp checkout's `ggml/`.
 #[test]
 fn the_decode_probe_gets_the_replays_placement_for_each_tree() {
-    let place = Place {
-        launcher: Arc::new(crate::probe::launch::HostLauncher),
-        in_container: false,
-        hip_env: Vec::new(),
-        fallback_facts: TreeFacts::default(),
-        fallback_subdir: String::new(),
-    };
+    let place = host_place();
     let tmp = tempfile::tempdir().unwrap();
     let (today, old) = (tmp.path().join("today"), tmp.path().join("old"));
     llama_tree(&today, false);
@@ -109,13 +114,7 @@ fn the_decode_probe_gets_the_replays_placement_for_each_tree() {
 /// bundled replay does (both lists come from `Recipe::reproducer_args`).
 #[test]
 fn a_script_and_the_replay_get_the_same_reproducer_arguments() {
-    let place = Place {
-        launcher: Arc::new(crate::probe::launch::HostLauncher),
-        in_container: false,
-        hip_env: Vec::new(),
-        fallback_facts: TreeFacts::default(),
-        fallback_subdir: String::new(),
-    };
+    let place = host_place();
     let mut cfg = Resolved::for_backend(Backend::Cuda);
     cfg.repro_args = vec!["--steps".into(), "7".into()];
     cfg.recipe.memory = crate::core::build::Memory::Host;
