@@ -8,8 +8,7 @@
 //! re-checking that the comment does not exist yet, so a 502 cannot produce two comments.
 
 use super::body;
-use super::http::{backoff, classify, error_message, next_link, rate_limit, Ctx};
-use super::options::api_base;
+use super::http::{api_base, backoff, classify, error_message, next_link, rate_limit, Ctx};
 use super::{GithubError, IssueRef, Token};
 use crate::report::document::Document;
 use http::{HeaderMap, Method, Uri};

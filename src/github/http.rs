@@ -6,6 +6,17 @@ use super::GithubError;
 use http::{HeaderMap, StatusCode, Uri};
 use std::time::Duration;
 
+/// `--api-url` as the client will use it; checked before any probe runs, so a typo is found in
+/// the first second rather than after hours of probing.
+pub fn api_base(api_url: &str) -> Result<Uri, GithubError> {
+    let bad = || GithubError::InvalidApiUrl(api_url.to_string());
+    let base: Uri = api_url.trim_end_matches('/').parse().map_err(|_| bad())?;
+    if !matches!(base.scheme_str(), Some("http" | "https")) || base.authority().is_none() {
+        return Err(bad());
+    }
+    Ok(base)
+}
+
 /// What a request is for, to name it in errors.
 pub(crate) struct Ctx<'a> {
     pub what: &'a str,

@@ -3,8 +3,8 @@
 //! API URL, the token) are read in one place.
 
 use super::client::Publisher;
+pub use super::http::api_base;
 use super::{GithubError, IssueRef, Token};
-use http::Uri;
 use std::time::Duration;
 
 /// How to reach GitHub; shared by `report`, `bisect --post-to` and `matrix --post-to`.
@@ -50,15 +50,4 @@ impl GithubOptions {
         p.max_wait = Duration::from_secs(self.max_wait_s);
         Ok(p)
     }
-}
-
-/// `--api-url` as the client will use it; checked before any probe runs, so a typo is found in
-/// the first second rather than after hours of probing.
-pub fn api_base(api_url: &str) -> Result<Uri, GithubError> {
-    let bad = || GithubError::InvalidApiUrl(api_url.to_string());
-    let base: Uri = api_url.trim_end_matches('/').parse().map_err(|_| bad())?;
-    if !matches!(base.scheme_str(), Some("http" | "https")) || base.authority().is_none() {
-        return Err(bad());
-    }
-    Ok(base)
 }
