@@ -112,14 +112,10 @@ fn write_once(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> 
     Ok(target)
 }
 
-/// Writes the sources under `dir/setrows-decode-<hash12>/` and returns the CMake source
-/// folder in it, relative to `dir`.
+/// Writes the sources under `dir/setrows-decode-<hash12>/` (`probe::bundle::materialize`) and
+/// returns the CMake source folder in it, relative to `dir`.
 pub fn materialize_sources(dir: &Path) -> std::io::Result<String> {
-    let name = format!("setrows-decode-{}", &sources_hash()[..12]);
-    for (path, text) in SOURCES {
-        let (sub, file) = path.rsplit_once('/').unwrap_or(("", path));
-        write_once(&dir.join(&name).join(sub), file, text.as_bytes())?;
-    }
+    let name = crate::probe::bundle::materialize(dir, "setrows-decode", &SOURCES)?;
     Ok(format!("{name}/{CMAKE_ROOT}"))
 }
 

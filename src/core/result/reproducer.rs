@@ -79,7 +79,7 @@ impl ReproducerInfo {
     }
 
     fn defaults(&self) -> &'static Defaults {
-        if self.program == DECODE_PROGRAM {
+        if self.is_decode() {
             &DECODE
         } else {
             &REPLAY
@@ -141,13 +141,11 @@ impl ReproducerInfo {
     /// The run without `--repro-arg`, in words.
     pub fn default_run(&self) -> String {
         if self.is_decode() {
-            format!(
-                "{} {} ({}), {}",
-                DECODE.steps,
-                DECODE.unit,
-                DECODE.whose,
-                "every token checked against a decode without graph reuse (and the CPU, on a GPU)"
-            )
+            ReproducerInfo {
+                args: Vec::new(),
+                ..self.clone()
+            }
+            .extent()
         } else {
             "the built-in matrix's decode-reuse pattern, a reused graph checked every step"
                 .to_string()

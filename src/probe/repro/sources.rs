@@ -35,38 +35,8 @@ pub fn sources_hash() -> String {
     crate::probe::bundle::hash_of(&SOURCES)
 }
 
-/// Writes the embedded sources under `dir/setrows-repro-<hash12>` (once: an existing complete
-/// copy is reused) and returns that folder's name. The copy is made in a temp folder and renamed,
-/// so a killed run never leaves a half-written tree that a later probe would trust.
+/// Writes the embedded sources under `dir/setrows-repro-<hash12>` and returns that folder's
+/// name (`probe::bundle::materialize`).
 pub fn materialize_sources(dir: &Path) -> std::io::Result<String> {
-    let name = format!("setrows-repro-{}", &sources_hash()[..12]);
-    let target = dir.join(&name);
-    if target.join(".complete").is_file() {
-        return Ok(name);
-    }
-    std::fs::create_dir_all(dir)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".setrows-repro-")
-        .tempdir_in(dir)?;
-    for (path, text) in SOURCES {
-        let p = tmp.path().join(path);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(p, text)?;
-    }
-    std::fs::write(tmp.path().join(".complete"), b"")?;
-    let tmp_path = tmp.keep();
-    if target.exists() && !target.join(".complete").is_file() {
-        // left half-written by a killed run of an older version: replace it
-        let _ = std::fs::remove_dir_all(&target);
-    }
-    if let Err(e) = std::fs::rename(&tmp_path, &target) {
-        // Another process won the race with identical content: use theirs.
-        let _ = std::fs::remove_dir_all(&tmp_path);
-        if !target.join(".complete").is_file() {
-            return Err(e);
-        }
-    }
-    Ok(name)
+    crate::probe::bundle::materialize(dir, "setrows-repro", &SOURCES)
 }
