@@ -132,3 +132,40 @@ fn the_decode_probe_refuses_host_and_takes_unified() {
         ["--memory", "unified"]
     );
 }
+
+/// The configuration a result names carries the placement's environment: a unified row's
+/// `launch_env` is what its probes ran with (GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 where today's trees
+/// read it), so its command pasted from the report runs the same placement.
+#[test]
+fn a_unified_configuration_names_its_environment() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("m.toml");
+    std::fs::write(
+        &m,
+        "[matrix]\nbackend = [\"cuda\", \"hip\"]\nmemory = [\"device\", \"unified\"]\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("setrows-bisect")
+        .unwrap()
+        .args(["matrix", "--list", "--format", "json", "--matrix"])
+        .arg(&m)
+        .assert()
+        .success();
+    let all: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let rows = all.as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{all}");
+    for row in rows {
+        let env: Vec<&str> = row["launch_env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let unified = row["label"].as_str().unwrap().contains("unified");
+        assert_eq!(
+            env.contains(&"GGML_CUDA_ENABLE_UNIFIED_MEMORY=1"),
+            unified,
+            "{row}"
+        );
+    }
+}

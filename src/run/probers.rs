@@ -105,7 +105,7 @@ pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(Stri
     let mut env = if cfg.build_only {
         Vec::new()
     } else {
-        cfg.launch_env.clone()
+        cfg.recipe.run_env(&cfg.launch_env, facts)
     };
     env.push((
         "SETROWS_CMAKE_ARGS".into(),
@@ -116,8 +116,6 @@ pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(Stri
             "SETROWS_REPRO_ARGS".into(),
             shell_words(&cfg.recipe.reproducer_args(&cfg.repro_args)),
         ));
-        // a script's own program sees the unified-memory env where the tree reads it
-        env.extend(cfg.recipe.memory_env(facts));
     }
     if let Some(id) = &cfg.id {
         env.push(("SETROWS_CONFIG_ID".into(), id.clone()));
@@ -240,7 +238,7 @@ impl PerTreeRepro {
         opts.ggml_subdir = sub;
         opts.cmake_args = self.recipe.cmake_args(&facts);
         // unified memory: the env where this tree reads it, or the tree cannot have it
-        opts.run_env.extend(self.recipe.memory_env(&facts));
+        opts.run_env = self.recipe.run_env(&opts.run_env, &facts);
         opts.unavailable = self.recipe.memory_unavailable(&facts);
         ReproProber::new(opts)
     }

@@ -212,8 +212,8 @@ fn config_details(c: &Config) -> ConfigDetails {
         image: c.image.clone(),
         cmake_args: c.recipe.cmake_args(&Default::default()),
         launch_env: c
-            .launch
-            .env()
+            .recipe
+            .run_env(&c.launch.env(), &Default::default())
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect(),

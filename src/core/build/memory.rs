@@ -133,9 +133,18 @@ impl TreeFacts {
 }
 
 impl Recipe {
+    /// THE environment a configuration's program runs with in a tree: its launch settings, then
+    /// what the placement needs there (`memory_env`). The probes, a script's environment and the
+    /// configuration a result names all read it here, so a pasted command runs what was probed.
+    pub fn run_env(&self, launch: &[(String, String)], facts: &TreeFacts) -> Vec<(String, String)> {
+        let mut env = launch.to_vec();
+        env.extend(self.memory_env(facts));
+        env
+    }
+
     /// The launch environment a placement needs in this tree: unified memory through the env
     /// where the tree reads it (the CMake option is in `cmake_args`).
-    pub fn memory_env(&self, facts: &TreeFacts) -> Option<(String, String)> {
+    fn memory_env(&self, facts: &TreeFacts) -> Option<(String, String)> {
         (self.memory == Memory::Unified && facts.unified(self.backend) == UnifiedKnob::Env)
             .then(|| ("GGML_CUDA_ENABLE_UNIFIED_MEMORY".into(), "1".into()))
     }
