@@ -182,7 +182,8 @@ fn summary(b: &BisectResult) -> String {
         b.probes.len().saturating_sub(b.executed),
         secs(b.elapsed_s)
     ));
-    if let Some(line) = super::ccache::line(b) {
+    let built_now = b.probes.iter().filter(|p| !p.cached);
+    if let Some(line) = super::ccache::line(built_now.filter_map(|p| p.ccache.as_ref())) {
         md.push_str(&format!("- {line}\n"));
     }
     md

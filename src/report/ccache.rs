@@ -2,21 +2,16 @@
 //! cache, or paid in full because there was none (issue 13). Stored probes built in an earlier
 //! run; their builds are not this run's cost, so they are left out.
 
-use crate::core::ccache::Total;
-use crate::core::result::BisectResult;
+use crate::core::ccache::{Ccache, Total};
 
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// `None` when no build ran now (every probe stored, or probes without a build step).
-pub(super) fn line(b: &BisectResult) -> Option<String> {
-    let t = Total::of(
-        b.probes
-            .iter()
-            .filter(|p| !p.cached)
-            .filter_map(|p| p.ccache.as_ref()),
-    );
+/// The line over the builds run now (a bisect's probes, a matrix's cells; stored ones left out
+/// by the caller); `None` when there were none.
+pub(super) fn line<'a>(builds: impl IntoIterator<Item = &'a Ccache>) -> Option<String> {
+    let t = Total::of(builds);
     if t.used == 0 {
         return (t.without > 0).then(|| "ccache: not used (not installed)".to_string());
     }
@@ -40,7 +35,17 @@ pub(super) fn line(b: &BisectResult) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::ccache::Ccache;
+    use crate::core::result::BisectResult;
+
+    /// The bisect report's own call.
+    fn line(b: &BisectResult) -> Option<String> {
+        super::line(
+            b.probes
+                .iter()
+                .filter(|p| !p.cached)
+                .filter_map(|p| p.ccache.as_ref()),
+        )
+    }
 
     fn with(probes: &[(Option<Ccache>, bool)]) -> BisectResult {
         let mut b = crate::report::tests::bisect_found();

@@ -200,6 +200,10 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
     } else {
         "\n✅ pass · ❌ fails (wrong result, crash, GPU fault, hang) · ⚠️ could not be tested (build failure, untestable, infrastructure) · `·` not run\n"
     });
+    let built_now = cells.iter().filter(|c| !c.cached);
+    if let Some(line) = super::ccache::line(built_now.filter_map(|c| c.ccache.as_ref())) {
+        md.push_str(&format!("\n{line}\n"));
+    }
     if !notes.is_empty() {
         md.push_str("\n**Signatures**\n\n");
         md.push_str(&notes.join("\n"));

@@ -442,6 +442,7 @@ impl Runner {
             log,
             provenance,
             cached,
+            ccache: if cached { None } else { report.ccache },
         }
     }
 

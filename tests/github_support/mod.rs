@@ -307,6 +307,7 @@ pub fn matrix_result(cells: &[(&str, &str)]) -> setrows_bisect::core::result::Ma
                 log: "logs/a.log".into(),
                 provenance: [("gpu".to_string(), "gfx1151".to_string())].into(),
                 cached: false,
+                ccache: None,
             })
             .collect(),
         build_only: false,

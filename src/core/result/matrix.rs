@@ -36,6 +36,10 @@ pub struct Cell {
     /// Answered by the result store (an earlier run of the same tree and configuration).
     #[serde(default)]
     pub cached: bool,
+    /// ccache's hits and misses for this cell's own build, as a bisect probe's (`BisectProbe`).
+    /// Absent: no build ran for it now (a stored cell, an older result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccache: Option<Ccache>,
 }
 
 /// Everything a matrix run produced (the `matrix-results.json` file).
