@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{git, tools};
+use common::{git, llama, tools};
 use serde_json::Value;
 use setrows_bisect::core::gguf::DType;
 use setrows_bisect::core::outcome::Outcome;
@@ -28,25 +28,6 @@ use std::sync::OnceLock;
 
 /// The planted revision (the last one: the bisect must tell it from revision 1).
 const FAULT_AT: usize = 2;
-
-/// What the history takes from the vendored tree: what building the llama library reads.
-const TREE: [&str; 8] = [
-    "CMakeLists.txt",
-    "LICENSE",
-    "cmake",
-    "ggml",
-    "include",
-    "licenses",
-    "src",
-    "vendor",
-];
-
-/// ggml's backend folders a CPU build never enters (ggml/src/CMakeLists.txt adds a backend's
-/// folder only when its GGML_<NAME> option is on): left out of the history, less to commit and
-/// check out.
-fn unbuilt_backend(name: &str) -> bool {
-    name.starts_with("ggml-") && name != "ggml-cpu" && !name.contains('.')
-}
 
 fn llama_src() -> Option<PathBuf> {
     tools::require(
@@ -99,32 +80,6 @@ struct History {
     _tmp: tempfile::TempDir,
 }
 
-/// `git` in `repo` with `src` as the work tree: the vendored files are committed where they
-/// lie, without a copy.
-fn git_over(repo: &Path, src: &Path, args: &[&str]) -> String {
-    let work_tree = format!("--work-tree={}", src.display());
-    let mut all = vec![work_tree.as_str()];
-    all.extend_from_slice(args);
-    git(repo, &all)
-}
-
-/// A blob of `text` in `repo`'s index at `path` (the work tree is the vendored tree, which is
-/// never written).
-fn stage_text(repo: &Path, path: &str, text: &str) {
-    let tmp = repo.join(".git/staged");
-    std::fs::write(&tmp, text).expect("write staged blob");
-    let blob = git(repo, &["hash-object", "-w", tmp.to_str().unwrap()]);
-    git(
-        repo,
-        &[
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            &format!("100644,{blob},{path}"),
-        ],
-    );
-}
-
 fn history() -> Option<History> {
     let src = llama_src()?;
     if !common::have_cmake() {
@@ -132,24 +87,13 @@ fn history() -> Option<History> {
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let repo = tmp.path().join("repo");
-    std::fs::create_dir_all(&repo).expect("mkdir");
-    git(&repo, &["init", "-q", "-b", "main"]);
-    let mut add = vec!["add".to_string(), "-f".into(), "--".into()];
-    add.extend(TREE.iter().map(|p| p.to_string()));
-    for e in std::fs::read_dir(src.join("ggml/src")).expect("ggml/src") {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        if unbuilt_backend(&name) {
-            add.push(format!(":(exclude)ggml/src/{name}"));
-        }
-    }
-    let add: Vec<&str> = add.iter().map(String::as_str).collect();
-    git_over(&repo, &src, &add);
+    llama::stage_tree(&src, &repo, &["ggml-cpu"]);
     let clean_ctx = std::fs::read_to_string(src.join("src/llama-context.cpp")).expect("ctx");
     let mut shas = Vec::new();
     for i in 0..=FAULT_AT {
-        stage_text(&repo, "NOTES", &format!("revision {i}\n"));
+        llama::stage_text(&repo, "NOTES", &format!("revision {i}\n"));
         if i == FAULT_AT {
-            stage_text(&repo, "src/llama-context.cpp", &plant(&clean_ctx));
+            llama::stage_text(&repo, "src/llama-context.cpp", &plant(&clean_ctx));
         }
         git(&repo, &["commit", "-q", "-m", &format!("revision {i}")]);
         shas.push(git(&repo, &["rev-parse", "HEAD"]));

@@ -12,11 +12,12 @@
 //          topology or index); its logits and KV rows must be bit-identical to the probe's
 //   cpu    only when the probe runs on a GPU: the CPU backend, reuse disabled (faults of the
 //          backend's kernels); logits within --cpu-nmse (normalized mean squared error)
-// Streams run concurrently, one thread each, in chunks of --chunk tokens; after each chunk the
-// logits of every token are compared, and the KV rows (llama_state_seq_get_data) of probe and
-// same at the chunk's last token. With --ref-workers N > 1 (the default where the cores allow:
-// ref_workers_for) each reference is decoded by N contexts at once, in segments that start from
-// an empty memory n_layer * cells tokens early (RefPool: bit-identical to one sequential decode).
+// The probe decodes in chunks of --chunk tokens; after each chunk the logits of every token are
+// compared, and the KV rows (llama_state_seq_get_data) of probe and same at the chunk's last
+// token. Each reference is decoded beside the probe by --ref-workers N contexts (RefPool; default
+// from the cores: ref_workers_for): one decodes the whole sequence in order; more decode segments
+// that start from an empty memory n_layer * cells tokens early (bit-identical to one sequential
+// decode).
 //
 // Placement (--memory device|unified, the replay's flag): unified memory is ggml's own switch
 // (GGML_CUDA_ENABLE_UNIFIED_MEMORY in the environment, or a GGML_HIP_UMA build: the orchestrator
@@ -246,8 +247,8 @@ struct Stream {
     llama_model * model = nullptr;
     llama_context * ctx = nullptr;
     llama_batch batch{};
-    std::vector<float> logits;        // chunk x n_vocab
-    std::vector<uint8_t> kv;          // llama_state_seq_get_data at the chunk's last token
+    std::vector<float> logits;        // the probe's: chunk x n_vocab
+    std::vector<uint8_t> kv;          // the probe's llama_state_seq_get_data at the chunk's last token
     std::string error;                // a failed decode, with llama.cpp's return code
     long decoded = 0;
     Stream(std::string n, bool r) : name(std::move(n)), reuse(r) {}
@@ -291,8 +292,9 @@ void snapshot_kv(llama_context * ctx, std::vector<uint8_t> & kv) {
     kv.resize(llama_state_seq_get_data(ctx, kv.data(), kv.size(), 0));
 }
 
-// Decodes tokens [from, to) on one stream that decodes the whole sequence.
+// Decodes tokens [from, to) on the probe's stream; `keep`: its logits and KV rows, to check.
 void run_chunk(Stream & s, const Args & a, long from, long to, int n_vocab, int window, bool keep) {
+    s.logits.resize((size_t) (to - from) * n_vocab);
     for (long t = from; t < to; t++) {
         if (!decode_token(s, a, t, 0, n_vocab, window)) return;
         if (keep) {
@@ -396,7 +398,7 @@ bool take_chunk(RefPool & P, long from, long to, ChunkOut & got) {
 }
 
 // Workers per reference kind: the cores left beside the probe, shared by the kinds (bounded);
-// 1 (one sequential context per reference, the probe and it joined per chunk) on two cores.
+// 1 (one context decoding the whole reference in order, beside the probe) on two cores.
 int ref_workers_for(int threads_per_ctx, int n_kinds) {
     int cores = (int) std::thread::hardware_concurrency();
 #ifdef __linux__
@@ -651,7 +653,6 @@ int main(int argc, char ** argv) {
                    "llama.cpp could not create the " + s.name + " context: " + (g_last_error.empty() ? std::string("(no message)") : g_last_error));
         }
         s.batch = llama_batch_init(1, 0, 1);
-        s.logits.resize((size_t) a.chunk * n_vocab);
     }
     // ---- placement proof: a twin of the probe context decodes one token, watched -----------------
 #if DECODE_HAVE_CB_EVAL
@@ -690,9 +691,11 @@ int main(int argc, char ** argv) {
     const int window = (int) llama_n_ctx(streams[0].ctx);
     r.n_cells = window;
     r.load_s = now_s() - t0;
-    // Several workers per reference: segments (RefPool), warmed up over n_layer * window tokens.
+    // Each reference is a pool of workers (RefPool): one worker decodes the whole sequence in
+    // order, as a sequential reference does; more decode segments, warmed up over
+    // n_layer * window tokens.
     std::vector<std::unique_ptr<RefPool>> pools;
-    if (ref_workers > 1) {
+    if (ref_workers > 0) {
 #if DECODE_HAVE_MODEL_N_LAYER
         const long n_layer = llama_model_n_layer(model_dev);
 #else
@@ -733,29 +736,18 @@ int main(int argc, char ** argv) {
     for (long from = 0; from < a.steps && mismatch.empty(); from += a.chunk) {
         const long to = std::min(a.steps, from + a.chunk);
         std::vector<RefChunk> refs;
-        if (!pools.empty()) {
-            for (auto & P : pools) { std::lock_guard<std::mutex> lk(P->mu); P->probe_to = to; P->cv.notify_all(); }
-            run_chunk(streams[0], a, from, to, n_vocab, window, true);
-            for (size_t i = 0; i < pools.size() && streams[0].error.empty(); i++) {
-                if (!take_chunk(*pools[i], from, to, taken[i])) {
-                    stop_pools();
-                    finish(r, "unsupported", EXIT_UNSUPPORTED, pools[i]->name + ": " + pools[i]->error + (g_last_error.empty() ? "" : ": " + g_last_error));
-                }
-                refs.push_back({&pools[i]->name, &taken[i].logits, &taken[i].kv});
-            }
-        } else if (streams.size() == 1) {
-            run_chunk(streams[0], a, from, to, n_vocab, window, a.check);
-        } else {
-            std::vector<std::thread> th;
-            for (auto & s : streams) th.emplace_back([&, from, to] { run_chunk(s, a, from, to, n_vocab, window, true); });
-            for (auto & t : th) t.join();
-            for (size_t si = 1; si < streams.size(); si++) refs.push_back({&streams[si].name, &streams[si].logits, &streams[si].kv});
-        }
-        for (auto & s : streams) {
-            if (!s.error.empty() && (s.name == "probe" || pools.empty())) {
+        for (auto & P : pools) { std::lock_guard<std::mutex> lk(P->mu); P->probe_to = to; P->cv.notify_all(); }
+        run_chunk(streams[0], a, from, to, n_vocab, window, a.check);
+        for (size_t i = 0; i < pools.size() && streams[0].error.empty(); i++) {
+            if (!take_chunk(*pools[i], from, to, taken[i])) {
                 stop_pools();
-                finish(r, "unsupported", EXIT_UNSUPPORTED, s.name + ": " + s.error + (g_last_error.empty() ? "" : ": " + g_last_error));
+                finish(r, "unsupported", EXIT_UNSUPPORTED, pools[i]->name + ": " + pools[i]->error + (g_last_error.empty() ? "" : ": " + g_last_error));
             }
+            refs.push_back({&pools[i]->name, &taken[i].logits, &taken[i].kv});
+        }
+        if (!streams[0].error.empty()) {
+            stop_pools();
+            finish(r, "unsupported", EXIT_UNSUPPORTED, "probe: " + streams[0].error + (g_last_error.empty() ? "" : ": " + g_last_error));
         }
         r.steps_run = to;
         if (!a.check) continue;

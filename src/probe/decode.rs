@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 /// The decode probe's sources, embedded: (path relative to the folder they are written to,
 /// contents). Laid out as in `repro-kernels/`, so the placement report the replay uses
-/// (`setrows-replay/placement.h`, `placement.cmake`) is the same file for both programs.
-pub const SOURCES: [(&str, &str); 4] = [
+/// (`setrows-replay/placement.h`, `placement.cmake`) and the way ggml is added (`ggml-source.cmake`)
+/// are the same files for both programs.
+pub const SOURCES: [(&str, &str); 5] = [
     (
         "decode-probe/CMakeLists.txt",
         include_str!("../../repro-kernels/decode-probe/CMakeLists.txt"),
@@ -19,6 +20,10 @@ pub const SOURCES: [(&str, &str); 4] = [
     (
         "decode-probe/decode-probe.cpp",
         include_str!("../../repro-kernels/decode-probe/decode-probe.cpp"),
+    ),
+    (
+        "ggml-source.cmake",
+        include_str!("../../repro-kernels/ggml-source.cmake"),
     ),
     (
         "setrows-replay/placement.h",

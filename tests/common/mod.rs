@@ -5,6 +5,8 @@
 #[path = "../tools/mod.rs"]
 pub mod tools;
 
+pub mod llama;
+
 use assert_cmd::Command;
 pub use setrows_bisect::cli::demo::history::{generate, History, HistorySpec, Layout};
 use std::path::{Path, PathBuf};

@@ -3,10 +3,14 @@
 use std::path::Path;
 
 /// The reproducer sources, embedded: (path relative to the repro-kernels root, contents).
-pub const SOURCES: [(&str, &str); 6] = [
+pub const SOURCES: [(&str, &str); 7] = [
     (
         "CMakeLists.txt",
         include_str!("../../../repro-kernels/CMakeLists.txt"),
+    ),
+    (
+        "ggml-source.cmake",
+        include_str!("../../../repro-kernels/ggml-source.cmake"),
     ),
     (
         "setrows-replay/setrows-replay.cpp",
