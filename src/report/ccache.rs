@@ -92,4 +92,30 @@ mod tests {
         );
         assert_eq!(line(&with(&[(used(3, 0), true), (None, false)])), None);
     }
+
+    /// A matrix says what ccache did for the builds it ran now, as a bisect does; stored cells and
+    /// cells without a build are left out.
+    #[test]
+    fn a_matrix_says_what_ccache_did() {
+        use crate::core::outcome::Outcome;
+        use crate::report::tests::{cell, matrix, CULPRIT};
+        let mut a = cell("hip", CULPRIT, Outcome::Untestable);
+        a.ccache = Some(Ccache::Used {
+            hits: 170,
+            misses: 12,
+        });
+        let mut stored = cell("cpu", CULPRIT, Outcome::Pass);
+        stored.cached = true;
+        stored.ccache = Some(Ccache::Used {
+            hits: 0,
+            misses: 90,
+        });
+        let md = matrix(vec![a, stored, cell("x", CULPRIT, Outcome::Pass)]).markdown();
+        assert!(
+            md.contains("ccache: 170 hits, 12 misses (93% hit) over 1 build"),
+            "{md}"
+        );
+        let md = matrix(vec![cell("x", CULPRIT, Outcome::Pass)]).markdown();
+        assert!(!md.contains("ccache"), "{md}");
+    }
 }

@@ -448,31 +448,6 @@ fn a_cell_built_but_not_run_says_so() {
     assert_eq!(md.matches("not run)").count(), 1, "{md}");
 }
 
-/// A matrix says what ccache did for the builds it ran now, as a bisect does; stored cells and
-/// cells without a build are left out.
-#[test]
-fn a_matrix_says_what_ccache_did() {
-    use crate::core::ccache::Ccache;
-    let mut a = cell("hip", CULPRIT, Outcome::Untestable);
-    a.ccache = Some(Ccache::Used {
-        hits: 170,
-        misses: 12,
-    });
-    let mut stored = cell("cpu", CULPRIT, Outcome::Pass);
-    stored.cached = true;
-    stored.ccache = Some(Ccache::Used {
-        hits: 0,
-        misses: 90,
-    });
-    let md = matrix(vec![a, stored, cell("x", CULPRIT, Outcome::Pass)]).markdown();
-    assert!(
-        md.contains("ccache: 170 hits, 12 misses (93% hit) over 1 build"),
-        "{md}"
-    );
-    let md = matrix(vec![cell("x", CULPRIT, Outcome::Pass)]).markdown();
-    assert!(!md.contains("ccache"), "{md}");
-}
-
 /// What every probe ran is on the Configuration line and in the Reproduce section.
 #[test]
 fn the_reproducer_and_its_arguments_are_shown() {
