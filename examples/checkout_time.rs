@@ -35,7 +35,7 @@ fn main() {
             .id()
             .to_string();
         let started = Instant::now();
-        let res = slot.checkout_reading(&repo, &sha, reads);
+        let res = slot.checkout_reading(&repo, &sha, reads, None);
         let took = started.elapsed().as_secs_f64();
         let (files, bytes) = size(&slot.dir);
         let kind = if i == 0 { "fresh" } else { "move" };

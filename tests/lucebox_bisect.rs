@@ -269,7 +269,7 @@ fn a_lucebox_bisect_writes_only_ggml_agrees_with_whole_trees_and_survives_a_miss
     let mt = text(&m);
     assert_ne!(m.status.code(), Some(0), "{mt}");
     assert!(
-        mt.contains(&format!("reading blob {}", h.data_blob)),
+        mt.contains(&format!("{DATA} (blob {})", h.data_blob)),
         "a whole-tree checkout reads the missing blob: {mt}"
     );
     let json = tmp.path().join("r2.json");

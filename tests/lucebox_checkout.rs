@@ -114,7 +114,7 @@ fn a_ggml_checkout_holds_exactly_the_vendored_ggml_of_a_whole_checkout_along_any
             .checkout(&repo, &h.shas[i])
             .unwrap();
         }
-        part.checkout_reading(&repo, &h.shas[i], Reads::Ggml)
+        part.checkout_reading(&repo, &h.shas[i], Reads::Ggml, None)
             .unwrap();
         let whole = files(&whole_dir);
         let got = files(&part.dir);
@@ -135,7 +135,7 @@ fn files_that_did_not_change_keep_their_mtimes() {
     let h = history(tmp.path());
     let repo = git2::Repository::open(&h.repo).unwrap();
     let part = Checkout::new(tmp.path().join("part"), tmp.path().join("part.state"));
-    part.checkout_reading(&repo, &h.shas[2], Reads::Ggml)
+    part.checkout_reading(&repo, &h.shas[2], Reads::Ggml, None)
         .unwrap();
     let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
     for rel in ["src/stable.c", "src/ggml.c"] {
@@ -146,7 +146,7 @@ fn files_that_did_not_change_keep_their_mtimes() {
         f.set_modified(old).unwrap();
     }
     // Step 3 changes src/ggml.c only.
-    part.checkout_reading(&repo, &h.shas[3], Reads::Ggml)
+    part.checkout_reading(&repo, &h.shas[3], Reads::Ggml, None)
         .unwrap();
     let mtime = |rel: &str| {
         std::fs::metadata(part.dir.join(GGML).join(rel))
@@ -168,18 +168,42 @@ fn a_blob_missing_outside_ggml_stops_a_whole_checkout_but_not_a_ggml_one() {
     let whole = Checkout::new(tmp.path().join("whole"), tmp.path().join("whole.state"));
     let err = whole.checkout(&repo, last).unwrap_err().to_string();
     assert!(
-        err.contains(&format!("reading blob {}", h.data_blob)) && err.contains(DATA),
+        err.contains(&format!("{DATA} (blob {})", h.data_blob)),
         "{err}"
     );
     // The same directory, asked for what the bundled reproducer reads, gets it.
-    whole.checkout_reading(&repo, last, Reads::Ggml).unwrap();
+    whole
+        .checkout_reading(&repo, last, Reads::Ggml, None)
+        .unwrap();
     let got = files(&whole.dir);
     assert!(got.contains_key(&format!("{GGML}/src/fault.cpp")));
     assert!(!got.keys().any(|k| k.starts_with("server/eval")), "{got:?}");
     // Moving along the range stays on ggml's blobs.
     for sha in h.shas.iter().rev() {
-        whole.checkout_reading(&repo, sha, Reads::Ggml).unwrap();
+        whole
+            .checkout_reading(&repo, sha, Reads::Ggml, None)
+            .unwrap();
     }
+}
+
+/// A whole tree tested at ggml (`--path`, or the detected layout): the data file is left out, and
+/// the state remembers under which scope, so the same commit asked for whole is no no-op.
+#[test]
+fn a_blob_missing_outside_the_tested_tree_is_left_out_of_a_whole_checkout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let h = history(tmp.path());
+    h.delete_data_blob();
+    let repo = git2::Repository::open(&h.repo).unwrap();
+    let co = Checkout::new(tmp.path().join("c"), tmp.path().join("c.state"));
+    for sha in &h.shas {
+        co.checkout_reading(&repo, sha, Reads::Tree, Some(GGML))
+            .unwrap();
+    }
+    let got = files(&co.dir);
+    assert!(got.contains_key("README.md") && got.contains_key(&format!("{GGML}/src/ggml.c")));
+    assert!(!got.contains_key(DATA), "{got:?}");
+    let err = co.checkout(&repo, h.shas.last().unwrap()).unwrap_err();
+    assert!(err.to_string().contains(DATA), "{err}");
 }
 
 #[test]
@@ -189,12 +213,12 @@ fn one_directory_switches_between_whole_and_ggml_checkouts() {
     let repo = git2::Repository::open(&h.repo).unwrap();
     let dir = Checkout::new(tmp.path().join("c"), tmp.path().join("c.state"));
     let sha = &h.shas[6];
-    dir.checkout_reading(&repo, sha, Reads::Ggml).unwrap();
+    dir.checkout_reading(&repo, sha, Reads::Ggml, None).unwrap();
     assert!(!dir.dir.join(DATA).exists());
     // The same commit, now whole: the state names what was written, so this is no no-op.
     dir.checkout(&repo, sha).unwrap();
     let whole = files(&dir.dir);
     assert!(whole.contains_key(DATA), "whole again");
-    dir.checkout_reading(&repo, sha, Reads::Ggml).unwrap();
+    dir.checkout_reading(&repo, sha, Reads::Ggml, None).unwrap();
     assert_eq!(files(&dir.dir), ggml_part(&whole));
 }

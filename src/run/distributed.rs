@@ -103,7 +103,10 @@ pub fn probe_one(
         DriverError::Git(g) if g.is_usage() => CliError::usage(g.to_string()),
         e => CliError::infra(e.to_string()),
     };
-    let probing = Probing::new(prober, store);
+    let probing = Probing {
+        scope: r.spec.path.clone(),
+        ..Probing::new(prober, store)
+    };
     let index = run_index.unwrap_or_else(|| probing.next_index(&cand.tree));
     let dir = Slot::dir(
         &plan.work_dir,

@@ -100,6 +100,7 @@ fn drive(
     let jobs = plan.jobs.max(1);
     let probing = Probing {
         reuse_artifacts,
+        scope: plan.range.spec.path.clone(),
         ..Probing::new(prober, store)
     };
     let slots = (0..jobs)

@@ -11,6 +11,7 @@
 //! Materialising a commit into a slot is `checkout`'s: a different job (files and mtimes, not
 //! history) that every slot loop shares.
 
+mod absent;
 mod checkout;
 
 pub use crate::core::layout::Layout;
@@ -52,6 +53,10 @@ pub enum GitError {
         context: String,
         source: git2::Error,
     },
+    /// Blobs the probe reads are absent and no remote gave them: the one line says which and
+    /// what to run.
+    #[error("{0}")]
+    Absent(String),
     #[error("checkout into {path}: {source}")]
     Io {
         path: PathBuf,
@@ -62,7 +67,10 @@ pub enum GitError {
 impl GitError {
     /// Input errors (exit 2) versus machinery errors (exit 3).
     pub fn is_usage(&self) -> bool {
-        !matches!(self, GitError::Git { .. } | GitError::Io { .. })
+        !matches!(
+            self,
+            GitError::Git { .. } | GitError::Io { .. } | GitError::Absent(_)
+        )
     }
 }
 
@@ -79,8 +87,16 @@ pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> GitError + '
 }
 
 /// Opens the repository at `path` exactly (no search upwards: a typo should not silently
-/// bisect an enclosing repository).
+/// bisect an enclosing repository). A partial clone made by git before 2.4x records
+/// `extensions.partialClone`, which libgit2 refuses unless told: reading needs nothing of it
+/// (an absent blob is `git/absent.rs`'s), so it is accepted.
 pub fn open(path: &Path) -> Result<Repository, GitError> {
+    static EXTENSIONS: std::sync::Once = std::sync::Once::new();
+    EXTENSIONS.call_once(|| {
+        // SAFETY: libgit2 keeps this list in a static it reads when opening a repository; it is
+        // set once, before this process opens its first one here.
+        let _ = unsafe { git2::opts::set_extensions(&["partialclone"]) };
+    });
     if !path.exists() {
         return Err(GitError::NoSuchPath(path.to_path_buf()));
     }

@@ -395,6 +395,8 @@ impl Runner {
             // The whole tree: one checkout serves every cell (script cells too) and
             // `Runner::checkout` reads files of it.
             reads: Reads::Tree,
+            // No `--path`: every blob is read.
+            scope: None,
         };
         let mut cached = false;
         let stored = probing

@@ -125,14 +125,16 @@ impl Slot {
         Ok(self.checkout.checkout(repo, sha)?)
     }
 
-    /// Moves the checkout to what a prober that `reads` this much reads of `sha`.
+    /// Moves the checkout to what a prober that `reads` this much reads of `sha`, tested at
+    /// `scope` (`Checkout::checkout_reading`).
     pub fn checkout_reading(
         &self,
         repo: &git2::Repository,
         sha: &str,
         reads: Reads,
+        scope: Option<&str>,
     ) -> Result<(), DriverError> {
-        Ok(self.checkout.checkout_reading(repo, sha, reads)?)
+        Ok(self.checkout.checkout_reading(repo, sha, reads, scope)?)
     }
 }
 
@@ -189,6 +191,9 @@ pub struct Probing<'a> {
     /// What of each commit the checkout writes (`prober.reads()`, unless the caller's slot
     /// serves more than this prober).
     pub reads: Reads,
+    /// The tested tree (the range's `--path`, given or detected): a blob absent outside it is
+    /// not written rather than fatal.
+    pub scope: Option<String>,
 }
 
 impl<'a> Probing<'a> {
@@ -201,6 +206,7 @@ impl<'a> Probing<'a> {
             backoff: None,
             reuse_artifacts: false,
             reads: prober.reads(),
+            scope: None,
         }
     }
 
@@ -265,7 +271,7 @@ impl<'a> Probing<'a> {
         loop {
             attempt += 1;
             (hooks.phase)(Phase::Checkout);
-            slot.checkout_reading(run.repo, run.sha, self.reads)?;
+            slot.checkout_reading(run.repo, run.sha, self.reads, self.scope.as_deref())?;
             let name = format!("{}-{attempt}", run.name);
             let req = ProbeRequest {
                 commit: run.sha,

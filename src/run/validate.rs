@@ -358,7 +358,10 @@ pub fn validate_culprit(
         backend: setup.backend.map(str::to_string),
         ..Default::default()
     };
-    let probing = Probing::new(setup.prober, setup.store);
+    let probing = Probing {
+        scope: setup.path.map(str::to_string),
+        ..Probing::new(setup.prober, setup.store)
+    };
     let dir = Slot::dir(
         setup.work_dir,
         setup.repo_path,

@@ -3,6 +3,7 @@
 //! between commits by writing only the files that differ, because mtimes of unchanged files
 //! must survive for the persistent build directory to stay incremental.
 
+use super::absent::{self, Absent};
 use super::{ctx, io_err, GitError};
 use crate::core::layout::Layout;
 use crate::probe::{vendor, Reads};
@@ -27,17 +28,21 @@ impl Checkout {
 
     /// Makes `dir` hold exactly the tree of `commit`.
     pub fn checkout(&self, repo: &Repository, commit: &str) -> Result<(), GitError> {
-        self.checkout_reading(repo, commit, Reads::Tree)
+        self.checkout_reading(repo, commit, Reads::Tree, None)
     }
 
     /// Makes `dir` hold exactly what a prober that `reads` this much reads of `commit`:
     /// every other blob is never read, so one missing from the repository (a partial clone, a
     /// pruned data file) cannot stop the probe, and a probe of a 24 MB tree writes its ggml.
+    /// Of a whole tree tested at `scope` (`--path`), a blob absent outside `scope` is left
+    /// unwritten; one the probe reads is fetched from a remote or stops the checkout
+    /// (`GitError::Absent`).
     pub fn checkout_reading(
         &self,
         repo: &Repository,
         commit: &str,
         reads: Reads,
+        scope: Option<&str>,
     ) -> Result<(), GitError> {
         let id = Oid::from_str(commit).map_err(ctx(format!("parsing {commit}")))?;
         let tree = repo
@@ -45,17 +50,23 @@ impl Checkout {
             .and_then(|c| c.tree())
             .map_err(ctx(format!("reading tree of {commit}")))?;
         let previous = fs::read_to_string(&self.state).ok().and_then(|s| {
-            let mut words = s.split_whitespace();
+            let mut lines = s.lines();
+            let mut words = lines.next()?.split_whitespace();
             let old = repo.find_tree(Oid::from_str(words.next()?).ok()?).ok()?;
             let old_reads = match words.next() {
                 Some(GGML_STATE) => Reads::Ggml,
                 _ => Reads::Tree,
             };
-            Some((old, old_reads))
+            // Files left out under another scope may be read now: those trees are not moved.
+            let left_out = lines.next().and_then(|l| l.strip_prefix(LEFT_OUT_STATE));
+            if left_out.is_some_and(|l| Some(l) != scope) {
+                return None;
+            }
+            Some((old, old_reads, left_out.is_some()))
         });
         let wanted = parts(&tree, reads);
         let here = self.dir.is_dir();
-        if let Some((old, old_reads)) = &previous {
+        if let Some((old, old_reads, _)) = &previous {
             if old.id() == tree.id() && *old_reads == reads && here {
                 return Ok(());
             }
@@ -65,21 +76,43 @@ impl Checkout {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&self.state)(e)),
         }
+        let mut absent = Absent::new(reads, scope);
+        let mut left_out = false;
         match previous {
             // Same reads, same parts: file by file, so unchanged files keep their mtimes.
-            Some((old, old_reads))
+            Some((old, old_reads, old_left_out))
                 if here && old_reads == reads && parts(&old, reads) == wanted =>
             {
+                left_out = old_left_out;
                 for p in &wanted {
-                    self.apply_part(repo, p, part(repo, &old, p)?, part(repo, &tree, p)?)?;
+                    let (a, b) = (part(repo, &old, p)?, part(repo, &tree, p)?);
+                    self.apply_part(repo, p, a, b, &mut absent)?;
                 }
             }
-            _ => self.write_all(repo, &tree, &wanted)?,
+            _ => self.write_all(repo, &tree, &wanted, &mut absent)?,
         }
-        let state = match reads {
+        if !absent.needed.is_empty() {
+            let ids: Vec<Oid> = absent.needed.iter().map(|n| n.id).collect();
+            let tried = absent::fetch(repo, &ids);
+            let mut still = Absent::new(reads, scope);
+            for n in &absent.needed {
+                self.write_blob(repo, &n.rel, n.id, n.mode, &mut still)?;
+            }
+            if !still.needed.is_empty() {
+                return Err(GitError::Absent(absent::message(
+                    repo, commit, &still, &tried,
+                )));
+            }
+        }
+        absent.announce_outside(repo);
+        left_out |= !absent.outside.is_empty();
+        let mut state = match reads {
             Reads::Tree => tree.id().to_string(),
             Reads::Ggml => format!("{} {GGML_STATE}", tree.id()),
         };
+        if left_out {
+            state = format!("{state}\n{LEFT_OUT_STATE}{}", scope.unwrap_or(""));
+        }
         fs::write(&self.state, state).map_err(io_err(&self.state))?;
         Ok(())
     }
@@ -89,6 +122,7 @@ impl Checkout {
         repo: &Repository,
         tree: &Tree<'_>,
         parts: &[String],
+        absent: &mut Absent<'_>,
     ) -> Result<(), GitError> {
         if self.dir.exists() {
             fs::remove_dir_all(&self.dir).map_err(io_err(&self.dir))?;
@@ -96,20 +130,26 @@ impl Checkout {
         fs::create_dir_all(&self.dir).map_err(io_err(&self.dir))?;
         for p in parts {
             if let Some(found) = part(repo, tree, p)? {
-                self.write_part(repo, p, found)?;
+                self.write_part(repo, p, found, absent)?;
             }
         }
         Ok(())
     }
 
-    fn write_part(&self, repo: &Repository, rel: &str, found: Part<'_>) -> Result<(), GitError> {
+    fn write_part(
+        &self,
+        repo: &Repository,
+        rel: &str,
+        found: Part<'_>,
+        absent: &mut Absent<'_>,
+    ) -> Result<(), GitError> {
         match found {
             Part::Dir(t) => {
                 let p = self.dir.join(rel);
                 fs::create_dir_all(&p).map_err(io_err(&p))?;
-                self.write_tree(repo, Path::new(rel), &t)
+                self.write_tree(repo, Path::new(rel), &t, absent)
             }
-            Part::File(id, mode) => self.write_blob(repo, Path::new(rel), id, mode),
+            Part::File(id, mode) => self.write_blob(repo, Path::new(rel), id, mode, absent),
             // Submodules: an empty directory, as git leaves an uninitialised one.
             Part::Other => {
                 let p = self.dir.join(rel);
@@ -126,10 +166,11 @@ impl Checkout {
         rel: &str,
         old: Option<Part<'_>>,
         new: Option<Part<'_>>,
+        absent: &mut Absent<'_>,
     ) -> Result<(), GitError> {
         match (old, new) {
             (Some(Part::Dir(a)), Some(Part::Dir(b))) => {
-                self.apply_diff(repo, Path::new(rel), &a, &b)
+                self.apply_diff(repo, Path::new(rel), &a, &b, absent)
             }
             (Some(Part::File(a, ma)), Some(Part::File(b, mb))) if a == b && ma == mb => Ok(()),
             (None, None) | (Some(Part::Other), Some(Part::Other)) => Ok(()),
@@ -140,7 +181,7 @@ impl Checkout {
                     prune_empty_parents(&self.dir, &full);
                 }
                 match new {
-                    Some(found) => self.write_part(repo, rel, found),
+                    Some(found) => self.write_part(repo, rel, found, absent),
                     None => Ok(()),
                 }
             }
@@ -153,6 +194,7 @@ impl Checkout {
         repo: &Repository,
         prefix: &Path,
         tree: &Tree<'_>,
+        absent: &mut Absent<'_>,
     ) -> Result<(), GitError> {
         let mut failure: Option<GitError> = None;
         tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
@@ -165,7 +207,9 @@ impl Checkout {
                     let p = self.dir.join(&rel);
                     fs::create_dir_all(&p).map_err(io_err(&p))
                 }
-                Some(ObjectType::Blob) => self.write_blob(repo, &rel, entry.id(), entry.filemode()),
+                Some(ObjectType::Blob) => {
+                    self.write_blob(repo, &rel, entry.id(), entry.filemode(), absent)
+                }
                 // Submodules: an empty directory, as git leaves an uninitialised one.
                 _ => {
                     let p = self.dir.join(&rel);
@@ -199,6 +243,7 @@ impl Checkout {
         prefix: &Path,
         old: &Tree<'_>,
         new: &Tree<'_>,
+        absent: &mut Absent<'_>,
     ) -> Result<(), GitError> {
         let diff = repo
             .diff_tree_to_tree(Some(old), Some(new), None)
@@ -227,7 +272,7 @@ impl Checkout {
                 let p = self.dir.join(&rel);
                 fs::create_dir_all(&p).map_err(io_err(&p))?;
             } else {
-                self.write_blob(repo, &rel, id, mode.into())?;
+                self.write_blob(repo, &rel, id, mode.into(), absent)?;
             }
         }
         Ok(())
@@ -239,11 +284,19 @@ impl Checkout {
         rel: &Path,
         id: Oid,
         mode: i32,
+        absent: &mut Absent<'_>,
     ) -> Result<(), GitError> {
         let path = self.dir.join(rel);
-        let blob =
-            repo.find_blob(id)
-                .map_err(ctx(format!("reading blob {} ({})", id, rel.display())))?;
+        let Some(blob) = absent.read(repo, rel, id, mode).map_err(ctx(format!(
+            "reading blob {} ({})",
+            id,
+            rel.display()
+        )))?
+        else {
+            // Whatever an older tree left at this path must not pass for this commit's file.
+            remove_path(&path).map_err(io_err(&path))?;
+            return Ok(());
+        };
         if let Some(parent) = path.parent() {
             if parent.is_file() || parent.is_symlink() {
                 fs::remove_file(parent).map_err(io_err(parent))?;
@@ -288,6 +341,9 @@ fn prune_empty_parents(root: &Path, removed: &Path) {
 
 /// The state file's word for a checkout that wrote what `Reads::Ggml` reads.
 const GGML_STATE: &str = "ggml";
+
+/// The state file's second line, before the scope, when absent blobs outside it were left out.
+const LEFT_OUT_STATE: &str = "left out outside ";
 
 /// The paths of `tree` a checkout for `reads` writes, the root as `""`: the whole tree, or
 /// ggml's directory and the vendoring note beside it. Decided from the tree alone, with the
