@@ -163,11 +163,15 @@ pub(super) fn message(
             .map(|n| format!("{} (blob {})", n.rel.display(), n.id)),
     );
     let ids: Vec<String> = needed.iter().take(3).map(|n| n.id.to_string()).collect();
-    let remote = remotes(repo)
+    let (remote, promisor) = remotes(repo)
         .into_iter()
         .next()
-        .map(|(r, _)| r)
-        .unwrap_or_else(|| "origin".into());
+        .unwrap_or_else(|| ("origin".into(), false));
+    // A refetch from a promisor remote applies the clone's filter again, leaving them out.
+    let refetch = match promisor {
+        true => String::new(),
+        false => format!(" or `{git} fetch --refetch {remote}`"),
+    };
     let todo = if tried.is_empty() {
         format!(
             "it has no remote to fetch them from: add one that has them (`{git} remote add origin URL`), then `{git} fetch origin {}`",
@@ -175,7 +179,7 @@ pub(super) fn message(
         )
     } else {
         format!(
-            "{}; make the remote reachable (`{git} remote set-url {remote} URL`), then `{git} fetch {remote} {}` or `{git} fetch --refetch {remote}`",
+            "{}; make the remote reachable (`{git} remote set-url {remote} URL`), then `{git} fetch {remote} {}`{refetch}",
             tried.join("; "),
             ids.join(" ")
         )
@@ -239,11 +243,50 @@ fn listing(items: impl Iterator<Item = String>) -> String {
     }
 }
 
+/// What git said went wrong, with any `user:password@` of a URL in it dropped: the line reaches the
+/// terminal and CI logs, and a remote's URL may carry a token.
 fn last_line(text: &str) -> String {
-    text.lines()
-        .rev()
+    // git's first fatal line says what failed; the lines after it are general advice.
+    let lines: Vec<&str> = text
+        .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("failed")
-        .to_string()
+        .filter(|l| !l.is_empty())
+        .collect();
+    let line = lines
+        .iter()
+        .find(|l| l.starts_with("fatal:") || l.starts_with("error:"))
+        .or(lines.last())
+        .copied()
+        .unwrap_or("failed");
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let host_end = tail
+            .find(|c: char| c == '/' || c.is_whitespace() || c == '\'')
+            .unwrap_or(tail.len());
+        rest = match tail[..host_end].rfind('@') {
+            Some(userinfo) => &tail[userinfo + 1..],
+            None => tail,
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn git_lines_lose_the_credentials_of_urls() {
+        let said = "fatal: unable to access 'https://user:ghp_secret@example.com/o/r.git/': Could not resolve host: example.com\nhint: more\n";
+        assert_eq!(
+            super::last_line(said),
+            "fatal: unable to access 'https://example.com/o/r.git/': Could not resolve host: example.com"
+        );
+        assert_eq!(
+            super::last_line("fatal: 'file:///tmp/x' does not appear to be a git repository"),
+            "fatal: 'file:///tmp/x' does not appear to be a git repository"
+        );
+    }
 }
