@@ -282,7 +282,7 @@ impl World {
             .iter()
             .find(|(_, j)| &j.runner == runner)
             .unwrap_or_else(|| panic!("no job ran on {runner}"));
-        assert_eq!(run.runs_on, ["ubuntu-latest"], "{job} built the tool");
+        assert_eq!(run.runs_on, ["ubuntu-24.04"], "{job} built the tool");
     }
 }
 
