@@ -485,3 +485,21 @@ async fn an_old_key_comment_of_another_configuration_is_not_taken_over() {
     assert_eq!(comments.len(), 2, "{comments:#?}");
     assert_eq!(comments[0].body, old_body);
 }
+
+/// Only when our comment keeps vanishing between list and edit (someone deleting each one as
+/// it is found) does the post give up, after the bounded retries, in one line saying so.
+#[tokio::test]
+async fn comments_that_keep_vanishing_give_up_in_one_line() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let m = github_support::matrix_result(&[("rocm-6.4.1-wave32", "pass")]);
+    let f = write(dir.path(), "m.json", serde_json::to_value(m).unwrap());
+    for _ in 0..8 {
+        fake.add(github_support::BOT, "<!-- setrows-bisect:matrix -->\nold");
+    }
+    fake.vanish_before_edit(8);
+    let (code, _, err) = post(&server.uri(), "o/r#1", &[f]).await;
+    assert_eq!(code, 3, "{err}");
+    let line = error_line(&err);
+    assert!(line.contains("deleted while we edited it"), "{line}");
+}
