@@ -315,12 +315,18 @@ fn stored_runs(dir: &Path) -> Vec<(String, u32)> {
 #[test]
 fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
     let Some(mut w) = world(6, 4) else { return };
-    let revs = format!("{} {}", w.shas[0], w.shas[5]);
-    let r = w.h.dispatch(
-        "matrix.yml",
-        "workflow_dispatch",
-        json!({"revisions": revs, "post": "true"}),
-    );
+    // A manual run of matrix.toml's revisions (shas 0 and 5): the nightly's question. Its first
+    // attempt lacks the results secret, so its report fails after uploading junit-matrix; with
+    // the secret set, "Re-run failed jobs" repeats the report and that upload in the same run.
+    let secret = w.h.secrets.remove("RESULTS_TOKEN").unwrap();
+    let r =
+        w.h.dispatch("matrix.yml", "workflow_dispatch", json!({"post": "true"}));
+    assert_eq!(r, "failure", "{}", w.explain());
+    assert_eq!(w.h.jobs["report"].result, "failure", "{}", w.explain());
+    assert!(w.artifact("junit-matrix").join("junit.xml").is_file());
+    w.h.secrets.insert("RESULTS_TOKEN".into(), secret);
+    let r =
+        w.h.rerun_failed("matrix.yml", "workflow_dispatch", json!({"post": "true"}));
     assert_eq!(r, "success", "{}", w.explain());
     // The plan printed one job per image; the CUDA control was filtered out by the plan's jq.
     let legs: Vec<_> =
@@ -371,12 +377,13 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
     );
     w.assert_built_once_off_the_gpu(0);
     // The comment was posted with the results secret (its user), not the job's GITHUB_TOKEN;
-    // the tool asked GET /user with it, and no job token wrote anything.
+    // the tool asked GET /user with it, and no job token wrote anything (the first attempt's
+    // was refused).
     assert!(
         w.api
             .answers()
             .iter()
-            .all(|(m, _, _, login)| m == "GET" || login == "results-bot"),
+            .all(|(m, _, status, login)| m == "GET" || login == "results-bot" || *status >= 400),
         "{:?}",
         w.api.answers()
     );
@@ -407,6 +414,32 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
         w.api.requests()
     );
     w.assert_built_once_off_the_gpu(1);
+
+    // A dispatch with its own revisions asks another question: its own comment (key
+    // matrix-revisions:<hash>, in its own concurrency groups), so no nightly table replaces it.
+    w.h.vars.remove("BISECT_NEW_FAILURES");
+    let revs = format!("{} {}", w.shas[1], w.shas[5]);
+    let r = w.h.dispatch(
+        "matrix.yml",
+        "workflow_dispatch",
+        json!({"revisions": revs, "post": "true"}),
+    );
+    assert_eq!(r, "success", "{}", w.explain());
+    assert_eq!(
+        (w.api.creates(), w.api.edits()),
+        (2, 1),
+        "{:?}",
+        w.api.requests()
+    );
+    let report_group =
+        w.h.concurrency
+            .iter()
+            .rev()
+            .find(|(at, _, _)| at == "report");
+    assert_eq!(
+        report_group.map(|(_, g, _)| g.as_str()),
+        Some(format!("results-comment-harness/results#7-matrix-{revs}").as_str())
+    );
     w.assert_token_nowhere();
 }
 
@@ -702,8 +735,11 @@ fn default_results_issue_posts_with_the_secret_and_fails_in_one_line_without_it(
     w.h.secrets.insert("RESULTS_TOKEN".into(), json!(UPSTREAM));
     w.h.vars
         .insert("RESULTS_AUTHOR".into(), json!("lucebox-results"));
-    let r = w.h.dispatch("bisect.yml", "workflow_dispatch", inputs);
+    // The one line's advice taken: set the secret, "Re-run failed jobs" (the same run, its
+    // artifacts still there): only the report runs again, and posts the verdict.
+    let r = w.h.rerun_failed("bisect.yml", "workflow_dispatch", inputs);
     assert_eq!(r, "success", "{}", w.explain());
+    assert_eq!(w.h.jobs["bisect[0]"].result, "success");
     let created: Vec<_> = w.api.answers().into_iter().filter(|a| a.2 == 201).collect();
     assert_eq!(created.len(), 1, "{created:?}");
     assert_eq!(
