@@ -995,3 +995,72 @@ fn expressions_follow_githubs_rules() {
         &ctx
     ));
 }
+
+/// The nightly finds three configurations newly failing over one range and its new-failure job
+/// dispatches one bisect.yml run per configuration, which GitHub queues at once. Run through
+/// the harness's model of GitHub's concurrency (one running and one pending per group, a newer
+/// pending one cancels the older), none is cancelled: three bisections, three report jobs,
+/// three comments, each with its own configuration's verdict.
+#[test]
+fn three_newly_failing_configurations_give_three_visible_results() {
+    let Some(mut w) = world(4, 2) else { return };
+    let toml = w.h.project.join("matrix.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = text.replace(
+        r#"params = ["low", "high"]"#,
+        r#"params = ["low", "mid", "top", "high"]"#,
+    )
+        + "[params.mid]\nargs = [\"--level\", \"7\"]\n[params.top]\nargs = [\"--level\", \"9\"]\n";
+    std::fs::write(&toml, text).unwrap();
+    w.h.vars.insert("BISECT_NEW_FAILURES".into(), json!("true"));
+    let r = w.h.dispatch("matrix.yml", "schedule", json!({}));
+    assert_eq!(r, "success", "{}", w.explain());
+    let dispatched = std::fs::read_to_string(w.h.base.join("dispatches")).unwrap();
+    let runs: Vec<Value> = dispatched
+        .lines()
+        .map(|l| {
+            let mut inputs = serde_json::Map::new();
+            let words: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(words[0], "bisect.yml", "{l}");
+            for pair in words.windows(2).filter(|p| p[0] == "-f") {
+                let (k, v) = pair[1].split_once('=').unwrap();
+                inputs.insert(k.into(), json!(v));
+            }
+            Value::Object(inputs)
+        })
+        .collect();
+    let ids: BTreeSet<String> = runs
+        .iter()
+        .map(|i| i["config"].as_str().unwrap().to_string())
+        .collect();
+    let want: BTreeSet<String> = ["mid", "top", "high"]
+        .iter()
+        .map(|p| w.config_id(p))
+        .collect();
+    assert_eq!(ids, want, "{dispatched}");
+    let creates = w.api.creates();
+    let queued: Vec<(&str, &str, Value)> = runs
+        .iter()
+        .map(|i| ("bisect.yml", "workflow_dispatch", i.clone()))
+        .collect();
+    let results = w.h.queue_together(&queued);
+    assert_eq!(results, ["success"; 3], "{}", w.explain());
+    assert!(!w.explain().contains("GitHub cancels"), "{}", w.explain());
+    assert_eq!(w.api.creates() - creates, 3, "{:?}", w.api.requests());
+    let posted: Vec<String> = w
+        .api
+        .requests()
+        .into_iter()
+        .filter(|(m, p, _)| m == "POST" && p.ends_with("/issues/7/comments"))
+        .map(|(_, _, body)| body)
+        .collect();
+    for id in &want {
+        assert!(
+            posted
+                .iter()
+                .any(|b| b.contains(id.as_str()) && b.contains(&w.shas[2][..10])),
+            "no comment with {id}'s verdict: {posted:#?}"
+        );
+    }
+    w.assert_token_nowhere();
+}
