@@ -9,7 +9,7 @@ mod workflows;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
-use workflows::Harness;
+use workflows::{copy_tree, Harness};
 
 /// A project with these workflows (name → text), and a harness over it.
 fn harness(dir: &Path, files: &[(&str, &str)]) -> Harness {
@@ -444,4 +444,300 @@ jobs:
         assert_eq!(tokens[t]["repos"], json!(["harness/setrows-bisect"]));
     }
     assert_ne!(h.minted[0], h.minted[1]);
+}
+
+/// The project's own `setrows-bin` action, fetching a "binary" (a script) that another job of
+/// the run replaced under the same artifact name: upload needs no permission, so a GPU job
+/// running the code under test could do it. The action compares the download with the build
+/// job's `sha256` output and runs nothing that differs; the untouched run passes.
+#[test]
+fn a_binary_replaced_by_another_job_is_refused_before_it_runs() {
+    let wf = r#"
+on: workflow_dispatch
+permissions: {}
+jobs:
+  build:
+    runs-on: ubuntu-24.04
+    permissions: {}
+    outputs:
+      sha256: ${{ steps.digest.outputs.sha256 }}
+    steps:
+      - run: |
+          mkdir -p target/release
+          printf '#!/bin/sh\necho "setrows-bisect built"\n' > target/release/setrows-bisect
+      - id: digest
+        run: echo "sha256=$(sha256sum target/release/setrows-bisect | cut -d ' ' -f 1)" >> "$GITHUB_OUTPUT"
+      - uses: actions/upload-artifact@v4
+        with:
+          name: setrows-bisect-bin
+          path: target/release/setrows-bisect
+          overwrite: true
+  gpu:
+    needs: build
+    runs-on: ubuntu-24.04
+    permissions: {}
+    steps:
+      - run: |
+          mkdir -p evil
+          printf '#!/bin/sh\necho "setrows-bisect REPLACED" > "$RUNNER_TEMP/../../ran"\n' > evil/setrows-bisect
+      - uses: actions/upload-artifact@v4
+        with:
+          name: setrows-bisect-bin
+          path: evil/setrows-bisect
+          overwrite: true
+  report:
+    needs: [build, gpu]
+    runs-on: ubuntu-24.04
+    permissions: {}
+    steps:
+      - uses: ./.github/actions/setrows-bin
+        with:
+          sha256: ${{ needs.build.outputs.sha256 }}
+      - run: ./target/release/setrows-bisect
+"#;
+    let action = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/actions/setrows-bin/action.yml"),
+    )
+    .unwrap();
+    let run = |text: &str| {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = harness(
+            d.path(),
+            &[
+                (".github/workflows/w.yml", text),
+                (".github/actions/setrows-bin/action.yml", &action),
+            ],
+        );
+        let r = h.dispatch("w.yml", "workflow_dispatch", json!({}));
+        let ran = std::fs::read_to_string(d.path().join("actions/ran")).ok();
+        (r, h.jobs["report"].result.clone(), ran, h.log.join("\n"))
+    };
+    let (r, report, ran, log) = run(wf);
+    assert_eq!(
+        (r.as_str(), report.as_str()),
+        ("failure", "failure"),
+        "{log}"
+    );
+    assert_eq!(ran, None, "the replaced binary ran:\n{log}");
+    // The same run without the replacement runs the build job's binary.
+    let clean = wf.replace(
+        "          name: setrows-bisect-bin\n          path: evil/",
+        "          name: other\n          path: evil/",
+    );
+    let (r, report, _, log) = run(&clean);
+    assert_eq!(
+        (r.as_str(), report.as_str()),
+        ("success", "success"),
+        "{log}"
+    );
+}
+
+const QUEUED: &str = r#"
+on:
+  workflow_dispatch:
+    inputs:
+      which:
+        type: string
+        required: true
+permissions: {}
+concurrency:
+  group: compute-${{ inputs.which }}
+  cancel-in-progress: false
+jobs:
+  work:
+    runs-on: ubuntu-latest
+    permissions: {}
+    steps:
+      - run: echo "$WHICH" >> "$RUNNER_TEMP/../../worked"
+        env:
+          WHICH: ${{ inputs.which }}
+  post:
+    needs: work
+    runs-on: ubuntu-latest
+    permissions: {}
+    concurrency:
+      group: comment
+      cancel-in-progress: false
+    steps:
+      - run: echo "$WHICH" >> "$RUNNER_TEMP/../../posted"
+        env:
+          WHICH: ${{ inputs.which }}
+"#;
+
+/// GitHub's concurrency for runs queued together: per group one running and one pending, and
+/// a newer pending run (or job) cancels the older. Three runs of one workflow group: the middle
+/// one never runs; three runs of three groups whose jobs share one group: the middle one's job
+/// is cancelled and its result never posted.
+#[test]
+fn queued_runs_follow_githubs_one_running_one_pending_rule() {
+    let d = tempfile::tempdir().unwrap();
+    let mut h = harness(d.path(), &[(".github/workflows/w.yml", QUEUED)]);
+    let same = |w: &str| ("w.yml", "workflow_dispatch", json!({ "which": w }));
+    let r = h.queue_together(&[same("x"), same("x"), same("x")]);
+    assert_eq!(
+        r,
+        ["success", "cancelled", "success"],
+        "{}",
+        h.log.join("\n")
+    );
+    let worked = std::fs::read_to_string(d.path().join("actions/worked")).unwrap();
+    assert_eq!(worked, "x\nx\n");
+    std::fs::remove_file(d.path().join("actions/posted")).unwrap();
+    let r = h.queue_together(&[same("a"), same("b"), same("c")]);
+    assert_eq!(
+        r,
+        ["success", "cancelled", "success"],
+        "{}",
+        h.log.join("\n")
+    );
+    let posted = std::fs::read_to_string(d.path().join("actions/posted")).unwrap();
+    assert_eq!(posted, "a\nc\n", "{}", h.log.join("\n"));
+}
+
+/// This repository's workflows, queued the ways that used to lose results, lose nothing:
+/// matrix.yml's new-failure job dispatching three bisections of one range (one per newly failing
+/// configuration); a dispatch that does not post queued between two that do; a matrix
+/// dispatch with its own revisions between two nightlies. The same queues against the groups
+/// as they were (no configuration, a non-posting report in the comment's group, one matrix
+/// group) show the rule catching each loss.
+#[test]
+fn three_queued_runs_of_each_workflow_lose_nothing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = tempfile::tempdir().unwrap();
+    let mut h = Harness::new(root, Path::new("/bin/false"), &d.path().join("actions"));
+    let bisect = |wf: &'static str, config: &str, post: bool| {
+        let mut i = json!({"good": "1111111", "bad": "2222222", "config": config, "post": post});
+        if wf == "bisect-distributed.yml" {
+            i["slots"] = json!(4);
+        }
+        (wf, "workflow_dispatch", i)
+    };
+    let nightly = ("matrix.yml", "schedule", json!({}));
+    let own = |post: bool| {
+        (
+            "matrix.yml",
+            "workflow_dispatch",
+            json!({"revisions": "v1 v2", "post": post}),
+        )
+    };
+    let queues = [
+        vec![
+            bisect("bisect.yml", "cpu-a", true),
+            bisect("bisect.yml", "cpu-b", true),
+            bisect("bisect.yml", "cpu-c", true),
+        ],
+        vec![
+            bisect("bisect.yml", "cpu-a", true),
+            bisect("bisect-distributed.yml", "cpu-b", true),
+            bisect("bisect.yml", "cpu-c", true),
+        ],
+        vec![nightly.clone(), own(true), nightly.clone()],
+        vec![nightly.clone(), own(true), own(false)],
+    ];
+    for q in &queues {
+        assert_eq!(h.queue_plan(q), [], "{q:?}");
+    }
+    // The same queues against the groups of before.
+    let old = tempfile::tempdir().unwrap();
+    let project = old.path().join("project");
+    copy_tree(&root.join(".github"), &project.join(".github"));
+    let undo = |file: &str, from: &str, to: &str| {
+        let p = project.join(".github/workflows").join(file);
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert!(t.contains(from), "{file}: {from}");
+        std::fs::write(&p, t.replace(from, to)).unwrap();
+    };
+    let issue = "${{ vars.RESULTS_ISSUE || 'Luce-Org/lucebox#516' }}";
+    for f in ["bisect.yml", "bisect-distributed.yml"] {
+        undo(
+            f,
+            "results-comment-${{ inputs.post && (vars.RESULTS_ISSUE || 'Luce-Org/lucebox#516') || github.run_id }}-bisect-${{ inputs.config }}-",
+            &format!("results-comment-{issue}-bisect-"),
+        );
+    }
+    undo(
+        "matrix.yml",
+        "matrix-gfx1151-${{ inputs.revisions && github.run_id || 'default' }}",
+        "matrix-gfx1151",
+    );
+    let mut h = Harness::new(
+        &project,
+        Path::new("/bin/false"),
+        &old.path().join("actions"),
+    );
+    let lost: Vec<_> = queues.iter().map(|q| h.queue_plan(q)).collect();
+    assert!(
+        lost[0].contains(&(
+            1,
+            Some("results-comment-Luce-Org/lucebox#516-bisect-1111111-2222222-error-".to_string())
+        )),
+        "{lost:?}"
+    );
+    assert!(lost[1].iter().any(|(r, _)| *r == 1), "{lost:?}");
+    assert!(lost[2].contains(&(1, None)), "{lost:?}");
+    assert!(lost[3].contains(&(1, None)), "{lost:?}");
+    // Only the non-posting report's own group differs from before in the last queue: with the
+    // workflow groups as they are now, the old matrix report group still cancels run 1's.
+    undo(
+        "matrix.yml",
+        "matrix-gfx1151\n",
+        "matrix-gfx1151-${{ inputs.revisions && github.run_id || 'default' }}\n",
+    );
+    undo(
+        "matrix.yml",
+        "results-comment-${{ (github.event_name == 'schedule' || inputs.post) && (vars.RESULTS_ISSUE || 'Luce-Org/lucebox#516') || github.run_id }}-matrix-${{ inputs.revisions }}",
+        &format!("results-comment-{issue}-matrix"),
+    );
+    let mut h = Harness::new(
+        &project,
+        Path::new("/bin/false"),
+        &old.path().join("actions2"),
+    );
+    let plan = h.queue_plan(&queues[3]);
+    assert_eq!(
+        plan,
+        [(
+            1,
+            Some("results-comment-Luce-Org/lucebox#516-matrix".to_string())
+        )]
+    );
+}
+
+/// "Re-run failed jobs" repeats a job in the same run, whose artifacts stay: an upload it
+/// repeats without `overwrite: true` fails as GitHub's 409 does; with it the re-run passes.
+#[test]
+fn a_rerun_repeats_uploads_only_with_overwrite() {
+    let wf = |overwrite: &str| {
+        format!(
+            r#"
+on: workflow_dispatch
+permissions: {{}}
+jobs:
+  job:
+    runs-on: ubuntu-latest
+    permissions: {{}}
+    steps:
+      - run: mkdir -p out && echo x > out/x
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with:
+          name: logs
+          path: out/{overwrite}
+      # The first attempt fails (a flaky runner), the re-run passes.
+      - run: |
+          if [ ! -e "$RUNNER_TEMP/../../attempted" ]; then touch "$RUNNER_TEMP/../../attempted"; exit 1; fi
+"#
+        )
+    };
+    for (overwrite, rerun) in [("", "failure"), ("\n          overwrite: true", "success")] {
+        let d = tempfile::tempdir().unwrap();
+        let text = wf(overwrite);
+        let mut h = harness(d.path(), &[(".github/workflows/w.yml", &text)]);
+        assert_eq!(
+            h.dispatch("w.yml", "workflow_dispatch", json!({})),
+            "failure"
+        );
+        let r = h.rerun_failed("w.yml", "workflow_dispatch", json!({}));
+        assert_eq!(r, rerun, "{}", h.log.join("\n"));
+    }
 }

@@ -282,7 +282,7 @@ impl World {
             .iter()
             .find(|(_, j)| &j.runner == runner)
             .unwrap_or_else(|| panic!("no job ran on {runner}"));
-        assert_eq!(run.runs_on, ["ubuntu-latest"], "{job} built the tool");
+        assert_eq!(run.runs_on, ["ubuntu-24.04"], "{job} built the tool");
     }
 }
 
@@ -315,12 +315,18 @@ fn stored_runs(dir: &Path) -> Vec<(String, u32)> {
 #[test]
 fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
     let Some(mut w) = world(6, 4) else { return };
-    let revs = format!("{} {}", w.shas[0], w.shas[5]);
-    let r = w.h.dispatch(
-        "matrix.yml",
-        "workflow_dispatch",
-        json!({"revisions": revs, "post": "true"}),
-    );
+    // A manual run of matrix.toml's revisions (shas 0 and 5): the nightly's question. Its first
+    // attempt lacks the results secret, so its report fails after uploading junit-matrix; with
+    // the secret set, "Re-run failed jobs" repeats the report and that upload in the same run.
+    let secret = w.h.secrets.remove("RESULTS_TOKEN").unwrap();
+    let r =
+        w.h.dispatch("matrix.yml", "workflow_dispatch", json!({"post": "true"}));
+    assert_eq!(r, "failure", "{}", w.explain());
+    assert_eq!(w.h.jobs["report"].result, "failure", "{}", w.explain());
+    assert!(w.artifact("junit-matrix").join("junit.xml").is_file());
+    w.h.secrets.insert("RESULTS_TOKEN".into(), secret);
+    let r =
+        w.h.rerun_failed("matrix.yml", "workflow_dispatch", json!({"post": "true"}));
     assert_eq!(r, "success", "{}", w.explain());
     // The plan printed one job per image; the CUDA control was filtered out by the plan's jq.
     let legs: Vec<_> =
@@ -371,12 +377,13 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
     );
     w.assert_built_once_off_the_gpu(0);
     // The comment was posted with the results secret (its user), not the job's GITHUB_TOKEN;
-    // the tool asked GET /user with it, and no job token wrote anything.
+    // the tool asked GET /user with it, and no job token wrote anything (the first attempt's
+    // was refused).
     assert!(
         w.api
             .answers()
             .iter()
-            .all(|(m, _, _, login)| m == "GET" || login == "results-bot"),
+            .all(|(m, _, status, login)| m == "GET" || login == "results-bot" || *status >= 400),
         "{:?}",
         w.api.answers()
     );
@@ -407,6 +414,32 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
         w.api.requests()
     );
     w.assert_built_once_off_the_gpu(1);
+
+    // A dispatch with its own revisions asks another question: its own comment (key
+    // matrix-revisions:<hash>, in its own concurrency groups), so no nightly table replaces it.
+    w.h.vars.remove("BISECT_NEW_FAILURES");
+    let revs = format!("{} {}", w.shas[1], w.shas[5]);
+    let r = w.h.dispatch(
+        "matrix.yml",
+        "workflow_dispatch",
+        json!({"revisions": revs, "post": "true"}),
+    );
+    assert_eq!(r, "success", "{}", w.explain());
+    assert_eq!(
+        (w.api.creates(), w.api.edits()),
+        (2, 1),
+        "{:?}",
+        w.api.requests()
+    );
+    let report_group =
+        w.h.concurrency
+            .iter()
+            .rev()
+            .find(|(at, _, _)| at == "report");
+    assert_eq!(
+        report_group.map(|(_, g, _)| g.as_str()),
+        Some(format!("results-comment-harness/results#7-matrix-{revs}").as_str())
+    );
     w.assert_token_nowhere();
 }
 
@@ -702,8 +735,11 @@ fn default_results_issue_posts_with_the_secret_and_fails_in_one_line_without_it(
     w.h.secrets.insert("RESULTS_TOKEN".into(), json!(UPSTREAM));
     w.h.vars
         .insert("RESULTS_AUTHOR".into(), json!("lucebox-results"));
-    let r = w.h.dispatch("bisect.yml", "workflow_dispatch", inputs);
+    // The one line's advice taken: set the secret, "Re-run failed jobs" (the same run, its
+    // artifacts still there): only the report runs again, and posts the verdict.
+    let r = w.h.rerun_failed("bisect.yml", "workflow_dispatch", inputs);
     assert_eq!(r, "success", "{}", w.explain());
+    assert_eq!(w.h.jobs["bisect[0]"].result, "success");
     let created: Vec<_> = w.api.answers().into_iter().filter(|a| a.2 == 201).collect();
     assert_eq!(created.len(), 1, "{created:?}");
     assert_eq!(
@@ -958,4 +994,73 @@ fn expressions_follow_githubs_rules() {
         Some("always() && inputs.round > 1"),
         &ctx
     ));
+}
+
+/// The nightly finds three configurations newly failing over one range and its new-failure job
+/// dispatches one bisect.yml run per configuration, which GitHub queues at once. Run through
+/// the harness's model of GitHub's concurrency (one running and one pending per group, a newer
+/// pending one cancels the older), none is cancelled: three bisections, three report jobs,
+/// three comments, each with its own configuration's verdict.
+#[test]
+fn three_newly_failing_configurations_give_three_visible_results() {
+    let Some(mut w) = world(4, 2) else { return };
+    let toml = w.h.project.join("matrix.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = text.replace(
+        r#"params = ["low", "high"]"#,
+        r#"params = ["low", "mid", "top", "high"]"#,
+    )
+        + "[params.mid]\nargs = [\"--level\", \"7\"]\n[params.top]\nargs = [\"--level\", \"9\"]\n";
+    std::fs::write(&toml, text).unwrap();
+    w.h.vars.insert("BISECT_NEW_FAILURES".into(), json!("true"));
+    let r = w.h.dispatch("matrix.yml", "schedule", json!({}));
+    assert_eq!(r, "success", "{}", w.explain());
+    let dispatched = std::fs::read_to_string(w.h.base.join("dispatches")).unwrap();
+    let runs: Vec<Value> = dispatched
+        .lines()
+        .map(|l| {
+            let mut inputs = serde_json::Map::new();
+            let words: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(words[0], "bisect.yml", "{l}");
+            for pair in words.windows(2).filter(|p| p[0] == "-f") {
+                let (k, v) = pair[1].split_once('=').unwrap();
+                inputs.insert(k.into(), json!(v));
+            }
+            Value::Object(inputs)
+        })
+        .collect();
+    let ids: BTreeSet<String> = runs
+        .iter()
+        .map(|i| i["config"].as_str().unwrap().to_string())
+        .collect();
+    let want: BTreeSet<String> = ["mid", "top", "high"]
+        .iter()
+        .map(|p| w.config_id(p))
+        .collect();
+    assert_eq!(ids, want, "{dispatched}");
+    let creates = w.api.creates();
+    let queued: Vec<(&str, &str, Value)> = runs
+        .iter()
+        .map(|i| ("bisect.yml", "workflow_dispatch", i.clone()))
+        .collect();
+    let results = w.h.queue_together(&queued);
+    assert_eq!(results, ["success"; 3], "{}", w.explain());
+    assert!(!w.explain().contains("GitHub cancels"), "{}", w.explain());
+    assert_eq!(w.api.creates() - creates, 3, "{:?}", w.api.requests());
+    let posted: Vec<String> = w
+        .api
+        .requests()
+        .into_iter()
+        .filter(|(m, p, _)| m == "POST" && p.ends_with("/issues/7/comments"))
+        .map(|(_, _, body)| body)
+        .collect();
+    for id in &want {
+        assert!(
+            posted
+                .iter()
+                .any(|b| b.contains(id.as_str()) && b.contains(&w.shas[2][..10])),
+            "no comment with {id}'s verdict: {posted:#?}"
+        );
+    }
+    w.assert_token_nowhere();
 }

@@ -314,3 +314,42 @@ async fn matrix_posts_one_comment_and_edits_it() {
     );
     assert_eq!(state["results"][0]["revisions"], written["revisions"]);
 }
+
+/// A state block broken by a hand edit does not fail every later resumed bisection: the job says
+/// so in one line, starts from its local store (probing again), and its post writes a whole
+/// block, so the run after it resumes again.
+#[tokio::test]
+async fn a_broken_state_block_starts_fresh_and_says_so() {
+    let (server, fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    let (code, out, err) = run(b.cmd(&[])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let run1 = b.probed();
+    {
+        let mut s = fake.state.lock().unwrap();
+        let c = &mut s.comments[0];
+        let at = c.body.find("<!-- setrows-bisect-state:v1 ").unwrap();
+        c.body = format!(
+            "{}<!-- setrows-bisect-state:v1 {{\"key\": oops -->",
+            &c.body[..at]
+        );
+    }
+    std::fs::remove_dir_all(b.p("work")).unwrap();
+    let (code, out, err) = run(b.cmd(&["--resume-from-issue"])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("not valid JSON"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("starting from the local store"), "{err}");
+    assert_eq!(b.result()["first_bad"], b.shas[23].as_str());
+    assert!(b.probed().len() > run1.len(), "nothing was probed again");
+    // The post repaired the block: a fresh job resumes from it.
+    std::fs::remove_dir_all(b.p("work")).unwrap();
+    let probed = b.probed();
+    let (code, out, err) = run(b.cmd(&["--resume-from-issue"])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("seeded"), "{err}");
+    assert_eq!(b.probed(), probed, "{err}");
+}

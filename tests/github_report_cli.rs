@@ -29,7 +29,7 @@ fn results(dir: &Path) -> Vec<String> {
 const CULPRIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
 fn bisect_key() -> String {
-    setrows_bisect::report::bisect_key("1111111", "2222222", "regress=crash")
+    setrows_bisect::report::bisect_key("1111111", "2222222", "regress=crash", None)
 }
 
 #[tokio::test]
@@ -285,4 +285,221 @@ async fn unknown_schemas_are_refused_in_one_line() {
         err.contains("bisect-config.json") && err.contains("no \"schema\" field"),
         "{err}"
     );
+}
+
+/// `report --post` of these files to `issue` on the fake: (exit code, stdout, stderr).
+async fn post(api: &str, issue: &str, files: &[String]) -> (i32, String, String) {
+    let mut c = bin();
+    c.args([
+        "report",
+        "--issue",
+        issue,
+        "--post",
+        "--api-url",
+        api,
+        "--results",
+    ])
+    .args(files)
+    .env("GITHUB_TOKEN", TOKEN);
+    run(c).await
+}
+
+/// The one `error:` line of a failed run.
+fn error_line(err: &str) -> String {
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    lines[0].to_string()
+}
+
+/// A locked issue takes no comment from a token without write access there (GitHub's 403
+/// "Unable to create comment because issue is locked."): no permission fixes that, so the
+/// line says to unlock it or post elsewhere, not to grant Issues write.
+#[tokio::test]
+async fn a_locked_issue_says_unlock_or_post_elsewhere() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    fake.lock();
+    let (code, _, err) = post(&server.uri(), "o/r#1", &files).await;
+    assert_eq!(code, 2, "{err}");
+    let line = error_line(&err);
+    assert!(
+        line.contains("locked") && line.contains("unlock") && line.contains("another issue"),
+        "{line}"
+    );
+    assert!(!line.contains("needs write access"), "{line}");
+    assert!(fake.comments().is_empty());
+}
+
+/// An issue that does not exist (or the token cannot see) is named in one line.
+#[tokio::test]
+async fn a_missing_issue_is_named_in_one_line() {
+    let (server, _fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    let (code, _, err) = post(&server.uri(), "o/r#9", &files).await;
+    assert_eq!(code, 2, "{err}");
+    let line = error_line(&err);
+    assert!(
+        line.contains("404") && line.contains("issue o/r#9 exists"),
+        "{line}"
+    );
+}
+
+/// A comment deleted between our list and our edit (the edit answers 404) is looked for again
+/// and, being gone, created anew: the results are posted, not lost to a race.
+#[tokio::test]
+async fn a_comment_deleted_before_the_edit_is_listed_again_and_recreated() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    let (code, _, err) = post(&server.uri(), "o/r#1", &files).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fake.comments().len(), 2);
+    // New results, so both comments are edited; the first edit finds its comment deleted.
+    let m = github_support::matrix_result(&[("rocm-6.4.1-wave32", "pass")]);
+    let files2 = vec![
+        write(dir.path(), "m3.json", serde_json::to_value(m).unwrap()),
+        files[2].clone(),
+    ];
+    fake.vanish_before_edit(1);
+    let (code, out, err) = post(&server.uri(), "o/r#1", &files2).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let comments = fake.comments();
+    assert_eq!(comments.len(), 2, "{comments:?}");
+    let matrix = comments
+        .iter()
+        .find(|c| c.body.starts_with("<!-- setrows-bisect:matrix -->"))
+        .expect("the matrix comment was posted again");
+    assert!(!matrix.body.contains("gpu_fault"), "{}", matrix.body);
+    // GitHub's DELETE, as a person would do it: the next post creates the comment again.
+    let id = matrix.id;
+    let addr = server.address().to_string();
+    let status = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            s,
+            "DELETE /repos/o/r/issues/comments/{id} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        answer.lines().next().unwrap_or("").to_string()
+    })
+    .await
+    .unwrap();
+    assert!(status.starts_with("HTTP/1.1 204"), "{status}");
+    assert_eq!(fake.comments().len(), 1);
+}
+
+/// A bisection result in configuration `id`.
+fn in_configuration(id: &str) -> serde_json::Value {
+    let mut b = github_support::bisect_result(CULPRIT, "1111111", "2222222", "regress=crash");
+    b.configuration = Some(setrows_bisect::core::result::ConfigurationInfo {
+        id: Some(id.into()),
+        label: None,
+        source: "matrix.toml".into(),
+        image: None,
+        settings: vec![],
+        overrides: vec![],
+    });
+    serde_json::to_value(b).unwrap()
+}
+
+/// matrix.yml starts one bisection per newly failing configuration, all over the same range:
+/// each is its own question, so each gets its own comment (the key hashes the configuration),
+/// while a comment an earlier version posted under the old key (no configuration) is found and
+/// taken over by its own configuration only.
+#[tokio::test]
+async fn each_configuration_of_one_range_keeps_its_own_comment() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let old_key = bisect_key();
+    // An earlier version's comment under the old key, holding configuration cpu-a's verdict.
+    let old_state = json!({"key": old_key, "results": [in_configuration("cpu-a")]});
+    let old_body = format!(
+        "<!-- setrows-bisect:{old_key} -->\nold verdict\n<!-- setrows-bisect-state:v1 {old_state} -->"
+    );
+    let old_id = fake.add(github_support::BOT, &old_body);
+    let ids = ["cpu-a", "cpu-b", "cpu-c"];
+    for id in ids {
+        let f = write(dir.path(), &format!("{id}.json"), in_configuration(id));
+        let (code, out, err) = post(&server.uri(), "o/r#1", &[f]).await;
+        assert_eq!(code, 0, "{out}\n{err}");
+    }
+    let comments = fake.comments();
+    assert_eq!(
+        comments.len(),
+        3,
+        "one comment per configuration: {comments:#?}"
+    );
+    let keys: std::collections::BTreeSet<String> = comments
+        .iter()
+        .map(|c| c.body.lines().next().unwrap().to_string())
+        .collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(
+        !keys.contains(&format!("<!-- setrows-bisect:{old_key} -->")),
+        "{keys:?}"
+    );
+    // cpu-a's new comment is the old one, edited; each comment names its configuration.
+    let a = comments.iter().find(|c| c.id == old_id).unwrap();
+    assert!(
+        a.body.contains("cpu-a") && !a.body.contains("old verdict"),
+        "{}",
+        a.body
+    );
+    for (c, id) in comments.iter().zip(ids) {
+        assert!(c.body.contains(id), "{id}: {}", c.body);
+    }
+    // The key a resumed bisect computes before it runs is the one the post used.
+    for id in ids {
+        let key =
+            setrows_bisect::report::bisect_key("1111111", "2222222", "regress=crash", Some(id));
+        assert!(
+            comments.iter().any(|c| c
+                .body
+                .starts_with(&format!("<!-- setrows-bisect:{key} -->"))),
+            "{id}: {key}"
+        );
+    }
+}
+
+/// An old-key comment that holds another configuration's verdict is left alone: taking it
+/// over would replace that configuration's result.
+#[tokio::test]
+async fn an_old_key_comment_of_another_configuration_is_not_taken_over() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let old_key = bisect_key();
+    let old_state = json!({"key": old_key, "results": [in_configuration("cpu-b")]});
+    let old_body = format!(
+        "<!-- setrows-bisect:{old_key} -->\nB's verdict\n<!-- setrows-bisect-state:v1 {old_state} -->"
+    );
+    fake.add(github_support::BOT, &old_body);
+    let f = write(dir.path(), "a.json", in_configuration("cpu-a"));
+    let (code, out, err) = post(&server.uri(), "o/r#1", &[f]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let comments = fake.comments();
+    assert_eq!(comments.len(), 2, "{comments:#?}");
+    assert_eq!(comments[0].body, old_body);
+}
+
+/// Only when our comment keeps vanishing between list and edit (someone deleting each one as
+/// it is found) does the post give up, after the bounded retries, in one line saying so.
+#[tokio::test]
+async fn comments_that_keep_vanishing_give_up_in_one_line() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let m = github_support::matrix_result(&[("rocm-6.4.1-wave32", "pass")]);
+    let f = write(dir.path(), "m.json", serde_json::to_value(m).unwrap());
+    for _ in 0..8 {
+        fake.add(github_support::BOT, "<!-- setrows-bisect:matrix -->\nold");
+    }
+    fake.vanish_before_edit(8);
+    let (code, _, err) = post(&server.uri(), "o/r#1", &[f]).await;
+    assert_eq!(code, 3, "{err}");
+    let line = error_line(&err);
+    assert!(line.contains("deleted while we edited it"), "{line}");
 }

@@ -572,7 +572,11 @@ fn distributed_rounds_are_a_chain() {
         );
         if *n > 1 {
             let prev = format!("round{}", n - 1);
-            assert!(body.contains(&format!("needs: {prev}\n")), "{name}");
+            // The build job directly too: the round hands its binary digest on.
+            assert!(
+                body.contains(&format!("needs: [build, {prev}]\n")),
+                "{name}"
+            );
             assert!(
                 body.contains(&format!("if: needs.{prev}.outputs.done != 'true'")),
                 "{name}: must stop once {prev} is done"
@@ -580,7 +584,7 @@ fn distributed_rounds_are_a_chain() {
         }
     }
     let all: Vec<&str> = rounds.iter().map(|r| r.0.as_str()).collect();
-    let verdict = format!("needs: [{}]", all.join(", "));
+    let verdict = format!("needs: [build, {}]", all.join(", "));
     assert!(text.contains(&verdict), "verdict job lacks `{verdict}`");
 }
 
@@ -640,7 +644,9 @@ fn the_tool_is_built_once_per_run_and_never_on_a_gpu_runner() {
             .collect();
         assert_eq!(building, [builder], "{name}: jobs that run cargo");
         let b = &wf["jobs"][builder];
-        assert_eq!(b["runs-on"], "ubuntu-latest", "{name}: {builder}");
+        // Pinned: the binary's glibc floor (docs/github.md) is the image's, and ubuntu-latest
+        // moves to a newer one without notice.
+        assert_eq!(b["runs-on"], "ubuntu-24.04", "{name}: {builder}");
         let text = steps_text(b);
         assert!(
             text.contains("cargo build --release --locked")
@@ -680,10 +686,14 @@ fn the_tool_is_built_once_per_run_and_never_on_a_gpu_runner() {
 /// One concurrency group per results comment, on every job that edits one (`--post`), shared
 /// across workflows: bisect.yml and bisect-distributed.yml edit the same `bisect:` comment for
 /// the same question, so their report jobs share one group; matrix.yml's report has the
-/// `matrix` comment's. The compute of one question shares one workflow-level group too.
+/// `matrix` comment's. The bisect comment's key hashes the configuration, so its group names it
+/// (N configurations bisected over one range must not cancel each other's reports), and a
+/// report that does not post takes its own run's group. The compute of one question shares
+/// one workflow-level group too. (tests/github_actions_harness.rs queues runs against them.)
 #[test]
 fn every_job_that_edits_a_results_comment_holds_that_comments_group() {
-    let prefix = "results-comment-${{ vars.RESULTS_ISSUE || 'Luce-Org/lucebox#516' }}-";
+    let prefix = "results-comment-${{ ";
+    let issue = "(vars.RESULTS_ISSUE || 'Luce-Org/lucebox#516') || github.run_id }}-";
     let mut groups = std::collections::BTreeMap::new();
     for name in [
         "matrix.yml",
@@ -702,15 +712,15 @@ fn every_job_that_edits_a_results_comment_holds_that_comments_group() {
                     k.as_str().unwrap()
                 )
             });
-            assert!(g.starts_with(prefix), "{name}: {g}");
+            assert!(g.starts_with(prefix) && g.contains(issue), "{name}: {g}");
             assert_eq!(j["concurrency"]["cancel-in-progress"], false, "{name}");
             groups.insert(name, g.to_string());
         }
     }
     assert_eq!(groups.len(), 3, "{groups:?}");
-    assert_eq!(groups["matrix.yml"], format!("{prefix}matrix"));
+    assert!(groups["matrix.yml"].ends_with(&format!("{issue}matrix-${{{{ inputs.revisions }}}}")));
     assert_eq!(groups["bisect.yml"], groups["bisect-distributed.yml"]);
-    for input in ["good", "bad", "regress", "match"] {
+    for input in ["config", "good", "bad", "regress", "match"] {
         assert!(
             groups["bisect.yml"].contains(&format!("${{{{ inputs.{input} }}}}")),
             "the bisect comment's key hashes {input}: {}",
@@ -721,4 +731,262 @@ fn every_job_that_edits_a_results_comment_holds_that_comments_group() {
         yaml("bisect.yml")["concurrency"],
         yaml("bisect-distributed.yml")["concurrency"]
     );
+}
+
+/// Labels that only self-hosted runners carry: `self-hosted` and actionlint.yaml's.
+fn self_hosted_labels() -> Vec<String> {
+    let c: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(root().join(".github/actionlint.yaml")).unwrap(),
+    )
+    .unwrap();
+    let mut v = vec!["self-hosted".to_string()];
+    for l in c["self-hosted-runner"]["labels"].as_sequence().unwrap() {
+        v.push(l.as_str().unwrap().to_string());
+    }
+    v
+}
+
+/// The events a workflow runs on (`on:` as a string, a list or a mapping).
+fn events(wf: &serde_yaml_ng::Value) -> Vec<String> {
+    // YAML 1.1 reads a bare `on` key as `true`; serde_yaml_ng keeps it a string.
+    match &wf["on"] {
+        serde_yaml_ng::Value::String(s) => vec![s.clone()],
+        serde_yaml_ng::Value::Sequence(s) => {
+            s.iter().map(|e| e.as_str().unwrap().to_string()).collect()
+        }
+        serde_yaml_ng::Value::Mapping(m) => {
+            m.keys().map(|k| k.as_str().unwrap().to_string()).collect()
+        }
+        o => panic!("on: {o:?}"),
+    }
+}
+
+/// Why a workflow (file name → parsed text) lets an untrusted trigger reach a self-hosted
+/// runner, one line per way; empty when it does not. Only `workflow_dispatch` and `schedule`
+/// (people with write access, and main's own file) may start a job on a self-hosted label, or
+/// call a reusable workflow that has one; a `runs-on:` built from an expression could be steered
+/// there, so it counts as self-hosted.
+fn untrusted_paths_to_self_hosted(
+    all: &std::collections::BTreeMap<String, serde_yaml_ng::Value>,
+    labels: &[String],
+) -> Vec<String> {
+    fn reaches(
+        all: &std::collections::BTreeMap<String, serde_yaml_ng::Value>,
+        name: &str,
+        labels: &[String],
+    ) -> bool {
+        let wf = &all[name];
+        wf["jobs"].as_mapping().unwrap().values().any(|j| {
+            if let Some(u) = j.get("uses").and_then(|u| u.as_str()) {
+                let called = u.trim_start_matches("./.github/workflows/");
+                return all.contains_key(called) && reaches(all, called, labels);
+            }
+            let on: Vec<String> = match &j["runs-on"] {
+                serde_yaml_ng::Value::String(s) => vec![s.clone()],
+                serde_yaml_ng::Value::Sequence(s) => s
+                    .iter()
+                    .map(|l| l.as_str().unwrap_or("").to_string())
+                    .collect(),
+                // `group:`/`labels:` forms: treat as reaching (a runner group may be self-hosted).
+                _ => return true,
+            };
+            on.iter()
+                .any(|l| l.contains("${{") || labels.iter().any(|s| s == l))
+        })
+    }
+    let trusted = ["workflow_dispatch", "schedule", "workflow_call"];
+    let mut why = vec![];
+    for (name, wf) in all {
+        let ev = events(wf);
+        let untrusted: Vec<&String> = ev
+            .iter()
+            .filter(|e| !trusted.contains(&e.as_str()))
+            .collect();
+        if !untrusted.is_empty() && reaches(all, name, labels) {
+            why.push(format!(
+                "{name}: {untrusted:?} reaches a self-hosted runner"
+            ));
+        }
+    }
+    why
+}
+
+/// No pull request (or any other event an outsider can cause) starts a job on the GPU runners
+/// from this repository's own files. A fork's pull request runs the fork's copy of a
+/// `pull_request` workflow, which no file here can stop: that part is GitHub's settings
+/// (docs/github.md: Self-hosted runners), and this test keeps the files from opening the door.
+#[test]
+fn no_pull_request_triggered_job_reaches_a_self_hosted_runner() {
+    let labels = self_hosted_labels();
+    assert!(labels.iter().any(|l| l == "gfx1151"), "{labels:?}");
+    let load = |files: &[(&str, &str)]| {
+        files
+            .iter()
+            .map(|(n, t)| (n.to_string(), serde_yaml_ng::from_str(t).unwrap()))
+            .collect::<std::collections::BTreeMap<String, serde_yaml_ng::Value>>()
+    };
+    // The rule itself, on workflows that break it in each way it knows.
+    let bad = load(&[
+        (
+            "a.yml",
+            "on: [pull_request]\njobs:\n  t:\n    runs-on: [self-hosted, linux, gfx1151]\n",
+        ),
+        (
+            "b.yml",
+            "on:\n  pull_request_target:\n  workflow_dispatch:\njobs:\n  t:\n    uses: ./.github/workflows/r.yml\n",
+        ),
+        ("r.yml", "on: workflow_call\njobs:\n  t:\n    runs-on: gfx1151\n"),
+        (
+            "c.yml",
+            "on: issue_comment\njobs:\n  t:\n    runs-on: ${{ github.event.comment.body }}\n",
+        ),
+        (
+            "d.yml",
+            "on: pull_request\njobs:\n  t:\n    runs-on: ubuntu-24.04\n",
+        ),
+    ]);
+    let found = untrusted_paths_to_self_hosted(&bad, &labels);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    for n in ["a.yml", "b.yml", "c.yml"] {
+        assert!(found.iter().any(|w| w.starts_with(n)), "{n}: {found:#?}");
+    }
+    // This repository's workflows.
+    let ours: std::collections::BTreeMap<String, serde_yaml_ng::Value> = workflows()
+        .iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            (name.clone(), yaml(&name))
+        })
+        .collect();
+    let found = untrusted_paths_to_self_hosted(&ours, &labels);
+    assert!(found.is_empty(), "{found:#?}");
+    // The part no file can enforce is written down where the runners are set up.
+    let docs = std::fs::read_to_string(root().join("docs/github.md")).unwrap();
+    for needle in [
+        "### Self-hosted runners",
+        "Selected workflows",
+        "Require approval for all external contributors",
+        "ephemeral",
+    ] {
+        assert!(docs.contains(needle), "docs/github.md lacks {needle:?}");
+    }
+}
+
+/// A token-holding job runs the binary the build job made, not whatever carries its artifact's
+/// name: any job of the run (a GPU job running the code under test among them) may upload
+/// `setrows-bisect-bin` again, but only the build job sets its outputs. So the build job gives
+/// the binary's sha256 as an output, every step that fetches the binary is handed exactly that
+/// output (through a reusable round's input where the jobs are called), and the action checks
+/// it before anything runs.
+#[test]
+fn every_fetch_of_the_binary_is_checked_against_the_build_jobs_digest() {
+    for (name, builder) in [
+        ("matrix.yml", "plan"),
+        ("bisect.yml", "build"),
+        ("bisect-distributed.yml", "build"),
+        ("bisect-round.yml", ""),
+    ] {
+        let wf = yaml(name);
+        if !builder.is_empty() {
+            let b = &wf["jobs"][builder];
+            assert_eq!(
+                b["outputs"]["sha256"], "${{ steps.digest.outputs.sha256 }}",
+                "{name}: {builder}"
+            );
+            let digest = b["steps"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .find(|s| s["id"] == "digest")
+                .unwrap_or_else(|| panic!("{name}: {builder} has no digest step"));
+            assert!(digest["run"]
+                .as_str()
+                .unwrap()
+                .contains("sha256sum target/release/setrows-bisect"));
+        }
+        let expected = if builder.is_empty() {
+            "${{ inputs.bin_sha256 }}".to_string()
+        } else {
+            format!("${{{{ needs.{builder}.outputs.sha256 }}}}")
+        };
+        let mut fetches = 0;
+        for (k, j) in wf["jobs"].as_mapping().unwrap() {
+            let k = k.as_str().unwrap();
+            if let Some(u) = j.get("uses").and_then(|u| u.as_str()) {
+                if u.ends_with("bisect-round.yml") {
+                    assert_eq!(j["with"]["bin_sha256"], expected.as_str(), "{name}: {k}");
+                    assert!(needs(j).iter().any(|n| n == builder), "{name}: {k}");
+                    fetches += 1;
+                }
+                continue;
+            }
+            for s in j["steps"].as_sequence().unwrap() {
+                let u = s["uses"].as_str().unwrap_or("");
+                if u == "./.github/actions/setrows-bin" || u == "./.github/actions/setrows-config" {
+                    assert_eq!(s["with"]["sha256"], expected.as_str(), "{name}: {k}");
+                    assert!(
+                        builder.is_empty() || needs(j).iter().any(|n| n == builder),
+                        "{name}: {k} reads {builder}'s output without needing it directly"
+                    );
+                    fetches += 1;
+                }
+            }
+        }
+        assert!(fetches >= 2, "{name}: {fetches}");
+    }
+    let config: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(root().join(".github/actions/setrows-config/action.yml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(config["inputs"]["sha256"]["required"], true);
+    let passes = config["runs"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .any(|s| {
+            s["uses"] == "./.github/actions/setrows-bin"
+                && s["with"]["sha256"] == "${{ inputs.sha256 }}"
+        });
+    assert!(passes, "setrows-config does not hand the digest on");
+}
+
+/// "Re-run failed jobs" repeats jobs inside the same run, whose artifacts stay: an upload of a
+/// name the run already has is refused (409) unless it overwrites, so every upload overwrites
+/// or names itself per attempt (`github.run_attempt`). The binary outlives the 30 days in which
+/// a run can be re-run. (tests/github_actions_harness.rs re-runs a failed job under the same
+/// rule; tests/github_actions_run.rs re-runs the distributed bisection.)
+#[test]
+fn every_upload_survives_a_rerun_and_the_binary_outlives_it() {
+    let mut uploads = 0;
+    for name in [
+        "matrix.yml",
+        "bisect.yml",
+        "bisect-distributed.yml",
+        "bisect-round.yml",
+    ] {
+        let wf = yaml(name);
+        for (k, j) in wf["jobs"].as_mapping().unwrap() {
+            for s in j["steps"].as_sequence().into_iter().flatten() {
+                if !s["uses"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+                {
+                    continue;
+                }
+                uploads += 1;
+                let w = &s["with"];
+                let artifact = w["name"].as_str().unwrap();
+                assert!(
+                    w["overwrite"] == true || artifact.contains("github.run_attempt"),
+                    "{name}: job {}: upload {artifact} fails with 409 when a re-run repeats it",
+                    k.as_str().unwrap()
+                );
+                if artifact == "setrows-bisect-bin" {
+                    let days = w["retention-days"].as_u64().unwrap();
+                    assert!(days > 30, "{name}: the binary is kept {days} days");
+                }
+            }
+        }
+    }
+    assert!(uploads >= 9, "{uploads}");
 }

@@ -49,6 +49,9 @@ pub struct Rendered {
     pub key: String,
     pub doc: github::Document,
     pub state: serde_json::Value,
+    /// The key and configuration id of the comment an earlier version posted these results
+    /// under (`github::Former`), where that key differs.
+    pub former: Option<(String, String)>,
 }
 
 /// Groups results by comment key (first appearance order) and renders each group with the one
@@ -77,10 +80,17 @@ pub fn render_values(
                 None => "<sub>Posted by setrows-bisect.</sub>".into(),
             });
             let state = github::state::state(&k, &rs);
+            let former = match (key, rs.first()) {
+                (None, Some(r)) => crate::report::former_key(r).zip(
+                    crate::report::configuration_id(r).map(str::to_string),
+                ),
+                _ => None,
+            };
             Rendered {
                 doc,
                 state: serde_json::to_value(&state).unwrap_or_default(),
                 key: k,
+                former,
             }
         })
         .collect()
@@ -134,6 +144,10 @@ fn post_rendered(
             key: &r.key,
             doc: &r.doc,
             state: Some(&r.state),
+            former: r
+                .former
+                .as_ref()
+                .map(|(key, configuration)| github::Former { key, configuration }),
         })
         .collect();
     github::post_all_blocking(github, issue, &posts, run_url).map_err(|e| e.into_cli())
@@ -282,17 +296,30 @@ impl BisectPostArgs {
     /// prober `identity` into `store`. A missing comment is not an error (first run).
     pub fn resume(
         &self,
-        (good, bad, predicate): (&str, &str, &str),
+        (good, bad, predicate, configuration): (&str, &str, &str, Option<&str>),
         store: &crate::run::store::Store,
         identity: &str,
     ) -> anyhow::Result<()> {
-        let key = crate::report::bisect_key(good, bad, predicate);
+        let key = crate::report::bisect_key(good, bad, predicate, configuration);
         let key = key.as_str();
         let Some(issue) = self.resume_issue()? else {
             return Ok(());
         };
-        let state = github::load_state_blocking(&self.post.github, &issue, key)
-            .map_err(|e| e.into_cli())?;
+        let former_key =
+            configuration.map(|_| crate::report::bisect_key(good, bad, predicate, None));
+        let former = former_key
+            .as_deref()
+            .zip(configuration)
+            .map(|(key, configuration)| github::Former { key, configuration });
+        let state = match github::load_state_blocking(&self.post.github, &issue, key, former) {
+            // A state block broken by a hand edit must not fail every later resumed run: the
+            // runs are probed again, and the next post writes a whole block.
+            Err(e @ github::GithubError::StateCorrupt(_)) => {
+                eprintln!("setrows-bisect: {key} comment on {issue}: {e}; starting from the local store (the next post replaces the block)");
+                None
+            }
+            r => r.map_err(|e| e.into_cli())?,
+        };
         let Some(state) = state else {
             eprintln!("setrows-bisect: no {key} comment with state on {issue} yet: starting from the local store");
             return Ok(());
@@ -355,8 +382,8 @@ fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<AnyResult>> {
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     if let Some(key) = &args.load_state {
         let issue = parse_issue(&args, "with --load-state")?;
-        let state =
-            github::load_state_blocking(&args.github, &issue, key).map_err(|e| e.into_cli())?;
+        let state = github::load_state_blocking(&args.github, &issue, key, None)
+            .map_err(|e| e.into_cli())?;
         let text = serde_json::to_string_pretty(&state.unwrap_or(serde_json::Value::Null))?;
         println!("{text}");
         return Ok(crate::error::exit::FOUND);

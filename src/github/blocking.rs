@@ -3,7 +3,7 @@
 //! runtime it was created on.
 
 use super::options::GithubOptions;
-use super::{Document, GithubError, IssueRef, PostOutcome};
+use super::{Document, Former, GithubError, IssueRef, PostOutcome};
 
 /// One comment to create or edit, for the blocking entry points.
 #[derive(Debug, Clone, Copy)]
@@ -11,6 +11,8 @@ pub struct Post<'a> {
     pub key: &'a str,
     pub doc: &'a Document,
     pub state: Option<&'a serde_json::Value>,
+    /// Where an earlier version posted the same results (see [`Former`]).
+    pub former: Option<Former<'a>>,
 }
 
 fn runtime_error(e: std::io::Error) -> GithubError {
@@ -35,7 +37,7 @@ pub fn post_all_blocking(
         for p in posts {
             out.push(
                 publisher
-                    .post_or_update(p.key, p.doc, p.state, artifact_url)
+                    .post_or_update_former(p.key, p.former, p.doc, p.state, artifact_url)
                     .await?,
             );
         }
@@ -64,8 +66,9 @@ pub fn load_state_blocking(
     opts: &GithubOptions,
     issue: &IssueRef,
     key: &str,
+    former: Option<Former<'_>>,
 ) -> Result<Option<serde_json::Value>, GithubError> {
-    block_on(async { opts.publisher(issue)?.load_state(key).await })
+    block_on(async { opts.publisher(issue)?.load_state_former(key, former).await })
         .unwrap_or_else(|e| Err(runtime_error(e)))
 }
 

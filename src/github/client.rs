@@ -8,6 +8,7 @@
 //! re-checking that the comment does not exist yet, so a 502 cannot produce two comments.
 
 use super::body;
+use super::former::Former;
 use super::http::{api_base, backoff, classify, error_message, next_link, rate_limit, Ctx};
 use super::{GithubError, IssueRef, Token};
 use crate::report::document::Document;
@@ -72,10 +73,10 @@ struct RawUser {
 }
 
 #[derive(Debug, Deserialize)]
-struct RawComment {
+pub(super) struct RawComment {
     id: u64,
     #[serde(default)]
-    body: Option<String>,
+    pub(super) body: Option<String>,
     #[serde(default)]
     user: Option<RawUser>,
     #[serde(default)]
@@ -134,7 +135,21 @@ impl Publisher {
         state: Option<&serde_json::Value>,
         artifact_url: Option<&str>,
     ) -> Result<PostOutcome, GithubError> {
-        self.write(key, doc, state, artifact_url)
+        self.post_or_update_former(key, None, doc, state, artifact_url)
+            .await
+    }
+
+    /// [`Self::post_or_update`], also finding (and taking over) the comment an earlier version
+    /// posted under `former`'s key.
+    pub async fn post_or_update_former(
+        &self,
+        key: &str,
+        former: Option<Former<'_>>,
+        doc: &Document,
+        state: Option<&serde_json::Value>,
+        artifact_url: Option<&str>,
+    ) -> Result<PostOutcome, GithubError> {
+        self.write(key, former, doc, state, artifact_url)
             .await
             .map_err(|e| self.name_the_token(e))
     }
@@ -161,6 +176,7 @@ impl Publisher {
     async fn write(
         &self,
         key: &str,
+        former: Option<Former<'_>>,
         doc: &Document,
         state: Option<&serde_json::Value>,
         artifact_url: Option<&str>,
@@ -168,13 +184,15 @@ impl Publisher {
         let text = body::assemble(key, doc, state, artifact_url)?;
         let payload = serde_json::json!({ "body": text });
         let mut attempt = 0;
+        // A create that failed in a way that may still have made the comment.
+        let mut maybe_created = false;
         loop {
             attempt += 1;
-            let existing = self.find(key).await?;
+            let existing = self.find_former(key, former).await?;
             if let Some(c) = existing {
                 if c.body.as_deref() == Some(text.as_str()) {
                     // On a retry, an identical body is the one our failed-looking create made.
-                    let action = if attempt > 1 {
+                    let action = if maybe_created {
                         PostAction::Created
                     } else {
                         PostAction::Unchanged
@@ -196,10 +214,22 @@ impl Publisher {
                     what: &what,
                     target: &format!("comment {} on {}", c.id, self.issue),
                 };
-                let v = self
+                match self
                     .send(Method::PATCH, &route, Some(&payload), true, &ctx)
-                    .await?;
-                return comment_outcome(PostAction::Updated, v.0, &what);
+                    .await
+                {
+                    Ok(v) => return comment_outcome(PostAction::Updated, v.0, &what),
+                    // Deleted between our list and this edit: list again, which then finds
+                    // another of ours or none (and creates it).
+                    Err(GithubError::NotFound { .. }) if attempt <= self.max_retries => continue,
+                    Err(GithubError::NotFound { .. }) => {
+                        return Err(GithubError::CommentVanished {
+                            what,
+                            attempts: attempt,
+                        })
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             let route = format!(
                 "/repos/{}/{}/issues/{}/comments",
@@ -218,6 +248,7 @@ impl Publisher {
                 // Maybe created: look again before creating, so retries cannot duplicate it.
                 Err(Failure::Maybe(e)) if attempt > self.max_retries => return Err(e),
                 Err(Failure::Maybe(_)) => {
+                    maybe_created = true;
                     tokio::time::sleep(backoff(attempt)).await;
                 }
                 Err(Failure::Fatal(e)) => return Err(e),
@@ -227,8 +258,18 @@ impl Publisher {
 
     /// The state block of our comment for `key`, if there is such a comment with a state block.
     pub async fn load_state(&self, key: &str) -> Result<Option<serde_json::Value>, GithubError> {
+        self.load_state_former(key, None).await
+    }
+
+    /// [`Self::load_state`], falling back to the comment an earlier version posted under
+    /// `former`'s key.
+    pub async fn load_state_former(
+        &self,
+        key: &str,
+        former: Option<Former<'_>>,
+    ) -> Result<Option<serde_json::Value>, GithubError> {
         body::validate_key(key)?;
-        match self.find(key).await? {
+        match self.find_former(key, former).await? {
             Some(c) => body::parse_state(c.body.as_deref().unwrap_or("")),
             None => Ok(None),
         }
@@ -274,7 +315,7 @@ impl Publisher {
     }
 
     /// Our comment for `key`: the oldest comment by our login carrying the key's marker.
-    async fn find(&self, key: &str) -> Result<Option<RawComment>, GithubError> {
+    pub(super) async fn find(&self, key: &str) -> Result<Option<RawComment>, GithubError> {
         let login = self.our_login().await?;
         let what = format!("list comments on {}", self.issue);
         let target = format!("issue {}", self.issue);

@@ -101,6 +101,11 @@ pub(crate) fn classify(
             what,
             message: message.to_string(),
         },
+        // GitHub's words for a comment on a locked issue; no permission would change it.
+        403 if message.contains("issue is locked") => GithubError::Locked {
+            what,
+            message: message.to_string(),
+        },
         403 if message.contains("Resource not accessible by integration") => {
             GithubError::ReadOnlyToken { what }
         }

@@ -6,6 +6,7 @@
 //!   with specific errors and bounded rate-limit retries; `http`: the pure status/rate-limit/
 //!   pagination rules it follows.
 //! - [`blocking`]: the same for synchronous callers.
+//! - [`former`]: comments posted under an earlier layout of a key, found and taken over.
 //! - [`state`]: what the state block carries (the typed results, compacted to fit);
 //!   [`resume`]: how `bisect --resume-from-issue` reads its stored runs back.
 //!
@@ -15,6 +16,7 @@
 pub mod blocking;
 pub mod body;
 pub mod client;
+pub mod former;
 mod http;
 pub mod options;
 pub mod resume;
@@ -24,6 +26,7 @@ pub use crate::report::document::{Document, Section};
 pub use blocking::{load_state_blocking, post_all_blocking, post_or_update_blocking, Post};
 pub use body::MAX_BODY;
 pub use client::{post_or_update, PostAction, PostOutcome, Publisher};
+pub use former::Former;
 pub use options::GithubOptions;
 
 use std::fmt;
@@ -147,7 +150,7 @@ pub enum GithubError {
     Unauthorized { what: String, message: String },
     #[error("{what}: the token is read-only here (403: Resource not accessible by integration). Workflows run from a fork get a read-only GITHUB_TOKEN: post from a workflow in the base repository (e.g. on workflow_run) or grant `permissions: issues: write`")]
     ReadOnlyToken { what: String },
-    #[error("{what}: this workflow's GITHUB_TOKEN writes only to {home}, not to {target} (403: Resource not accessible by integration); set the repository secret RESULTS_TOKEN to a token that may comment on {target}: a fine-grained token with Issues read and write on {target}, or a classic token with public_repo")]
+    #[error("{what}: this workflow's GITHUB_TOKEN writes only to {home}, not to {target} (403: Resource not accessible by integration); set the repository secret RESULTS_TOKEN to a token that may comment on {target}: a fine-grained token with Issues read and write on {target} if its user is a member of that owner, else a classic token with public_repo (docs/github.md: Workflows)")]
     ForeignRepository {
         what: String,
         home: String,
@@ -155,6 +158,10 @@ pub enum GithubError {
     },
     #[error("{what}: forbidden (403: {message}); the token needs write access to issues of this repository (fine-grained: Issues read/write; classic: public_repo or repo)")]
     Forbidden { what: String, message: String },
+    #[error("{what}: the issue is locked (403: {message}); GitHub takes no new comments or edits on a locked issue from anyone without write access to its repository: ask its maintainers to unlock it, or post to another issue (--issue, --post-to; in the workflows vars.RESULTS_ISSUE)")]
+    Locked { what: String, message: String },
+    #[error("{what}: the comment was deleted while we edited it, {attempts} time(s) in a row (404); someone is deleting our comments: post again once that stops")]
+    CommentVanished { what: String, attempts: u32 },
     #[error("{what}: not found (404). Check that {target} exists and that the token can see it (private repositories need a token with access)")]
     NotFound { what: String, target: String },
     #[error("{what}: GitHub refused the request as invalid (422: {message}{details})")]
@@ -203,6 +210,7 @@ impl GithubError {
                 | GithubError::ReadOnlyToken { .. }
                 | GithubError::ForeignRepository { .. }
                 | GithubError::Forbidden { .. }
+                | GithubError::Locked { .. }
                 | GithubError::NotFound { .. }
                 | GithubError::UnknownAuthor(_)
         )

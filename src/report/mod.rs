@@ -55,7 +55,12 @@ pub fn key(r: &AnyResult) -> String {
         // GPU matrix's table, nor merge `built` cells into it.
         AnyResult::Matrix(m) if m.build_only => "matrix-build".into(),
         AnyResult::Matrix(_) => "matrix".into(),
-        AnyResult::Bisect(b) => bisect_key(&b.range.good, &b.range.bad, &b.predicate),
+        AnyResult::Bisect(b) => bisect_key(
+            &b.range.good,
+            &b.range.bad,
+            &b.predicate,
+            configuration_id(r),
+        ),
         AnyResult::BisectConfig(c) => format!(
             "bisect-config:{}",
             short_hash(&format!("{}|{}|{}", c.axis, c.sha, c.predicate))
@@ -63,10 +68,32 @@ pub fn key(r: &AnyResult) -> String {
     }
 }
 
+/// The matrix configuration a bisection ran in (`--config ID`), which is part of its question.
+pub fn configuration_id(r: &AnyResult) -> Option<&str> {
+    match r {
+        AnyResult::Bisect(b) => b.configuration.as_ref()?.id.as_deref(),
+        _ => None,
+    }
+}
+
+/// The key a result's comment had before the configuration was part of a bisection's key:
+/// `Some` only where the two differ (a bisection with a configuration id), so the comment an
+/// earlier version posted is still found (`github::Former`).
+pub fn former_key(r: &AnyResult) -> Option<String> {
+    match r {
+        AnyResult::Bisect(b) if configuration_id(r).is_some() => {
+            Some(bisect_key(&b.range.good, &b.range.bad, &b.predicate, None))
+        }
+        _ => None,
+    }
+}
+
 /// The key of a bisection, known before it runs (`--resume-from-issue` looks the comment up).
-/// The hashed text keeps the layout of the first release (an empty configuration slot
-/// included), so comments posted by earlier versions are still found.
-pub fn bisect_key(good: &str, bad: &str, predicate: &str) -> String {
+/// The same range bisected in two configurations (matrix.yml starts one bisection per newly
+/// failing configuration, all over the same range) is two questions with two answers, so the
+/// configuration id is hashed in; without one the hashed text keeps the layout of the first
+/// release (an empty configuration slot included), so those comments keep their key.
+pub fn bisect_key(good: &str, bad: &str, predicate: &str, configuration: Option<&str>) -> String {
     // `Predicate::describe` is `regress=R[ match=RE]`; the signature may contain spaces. A
     // bisect with another --match is another question, so it gets its own comment; without one
     // the key is what it always was (the empty slot), so existing comments keep their key.
@@ -78,10 +105,11 @@ pub fn bisect_key(good: &str, bad: &str, predicate: &str) -> String {
         .split_once(" match=")
         .map(|(_, re)| re)
         .unwrap_or("");
-    format!(
-        "bisect:{}",
-        short_hash(&format!("{good}|{bad}|{signature}|{regress}"))
-    )
+    let text = match configuration {
+        Some(id) => format!("{good}|{bad}|{signature}|{regress}|config={id}"),
+        None => format!("{good}|{bad}|{signature}|{regress}"),
+    };
+    format!("bisect:{}", short_hash(&text))
 }
 
 fn short_hash(text: &str) -> String {

@@ -210,7 +210,8 @@ fn bisect_key_is_stable_and_a_signature_is_another_question() {
         bisect_key(
             "aaaaaaaaaaaa",
             "bbbbbbbbbbbb",
-            "regress=crash match=Memory access fault"
+            "regress=crash match=Memory access fault",
+            None
         )
     );
     assert!(
@@ -218,7 +219,7 @@ fn bisect_key_is_stable_and_a_signature_is_another_question() {
         "{a}"
     );
     // Without --match the key is the one comments were posted under before signatures counted.
-    let plain = bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=crash");
+    let plain = bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=crash", None);
     let old = format!(
         "bisect:{}",
         hex::encode(&sha2::Sha256::digest(b"aaaaaaaaaaaa|bbbbbbbbbbbb||crash")[..6])
@@ -226,13 +227,14 @@ fn bisect_key_is_stable_and_a_signature_is_another_question() {
     assert_eq!(plain, old);
     assert_ne!(
         plain,
-        bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=error")
+        bisect_key("aaaaaaaaaaaa", "bbbbbbbbbbbb", "regress=error", None)
     );
     // Another --match must not overwrite this bisect's comment (issue 12, item 6).
     let m2 = bisect_key(
         "aaaaaaaaaaaa",
         "bbbbbbbbbbbb",
         "regress=crash match=illegal",
+        None,
     );
     assert_ne!(a, plain);
     assert_ne!(a, m2);

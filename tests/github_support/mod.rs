@@ -1,6 +1,11 @@
 //! A small stateful stand-in for the GitHub issue-comments API on a loopback wiremock server:
 //! comments live in memory, listing paginates with real `Link` headers, create and edit change
 //! them. Tests drive the real octocrab client against it and inspect what was sent.
+//!
+//! GitHub's answers it gives as GitHub does: issue 1 of o/r exists and any other is 404; a
+//! locked issue refuses comments and edits with GitHub's 403 message; `DELETE` of a comment;
+//! bodies over 65,536 characters are 422; and `vanish_before_edit` deletes the comment an
+//! edit targets just before the edit arrives (someone deleting it between our list and edit).
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
@@ -22,7 +27,13 @@ pub struct Comment {
 pub struct State {
     pub comments: Vec<Comment>,
     pub next_id: u64,
+    pub locked: bool,
+    /// So many of the next edits find their comment deleted first (404).
+    pub vanish_before_edit: u32,
 }
+
+/// GitHub's answer to a comment on a locked issue by someone without write access.
+pub const LOCKED: &str = "Unable to create comment because issue is locked.";
 
 #[derive(Clone)]
 pub struct FakeGithub {
@@ -49,10 +60,30 @@ impl FakeGithub {
         id
     }
 
+    pub fn lock(&self) {
+        self.state.lock().unwrap().locked = true;
+    }
+
+    pub fn vanish_before_edit(&self, times: u32) {
+        self.state.lock().unwrap().vanish_before_edit = times;
+    }
+
     fn json(c: &Comment, base: &str) -> Value {
         json!({"id": c.id, "body": c.body, "user": {"login": c.login, "type": "User"},
                "html_url": format!("{base}/o/r/issues/1#issuecomment-{}", c.id)})
     }
+}
+
+fn too_long() -> ResponseTemplate {
+    ResponseTemplate::new(422).set_body_json(json!({
+        "message": "Validation Failed",
+        "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
+                    "message": "body is too long (maximum is 65536 characters)"}]}))
+}
+
+fn locked() -> ResponseTemplate {
+    ResponseTemplate::new(403).set_body_json(json!({"message": LOCKED,
+        "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment"}))
 }
 
 fn query(req: &Request, name: &str) -> Option<String> {
@@ -106,10 +137,10 @@ impl Respond for FakeGithub {
                         .set_body_json(json!({"message": "Validation Failed"}));
                 };
                 if body.chars().count() > 65_536 {
-                    return ResponseTemplate::new(422).set_body_json(json!({
-                        "message": "Validation Failed",
-                        "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
-                                    "message": "body is too long (maximum is 65536 characters)"}]}));
+                    return too_long();
+                }
+                if s.locked {
+                    return locked();
                 }
                 s.next_id += 1;
                 let c = Comment {
@@ -129,8 +160,14 @@ impl Respond for FakeGithub {
                 let v: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
                 let body = v["body"].as_str().unwrap_or("").to_string();
                 if body.chars().count() > 65_536 {
-                    return ResponseTemplate::new(422)
-                        .set_body_json(json!({"message": "Validation Failed"}));
+                    return too_long();
+                }
+                if s.vanish_before_edit > 0 {
+                    s.vanish_before_edit -= 1;
+                    s.comments.retain(|c| c.id != id);
+                }
+                if s.locked && s.comments.iter().any(|c| c.id == id) {
+                    return locked();
                 }
                 match s.comments.iter_mut().find(|c| c.id == id) {
                     Some(c) if c.login == BOT => {
@@ -145,7 +182,23 @@ impl Respond for FakeGithub {
                     }
                 }
             }
-            _ => ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found"})),
+            ("DELETE", p) if p.starts_with("/repos/o/r/issues/comments/") => {
+                let id: u64 = p
+                    .rsplit('/')
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0);
+                let before = s.comments.len();
+                s.comments.retain(|c| c.id != id);
+                if s.comments.len() < before {
+                    ResponseTemplate::new(204)
+                } else {
+                    ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found"}))
+                }
+            }
+            // Any other issue does not exist (GitHub says 404 for a missing and an invisible one).
+            _ => ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found",
+                "documentation_url": "https://docs.github.com/rest/issues/comments"})),
         }
     }
 }

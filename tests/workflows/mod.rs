@@ -22,7 +22,11 @@
 //!   limit has its step killed and is cancelled (result `cancelled`; `cancelled()` is true and
 //!   only `always()`/`cancelled()` steps still run); a step past its own limit fails.
 //! - `concurrency:` groups are evaluated with the contexts GitHub allows there and recorded in
-//!   `concurrency` for the tests (one workflow runs at a time here, so nothing is pending).
+//!   `concurrency` for the tests. `queue_together` queues several runs at one moment, before
+//!   any finishes (the worst case GitHub allows, e.g. a job dispatching one run per
+//!   configuration): per group one runs and one is pending, and a newer pending run or job
+//!   cancels the older (concurrency.rs); the runs then execute one after another, a cancelled
+//!   run not at all and a cancelled job with result `cancelled`.
 //! - `runs-on:` labels are recorded per job and checked (self-hosted labels must be ones
 //!   .github/actionlint.yaml declares); every job still runs on this machine.
 //! - Reads across jobs: `needs.X` must name a direct need, and a job may download only
@@ -45,6 +49,7 @@
 
 #![allow(dead_code)] // each test crate uses its own part of the harness
 
+pub mod concurrency;
 pub mod expr;
 pub mod rules;
 pub mod stand_ins;
@@ -130,6 +135,8 @@ pub struct Harness {
     /// (job, its closure, name or pattern) of every download this run, so an upload that a
     /// job outside the closure makes later is caught as the race it is.
     downloads: Vec<(String, BTreeSet<String>, String)>,
+    /// Job-level groups that `queue_together` cancelled for the run executing now.
+    cancel_groups: BTreeSet<String>,
 }
 
 fn y_str(v: &Y) -> Option<&str> {
@@ -211,6 +218,7 @@ impl Harness {
             artifact_owner: BTreeMap::new(),
             closure_now: BTreeSet::new(),
             downloads: Vec::new(),
+            cancel_groups: BTreeSet::new(),
         }
     }
 
@@ -303,23 +311,104 @@ impl Harness {
         self.jobs.clear();
         let wf = self.load(&format!(".github/workflows/{name}"));
         rules::check_workflow(name, &wf);
-        let declared = get(&wf, "on")
-            .and_then(|on| get(on, "workflow_dispatch"))
-            .and_then(|d| get(d, "inputs"));
-        let inputs = if event == "schedule" {
-            Value::Object(Map::new())
-        } else {
-            typed_inputs(declared, inputs)
-        };
-        self.record_concurrency(&format!("workflow {name}"), get(&wf, "concurrency"), {
-            let mut c = BTreeMap::new();
-            c.insert("github".into(), self.github(event, ""));
-            c.insert("inputs".into(), inputs.clone());
-            c.insert("vars".into(), Value::Object(self.vars.clone()));
-            c
-        });
+        let inputs = run_inputs(&wf, event, inputs);
+        let contexts = self.run_contexts(event, &inputs);
+        self.record_concurrency(
+            &format!("workflow {name}"),
+            get(&wf, "concurrency"),
+            contexts,
+        );
         let (result, _) = self.workflow(&wf, "", inputs, event, &BTreeSet::new(), None);
         result
+    }
+
+    /// The contexts GitHub allows in a workflow-level `concurrency:` (and, with an empty
+    /// `needs`, in a job's).
+    fn run_contexts(&self, event: &str, inputs: &Value) -> BTreeMap<String, Value> {
+        let mut c = BTreeMap::new();
+        c.insert("github".into(), self.github(event, ""));
+        c.insert("inputs".into(), inputs.clone());
+        c.insert("vars".into(), Value::Object(self.vars.clone()));
+        c.insert("needs".into(), json!({}));
+        c
+    }
+
+    /// Which of these runs (workflow, event, inputs), queued at one moment before any of them
+    /// finishes, GitHub cancels: (run index, `None` for the whole run or the job-level group
+    /// of a cancelled job). Every grouped job of the surviving runs is taken to reach its group
+    /// at one moment too, in run order (e.g. N bisections finishing together).
+    pub fn queue_plan(&mut self, runs: &[(&str, &str, Value)]) -> Vec<(usize, Option<String>)> {
+        let first = self.run_id + 1;
+        let saved = self.run_id;
+        let mut out = vec![];
+        let mut level = concurrency::Groups::default();
+        let mut wfs = vec![];
+        for (i, (name, event, inputs)) in runs.iter().enumerate() {
+            let wf = self.load(&format!(".github/workflows/{name}"));
+            let inputs = run_inputs(&wf, event, inputs.clone());
+            self.run_id = first + i as u64;
+            let c = self.run_contexts(event, &inputs);
+            if let Some(cc) = get(&wf, "concurrency") {
+                let (g, _) = self.eval_concurrency(name, cc, &c);
+                if let Some(old) = level.arrive(i, &g) {
+                    out.push((old, None));
+                }
+            }
+            wfs.push((wf, c));
+        }
+        let mut jobs = concurrency::Groups::default();
+        for (i, (wf, c)) in wfs.iter().enumerate() {
+            if out.contains(&(i, None)) {
+                continue;
+            }
+            for (k, job) in get(wf, "jobs")
+                .and_then(Y::as_mapping)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(cc) = get(job, "concurrency") {
+                    let (g, _) = self.eval_concurrency(y_str(k).unwrap_or(""), cc, c);
+                    if let Some((old, g)) = jobs.arrive((i, g.clone()), &g) {
+                        out.push((old, Some(g)));
+                    }
+                }
+            }
+        }
+        self.run_id = saved;
+        out.sort();
+        out
+    }
+
+    /// Queues these runs at one moment (see [`Self::queue_plan`]), then executes the ones
+    /// GitHub would keep, in order, with the jobs it would cancel cancelled. Returns each
+    /// run's result (`cancelled` for a run cancelled while pending).
+    pub fn queue_together(&mut self, runs: &[(&str, &str, Value)]) -> Vec<String> {
+        let plan = self.queue_plan(runs);
+        for (i, g) in &plan {
+            self.log.push(format!(
+                "queued run {i} ({}): GitHub cancels {}",
+                runs[*i].0,
+                g.as_deref().map_or("the whole run".into(), |g| format!(
+                    "its job in group `{g}`"
+                ))
+            ));
+        }
+        let mut results = vec![];
+        for (i, (name, event, inputs)) in runs.iter().enumerate() {
+            if plan.contains(&(i, None)) {
+                self.run_id += 1;
+                results.push("cancelled".to_string());
+                continue;
+            }
+            self.cancel_groups = plan
+                .iter()
+                .filter(|(r, _)| *r == i)
+                .filter_map(|(_, g)| g.clone())
+                .collect();
+            results.push(self.dispatch(name, event, inputs.clone()));
+            self.cancel_groups.clear();
+        }
+        results
     }
 
     /// GitHub's "Re-run failed jobs" of the last attempt: failed and cancelled jobs (matrix
@@ -343,8 +432,21 @@ impl Harness {
     /// outside them panics in expr.rs) and records it.
     fn record_concurrency(&mut self, at: &str, c: Option<&Y>, contexts: BTreeMap<String, Value>) {
         let Some(c) = c else { return };
+        let (group, cancel) = self.eval_concurrency(at, c, &contexts);
+        self.log.push(format!(
+            "{at}: concurrency group `{group}` (cancel-in-progress: {cancel})"
+        ));
+        self.concurrency.push((at.into(), group, cancel));
+    }
+
+    fn eval_concurrency(
+        &self,
+        at: &str,
+        c: &Y,
+        contexts: &BTreeMap<String, Value>,
+    ) -> (String, bool) {
         let ctx = Ctx {
-            contexts: &contexts,
+            contexts,
             success: true,
             failure: false,
             cancelled: false,
@@ -367,10 +469,7 @@ impl Harness {
             Y::String(s) => expr::truthy(&expr::template(&s, &ctx)),
             o => panic!("{at}: cancel-in-progress: {o:?}"),
         };
-        self.log.push(format!(
-            "{at}: concurrency group `{group}` (cancel-in-progress: {cancel})"
-        ));
-        self.concurrency.push((at.into(), group, cancel));
+        (group, cancel)
     }
 
     fn workflow(
@@ -555,6 +654,20 @@ impl Harness {
                 cc.insert(k.to_string(), c[k].clone());
             }
             self.record_concurrency(path, get(job, "concurrency"), cc);
+            let held = get(job, "concurrency").is_some()
+                && self
+                    .concurrency
+                    .last()
+                    .is_some_and(|(_, g, _)| self.cancel_groups.contains(g));
+            if held {
+                self.log.push(format!(
+                    "{path}: cancelled while pending in its concurrency group"
+                ));
+                let mut r = skipped();
+                r.result = "cancelled".into();
+                self.jobs.insert(path.into(), r);
+                return ("cancelled".into(), Map::new());
+            }
         }
         let perms = get(job, "permissions")
             .map(|p| rules::parse_perms(path, p))
@@ -1347,6 +1460,18 @@ fn merge_outputs(into: &mut Map<String, Value>, from: &Map<String, Value>) {
 }
 
 /// `inputs` as the workflow declares them: defaults filled in, booleans and numbers typed.
+/// The inputs a run of `wf` sees: none for a scheduled run, else `given` typed as declared.
+fn run_inputs(wf: &Y, event: &str, given: Value) -> Value {
+    let declared = get(wf, "on")
+        .and_then(|on| get(on, "workflow_dispatch"))
+        .and_then(|d| get(d, "inputs"));
+    if event == "schedule" {
+        Value::Object(Map::new())
+    } else {
+        typed_inputs(declared, given)
+    }
+}
+
 fn typed_inputs(declared: Option<&Y>, given: Value) -> Value {
     let given = given.as_object().cloned().unwrap_or_default();
     let mut out = Map::new();

@@ -207,6 +207,7 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
         r.good.as_str(),
         r.bad.as_str(),
         &*p.plan.predicate.describe(),
+        p.configuration.as_ref().and_then(|c| c.id.as_deref()),
     );
     out.github
         .resume(question, &p.store, &p.prober.identity())?;
