@@ -23,7 +23,7 @@ fn main() {
     let code = match cli::run(parsed) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("setrows-bisect: error: {err:#}");
+            setrows_bisect::errln!("setrows-bisect: error: {err:#}");
             error::exit_code(&err)
         }
     };

@@ -66,6 +66,30 @@ fn bad_inputs_are_one_line_usage_errors() {
     expect_usage_error(c, "--timeout");
 }
 
+/// Two flags where one would silently drop or replace the other are refused, naming both
+/// (issue 37 item 2), before anything is probed.
+#[test]
+fn contradicting_flags_are_refused_naming_both() {
+    let f = Fixture::new(&spec(12, 6));
+    let mut c = f.bisect(0, 11);
+    c.args(["--first-parent", "--no-first-parent"]);
+    let out = c.assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("--first-parent") && stderr.contains("--no-first-parent"),
+        "{stderr}"
+    );
+    let mut c = Command::cargo_bin("setrows-bisect").unwrap();
+    c.env_remove("SETROWS_WORK_DIR")
+        .arg("--repo")
+        .arg(f.repo())
+        .args(["--good", f.sha(0), "--bad", f.sha(11), "--work-dir"])
+        .arg(f.work())
+        .args(["--json", "-", "--report", "-"]);
+    expect_usage_error(c, "--report - and --json -");
+    assert!(!f.work().exists(), "nothing may run before the refusal");
+}
+
 #[test]
 fn work_dir_is_the_only_place_written() {
     if !have_cmake() {

@@ -142,7 +142,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     let h = history::generate(&repo, &spec)
         .map_err(|e| CliError::infra(format!("generating the demo repository: {e}")))?;
     let (good, bad) = (&h.shas[0], &h.shas[h.shas.len() - 1]);
-    eprintln!(
+    errln!(
         "demo: generated {} commits of a C ring-buffer library in {} (seed {seed}; the planted change is revealed at the end)",
         h.shas.len(),
         repo.display()
@@ -150,7 +150,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     if args.generate_only {
         // Shell-quoted KEY=VALUE lines: `eval "$(setrows-bisect demo --generate-only ...)"`.
         let q = crate::probe::exec::shell_quote;
-        println!(
+        outln!(
             "REPO={}\nGOOD={good}\nBAD={bad}\nBUILD={}\nTEST={}",
             q(&repo.to_string_lossy()),
             q(&build_command()),
@@ -158,7 +158,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         );
         return Ok(0);
     }
-    eprintln!(
+    errln!(
         "demo: setrows-bisect --repo {} --good {} --bad {} --build '{}' --script '{}'\n",
         repo.display(),
         crate::core::range::short_sha(good),
@@ -196,7 +196,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
             )
         })
         .unwrap_or_default();
-    println!(
+    outln!(
         "demo: the change was planted at commit {} of {} ({}){broken}.",
         spec.bug_at,
         h.shas.len(),
@@ -204,14 +204,14 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     );
     let found_it = found.as_deref() == Some(planted.as_str());
     if found_it {
-        println!("demo: the bisect found exactly that commit.");
+        outln!("demo: the bisect found exactly that commit.");
     } else {
-        println!(
+        outln!(
             "demo: the bisect did NOT find it (got {}); please report this.",
             found.as_deref().unwrap_or("no commit")
         );
     }
-    println!(
+    outln!(
         "{}",
         where_it_went(&args, seed, &root, field("id").as_deref())
     );

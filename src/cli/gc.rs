@@ -42,7 +42,7 @@ pub fn run(args: GcArgs) -> anyhow::Result<i32> {
             .unwrap_or(0);
         let rel = item.path.strip_prefix(&dir).unwrap_or(&item.path);
         if args.dry_run {
-            println!(
+            outln!(
                 "would remove {:<8} {} ({}, unused for {days} days)",
                 item.kind,
                 rel.display(),
@@ -54,7 +54,7 @@ pub fn run(args: GcArgs) -> anyhow::Result<i32> {
         }
         match workdir::gc_remove(item).map_err(|e| CliError::infra(e.to_string()))? {
             true => {
-                println!(
+                outln!(
                     "removed {:<8} {} ({})",
                     item.kind,
                     rel.display(),
@@ -64,12 +64,12 @@ pub fn run(args: GcArgs) -> anyhow::Result<i32> {
                 removed += 1;
             }
             false => {
-                println!("in use, kept {:<8} {}", item.kind, rel.display());
+                outln!("in use, kept {:<8} {}", item.kind, rel.display());
                 busy += 1;
             }
         }
     }
-    println!(
+    outln!(
         "{} {removed} item(s), {} in {}{}",
         if args.dry_run {
             "would remove"

@@ -41,7 +41,7 @@ pub fn man(args: ManArgs) -> anyhow::Result<i32> {
             };
             std::fs::create_dir_all(&dir).map_err(failed)?;
             clap_mangen::generate_to(cmd, &dir).map_err(failed)?;
-            eprintln!("setrows-bisect: man pages written to {}", dir.display());
+            errln!("setrows-bisect: man pages written to {}", dir.display());
         }
         None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?,
     }

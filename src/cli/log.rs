@@ -35,20 +35,25 @@ pub fn run(args: LogArgs) -> anyhow::Result<i32> {
                 "answer": b.answer(), "probes": b.probes.len(),
                 "first_bad": b.result.as_ref().and_then(|r| r.first_bad.clone()),
             });
-            println!("{v}");
+            outln!("{v}");
         }
         return Ok(0);
     }
     if all.is_empty() {
-        println!("no bisections in {}", dir.display());
+        outln!("no bisections in {}", dir.display());
         return Ok(0);
     }
-    println!(
+    outln!(
         "{:<16}  {:<20}  {:<23}  {:>6}  {:<10}  {:<28}  configuration",
-        "id", "started", "range (good..bad)", "probes", "state", "answer"
+        "id",
+        "started",
+        "range (good..bad)",
+        "probes",
+        "state",
+        "answer"
     );
     for b in &all {
-        println!(
+        outln!(
             "{:<16}  {:<20}  {:<23}  {:>6}  {:<10}  {:<28}  {}",
             b.id,
             b.started.chars().take(19).collect::<String>(),
@@ -59,6 +64,6 @@ pub fn run(args: LogArgs) -> anyhow::Result<i32> {
             b.configuration()
         );
     }
-    println!("\nsetrows-bisect show ID prints one's report (a unique prefix of ID will do)");
+    outln!("\nsetrows-bisect show ID prints one's report (a unique prefix of ID will do)");
     Ok(0)
 }

@@ -115,7 +115,7 @@ pub fn render_parse_error(e: clap::Error) -> i32 {
         let _ = e.print();
         return e.exit_code();
     }
-    eprintln!("setrows-bisect: error: {}", one_line_parse_error(&e));
+    errln!("setrows-bisect: error: {}", one_line_parse_error(&e));
     crate::error::exit::USAGE
 }
 

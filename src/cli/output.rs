@@ -94,9 +94,14 @@ pub fn check_dir_writable(flag: &str, dir: &Path) -> anyhow::Result<()> {
 pub fn write(flag: &str, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
     let written = match target(path) {
+        // The reader of `--json -` took what it wanted and left (`| head -1`): like a closed
+        // pipe for printed text, not a failure of the run.
         Target::Stdout => {
             let mut out = std::io::stdout().lock();
-            out.write_all(bytes).and_then(|()| out.flush())
+            match out.write_all(bytes).and_then(|()| out.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r,
+            }
         }
         Target::InPlace(p) => std::fs::OpenOptions::new()
             .write(true)

@@ -189,7 +189,7 @@ impl PostToArgs {
         append_step_summary(&rendered, run_url.as_deref())?;
         let outcomes = post_rendered(&self.github, &issue, &rendered, run_url.as_deref())?;
         for (r, o) in rendered.iter().zip(outcomes) {
-            eprintln!(
+            errln!(
                 "setrows-bisect: {} results comment {} ({}) on {issue}{}",
                 match o.action {
                     PostAction::Created => "created",
@@ -216,7 +216,7 @@ impl PostToArgs {
         match self.post(results) {
             Ok(()) => code,
             Err(e) => {
-                eprintln!(
+                errln!(
                     "setrows-bisect: error: posting the results to {raw} failed: {e:#}\n\
                      setrows-bisect: the results are not lost: {written}; post them again with \
                      `setrows-bisect report --issue {raw} --post --results FILE`"
@@ -321,12 +321,12 @@ impl BisectPostArgs {
             r => r.map_err(|e| e.into_cli())?,
         };
         let Some(state) = state else {
-            eprintln!("setrows-bisect: no {key} comment with state on {issue} yet: starting from the local store");
+            errln!("setrows-bisect: no {key} comment with state on {issue} yet: starting from the local store");
             return Ok(());
         };
         let seeded = github::resume::seed(store, &state, identity)
             .map_err(|e| CliError::infra(e.to_string()))?;
-        eprintln!("setrows-bisect: {} ({key} on {issue})", seeded.line());
+        errln!("setrows-bisect: {} ({key} on {issue})", seeded.line());
         Ok(())
     }
 }
@@ -385,7 +385,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         let state = github::load_state_blocking(&args.github, &issue, key, None)
             .map_err(|e| e.into_cli())?;
         let text = serde_json::to_string_pretty(&state.unwrap_or(serde_json::Value::Null))?;
-        println!("{text}");
+        outln!("{text}");
         return Ok(crate::error::exit::FOUND);
     }
     if args.results.is_empty() {
@@ -443,7 +443,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             PostAction::Updated => "updated",
             PostAction::Unchanged => "unchanged",
         };
-        println!(
+        outln!(
             "{verb} comment {} ({}) on {issue}{}",
             res.comment_id,
             r.key,

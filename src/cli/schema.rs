@@ -30,6 +30,6 @@ pub fn run(args: SchemaArgs) -> anyhow::Result<i32> {
     };
     let mut schema = kind.json_schema();
     schema.insert("$id".into(), kind.tag().into());
-    println!("{}", serde_json::to_string_pretty(&schema)?);
+    outln!("{}", serde_json::to_string_pretty(&schema)?);
     Ok(crate::error::exit::FOUND)
 }

@@ -44,15 +44,15 @@ pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
                 b.journal.display()
             )));
         }
-        print!("{}", from_journal(&b));
+        out!("{}", from_journal(&b));
         return Ok(0);
     };
     match args.format {
-        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(result)?),
-        ShowFormat::Markdown => println!("{}", crate::report::bisect::markdown(result)),
+        ShowFormat::Json => outln!("{}", serde_json::to_string_pretty(result)?),
+        ShowFormat::Markdown => outln!("{}", crate::report::bisect::markdown(result)),
         ShowFormat::Github => {
             let any = AnyResult::Bisect(Box::new(result.clone()));
-            println!("{}", crate::report::render(&[&any]).to_markdown(None));
+            outln!("{}", crate::report::render(&[&any]).to_markdown(None));
         }
     }
     Ok(0)

@@ -82,7 +82,7 @@ pub fn install_interrupt_handler() {
                 }
             }
             kill_live_groups(libc::SIGKILL);
-            eprintln!("\nsetrows-bisect: interrupted; finished probes are stored, re-run the same command to resume");
+            errln!("\nsetrows-bisect: interrupted; finished probes are stored, re-run the same command to resume");
             std::process::exit(130);
         });
     });

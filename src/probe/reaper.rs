@@ -144,7 +144,7 @@ pub fn kill_strays_in(dir: &Path) -> usize {
 ///   client exits) leaves them.
 pub fn supervise(args: &[std::ffi::OsString]) -> ! {
     let code = supervise_inner(args).unwrap_or_else(|e| {
-        eprintln!("setrows-bisect: step supervisor: {e}");
+        errln!("setrows-bisect: step supervisor: {e}");
         127
     });
     std::process::exit(code)

@@ -119,7 +119,7 @@ pub fn protect_process() {
                 let Err(e) = reexec_without(&present);
                 // Still keep the values out of probes (exec removes them from each step's
                 // environment, output is redacted), but say that /proc/<pid>/environ keeps them.
-                eprintln!("setrows-bisect: warning: could not re-execute without credentials in the environment ({e}); probes may be able to read them from /proc");
+                errln!("setrows-bisect: warning: could not re-execute without credentials in the environment ({e}); probes may be able to read them from /proc");
                 for (k, v) in &present {
                     hold(k, v);
                 }

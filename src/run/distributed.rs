@@ -132,10 +132,9 @@ pub fn probe_one(
     };
     // A runner's log says where its one probe is (a killed runner's last line names the phase).
     let short = crate::core::range::short_sha(&cand.sha);
-    let phase =
-        |ph: crate::probe::Phase| eprintln!("setrows-bisect: probe {short}: {}", ph.as_str());
+    let phase = |ph: crate::probe::Phase| errln!("setrows-bisect: probe {short}: {}", ph.as_str());
     let infra = |attempt: u32, msg: &str| {
-        eprintln!("setrows-bisect: probe {short}: infrastructure error (attempt {attempt}): {msg}")
+        errln!("setrows-bisect: probe {short}: infrastructure error (attempt {attempt}): {msg}")
     };
     let hooks = Hooks {
         phase: &phase,

@@ -84,7 +84,7 @@ impl Progress {
         let msg = format!("{range}: ~{steps_left} steps left, {probes_done} probes done");
         match &self.mode {
             Mode::Bars { header, .. } => header.set_message(msg),
-            Mode::Lines => eprintln!("[{}] {msg}", self.elapsed()),
+            Mode::Lines => errln!("[{}] {msg}", self.elapsed()),
             Mode::Quiet => {}
         }
     }
@@ -99,7 +99,7 @@ impl Progress {
                     b.set_message(msg);
                 }
             }
-            Mode::Lines => eprintln!("[{}] job {slot}: {msg}", self.elapsed()),
+            Mode::Lines => errln!("[{}] job {slot}: {msg}", self.elapsed()),
             Mode::Quiet => {}
         }
     }
@@ -108,7 +108,7 @@ impl Progress {
     pub fn line(&self, msg: &str) {
         match &self.mode {
             Mode::Bars { header, .. } => header.println(msg),
-            Mode::Lines => eprintln!("[{}] {msg}", self.elapsed()),
+            Mode::Lines => errln!("[{}] {msg}", self.elapsed()),
             Mode::Quiet => {}
         }
     }

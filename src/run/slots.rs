@@ -97,7 +97,7 @@ impl Slot {
         // tool whose supervisor had no time to act) must not race us in this checkout.
         let strays = crate::probe::exec::kill_strays_in(&dir);
         if strays > 0 {
-            eprintln!(
+            errln!(
                 "setrows-bisect: {}: stopped {strays} process(es) a previous run left behind",
                 dir.display()
             );

@@ -160,7 +160,7 @@ impl Store {
             match serde_json::from_str::<StoredRun>(&text) {
                 Ok(r) if r.report.outcome != Outcome::InfraError => runs.push(r),
                 Ok(_) => {}
-                Err(e) => eprintln!(
+                Err(e) => errln!(
                     "setrows-bisect: warning: ignoring unreadable result {}: {e}",
                     p.display()
                 ),

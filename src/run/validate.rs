@@ -432,7 +432,7 @@ pub fn after_bisect(
         backend,
         rate: crate::core::flaky::rate_posterior(&ev, Beta::UNIFORM),
     };
-    let say = |l: &str| eprintln!("setrows-bisect: {l}");
+    let say = |l: &str| errln!("setrows-bisect: {l}");
     let (obs, v) = validate_culprit(&setup, &r.candidates[*index].sha, &r.bad, &say)
         .map_err(|e| crate::error::CliError::infra(e.to_string()))?;
     for f in &v.findings {

@@ -38,7 +38,7 @@ pub struct BisectArgs {
     #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true, help_heading = "Probe")]
     pub timeout: Option<f64>,
     /// Follow only the first-parent chain from bad back to good (the default).
-    #[arg(long, overrides_with = "no_first_parent", help_heading = "Range")]
+    #[arg(long, conflicts_with = "no_first_parent", help_heading = "Range")]
     pub first_parent: bool,
     /// Bisect the full ancestry path (descendants of good that are ancestors of bad), like git.
     #[arg(long, help_heading = "Range")]

@@ -145,7 +145,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         return Err(CliError::usage(why));
     }
     if let Some(note) = cfg.default_target() {
-        eprintln!("setrows-bisect: {note}");
+        errln!("setrows-bisect: {note}");
     }
     let c = &args.cfg;
     let configured = named

@@ -121,8 +121,15 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
     })
 }
 
-/// `--report` and `--json` can be written (nothing is made now).
+/// `--report` and `--json` can be written (nothing is made now), and not both to standard
+/// output: markdown followed by JSON on one stream is neither, and a reader could parse none.
 pub fn check_outputs(report: Option<&Path>, json: Option<&Path>) -> anyhow::Result<()> {
+    let dash = Some(Path::new("-"));
+    if report == dash && json == dash {
+        return Err(CliError::usage(
+            "--report - and --json - both name standard output: write one of them to a file",
+        ));
+    }
     if let Some(path) = report {
         crate::cli::output::check_writable("--report", path)?;
     }
@@ -199,7 +206,7 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
     let p = crate::run::bisect::prepare(req)?;
     if req.mode == Mode::DryRun {
         // A plan has no side effects: the runs are not seeded into the store.
-        print!("{}", dry_run::dry_run(&p, out.github)?);
+        out!("{}", dry_run::dry_run(&p, out.github)?);
         return Ok((0, None));
     }
     let r = &p.plan.range;
@@ -217,7 +224,7 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
         Mode::Run | Mode::DryRun => None,
     };
     if let Some(v) = json {
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok((0, None));
     }
     let result = crate::run::bisect::execute(&p, &Progress::for_stderr(p.plan.jobs))?;
@@ -225,44 +232,46 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
     Ok((code, Some(result)))
 }
 
-/// The result at the edge: printed, written to `--report`/`--json`, posted. Every output is
-/// attempted even when one fails (a failed --report must not also cost the JSON and the
-/// comment); the first failure is returned afterwards.
+/// The result at the edge: written to `--report`/`--json`, posted, then printed. The named
+/// outputs come first so that a closed standard output (`| head -1`) or a killed terminal
+/// cannot cost them; printing is the optional part. Every output is attempted even when one
+/// fails (a failed --report must not also cost the JSON and the comment); the first failure is
+/// returned afterwards.
 fn publish(result: &BisectResult, out: &Outputs) -> anyhow::Result<i32> {
     let md = report::markdown(result);
     // `--json -` makes standard output the JSON's alone: the report goes to stderr then.
     let json_on_stdout = out.json == Some(Path::new("-"));
-    match (out.print, json_on_stdout) {
-        (true, false) => println!("{md}"),
-        (true, true) => eprintln!("{md}"),
-        (false, _) => {}
-    }
     let mut failed: Option<anyhow::Error> = None;
     if let Some(path) = out.report {
         if let Err(e) = crate::cli::output::write("--report", path, md.as_bytes()) {
-            eprintln!("setrows-bisect: error: {e:#}");
+            errln!("setrows-bisect: error: {e:#}");
             failed.get_or_insert(e);
         }
     }
     if let Some(path) = out.json {
         let text = serde_json::to_string_pretty(result).unwrap_or_default() + "\n";
         if let Err(e) = crate::cli::output::write("--json", path, text.as_bytes()) {
-            eprintln!("setrows-bisect: error: {e:#}");
+            errln!("setrows-bisect: error: {e:#}");
             failed.get_or_insert(e);
         }
-    }
-    if let Some(line) = report::endpoint_message(result) {
-        eprintln!("setrows-bisect: {line}");
     }
     let written = match out.json {
         Some(_) if json_on_stdout => "the JSON went to standard output".to_string(),
         Some(path) => format!("the JSON is in {}", path.display()),
-        None => "the report is printed above".to_string(),
+        None => "the report is printed below and kept in the work dir (`setrows-bisect log`, then `show ID`)".to_string(),
     };
     let results = vec![crate::core::result::AnyResult::Bisect(Box::new(
         result.clone(),
     ))];
     let code = out.github.post.publish(results, result.exit_code, &written);
+    match (out.print, json_on_stdout) {
+        (true, false) => outln!("{md}"),
+        (true, true) => errln!("{md}"),
+        (false, _) => {}
+    }
+    if let Some(line) = report::endpoint_message(result) {
+        errln!("setrows-bisect: {line}");
+    }
     match failed {
         Some(e) => Err(e),
         None => Ok(code),

@@ -39,7 +39,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         ([], None) => ("", None),
         ([id], None) => ("--config", Some(id)),
         ([], Some(id)) => {
-            eprintln!("note: `--base {id}` is spelled `--config {id}` now");
+            errln!("note: `--base {id}` is spelled `--config {id}` now");
             ("--config", Some(id))
         }
         _ => {
@@ -185,7 +185,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     }
     let md = crate::report::config::markdown(&result);
     write_results(&args.run.out, "bisect-config", &result, &md)?;
-    out(&md)?;
+    out!("{md}");
     Ok(result.exit_code)
 }
 
@@ -247,7 +247,7 @@ struct CommitLevel {
 #[derive(Debug, Args)]
 pub struct CommitFlags {
     /// Follow only the first-parent chain from --rev back to --good-rev (the default).
-    #[arg(long, overrides_with = "no_first_parent")]
+    #[arg(long, conflicts_with = "no_first_parent")]
     pub first_parent: bool,
     /// Bisect the full ancestry path, like git.
     #[arg(long)]

@@ -132,15 +132,6 @@ pub struct BisectConfigArgs {
     pub commit: config_bisect::CommitFlags,
 }
 
-/// Writes to stdout; a closed pipe (`matrix --list | head`) ends the output quietly.
-fn out(text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
-}
-
 pub use crate::cli::bisect::read_matrix;
 
 impl RunFlags {
@@ -162,7 +153,7 @@ impl RunFlags {
                     f.display()
                 )));
             }
-            eprintln!("note: `--config {v}` reads a matrix file; spell it `--matrix {v}` (--config takes a configuration id)");
+            errln!("note: `--config {v}` reads a matrix file; spell it `--matrix {v}` (--config takes a configuration id)");
             file = Some(p.to_path_buf());
         }
         let m = crate::cli::bisect::load_matrix(file.as_deref())?;
@@ -304,7 +295,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             }
             ListFormat::Github => format!("{}\n", github_matrix(&configs)),
         };
-        out(&text)?;
+        out!("{text}");
         return Ok(0);
     }
     let revs = if args.revs.is_empty() {
@@ -325,7 +316,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         let mut runner = runner(&args.run, &m, "logs")?;
         runner.build_only = args.build_only;
         let revs = resolve(&runner, &revs)?;
-        out(&dry_run(&runner, &configs, &revs))?;
+        out!("{}", dry_run(&runner, &configs, &revs));
         return Ok(0);
     }
     crate::probe::exec::install_interrupt_handler();
@@ -380,8 +371,8 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         invocation: crate::run::stamp::invocation(&args.run.repo),
     };
     let md = results.markdown();
+    // Written and posted before it is printed: a closed standard output cannot cost them.
     write_results(&args.run.out, "matrix-results", &results, &md)?;
-    out(&md)?;
     let infra = results.infra_errors();
     let written = format!(
         "they are in {}",
@@ -401,8 +392,9 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     let code = args
         .post
         .publish(vec![AnyResult::Matrix(results)], code, &written);
+    out!("{md}");
     if failed_builds > 0 {
-        eprintln!(
+        errln!(
             "setrows-bisect: {failed_builds} of {total} cells failed to build (exit {code}); see {}",
             args.run.out.join("matrix-results.md").display()
         );

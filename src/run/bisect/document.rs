@@ -32,7 +32,7 @@ pub(super) fn assemble(p: &Prepared, outcome: &BisectOutcome) -> anyhow::Result<
     result.reproducer = p.reproducer.clone();
     result.endpoint = result.endpoint_advice();
     if let Some(a) = &result.flaky {
-        eprintln!("setrows-bisect: {}", a.line());
+        errln!("setrows-bisect: {}", a.line());
     }
     result.validation = crate::run::validate::after_bisect(
         &p.plan,

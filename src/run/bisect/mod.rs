@@ -191,7 +191,7 @@ pub fn prepare(req: &Request) -> anyhow::Result<Prepared> {
         Subtree::Auto => {
             let layout = git::detect_layout(&repo, req.bad).map_err(git_error)?;
             layout.keyed_subtree().map(|dir| {
-                eprintln!("setrows-bisect: {} layout detected: commits that do not change {dir}/ share one probe (--path . to test the whole tree)", layout.name());
+                errln!("setrows-bisect: {} layout detected: commits that do not change {dir}/ share one probe (--path . to test the whole tree)", layout.name());
                 dir.to_string()
             })
         }
@@ -310,7 +310,7 @@ pub fn execute(p: &Prepared, progress: &Progress) -> anyhow::Result<BisectResult
         .open_journal(&p.id)
         .map_err(|e| CliError::infra(e.to_string()))?;
     let r = &p.plan.range;
-    eprintln!(
+    errln!(
         "setrows-bisect: {} commits, {} candidates; work dir {}; journal {}",
         r.commits,
         r.candidates.len(),
