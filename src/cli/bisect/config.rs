@@ -100,6 +100,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         build: args.build.clone(),
         timeout_s: args.timeout,
         decode: args.probe_kind.as_deref() == Some("decode"),
+        settings: c.settings.given(),
     })
 }
 
@@ -141,7 +142,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         return Err(CliError::usage(why));
     }
     let overrides = cfg.apply(&flags);
-    if let Some(why) = cfg.refused() {
+    if let Some(why) = cfg.refused().or_else(|| cfg.settings_refused(&flags)) {
         return Err(CliError::usage(why));
     }
     if let Some(note) = cfg.default_target() {
@@ -155,7 +156,8 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         || c.graphs.is_some()
         || c.memory.is_some()
         || !c.launch_env.is_empty()
-        || !c.cmake_args.is_empty();
+        || !c.cmake_args.is_empty()
+        || !flags.settings.is_empty();
     Ok(Chosen::new(
         cfg,
         Naming {
