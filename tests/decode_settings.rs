@@ -118,19 +118,22 @@ fn the_dry_run_shows_the_settings_and_the_decode_probe_command_and_defaults_keep
         "64",
         "--gqa",
         "4",
+        "--ctx-size",
+        "512",
     ]);
     let set = r.bisect(&with);
     let (out, err) = text(&set);
     assert!(set.status.success(), "{err}");
     assert!(
-        out.contains("flash_attn=on cache_type_k=q8_0 batch_size=8 ubatch_size=4 weight_type=q4_0 head_dim=64 gqa=4"),
+        out.contains("flash_attn=on cache_type_k=q8_0 ctx_size=512 batch_size=8 ubatch_size=4 weight_type=q4_0 head_dim=64 gqa=4"),
         "the configuration's settings: {out}"
     );
     // the probe options on its command line; the model settings are the model file
     assert!(
-        out.contains("decode-probe --model MODEL.gguf --flash-attn on --cache-type-k q8_0 --batch-size 8 --ubatch-size 4"),
+        out.contains("decode-probe --model MODEL.gguf --flash-attn on --cache-type-k q8_0 --ctx-size 512 --batch-size 8 --ubatch-size 4"),
         "{out}"
     );
+    assert!(out.contains("512 KV cells"), "{out}");
     assert!(!out.contains("--weight-type"), "{out}");
     assert_ne!(store_key(&out), store_key(&plain_out));
 

@@ -127,15 +127,6 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
             r
         }
     };
-    let args_from = if !flags.repro_args.is_empty() {
-        crate::core::result::FROM_REPRO_ARG.to_string()
-    } else if named {
-        format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
-    } else if flags.decode {
-        "default: decode-probe's own (10,000 tokens, 256 KV cells)".to_string()
-    } else {
-        format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
-    };
     // Flags that mean nothing for the backend the probes build for, then what is left of the
     // configuration once they apply (`core::config::meaning`: one rule for both).
     if let Some(why) = flags.refused(cfg.backend) {
@@ -145,6 +136,19 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     if let Some(why) = cfg.refused().or_else(|| cfg.settings_refused(&flags)) {
         return Err(CliError::usage(why));
     }
+    let args_from = if !flags.repro_args.is_empty() {
+        crate::core::result::FROM_REPRO_ARG.to_string()
+    } else if named {
+        format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
+    } else if flags.decode {
+        // the cells are a setting (--ctx-size): the text says the one in effect
+        format!(
+            "default: decode-probe's own (10,000 tokens, {} KV cells)",
+            cfg.settings.get("ctx_size").unwrap_or("256")
+        )
+    } else {
+        format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
+    };
     if let Some(note) = cfg.default_target() {
         eprintln!("setrows-bisect: {note}");
     }
