@@ -192,7 +192,7 @@ impl Setting {
 }
 
 /// The settings a configuration gives: axis -> value, only values other than the default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct DecodeSettings(BTreeMap<String, String>);
 
 impl DecodeSettings {
@@ -233,6 +233,39 @@ impl DecodeSettings {
         (ubatch > batch).then(|| {
             format!("--ubatch-size {ubatch} is more than --batch-size {batch}: a micro-batch splits a batch (give --batch-size {ubatch} or more)")
         })
+    }
+
+    /// Why a run whose result reports `effective` (decode-probe's `settings` object: the values
+    /// llama.cpp used, read from its graph and model where it can) did not run these settings:
+    /// the first asked value it contradicts, or `None`. A value reported as null is unknown and
+    /// proves nothing either way; `auto` asks llama.cpp to choose; the context is at least what
+    /// was asked (llama.cpp may pad it).
+    pub fn contradicted_by(
+        &self,
+        effective: &BTreeMap<String, serde_json::Value>,
+    ) -> Option<String> {
+        for (s, want) in self.set_values() {
+            if s.axis == "flash_attn" && want == "auto" {
+                continue;
+            }
+            let got = match effective.get(s.axis) {
+                None | Some(serde_json::Value::Null) => continue,
+                Some(serde_json::Value::String(v)) => v.clone(),
+                Some(serde_json::Value::Bool(b)) => if *b { "on" } else { "off" }.to_string(),
+                Some(other) => other.to_string(),
+            };
+            let same = match (s.axis, want.parse::<i64>(), got.parse::<i64>()) {
+                ("ctx_size", Ok(w), Ok(g)) => g >= w,
+                _ => got == want,
+            };
+            if !same {
+                return Some(format!(
+                    "{} {want} asked for, but the run reports {}={got}",
+                    s.flag, s.axis
+                ));
+            }
+        }
+        None
     }
 
     /// The decode-probe options for the values other than the default (`--flash-attn on`).
@@ -316,6 +349,41 @@ mod tests {
         assert_eq!(ngl.parse("3").as_deref(), Ok("3"));
         assert!(ngl.parse("-1").is_err());
         assert!(by_axis("head_dim").unwrap().parse("96").is_err());
+    }
+
+    #[test]
+    fn a_reported_value_other_than_the_asked_one_contradicts_it() {
+        let mut d = DecodeSettings::default();
+        for (a, v) in [
+            ("flash_attn", "on"),
+            ("ctx_size", "512"),
+            ("weight_type", "q4_0"),
+        ] {
+            let s = by_axis(a).unwrap();
+            d.set(s, s.parse(v).unwrap());
+        }
+        let report = |j: serde_json::Value| -> BTreeMap<String, serde_json::Value> {
+            serde_json::from_value(j).unwrap()
+        };
+        let ok = report(
+            serde_json::json!({"flash_attn": "on", "ctx_size": 512, "weight_type": "q4_0", "head_dim": 128}),
+        );
+        assert_eq!(d.contradicted_by(&ok), None);
+        // unknown (null or absent) proves nothing; a padded context is still the asked one
+        let unknown = report(serde_json::json!({"flash_attn": null, "ctx_size": 768}));
+        assert_eq!(d.contradicted_by(&unknown), None);
+        let off = report(serde_json::json!({"flash_attn": "off", "ctx_size": 512}));
+        assert_eq!(
+            d.contradicted_by(&off).as_deref(),
+            Some("--flash-attn on asked for, but the run reports flash_attn=off")
+        );
+        let small = report(serde_json::json!({"ctx_size": 256}));
+        assert!(d
+            .contradicted_by(&small)
+            .unwrap()
+            .starts_with("--ctx-size 512"));
+        let f16 = report(serde_json::json!({"weight_type": "f16"}));
+        assert!(d.contradicted_by(&f16).unwrap().contains("weight_type=f16"));
     }
 
     #[test]

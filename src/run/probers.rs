@@ -202,6 +202,9 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
 /// with these. Everything that builds a `ReproOptions` from a configuration goes through here.
 fn expectations(cfg: &Resolved, opts: &mut ReproOptions) {
     opts.expect = crate::probe::repro::Expectations::from_recipe(&cfg.recipe);
+    if cfg.probe == ProbeKind::Decode {
+        opts.expect.settings = cfg.settings.clone();
+    }
 }
 
 /// The bundled reproducer with the ggml location and CMake spellings of each probed tree. The

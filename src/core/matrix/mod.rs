@@ -105,7 +105,8 @@ axes!(
     memory,
     launch,
     params,
-    // the decode probe's settings (`core::settings::SETTINGS`, checked equal by a test)
+    // the decode probe's settings (`core::settings::SETTINGS`; tests/matrix_expand.rs checks
+    // that these are exactly its axes)
     flash_attn,
     cache_type_k,
     cache_type_v,
