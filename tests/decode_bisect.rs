@@ -18,6 +18,7 @@ mod common;
 
 use common::{git, llama, tools};
 use serde_json::Value;
+use setrows_bisect::core::gguf::tiny_llama::Shape;
 use setrows_bisect::core::gguf::DType;
 use setrows_bisect::core::outcome::Outcome;
 use setrows_bisect::probe::decode::{write_model, Model};
@@ -291,8 +292,12 @@ fn assert_reuse_proven(res: &Value, tokens: i64) {
 }
 
 fn model(dtype: DType) -> Model {
+    model_shaped(dtype, Shape::default())
+}
+
+fn model_shaped(dtype: DType, shape: Shape) -> Model {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("decode-models");
-    write_model(&dir, 42, dtype).expect("write the model")
+    write_model(&dir, 42, dtype, shape).expect("write the model")
 }
 
 struct Ran {
@@ -338,6 +343,29 @@ fn f32_and_f16_models_pass_through_the_wrapped_ring_with_the_graph_reused() {
         assert_eq!(res["model_bytes"], m.bytes, "{res}");
         assert_reuse_proven(&res, WRAPPED.parse().unwrap());
         assert_cpu_placement(&r.output);
+    }
+}
+
+/// The quantized weight types (ggml's q8_0 and q4_0 blocks, `core::gguf::quant`) and the head
+/// shapes load in the real llama.cpp and decode through the wrapped ring with the graph reused:
+/// llama.cpp itself reads the files the `--weight-type`, `--head-dim` and `--gqa` settings write.
+#[test]
+fn quantized_weights_and_other_head_shapes_load_and_pass_in_llama_cpp() {
+    let Some(b) = bisected() else { return };
+    for (dtype, head_dim, gqa) in [
+        (DType::Q4_0, 128, 1),
+        (DType::Q8_0, 128, 1),
+        (DType::Q4_0, 64, 4),
+        (DType::F16, 256, 2),
+    ] {
+        let m = model_shaped(dtype, Shape::with_heads(head_dim, gqa).unwrap());
+        let r = run(b.probe(), &m.path, &["--steps", WRAPPED], &[]);
+        let what = format!("{dtype:?} head {head_dim} gqa {gqa}");
+        assert_eq!(r.code, 0, "{what}: {}", r.output);
+        assert_eq!(outcome(&r).0, Outcome::Pass, "{what}: {}", r.output);
+        let res = result_json(&r.output);
+        assert_eq!(res["model_bytes"], m.bytes, "{res}");
+        assert_reuse_proven(&res, WRAPPED.parse().unwrap());
     }
 }
 

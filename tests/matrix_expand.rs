@@ -297,3 +297,14 @@ fn a_non_utf8_byte_is_pointed_at() {
         .to_string();
     assert!(e.contains("m.toml:3:15:") && e.contains("UTF-8"), "{e}");
 }
+
+/// The matrix's axes (a macro of identifiers) end with exactly the decode settings' table, so
+/// every setting is an axis and no axis is a setting the table does not know.
+#[test]
+fn the_decode_settings_are_the_last_axes() {
+    use setrows_bisect::core::settings::SETTINGS;
+    let axes = matrix::AXES;
+    let tail = &axes[axes.len() - SETTINGS.len()..];
+    let table: Vec<&str> = SETTINGS.iter().map(|s| s.axis).collect();
+    assert_eq!(tail, table.as_slice());
+}

@@ -10,7 +10,9 @@
 use crate::core::build::{Backend, Memory, Recipe};
 use crate::core::matrix::{Config, RawProbe};
 use crate::core::result::ConfigurationInfo;
+use crate::core::settings::{DecodeSettings, Setting};
 
+mod decode;
 mod meaning;
 pub use meaning::{meaningless, Meaningless};
 
@@ -62,6 +64,8 @@ pub struct Resolved {
     /// The probe stops after the build (`--regress build`, `matrix --build-only`): no test
     /// runs, the outcome is `built` or `build_failed`, and no GPU is needed.
     pub build_only: bool,
+    /// The decode probe's llama.cpp settings and model (`core::settings`); empty: the defaults.
+    pub settings: DecodeSettings,
 }
 
 /// Explicit flags of a commit bisect; `None`/empty leaves the configuration's value.
@@ -85,6 +89,8 @@ pub struct Flags {
     pub timeout_s: Option<f64>,
     /// `--probe-kind decode`: the decode probe instead of the configuration's reproducer.
     pub decode: bool,
+    /// The decode probe's settings given as flags (`--flash-attn on`), values parsed.
+    pub settings: Vec<(&'static Setting, String)>,
 }
 
 impl Resolved {
@@ -110,6 +116,7 @@ impl Resolved {
             repro_args: c.repro_args.clone(),
             timeout_s: probe.timeout_s.map(|t| t as f64),
             build_only: false,
+            settings: c.settings.clone(),
         }
     }
 
@@ -127,6 +134,7 @@ impl Resolved {
             repro_args: Vec::new(),
             timeout_s: None,
             build_only: false,
+            settings: DecodeSettings::default(),
         }
     }
 
@@ -241,6 +249,7 @@ impl Resolved {
                 self.repro_args.clear();
             }
         }
+        changed.extend(self.apply_settings(&f.settings));
         if let Some(t) = f.timeout_s.filter(|t| Some(*t) != self.timeout_s) {
             changed.push(format!(
                 "--timeout {t} (configuration: {})",
@@ -290,8 +299,15 @@ impl Resolved {
                 build.as_deref().unwrap_or("")
             ),
         };
+        // Only values other than the default are held: a configuration that sets none keeps
+        // the key every result stored before the settings was written under.
+        let decode = if self.settings.is_empty() {
+            String::new()
+        } else {
+            format!("decode={}\n", self.settings.labels().join(" "))
+        };
         format!(
-            "configuration v1\nbackend={}\nimage={}\nrecipe={}\nlaunch={:?}\nrepro_args={:?}\nprobe={probe}\n",
+            "configuration v1\nbackend={}\nimage={}\nrecipe={}\nlaunch={:?}\nrepro_args={:?}\nprobe={probe}\n{decode}",
             self.backend.as_str(),
             self.image.as_deref().unwrap_or("host"),
             recipe.identity(),
@@ -317,6 +333,7 @@ impl Resolved {
         }
         settings.extend(self.launch_env.iter().map(|(k, v)| format!("{k}={v}")));
         settings.extend(self.recipe.extra_cmake_args.iter().cloned());
+        settings.extend(self.settings.labels());
         ConfigurationInfo {
             id: self.id.clone(),
             label: self.label.clone(),
@@ -332,7 +349,7 @@ impl Resolved {
 mod tests {
     use super::*;
 
-    const M: &str = r#"
+    pub(super) const M: &str = r#"
 [probe]
 kind = "replay"
 timeout_s = 60
@@ -352,7 +369,7 @@ hip_launch_blocking = true
 args = ["--steps", "7"]
 "#;
 
-    fn hip() -> Resolved {
+    pub(super) fn hip() -> Resolved {
         let m = crate::core::matrix::parse("m.toml", M).unwrap();
         Resolved::from_matrix(&m.configs[0], &m.probe, &m.file)
     }
@@ -430,56 +447,5 @@ args = ["--steps", "7"]
         assert_eq!(info.id.as_deref(), Some(c.id.as_deref().unwrap()));
         assert!(info.settings.contains(&"wave_size=32".to_string()));
         assert!(info.settings.contains(&"-DGGML_CUDA_FA=OFF".to_string()));
-    }
-
-    #[test]
-    fn decode_is_its_own_probe_kind_and_drops_another_kinds_arguments() {
-        let m = crate::core::matrix::parse(
-            "m.toml",
-            &M.replace("kind = \"replay\"", "kind = \"decode\""),
-        )
-        .unwrap();
-        let from_matrix = Resolved::from_matrix(&m.configs[0], &m.probe, &m.file);
-        assert_eq!(from_matrix.probe, ProbeKind::Decode);
-        let mut r = hip();
-        assert_eq!(r.repro_args, ["--steps", "7"]);
-        let replay_identity = r.identity();
-        let changed = r.apply(&Flags {
-            decode: true,
-            ..Flags::default()
-        });
-        assert_eq!(changed, ["--probe-kind decode (configuration: replay)"]);
-        assert_eq!(r.probe, ProbeKind::Decode);
-        assert!(
-            r.repro_args.is_empty(),
-            "the replay's arguments mean nothing to decode-probe"
-        );
-        assert_ne!(
-            r.identity(),
-            replay_identity,
-            "decode results never answer replay questions"
-        );
-        assert!(r.identity().contains("probe=decode"));
-        // unified is the replay's per-tree knob and decode-probe proves it; llama.cpp has no
-        // host placement: refused through the flag and in a matrix
-        assert_eq!(r.memory_refused(), None);
-        r.apply(&Flags {
-            memory: Some(Memory::Unified),
-            ..Flags::default()
-        });
-        assert_eq!(r.memory_refused(), None);
-        r.apply(&Flags {
-            memory: Some(Memory::Host),
-            ..Flags::default()
-        });
-        assert!(r.memory_refused().unwrap().starts_with("--memory host: "));
-        let decode = M.replace("kind = \"replay\"", "kind = \"decode\"");
-        let with = |m: &str| decode.replace("[matrix]", &format!("[matrix]\nmemory = [\"{m}\"]"));
-        assert!(crate::core::matrix::parse("m.toml", &with("unified")).is_ok());
-        let err = crate::core::matrix::parse("m.toml", &with("host")).unwrap_err();
-        assert!(
-            err.to_string().contains("[probe] kind = \"decode\""),
-            "{err}"
-        );
     }
 }

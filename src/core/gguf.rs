@@ -8,6 +8,7 @@
 //! starting at a multiple of the alignment. Strings are u64 length + bytes, no terminator; all
 //! little-endian. Pure: bytes in, bytes out; the file is written at the edge (`probe::decode`).
 
+pub mod quant;
 pub mod tiny_llama;
 
 /// `general.alignment` when a file does not set it (GGUF_DEFAULT_ALIGNMENT).
@@ -36,25 +37,61 @@ impl Value {
     }
 }
 
-/// The tensor element types written here (`ggml_type` codes).
+/// The tensor element types written here (`ggml_type` codes); the two block formats are
+/// ggml's own (`quant`), the ones people run small models in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
     F32,
     F16,
+    Q8_0,
+    Q4_0,
 }
 
 impl DType {
-    fn ggml_code(self) -> u32 {
+    pub const ALL: [DType; 4] = [DType::F32, DType::F16, DType::Q8_0, DType::Q4_0];
+
+    /// GGML_TYPE_*.
+    pub fn ggml_code(self) -> u32 {
         match self {
             DType::F32 => 0,
             DType::F16 => 1,
+            DType::Q4_0 => 2,
+            DType::Q8_0 => 8,
         }
     }
 
+    /// ggml's type name (`ggml_type_name`), the `--weight-type` spelling.
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
+            DType::Q8_0 => "q8_0",
+            DType::Q4_0 => "q4_0",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    /// `general.file_type` (llama_ftype): LLAMA_FTYPE_ALL_F32 = 0, MOSTLY_F16 = 1,
+    /// MOSTLY_Q4_0 = 2, MOSTLY_Q8_0 = 7.
+    pub fn file_type(self) -> u32 {
+        match self {
+            DType::F32 => 0,
+            DType::F16 => 1,
+            DType::Q4_0 => 2,
+            DType::Q8_0 => 7,
+        }
+    }
+
+    /// Bytes of `n` values (a multiple of the block size for the block formats).
+    pub fn row_bytes(self, n: u64) -> u64 {
+        match self {
+            DType::F32 => 4 * n,
+            DType::F16 => 2 * n,
+            DType::Q8_0 => n / quant::QK as u64 * quant::Q8_0_BLOCK as u64,
+            DType::Q4_0 => n / quant::QK as u64 * quant::Q4_0_BLOCK as u64,
         }
     }
 }

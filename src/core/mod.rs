@@ -15,3 +15,4 @@ pub mod plan;
 pub mod range;
 pub mod result;
 pub mod search;
+pub mod settings;

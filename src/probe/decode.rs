@@ -5,6 +5,7 @@
 
 use crate::core::gguf::tiny_llama::{self, Shape};
 use crate::core::gguf::DType;
+use crate::core::settings::DecodeSettings;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -59,11 +60,12 @@ pub struct Prepared {
     pub model: Model,
 }
 
-/// Writes the sources and the default model under `work` (once each).
-pub fn prepare(work: &Path) -> std::io::Result<Prepared> {
+/// Writes the sources and the model of `settings` under `work` (once each).
+pub fn prepare(work: &Path, settings: &DecodeSettings) -> std::io::Result<Prepared> {
+    let (dtype, shape) = settings.model();
     Ok(Prepared {
         sources_dir: materialize_sources(work)?,
-        model: write_model(work, DEFAULT_SEED, DEFAULT_DTYPE)?,
+        model: write_model(work, DEFAULT_SEED, dtype, shape)?,
     })
 }
 
@@ -78,24 +80,47 @@ fn default_model() -> &'static (Vec<u8>, String) {
     })
 }
 
-/// The file name `prepare` writes the default model under.
-pub fn model_file_name() -> String {
-    model_name(DEFAULT_SEED, DEFAULT_DTYPE, &default_model().1)
+/// The model's bytes and hex sha256 (the default's made once per process).
+fn model_bytes(seed: u64, dtype: DType, shape: Shape) -> (std::borrow::Cow<'static, [u8]>, String) {
+    if (seed, dtype, shape) == (DEFAULT_SEED, DEFAULT_DTYPE, Shape::default()) {
+        let (b, s) = default_model();
+        return (std::borrow::Cow::Borrowed(b), s.clone());
+    }
+    let b = tiny_llama::tiny_llama(shape, seed, dtype).to_bytes();
+    let s = hex::encode(Sha256::digest(&b));
+    (std::borrow::Cow::Owned(b), s)
 }
 
-fn model_name(seed: u64, dtype: DType, sha256: &str) -> String {
-    let base = tiny_llama::file_name(seed, dtype);
+/// The file name `prepare` writes the model of `settings` under.
+pub fn model_file_name(settings: &DecodeSettings) -> String {
+    let (dtype, shape) = settings.model();
+    let (_, sha) = model_bytes(DEFAULT_SEED, dtype, shape);
+    model_name(DEFAULT_SEED, dtype, shape, &sha)
+}
+
+fn model_name(seed: u64, dtype: DType, shape: Shape, sha256: &str) -> String {
+    let base = tiny_llama::file_name(seed, dtype, shape);
     format!("{}-{}.gguf", base.trim_end_matches(".gguf"), &sha256[..12])
 }
 
-/// The identity of what the probe runs: its sources and its model (the model's bytes are a
-/// function of this module's code, so the hash of one model stands for the generator).
+/// The identity of what the probe builds and runs by default: its sources and the default model
+/// (the model's bytes are a function of this module's code, so the hash of one model stands
+/// for the generator). Every stored decode result was keyed by it, and the build tree is named
+/// by it: another model needs no other build.
 pub fn identity() -> String {
     format!(
         "decode-sources={} model={}",
         &sources_hash()[..16],
         &default_model().1[..16]
     )
+}
+
+/// The model `settings` name when it is not the default one (a run's identity adds it; the
+/// default's is in `identity` already).
+pub fn model_identity(settings: &DecodeSettings) -> Option<String> {
+    let (dtype, shape) = settings.model();
+    let (_, sha) = model_bytes(DEFAULT_SEED, dtype, shape);
+    (sha != default_model().1).then(|| format!("model={}", &sha[..16]))
 }
 
 /// Hex sha256 over the embedded sources, identical on every machine.
@@ -136,19 +161,10 @@ pub struct Model {
 }
 
 /// Makes the model's bytes (pure) and writes them under `dir` (once per content).
-pub fn write_model(dir: &Path, seed: u64, dtype: DType) -> std::io::Result<Model> {
-    let made;
-    let (bytes, sha256) = if (seed, dtype) == (DEFAULT_SEED, DEFAULT_DTYPE) {
-        let (b, s) = default_model();
-        (b, s.clone())
-    } else {
-        let b = tiny_llama::tiny_llama(Shape::default(), seed, dtype).to_bytes();
-        let s = hex::encode(Sha256::digest(&b));
-        made = b;
-        (&made, s)
-    };
-    let file_name = model_name(seed, dtype, &sha256);
-    let path = write_once(dir, &file_name, bytes)?;
+pub fn write_model(dir: &Path, seed: u64, dtype: DType, shape: Shape) -> std::io::Result<Model> {
+    let (bytes, sha256) = model_bytes(seed, dtype, shape);
+    let file_name = model_name(seed, dtype, shape, &sha256);
+    let path = write_once(dir, &file_name, &bytes)?;
     Ok(Model {
         file_name,
         path,
@@ -164,14 +180,41 @@ mod tests {
     #[test]
     fn a_model_is_written_once_under_its_content_hash() {
         let d = tempfile::tempdir().unwrap();
-        let a = write_model(d.path(), 3, DType::F16).unwrap();
-        let b = write_model(d.path(), 3, DType::F16).unwrap();
+        let a = write_model(d.path(), 3, DType::F16, Shape::default()).unwrap();
+        let b = write_model(d.path(), 3, DType::F16, Shape::default()).unwrap();
         assert_eq!(a, b);
         assert_eq!(std::fs::read(&a.path).unwrap().len() as u64, a.bytes);
         assert!(a.file_name.contains(&a.sha256[..12]), "{}", a.file_name);
-        let c = write_model(d.path(), 3, DType::F32).unwrap();
+        let c = write_model(d.path(), 3, DType::F32, Shape::default()).unwrap();
         assert_ne!(a.path, c.path);
         assert!(c.bytes > a.bytes);
+        let q = write_model(d.path(), 3, DType::Q4_0, Shape::default()).unwrap();
+        assert!(q.bytes < a.bytes / 3, "q4_0 is 4.5 bits a weight");
+        let h64 = write_model(d.path(), 3, DType::F16, Shape::with_heads(64, 2).unwrap()).unwrap();
+        assert!(h64.file_name.contains("-h64-g2-"), "{}", h64.file_name);
+    }
+
+    /// The default settings keep the default model's name and identity (the store keys of every
+    /// decode result written before the settings existed); any model setting changes both.
+    #[test]
+    fn the_default_settings_name_the_default_model() {
+        let default = DecodeSettings::default();
+        assert_eq!(
+            model_file_name(&default),
+            model_name(
+                DEFAULT_SEED,
+                DEFAULT_DTYPE,
+                Shape::default(),
+                &default_model().1
+            )
+        );
+        assert!(model_file_name(&default).starts_with("tiny-llama-s42-f16-"));
+        let mut q = DecodeSettings::default();
+        let s = crate::core::settings::by_axis("weight_type").unwrap();
+        q.set(s, "q4_0".into());
+        assert_eq!(model_identity(&default), None);
+        assert!(model_identity(&q).is_some());
+        assert!(model_file_name(&q).starts_with("tiny-llama-s42-q4_0-"));
     }
 
     #[test]

@@ -146,7 +146,7 @@ impl ReproProber {
             .collect();
         if self.opts.reproducer == Reproducer::Decode {
             // the model `probe::decode::prepare` wrote into the work directory
-            let model = crate::probe::decode::model_file_name();
+            let model = crate::probe::decode::model_file_name(&self.opts.settings);
             args.insert(0, format!("--model \"$WORK/{model}\""));
         }
         format!(
@@ -227,8 +227,15 @@ impl Prober for ReproProber {
             // What only the run reads (environment, arguments, timeout, expectations) is out.
             return format!("repro:v1 build-only (no test runs) {built} launcher={launcher}");
         }
+        // A model other than the default one is another test of the same build.
+        let model = match self.opts.reproducer {
+            Reproducer::Decode => crate::probe::decode::model_identity(&self.opts.settings)
+                .map(|m| format!(" {m}"))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
         format!(
-            "repro:v1 {built} run_env=[{}] args={:?} run_timeout_s={} launcher={launcher}{expect}",
+            "repro:v1 {built} run_env=[{}] args={:?} run_timeout_s={} launcher={launcher}{expect}{model}",
             env(&self.opts.run_env),
             self.opts.repro_args,
             self.opts.run_timeout.map(|t| t.as_secs()).unwrap_or(0),

@@ -185,7 +185,8 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     }
     opts.run_env = cfg.launch_env.clone();
     opts.run_env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
-    opts.repro_args = cfg.recipe.reproducer_args(&cfg.repro_args);
+    opts.repro_args = cfg.recipe.reproducer_args(&cfg.reproducer_args());
+    opts.settings = cfg.settings.clone();
     opts.build_only = cfg.build_only;
     if let Some(t) = timeout(cfg) {
         opts.run_timeout = Some(t);
@@ -201,6 +202,9 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
 /// with these. Everything that builds a `ReproOptions` from a configuration goes through here.
 fn expectations(cfg: &Resolved, opts: &mut ReproOptions) {
     opts.expect = crate::probe::repro::Expectations::from_recipe(&cfg.recipe);
+    if cfg.probe == ProbeKind::Decode {
+        opts.expect.settings = cfg.settings.clone();
+    }
 }
 
 /// The bundled reproducer with the ggml location and CMake spellings of each probed tree. The

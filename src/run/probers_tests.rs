@@ -129,3 +129,39 @@ fn a_script_and_the_replay_get_the_same_reproducer_arguments() {
         ["--steps", "7", "--memory", "host"]
     );
 }
+
+/// The decode settings reach decode-probe's command line (options first, then the model the
+/// model settings name) and the prober's identity, and leave its build alone: another model
+/// or option is another test of the same build tree; the defaults change nothing.
+#[test]
+fn the_decode_settings_reach_the_command_line_and_the_identity_not_the_build() {
+    let place = host_place();
+    let tmp = tempfile::tempdir().unwrap();
+    let today = tmp.path().join("today");
+    llama_tree(&today, false);
+    let with = |pairs: &[(&str, &str)]| {
+        let mut cfg = Resolved::for_backend(Backend::Cpu);
+        cfg.probe = ProbeKind::Decode;
+        for (a, v) in pairs {
+            cfg.settings
+                .set(crate::core::settings::by_axis(a).unwrap(), v.to_string());
+        }
+        PerTreeRepro::new(
+            repro_options(&cfg, &place),
+            recipe_at(&cfg, &place),
+            TreeFacts::default(),
+        )
+        .for_tree(&today)
+    };
+    let plain = with(&[]);
+    let defaults = with(&[("cache_type_k", "f16"), ("weight_type", "f16")]);
+    assert_eq!(defaults.identity(), plain.identity());
+    assert_eq!(defaults.run_script(), plain.run_script());
+    let set = with(&[("flash_attn", "on"), ("weight_type", "q4_0")]);
+    let run = set.run_script();
+    assert!(run.contains("tiny-llama-s42-q4_0-"), "{run}");
+    assert!(run.contains(".gguf\" --flash-attn on"), "{run}");
+    assert!(!run.contains("weight"), "{run}");
+    assert_ne!(set.identity(), plain.identity());
+    assert_eq!(set.build_script("src"), plain.build_script("src"));
+}

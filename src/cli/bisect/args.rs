@@ -189,4 +189,7 @@ pub struct ConfigFlags {
         help_heading = "Configuration"
     )]
     pub cmake_args: Vec<String>,
+    /// The decode probe's llama.cpp settings (`--flash-attn`, `--cache-type-k`, ...).
+    #[command(flatten)]
+    pub settings: super::settings::SettingsFlags,
 }

@@ -100,6 +100,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         build: args.build.clone(),
         timeout_s: args.timeout,
         decode: args.probe_kind.as_deref() == Some("decode"),
+        settings: c.settings.given(),
     })
 }
 
@@ -126,24 +127,28 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
             r
         }
     };
-    let args_from = if !flags.repro_args.is_empty() {
-        crate::core::result::FROM_REPRO_ARG.to_string()
-    } else if named {
-        format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
-    } else if flags.decode {
-        "default: decode-probe's own (10,000 tokens, 256 KV cells)".to_string()
-    } else {
-        format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
-    };
     // Flags that mean nothing for the backend the probes build for, then what is left of the
     // configuration once they apply (`core::config::meaning`: one rule for both).
     if let Some(why) = flags.refused(cfg.backend) {
         return Err(CliError::usage(why));
     }
     let overrides = cfg.apply(&flags);
-    if let Some(why) = cfg.refused() {
+    if let Some(why) = cfg.refused().or_else(|| cfg.settings_refused(&flags)) {
         return Err(CliError::usage(why));
     }
+    let args_from = if !flags.repro_args.is_empty() {
+        crate::core::result::FROM_REPRO_ARG.to_string()
+    } else if named {
+        format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
+    } else if flags.decode {
+        // the cells are a setting (--ctx-size): the text says the one in effect
+        format!(
+            "default: decode-probe's own (10,000 tokens, {} KV cells)",
+            cfg.settings.get("ctx_size").unwrap_or("256")
+        )
+    } else {
+        format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
+    };
     if let Some(note) = cfg.default_target() {
         errln!("setrows-bisect: {note}");
     }
@@ -155,7 +160,8 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         || c.graphs.is_some()
         || c.memory.is_some()
         || !c.launch_env.is_empty()
-        || !c.cmake_args.is_empty();
+        || !c.cmake_args.is_empty()
+        || !flags.settings.is_empty();
     Ok(Chosen::new(
         cfg,
         Naming {

@@ -9,9 +9,11 @@ mod args;
 mod config;
 mod dry_run;
 mod placement;
+mod settings;
 
 pub use args::{BisectArgs, ConfigFlags};
 pub use config::{load_matrix, read_matrix};
+pub use settings::SettingsFlags;
 
 use crate::core::evidence::Policy;
 use crate::core::outcome::Predicate;

@@ -16,13 +16,7 @@ fn at_value(m: &Matrix, base: &Config, axis: &str, v: &str) -> anyhow::Result<Co
         c.id = matrix::config_id(&c.values);
         return Ok(c);
     }
-    let value = match (v.parse::<i64>(), v) {
-        (Ok(i), _) if axis == "wave_size" => Value::Int(i),
-        (_, "true") => Value::Bool(true),
-        (_, "false") => Value::Bool(false),
-        _ => Value::Str(v.into()),
-    };
-    m.with_value(base, axis, &value)
+    m.with_value(base, axis, &matrix::typed(axis, v))
         .map_err(|e| CliError::usage(format!("--axis {axis} = {v}: {e}")))
 }
 

@@ -141,3 +141,36 @@ proptest! {
         prop_assert_eq!(f32_to_f16(f16_to_f32(h)), h);
     }
 }
+
+#[test]
+fn head_shapes_keep_the_default_and_give_each_asked_head_size_and_ratio() {
+    assert_eq!(Shape::with_heads(128, 1), Some(Shape::default()));
+    for (h, g, n_head) in [
+        (64, 1, 4),
+        (64, 8, 8),
+        (128, 4, 4),
+        (256, 1, 2),
+        (256, 8, 8),
+    ] {
+        let s = Shape::with_heads(h, g).unwrap();
+        assert_eq!((s.head_dim(), s.gqa(), s.n_head), (h, g, n_head), "{h} {g}");
+        assert_eq!(s.n_embd % 32, 0);
+    }
+    assert_eq!(Shape::with_heads(96, 1), None);
+    assert_eq!(Shape::with_heads(128, 3), None);
+}
+
+#[test]
+fn quantized_models_quantize_every_matrix_and_keep_the_norms_f32() {
+    for dtype in [DType::Q8_0, DType::Q4_0] {
+        let g = tiny_llama(Shape::with_heads(64, 2).unwrap(), 5, dtype);
+        for t in &g.tensors {
+            let n: u64 = t.dims.iter().product();
+            let want = if t.dims.len() == 1 { DType::F32 } else { dtype };
+            assert_eq!(t.dtype, want, "{}", t.name);
+            assert_eq!(t.data.len() as u64, want.row_bytes(n), "{}", t.name);
+        }
+        let ft = g.kv.iter().find(|(k, _)| k == "general.file_type").unwrap();
+        assert_eq!(ft.1, Value::U32(dtype.file_type()));
+    }
+}

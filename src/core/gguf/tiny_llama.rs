@@ -4,10 +4,15 @@
 //!
 //! Weights are multiples of 1/1024 with |w| <= 176/1024 (uniform, standard deviation ~0.1 as in
 //! llama.cpp's test): a half holds every one of them exactly, so the f32 and f16 variants are the
-//! same network and differ only in how ggml reads it. Norm weights are 1 (and always f32, as
-//! llama.cpp's converters write 1-D tensors).
+//! same network and differ only in how ggml reads it. The q8_0 and q4_0 variants quantize those
+//! same values with ggml's reference quantizers (`super::quant`). Every 2-D weight takes the
+//! weight type (token_embd, output, attn_q/k/v/output, ffn_gate/down/up); the norm weights are 1
+//! and always f32, as llama.cpp's converters and `llama-quantize` keep 1-D tensors.
+//!
+//! The attention shape a kernel path depends on (head size, GQA ratio) is `Shape::with_heads`;
+//! its default is the 256-dim, 2-head model above.
 
-use super::{f32_to_f16, DType, Gguf, Tensor, Value};
+use super::{f32_to_f16, quant, DType, Gguf, Tensor, Value};
 
 /// The model's shape; `Default` is the probe's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +39,41 @@ impl Default for Shape {
             n_layer: 2,
             n_ctx_train: 256,
         }
+    }
+}
+
+/// Head sizes `Shape::with_heads` takes (flash attention and the attention kernels specialise
+/// on these).
+pub const HEAD_DIMS: [u32; 3] = [64, 128, 256];
+/// GQA ratios (n_head / n_head_kv) `Shape::with_heads` takes.
+pub const GQA_RATIOS: [u32; 4] = [1, 2, 4, 8];
+pub const DEFAULT_HEAD_DIM: u32 = 128;
+pub const DEFAULT_GQA: u32 = 1;
+
+impl Shape {
+    /// The model with heads of `head_dim` and `gqa` query heads per K/V head: at least two
+    /// heads, the 256-dim width where the head size allows it (so 64 gives 4 heads), and as many
+    /// heads as the ratio needs (n_embd = head_dim * n_head grows with it). `None`: a value
+    /// outside `HEAD_DIMS` / `GQA_RATIOS`. `with_heads(128, 1)` is the default.
+    pub fn with_heads(head_dim: u32, gqa: u32) -> Option<Shape> {
+        if !HEAD_DIMS.contains(&head_dim) || !GQA_RATIOS.contains(&gqa) {
+            return None;
+        }
+        let n_head = (256 / head_dim).max(2).max(gqa);
+        Some(Shape {
+            n_embd: head_dim * n_head,
+            n_head,
+            n_head_kv: n_head / gqa,
+            ..Shape::default()
+        })
+    }
+
+    pub fn head_dim(&self) -> u32 {
+        self.n_embd / self.n_head
+    }
+
+    pub fn gqa(&self) -> u32 {
+        self.n_head / self.n_head_kv
     }
 }
 
@@ -73,14 +113,17 @@ fn name_seed(seed: u64, name: &str) -> u64 {
 fn random_tensor(seed: u64, name: &str, dims: &[u64], dtype: DType) -> Tensor {
     let n: u64 = dims.iter().product();
     let mut rng = SplitMix(name_seed(seed, name));
-    let mut data = Vec::with_capacity(n as usize * 4);
-    for _ in 0..n {
-        let w = rng.weight();
-        match dtype {
-            DType::F32 => data.extend_from_slice(&w.to_le_bytes()),
-            DType::F16 => data.extend_from_slice(&f32_to_f16(w).to_le_bytes()),
-        }
-    }
+    let w: Vec<f32> = (0..n).map(|_| rng.weight()).collect();
+    let data = match dtype {
+        DType::F32 => w.iter().flat_map(|w| w.to_le_bytes()).collect(),
+        DType::F16 => w
+            .iter()
+            .flat_map(|w| f32_to_f16(*w).to_le_bytes())
+            .collect(),
+        // blocks run along ne0, the contiguous dimension: a multiple of 32 in every tensor
+        DType::Q8_0 => quant::quantize_q8_0(&w),
+        DType::Q4_0 => quant::quantize_q4_0(&w),
+    };
     Tensor {
         name: name.into(),
         dims: dims.to_vec(),
@@ -110,11 +153,7 @@ pub fn tiny_llama(shape: Shape, seed: u64, dtype: DType) -> Gguf {
             "general.name".into(),
             Value::Str(format!("setrows-bisect tiny llama seed {seed}")),
         ),
-        // LLAMA_FTYPE_ALL_F32 = 0, LLAMA_FTYPE_MOSTLY_F16 = 1
-        (
-            "general.file_type".into(),
-            Value::U32(u32::from(dtype == DType::F16)),
-        ),
+        ("general.file_type".into(), Value::U32(dtype.file_type())),
         ("llama.vocab_size".into(), Value::U32(s.n_vocab)),
         ("llama.context_length".into(), Value::U32(s.n_ctx_train)),
         ("llama.embedding_length".into(), Value::U32(s.n_embd)),
@@ -154,7 +193,13 @@ pub fn tiny_llama(shape: Shape, seed: u64, dtype: DType) -> Gguf {
     Gguf { kv, tensors }
 }
 
-/// The file name a model is written under: its identity (shape is fixed by this module's version).
-pub fn file_name(seed: u64, dtype: DType) -> String {
-    format!("tiny-llama-s{seed}-{}.gguf", dtype.name())
+/// The file name a model is written under: its identity (the default shape adds nothing, so the
+/// default model keeps the name it always had).
+pub fn file_name(seed: u64, dtype: DType, shape: Shape) -> String {
+    let heads = if shape == Shape::default() {
+        String::new()
+    } else {
+        format!("-h{}-g{}", shape.head_dim(), shape.gqa())
+    };
+    format!("tiny-llama-s{seed}-{}{heads}.gguf", dtype.name())
 }

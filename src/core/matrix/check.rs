@@ -22,12 +22,49 @@ pub(super) fn scalar(
     }
 }
 
+/// A value of `axis` as a command line gives it (`bisect-config --values`): an integer where the
+/// axis takes integers, a boolean for `true`/`false`, else the word.
+pub fn typed(axis: &str, raw: &str) -> Value {
+    let int_axis =
+        axis == "wave_size" || crate::core::settings::by_axis(axis).is_some_and(|s| s.integer());
+    match (raw.parse::<i64>(), raw) {
+        (Ok(i), _) if int_axis => Value::Int(i),
+        (_, "true") => Value::Bool(true),
+        (_, "false") => Value::Bool(false),
+        _ => Value::Str(raw.into()),
+    }
+}
+
 pub(super) fn check_type(
     cx: &Ctx<'_>,
     axis: &str,
     v: &Value,
     span: Range<usize>,
 ) -> Result<(), MatrixError> {
+    if let Some(s) = crate::core::settings::by_axis(axis) {
+        // integers as TOML integers, words as strings; `n_gpu_layers` takes both (`all`)
+        let raw = match v {
+            Value::Int(_) if s.integer() => Some(v.to_string()),
+            Value::Str(w) if !s.integer() || w == "all" => Some(w.clone()),
+            _ => None,
+        };
+        return match raw.map(|r| s.parse(&r)) {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(why)) => Err(cx.err(span, axis, format!("`{axis}` = {v}: {why}"))),
+            None => Err(cx.err(
+                span,
+                axis,
+                format!(
+                    "`{axis}` takes {}, not `{v}`",
+                    if s.integer() {
+                        "an integer"
+                    } else {
+                        "a string"
+                    }
+                ),
+            )),
+        };
+    }
     let want = match axis {
         "wave_size" => "integer",
         "graphs" | "hip_no_vmm" | "rocwmma_fattn" => "boolean",

@@ -13,6 +13,7 @@
 //! of every other configuration unchanged.
 
 use crate::core::build::{Backend, Launch, Memory, Recipe};
+use crate::core::settings::DecodeSettings;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -23,6 +24,7 @@ mod check;
 mod expand;
 mod position;
 mod resolve;
+pub use check::typed;
 use check::{check_type, scalar};
 use expand::{expand, Axis, Combo};
 use position::{err_no_span, key_of_toml_error, Ctx};
@@ -103,6 +105,19 @@ axes!(
     memory,
     launch,
     params,
+    // the decode probe's settings (`core::settings::SETTINGS`; tests/matrix_expand.rs checks
+    // that these are exactly its axes)
+    flash_attn,
+    cache_type_k,
+    cache_type_v,
+    ctx_size,
+    batch_size,
+    ubatch_size,
+    parallel,
+    n_gpu_layers,
+    weight_type,
+    head_dim,
+    gqa,
 );
 
 #[derive(Debug, Default, Deserialize)]
@@ -182,6 +197,9 @@ pub struct Config {
     pub launch: Launch,
     /// Reproducer flags from the `params` preset.
     pub repro_args: Vec<String>,
+    /// The decode probe's settings (axes of `core::settings`), only values other than the
+    /// default.
+    pub settings: DecodeSettings,
 }
 
 impl Config {
@@ -189,8 +207,8 @@ impl Config {
     pub fn label(&self) -> String {
         AXES.iter()
             .filter_map(|k| self.values.get(*k).map(|v| (k, v)))
-            // the default placement is no value, as in the id
-            .filter(|(k, v)| !(**k == "memory" && v.to_string() == Memory::Device.as_str()))
+            // a default is no value, as in the id
+            .filter(|(k, v)| !is_default(k, v))
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" ")
@@ -198,8 +216,13 @@ impl Config {
 
     /// The build-time and run-time identity (for build/ccache dir names and store keys).
     pub fn identity(&self) -> String {
+        let settings = if self.settings.is_empty() {
+            String::new()
+        } else {
+            format!("\nsettings={}", self.settings.labels().join(" "))
+        };
         format!(
-            "image={}\nrecipe={}\nlaunch={:?}\nargs={:?}",
+            "image={}\nrecipe={}\nlaunch={:?}\nargs={:?}{settings}",
             self.image.as_deref().unwrap_or("host"),
             self.recipe.identity(),
             self.launch.env(),
@@ -340,14 +363,20 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
     Ok(m)
 }
 
+/// Whether `value` is the default of `axis`, which a configuration's id and label leave out:
+/// configurations from before an axis existed (`memory`, the decode settings) keep their ids,
+/// and the comments and stored runs that cite them.
+pub fn is_default(axis: &str, value: &Value) -> bool {
+    if axis == "memory" {
+        return value.to_string() == Memory::Device.as_str();
+    }
+    crate::core::settings::by_axis(axis).is_some_and(|s| s.is_default(&value.to_string()))
+}
+
 /// Short stable id of a combination's values.
 pub fn config_id(values: &BTreeMap<String, Value>) -> String {
-    // The default placement is no value: configurations from before the `memory` axis keep
-    // their ids (and the comments and stored runs that cite them).
     let mut values = values.clone();
-    if values.get("memory") == Some(&Value::Str(Memory::Device.as_str().into())) {
-        values.remove("memory");
-    }
+    values.retain(|k, v| !is_default(k, v));
     let canon = serde_json::to_string(&values).unwrap_or_default();
     hex::encode(&Sha256::digest(canon.as_bytes())[..4])
 }

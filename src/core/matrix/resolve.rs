@@ -74,6 +74,26 @@ impl Matrix {
                 ),
             ));
         }
+        let mut settings = DecodeSettings::default();
+        for s in &crate::core::settings::SETTINGS {
+            let Some(v) = get(s.axis) else { continue };
+            if self.probe.kind.as_deref() != Some("decode") {
+                return Err(cx.err(
+                    span(s.axis),
+                    s.axis,
+                    format!(
+                        "`{}` is a setting of the decode probe, and [probe] kind is \"{}\"; set kind = \"decode\" (llama.cpp trees) or drop the axis",
+                        s.axis,
+                        self.probe.kind.as_deref().unwrap_or("replay")
+                    ),
+                ));
+            }
+            // checked by `check_type` as it was read
+            settings.set(s, s.parse(&v).unwrap_or(v));
+        }
+        if let Some(why) = settings.conflict() {
+            return Err(cx.err(span("ubatch_size"), "ubatch_size", why));
+        }
         recipe.extra_cmake_args = self.probe.cmake_args.clone();
         let launch = match get("launch") {
             None => Launch::default(),
@@ -103,6 +123,7 @@ impl Matrix {
             recipe,
             launch,
             repro_args,
+            settings,
         })
     }
 

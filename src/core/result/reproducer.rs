@@ -130,7 +130,17 @@ impl ReproducerInfo {
             .and_then(|s| s.parse::<u64>().ok())
             .unwrap_or(self.defaults().steps);
         let more = now.saturating_mul(factor).to_string();
-        let mut args = self.args.clone();
+        // `--repro-arg` values only: the decode settings' options (`--flash-attn on`) come from
+        // their own flags, which the advice keeps
+        let mut args: Vec<String> = Vec::new();
+        let mut it = self.args.iter();
+        while let Some(a) = it.next() {
+            if self.is_decode() && crate::core::settings::by_flag(a).is_some() {
+                it.next();
+                continue;
+            }
+            args.push(a.clone());
+        }
         match args.iter().rposition(|a| a == "--steps") {
             Some(i) if i + 1 < args.len() => args[i + 1] = more,
             _ => args.extend(["--steps".to_string(), more]),
@@ -201,6 +211,11 @@ mod tests {
             ["--mode", "reuse", "--steps", "400000", "--check-every", "1"]
         );
         assert_eq!(info(&[]).with_more_steps(4), ["--steps", "8000"]);
+        let decode_set = ReproducerInfo {
+            program: DECODE_PROGRAM.into(),
+            ..info(&["--flash-attn", "on", "--steps", "600"])
+        };
+        assert_eq!(decode_set.with_more_steps(4), ["--steps", "2400"]);
         let decode = |args: &[&str]| ReproducerInfo {
             program: DECODE_PROGRAM.into(),
             ..info(args)

@@ -56,6 +56,9 @@ pub struct ReproSummary {
     /// Where the replay's buffers were placed (issue 26): ggml's buffer type and the GPU
     /// runtime's word on each pointer; null before the placement proof existed.
     pub memory: Option<MemoryFacts>,
+    /// The decode probe's effective llama.cpp settings (`core::settings` axes; null where
+    /// unknown), so a run proves the configuration it was asked for.
+    pub settings: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 }
 
 /// The replay's `memory` object (`repro-kernels/README.md`).

@@ -140,3 +140,23 @@ fn odd_exit_codes() {
     assert_eq!(classify(None, None, false, "").outcome, Outcome::InfraError);
     assert_eq!(parse_result("SETROWS_RESULT {not json"), None);
 }
+
+/// A decode setting the tree cannot express (decode-probe's configure-time API probe found no
+/// field for it): exit 3 with the reason, the same rule as the replay's unsupported run, so it
+/// is a skip of this commit (an older tree cannot, a newer one can) naming the setting, never a
+/// verdict and never the end of the search.
+#[test]
+fn a_decode_setting_the_tree_cannot_express_skips_the_commit_with_the_reason() {
+    let why = "this tree's llama_context_params has no flash_attn_type/flash_attn";
+    let out = format!(
+        "decode-probe: {why}\nSETROWS_RESULT {{\"tool\":\"decode-probe\",\"format\":2,\"status\":\"untestable\",\"exit_code\":3,\"message\":\"{}\",\"backend\":\"CPU\",\"device\":\"\",\"steps_run\":0,\"first_failing_step\":null}}\n",
+        why
+    );
+    let c = classify(Some(3), None, false, &out);
+    assert_eq!(c.outcome, Outcome::Untestable);
+    assert_eq!(c.scope, crate::core::outcome::SkipScope::Commit);
+    assert_eq!(
+        c.signature.as_deref(),
+        Some(format!("unsupported: {why}").as_str())
+    );
+}

@@ -12,6 +12,7 @@
 use super::ReproSummary;
 use crate::core::build::{Backend, Memory, Recipe};
 use crate::core::outcome::SkipScope;
+use crate::core::settings::DecodeSettings;
 use serde::{Deserialize, Serialize};
 
 /// What a configuration asked for. `Default` asks nothing, so nothing is checked.
@@ -30,6 +31,10 @@ pub struct Expectations {
     /// the replay must be where the runtime says it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<Memory>,
+    /// The decode probe's settings other than the default: the run's reported `settings` must
+    /// not contradict them.
+    #[serde(default, skip_serializing_if = "DecodeSettings::is_empty")]
+    pub settings: DecodeSettings,
 }
 
 /// The derived text of before the `memory` field, and the field only when asked: the reproducer
@@ -44,6 +49,9 @@ impl std::fmt::Debug for Expectations {
         if let Some(m) = &self.memory {
             d.field("memory", m);
         }
+        if !self.settings.is_empty() {
+            d.field("settings", &self.settings);
+        }
         d.finish()
     }
 }
@@ -57,6 +65,7 @@ impl Expectations {
             wave_size: recipe.wave_size,
             gpu_target: recipe.gpu_target.clone(),
             memory: (!recipe.memory.is_device()).then_some(recipe.memory),
+            settings: DecodeSettings::default(),
         }
     }
 
@@ -78,6 +87,7 @@ impl Expectations {
         if let Some(m) = self.memory {
             v.push(format!("memory={}", m.as_str()));
         }
+        v.extend(self.settings.labels());
         v.join(" ")
     }
 
@@ -298,6 +308,11 @@ fn find(
             return config(why);
         }
     }
+    if let Some(why) = settings_mismatch(&exp.settings, result) {
+        // what llama.cpp made of a setting is the tree's (it may turn flash attention off
+        // for a shape it has no kernel for): a skip of this commit
+        return Some((why, Source::Unproven));
+    }
     let r = result?;
     if let Some(w) = exp.wave_size {
         for (what, got) in [
@@ -330,6 +345,26 @@ fn find(
         }
     }
     None
+}
+
+/// Decode settings the run did not use: only a finished run's line can prove them, and a run
+/// that asked for some and reports no `settings` at all proves none of them.
+fn settings_mismatch(want: &DecodeSettings, r: Option<&ReproSummary>) -> Option<String> {
+    let r = r?;
+    if want.is_empty()
+        || r.status == "usage"
+        || r.status == "unsupported"
+        || r.status == "untestable"
+    {
+        return None;
+    }
+    match &r.settings {
+        None => Some(format!(
+            "decode settings {} asked for, but the decode probe reports no settings",
+            want.labels().join(" ")
+        )),
+        Some(effective) => want.contradicted_by(effective),
+    }
 }
 
 /// A placement that did not take effect: asked of the configuration, so no commit does better

@@ -296,6 +296,7 @@ fn expectations_read_as_settings_not_as_a_debug_struct() {
         wave_size: Some(32),
         gpu_target: Some("gfx1151".into()),
         memory: None,
+        settings: Default::default(),
     };
     // the identity text of before the memory axis (stored results keep their keys)
     assert_eq!(
@@ -433,4 +434,48 @@ fn the_decode_probes_placement_is_read_and_checked_as_the_replays() {
     let (o, s) = run(DECODE_CPU, &only_memory, None);
     assert_eq!(o, Outcome::Untestable, "{s}");
     assert!(s.contains("without a GPU runtime"), "{s}");
+}
+
+/// A decode run must not contradict the settings it was asked for (decode-probe's `settings`
+/// object, its effective values): flash attention asked on and reported off is `untestable`,
+/// a skip of this commit (what llama.cpp made of the setting is the tree's); a run that
+/// reports no settings proves none; the same values pass.
+#[test]
+fn a_decode_run_that_did_not_use_the_asked_settings_is_untestable_for_the_commit() {
+    let mut e = exp(Backend::Cpu);
+    for (a, v) in [("flash_attn", "on"), ("weight_type", "q4_0")] {
+        let s = crate::core::settings::by_axis(a).unwrap();
+        e.settings.set(s, v.into());
+    }
+    let with = |settings: &str| {
+        DECODE_CPU.replacen(
+            "\"kv_cells\":256,",
+            &format!("\"kv_cells\":256,\"settings\":{settings},"),
+            1,
+        )
+    };
+    let as_asked =
+        with(r#"{"flash_attn":"on","cache_type_k":"f16","weight_type":"q4_0","head_dim":128}"#);
+    assert_eq!(run(&as_asked, &e, None).0, Outcome::Pass);
+    let off = with(r#"{"flash_attn":"off","weight_type":"q4_0"}"#);
+    let c = classify_expected(
+        Some(0),
+        None,
+        false,
+        &off,
+        &e,
+        None,
+        &TreeOptions::default(),
+    );
+    assert_eq!(c.outcome, Outcome::Untestable);
+    assert_eq!(c.scope, SkipScope::Commit);
+    assert_eq!(
+        c.signature.as_deref(),
+        Some("not as asked: --flash-attn on asked for, but the run reports flash_attn=off")
+    );
+    let (o, why) = run(DECODE_CPU, &e, None);
+    assert_eq!(o, Outcome::Untestable);
+    assert!(why.contains("reports no settings"), "{why}");
+    // nothing asked: today's line passes as it did
+    assert_eq!(run(DECODE_CPU, &exp(Backend::Cpu), None).0, Outcome::Pass);
 }

@@ -57,6 +57,9 @@ pub struct ReproOptions {
     /// Why this tree cannot be probed in this configuration (a placement it has no knob for):
     /// the probe is a commit skip before anything is built.
     pub unavailable: Option<String>,
+    /// The decode probe's settings: its model is written from them (`probe::decode::prepare`);
+    /// its options are in `repro_args` already (`run::probers::repro_options`).
+    pub settings: crate::core::settings::DecodeSettings,
 }
 
 impl ReproOptions {
@@ -75,6 +78,7 @@ impl ReproOptions {
             expect: Expectations::default(),
             build_only: false,
             unavailable: None,
+            settings: Default::default(),
         }
     }
 }

@@ -67,6 +67,7 @@ mod tests {
             wave_size: Some(32),
             gpu_target: Some("gfx1151".into()),
             memory: None,
+            settings: Default::default(),
         }
     }
 

@@ -181,9 +181,8 @@ impl ReproProber {
         provenance: &BTreeMap<String, String>,
     ) -> Result<exec::RunResult, Box<ProbeReport>> {
         let materialized = match self.opts.reproducer {
-            Reproducer::Decode => {
-                crate::probe::decode::prepare(req.build_dir).map(|p| p.sources_dir)
-            }
+            Reproducer::Decode => crate::probe::decode::prepare(req.build_dir, &self.opts.settings)
+                .map(|p| p.sources_dir),
             _ => materialize_sources(req.build_dir),
         };
         let src_name = materialized.map_err(|e| {

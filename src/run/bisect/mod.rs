@@ -90,7 +90,7 @@ impl Chosen {
         };
         let reproducer = program.map(|p| ReproducerInfo {
             program: p.target().to_string(),
-            args: cfg.repro_args.clone(),
+            args: cfg.reproducer_args(),
             source: how.args_from,
         });
         Chosen {
