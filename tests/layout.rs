@@ -231,3 +231,29 @@ fn the_checker_sees_what_it_checks() {
         Some(("core".into(), "core::flaky".into()))
     );
 }
+
+/// Console output goes through `outln!`/`out!`/`errln!` (src/lib.rs): std's print macros panic
+/// on a closed pipe, and the panic would skip the results not yet written (issue 37 item 1).
+#[test]
+fn no_std_print_macros_outside_tests() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let re = regex::Regex::new(r"\b(e?println|e?print)!\(").unwrap();
+    let mut offenders = Vec::new();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        if name == "lib.rs" || name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (i, line) in code.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if re.is_match(code) {
+                offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "use outln!/errln!:\n{}", offenders.join("\n"));
+}

@@ -315,7 +315,7 @@ impl BisectPostArgs {
             // A state block broken by a hand edit must not fail every later resumed run: the
             // runs are probed again, and the next post writes a whole block.
             Err(e @ github::GithubError::StateCorrupt(_)) => {
-                eprintln!("setrows-bisect: {key} comment on {issue}: {e}; starting from the local store (the next post replaces the block)");
+                errln!("setrows-bisect: {key} comment on {issue}: {e}; starting from the local store (the next post replaces the block)");
                 None
             }
             r => r.map_err(|e| e.into_cli())?,

@@ -87,7 +87,7 @@ impl<'s> Absent<'s> {
         if new.is_empty() {
             return;
         }
-        eprintln!(
+        errln!(
             "setrows-bisect: not written, absent from {} and outside the tested tree `{}`: {}",
             repo_dir(repo).display(),
             self.scope.unwrap_or(""),
