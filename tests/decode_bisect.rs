@@ -15,6 +15,8 @@
 //! llama.cpp is refused before any probe.
 
 mod common;
+#[path = "decode_bisect/settings.rs"]
+mod settings;
 
 use common::{git, llama, tools};
 use serde_json::Value;

@@ -12,6 +12,14 @@
 //          topology or index); its logits and KV rows must be bit-identical to the probe's
 //   cpu    only when the probe runs on a GPU: the CPU backend, reuse disabled (faults of the
 //          backend's kernels); logits within --cpu-nmse (normalized mean squared error)
+//   path   only on the CPU backend, where one of llama.cpp's settings (--flash-attn, a cache type
+//          other than f16, --batch-size, --parallel) takes another path than the default decode:
+//          the same tokens with flash attention off, an f32 (or f16) cache, token by token, each
+//          sequence alone; logits within the settings' stated NMSE, per chunk (a reference must
+//          not share the path it checks)
+// The settings are llama.cpp's own (common/arg.cpp); a setting this tree cannot express (the
+// configure-time API probes) is untestable, naming it; the result's `settings` object states what
+// the decode graph computed with (flash attention, cache and weight types) and the model's shape.
 // The probe decodes in chunks of --chunk tokens; after each chunk the logits of every token are
 // compared, and the KV rows (llama_state_seq_get_data) of probe and same at the chunk's last
 // token. Each reference is decoded beside the probe by --ref-workers N contexts (RefPool; default
@@ -62,6 +70,8 @@
 namespace {
 
 constexpr int EXIT_PASS = 0, EXIT_MISMATCH = 1, EXIT_USAGE = 2, EXIT_UNSUPPORTED = 3;
+// The path reference's NMSE thresholds beside a quantized cache (cache_nmse).
+constexpr double CACHE_NMSE_Q8 = 5e-3, CACHE_NMSE_Q5 = 0.15, CACHE_NMSE_Q4 = 0.5, CACHE_NMSE_BF16 = 1e-3;
 
 double now_s() {
     using namespace std::chrono;
@@ -110,6 +120,14 @@ struct Args {
     uint64_t seed = 42;
     bool verbose = false;
     std::string memory = "device";  // device | unified (placement.h)
+    // llama.cpp's common settings, spelled as common/arg.cpp spells them
+    std::string flash_attn;         // "" (not given: off, the probe's decode since it was written) | off | on | auto
+    std::string cache_type_k = "f16", cache_type_v = "f16";
+    int batch = 1;                  // tokens of each sequence per llama_decode
+    int ubatch = 0;                 // tokens of each sequence per ubatch; 0: the batch
+    int parallel = 1;               // sequences decoded together, one llama_decode for all
+    int n_gpu_layers = -1;          // -1: all
+    double path_nmse = -1;          // the path reference's threshold; < 0: from the cache types
 };
 
 struct Result {
@@ -127,6 +145,7 @@ struct Result {
     double load_s = 0, loop_s = 0, check_s = 0, total_s = 0;
     long long model_bytes = -1;
     std::string memory_json = ",\"memory\":null";  // placement.h's object once proven
+    std::string settings_json = "null";               // the effective settings (settings_json())
 };
 
 std::string json_str_or_null(bool known, const std::string & s) {
@@ -144,7 +163,7 @@ void print_result(const Result & r) {
            "\"backend\":\"%s\",\"device\":\"%s\",\"ggml_version\":\"\",\"ggml_commit\":\"\","
            "\"steps_run\":%ld,\"first_failing_step\":%s,\"kv_cells\":%ld,\"model_bytes\":%lld,"
            "\"features\":%s,\"features_source\":\"%s\",\"backend_reg\":%s,\"device_name\":%s,\"device_description\":%s,"
-           "\"streams\":%s,\"mismatch\":%s%s,"
+           "\"settings\":%s,\"streams\":%s,\"mismatch\":%s%s,"
            "\"timings\":{\"total_s\":%.6f,\"build_s\":%.6f,\"compute_s\":%.6f,\"check_s\":%.6f,\"steps_per_s\":%.3f,"
            "\"loop_s\":%.6f,\"loop_steps_per_s\":%.3f}}\n",
            r.status.c_str(), r.exit_code, json_escape(r.message).c_str(), json_escape(r.backend).c_str(),
@@ -152,7 +171,7 @@ void print_result(const Result & r) {
            r.first_failing_step >= 0 ? std::to_string(r.first_failing_step).c_str() : "null", r.n_cells, r.model_bytes,
            feats.c_str(), r.features_source.c_str(), json_str_or_null(r.have_device, r.backend_reg).c_str(),
            json_str_or_null(r.have_device, r.dev_name).c_str(), json_str_or_null(r.have_device, r.dev_description).c_str(),
-           r.streams_json.c_str(), r.mismatch_json.c_str(), r.memory_json.c_str(), r.total_s, r.load_s, r.loop_s - r.check_s, r.check_s, rate,
+           r.settings_json.c_str(), r.streams_json.c_str(), r.mismatch_json.c_str(), r.memory_json.c_str(), r.total_s, r.load_s, r.loop_s - r.check_s, r.check_s, rate,
            r.loop_s, rate);
     fflush(stdout);
 }
@@ -168,10 +187,25 @@ void print_result(const Result & r) {
 
 void usage(Result & r, const std::string & why) {
     fprintf(stderr,
-            "usage: decode-probe --model FILE.gguf [--backend CPU|NAME] [--steps N] [--cells N] [--chunk N]\n"
+            "usage: decode-probe --model FILE.gguf [--backend CPU|NAME] [--steps N] [--ctx-size N] [--chunk N]\n"
             "                    [--threads N] [--ref-workers N] [--check full|none] [--cpu-reference on|off] [--cpu-nmse X]\n"
-            "                    [--seed N] [--memory device|unified] [--verbose]\n");
+            "                    [--seed N] [--memory device|unified] [--verbose]\n"
+            "                    [--flash-attn off|on|auto] [--cache-type-k T] [--cache-type-v T] [--batch-size N]\n"
+            "                    [--ubatch-size N] [--parallel N] [--n-gpu-layers N|all] [--path-nmse X]\n"
+            "  T: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl\n");
     finish(r, "usage", EXIT_USAGE, why);
+}
+
+// The K/V cache types of llama.cpp's --cache-type-k/-v (common/arg.cpp's kv_cache_types).
+const std::pair<const char *, ggml_type> CACHE_TYPES[] = {
+    {"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0},
+    {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1},
+    {"iq4_nl", GGML_TYPE_IQ4_NL},
+};
+
+ggml_type cache_type(const std::string & name) {
+    for (const auto & t : CACHE_TYPES) if (name == t.first) return t.second;
+    return GGML_TYPE_COUNT;
 }
 
 Args parse_args(int argc, char ** argv, Result & r) {
@@ -192,13 +226,28 @@ Args parse_args(int argc, char ** argv, Result & r) {
         if (k == "--model") a.model = val();
         else if (k == "--backend") a.backend = val();
         else if (k == "--steps") a.steps = num(1);
-        else if (k == "--cells") a.cells = (int) num(2);
+        else if (k == "--ctx-size" || k == "--cells") a.cells = (int) num(2);
         else if (k == "--chunk") a.chunk = (int) num(1);
         else if (k == "--threads") a.threads = (int) num(0);
         else if (k == "--ref-workers") a.ref_workers = (int) num(1);
         else if (k == "--seed") a.seed = (uint64_t) num(0);
         else if (k == "--cpu-nmse") a.cpu_nmse = atof(val().c_str());
-        else if (k == "--check") {
+        else if (k == "--path-nmse") a.path_nmse = atof(val().c_str());
+        else if (k == "--batch-size") a.batch = (int) num(1);
+        else if (k == "--ubatch-size") a.ubatch = (int) num(1);
+        else if (k == "--parallel") a.parallel = (int) num(1);
+        else if (k == "--n-gpu-layers") {
+            if (i + 1 < argc && std::string(argv[i + 1]) == "all") { i++; a.n_gpu_layers = -1; }
+            else a.n_gpu_layers = (int) num(0);
+        } else if (k == "--flash-attn") {
+            a.flash_attn = val();
+            if (a.flash_attn != "off" && a.flash_attn != "on" && a.flash_attn != "auto")
+                usage(r, "--flash-attn " + a.flash_attn + ": expected off, on or auto");
+        } else if (k == "--cache-type-k" || k == "--cache-type-v") {
+            std::string v = val();
+            if (cache_type(v) == GGML_TYPE_COUNT) usage(r, k + " " + v + ": expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 or iq4_nl");
+            (k == "--cache-type-k" ? a.cache_type_k : a.cache_type_v) = v;
+        } else if (k == "--check") {
             std::string v = val();
             if (v != "full" && v != "none") usage(r, "--check " + v + ": expected full or none");
             a.check = v == "full";
@@ -217,6 +266,8 @@ Args parse_args(int argc, char ** argv, Result & r) {
         else usage(r, "unknown argument " + k);
     }
     if (a.model.empty()) usage(r, "--model is required");
+    if (a.ubatch == 0) a.ubatch = a.batch;
+    if (a.ubatch > a.batch) usage(r, "--ubatch-size " + std::to_string(a.ubatch) + " exceeds --batch-size " + std::to_string(a.batch));
     return a;
 }
 
@@ -229,80 +280,129 @@ llama_token token_at(uint64_t seed, long i, int n_vocab) {
     return (llama_token) ((z ^ (z >> 31)) % (uint64_t) n_vocab);
 }
 
-bool remove_oldest(llama_context * ctx, llama_pos p0) {
+// Sequence `seq`'s token at position t: sequence 0 is the probe's single sequence (token_at with
+// the seed), the others take their own streams, so parallel sequences decode different tokens.
+llama_token seq_token(uint64_t seed, int seq, long t, int n_vocab) {
+    return token_at(seed + (uint64_t) seq * 0x632be59bd9b4e019ull, t, n_vocab);
+}
+
+// Removes positions [p0, p1) of sequence `seq` (-1, -1: all of it).
+bool remove_range(llama_context * ctx, int seq, llama_pos p0, llama_pos p1) {
 #if DECODE_HAVE_MEMORY_SEQ_RM
-    return llama_memory_seq_rm(llama_get_memory(ctx), 0, p0, p0 + 1);
+    return llama_memory_seq_rm(llama_get_memory(ctx), seq, p0, p1);
 #elif DECODE_HAVE_KV_SELF_SEQ_RM
-    return llama_kv_self_seq_rm(ctx, 0, p0, p0 + 1);
+    return llama_kv_self_seq_rm(ctx, seq, p0, p1);
 #elif DECODE_HAVE_KV_CACHE_SEQ_RM
-    return llama_kv_cache_seq_rm(ctx, 0, p0, p0 + 1);
+    return llama_kv_cache_seq_rm(ctx, seq, p0, p1);
 #else
 #error "this llama.cpp has no way to remove a position from the KV cache"
 #endif
 }
 
+// What every stream decodes: `steps` positions of each sequence, the probe's llama_decode taking
+// `batch` positions of every sequence at once; before each such batch [t, e) every stream (also
+// a reference that decodes the batch token by token) removes the positions below e - window, so
+// each token sees the same cached positions in every stream.
+struct Plan {
+    long steps = 0;
+    int batch = 1;
+    int window = 0;   // KV cells per sequence
+    int n_vocab = 0;
+    uint64_t seed = 0;
+};
+
 struct Stream {
-    std::string name;   // probe, same, cpu
+    std::string name;   // probe, same, cpu, path
     bool reuse;         // graph reuse allowed (the probe) or disabled (references)
     llama_model * model = nullptr;
     llama_context * ctx = nullptr;
     llama_batch batch{};
-    std::vector<float> logits;        // the probe's: chunk x n_vocab
-    std::vector<uint8_t> kv;          // the probe's llama_state_seq_get_data at the chunk's last token
+    std::vector<int> seqs;            // the sequences it decodes (its context's sequence k is seqs[k])
+    bool one_by_one = false;          // decodes the probe's batches token by token (the path reference)
+    std::vector<long> lo;             // per sequence: the lowest position its memory may hold
+    std::vector<float> logits;        // the probe's: sequence x chunk x n_vocab
+    std::vector<std::vector<uint8_t>> kv;  // the probe's llama_state_seq_get_data per sequence at the chunk's last token
     std::string error;                // a failed decode, with llama.cpp's return code
-    long decoded = 0;
+    long decoded = 0;                 // positions decoded (of each of its sequences)
+    long ubatches = 0;                // graphs computed: llama.cpp splits a batch into ubatches
+    int ubatch = 1;                   // positions of each sequence per ubatch
     Stream(std::string n, bool r) : name(std::move(n)), reuse(r) {}
+    int tokens_per_decode(const Plan & g) const { return (one_by_one ? 1 : g.batch) * (int) seqs.size(); }
 };
 
-// The whole sequence, as after a fresh context: a reference segment starts from an empty memory.
-bool clear_memory(llama_context * ctx) {
-#if DECODE_HAVE_MEMORY_SEQ_RM
-    return llama_memory_seq_rm(llama_get_memory(ctx), 0, -1, -1);
-#elif DECODE_HAVE_KV_SELF_SEQ_RM
-    return llama_kv_self_seq_rm(ctx, 0, -1, -1);
-#else
-    return llama_kv_cache_seq_rm(ctx, 0, -1, -1);
-#endif
-}
-
-// Decodes token t on one stream whose memory starts at position `first` (0 but for a reference
-// segment); removes the oldest position once the cache is full.
-bool decode_token(Stream & s, const Args & a, long t, long first, int n_vocab, int window) {
-    if (t - first >= window && !remove_oldest(s.ctx, (llama_pos) (t - window))) {
-        s.error = "removing position " + std::to_string(t - window) + " failed";
-        return false;
+// The whole memory, as after a fresh context: a reference segment starts from an empty memory.
+bool clear_memory(Stream & s, long first) {
+    for (size_t k = 0; k < s.seqs.size(); k++) {
+        if (!remove_range(s.ctx, (int) k, -1, -1)) return false;
+        s.lo[k] = first;
     }
-    s.batch.n_tokens = 1;
-    s.batch.token[0] = token_at(a.seed, t, n_vocab);
-    s.batch.pos[0] = (llama_pos) t;
-    s.batch.n_seq_id[0] = 1;
-    s.batch.seq_id[0][0] = 0;
-    s.batch.logits[0] = 1;
-    const int rc = llama_decode(s.ctx, s.batch);
-    if (rc != 0) {
-        s.error = "llama_decode returned " + std::to_string(rc) + " at token " + std::to_string(t);
-        return false;
-    }
-    s.decoded++;
     return true;
 }
 
-void snapshot_kv(llama_context * ctx, std::vector<uint8_t> & kv) {
-    kv.resize(llama_state_seq_get_size(ctx, 0));
-    kv.resize(llama_state_seq_get_data(ctx, kv.data(), kv.size(), 0));
+// Decodes the probe's batch starting at t (all of the stream's sequences) on a stream whose memory
+// starts at position `first` (0 but for a reference segment), after removing what the probe
+// removes before it; `got(k, p, logits)` for each of its tokens. With batch 1 and one sequence
+// this is one token: the oldest position removed once the cache is full, then one llama_decode.
+template <class Got>
+bool decode_span(Stream & s, const Plan & g, long t, Got got) {
+    const long e = std::min(g.steps, t + g.batch);
+    for (size_t k = 0; k < s.seqs.size(); k++) {
+        const long below = e - g.window;
+        if (below > s.lo[k]) {
+            if (!remove_range(s.ctx, (int) k, (llama_pos) s.lo[k], (llama_pos) below)) {
+                s.error = "removing positions " + std::to_string(s.lo[k]) + ".." + std::to_string(below - 1) + " failed";
+                return false;
+            }
+            s.lo[k] = below;
+        }
+    }
+    const long per = s.one_by_one ? 1 : e - t;
+    for (long p0 = t; p0 < e; p0 += per) {
+        int n = 0;
+        for (long p = p0; p < p0 + per; p++) {
+            for (size_t k = 0; k < s.seqs.size(); k++, n++) {
+                s.batch.token[n] = seq_token(g.seed, s.seqs[k], p, g.n_vocab);
+                s.batch.pos[n] = (llama_pos) p;
+                s.batch.n_seq_id[n] = 1;
+                s.batch.seq_id[n][0] = (llama_seq_id) k;
+                s.batch.logits[n] = 1;
+            }
+        }
+        s.batch.n_tokens = n;
+        const int rc = llama_decode(s.ctx, s.batch);
+        if (rc != 0) {
+            s.error = "llama_decode returned " + std::to_string(rc) + " at token " + std::to_string(p0);
+            return false;
+        }
+        s.decoded += per;
+        s.ubatches += (per + s.ubatch - 1) / s.ubatch;
+        n = 0;
+        for (long p = p0; p < p0 + per; p++) {
+            for (size_t k = 0; k < s.seqs.size(); k++, n++) got(k, p, llama_get_logits_ith(s.ctx, n));
+        }
+    }
+    return true;
+}
+
+void snapshot_kv(llama_context * ctx, int seq, std::vector<uint8_t> & kv) {
+    kv.resize(llama_state_seq_get_size(ctx, seq));
+    kv.resize(llama_state_seq_get_data(ctx, kv.data(), kv.size(), seq));
 }
 
 // Decodes tokens [from, to) on the probe's stream; `keep`: its logits and KV rows, to check.
-void run_chunk(Stream & s, const Args & a, long from, long to, int n_vocab, int window, bool keep) {
-    s.logits.resize((size_t) (to - from) * n_vocab);
-    for (long t = from; t < to; t++) {
-        if (!decode_token(s, a, t, 0, n_vocab, window)) return;
-        if (keep) {
-            const float * l = llama_get_logits_ith(s.ctx, -1);
-            memcpy(&s.logits[(size_t) (t - from) * n_vocab], l, sizeof(float) * n_vocab);
-        }
+void run_chunk(Stream & s, const Plan & g, long from, long to, int chunk, bool keep) {
+    const int n_vocab = g.n_vocab;
+    s.logits.resize((size_t) s.seqs.size() * chunk * n_vocab);
+    for (long t = from; t < to; t += g.batch) {
+        const bool ok = decode_span(s, g, t, [&](size_t k, long p, const float * l) {
+            if (keep) memcpy(&s.logits[((size_t) k * chunk + (p - from)) * n_vocab], l, sizeof(float) * n_vocab);
+        });
+        if (!ok) return;
     }
-    if (keep) snapshot_kv(s.ctx, s.kv);
+    if (keep) {
+        s.kv.resize(s.seqs.size());
+        for (size_t k = 0; k < s.seqs.size(); k++) snapshot_kv(s.ctx, (int) k, s.kv[k]);
+    }
 }
 
 // ---- segmented references: one reference kind decoded by several contexts at once -------------
@@ -319,18 +419,24 @@ void run_chunk(Stream & s, const Args & a, long from, long to, int n_vocab, int 
 // KV rows at every chunk's end to the probe loop, which compares them exactly as a sequential
 // reference's (bit-identical, measured: BENCHMARKS.md, "Segmented references").
 struct ChunkOut {
-    std::vector<float> logits;
-    std::vector<uint8_t> kv;
-    long filled = 0;
-    bool kv_done = false;
+    std::vector<float> logits;                 // sequence x chunk x n_vocab
+    std::vector<std::vector<uint8_t>> kv;      // per sequence, at the chunk's last token
+    long filled = 0, kv_filled = 0;
 };
 
+// Segmented (above) where each token is one decode of one sequence; otherwise (a batch, parallel
+// sequences) each worker decodes its sequences from the first token to the last, in order.
 struct RefPool {
-    std::string name;                  // same, cpu
+    std::string name;                  // same, cpu, path
     std::vector<Stream *> workers;
-    const Args * a = nullptr;
-    long steps = 0, block = 0, warmup = 0;
-    int chunk = 0, window = 0, n_vocab = 0;
+    Plan g;
+    long block = 0, warmup = 0;
+    bool segmented = true;
+    bool want_kv = false;              // `same`: its KV rows are compared byte for byte
+    int chunk = 0, n_seqs = 1;
+    double nmse_max = 0;               // the threshold (cpu, path), stated in the result
+    double nmse_worst = 0;             // the largest seen
+    std::string desc;                  // what the reference runs, for the result
     std::mutex mu;
     std::condition_variable cv;
     std::map<long, ChunkOut> out;     // by chunk index, until the probe loop takes it
@@ -340,46 +446,65 @@ struct RefPool {
     std::vector<std::thread> threads;
 };
 
+// One decoded token of a reference (its context's sequence k at position t) into the chunk it
+// belongs to; the KV rows at the chunk's last token.
+void ref_deliver(RefPool & P, Stream & s, size_t k, long t, const float * l) {
+    const long c = t / P.chunk, c0 = c * P.chunk, c1 = std::min(P.g.steps, c0 + P.chunk);
+    std::vector<uint8_t> kv;
+    const bool last = t == c1 - 1;
+    if (last && P.want_kv) snapshot_kv(s.ctx, (int) k, kv);
+    std::lock_guard<std::mutex> lk(P.mu);
+    ChunkOut & o = P.out[c];
+    o.logits.resize((size_t) P.n_seqs * P.chunk * P.g.n_vocab);
+    o.kv.resize(P.n_seqs);
+    const int seq = s.seqs[k];
+    memcpy(&o.logits[((size_t) seq * P.chunk + (t - c0)) * P.g.n_vocab], l, sizeof(float) * P.g.n_vocab);
+    o.filled++;
+    if (last && P.want_kv) { o.kv[seq] = std::move(kv); o.kv_filled++; }
+    if (o.filled == (c1 - c0) * P.n_seqs && (!P.want_kv || o.kv_filled == P.n_seqs)) P.cv.notify_all();
+}
+
+void ref_fail(RefPool & P, Stream & s) {
+    std::lock_guard<std::mutex> lk(P.mu);
+    if (P.error.empty()) P.error = s.error;
+    P.stop = true;
+    P.cv.notify_all();
+}
+
 void ref_worker(RefPool & P, Stream & s) {
-    long next = 0, first = 0;  // the position this context decodes next; where its memory starts
+    if (!P.segmented) {
+        // A whole decode in order; a chunk's KV rows are read after the decode of its last
+        // token (the chunk is a multiple of the probe's batch: its last token ends a batch).
+        for (long t = 0; t < P.g.steps && s.error.empty() && !P.stop; t += P.g.batch) {
+            if (!decode_span(s, P.g, t, [&](size_t k, long p, const float * l) { ref_deliver(P, s, k, p, l); })) break;
+        }
+        if (!s.error.empty()) ref_fail(P, s);
+        return;
+    }
+    long next = 0;  // the position this context decodes next
     const long ahead = (long) P.workers.size() * P.block;  // how far past the probe blocks start
     for (;;) {
         long j;
         {
             std::unique_lock<std::mutex> lk(P.mu);
-            P.cv.wait(lk, [&] { return P.stop || P.next_block * P.block >= P.steps || P.next_block * P.block < P.probe_to + ahead; });
-            if (P.stop || P.next_block * P.block >= P.steps) return;
+            P.cv.wait(lk, [&] { return P.stop || P.next_block * P.block >= P.g.steps || P.next_block * P.block < P.probe_to + ahead; });
+            if (P.stop || P.next_block * P.block >= P.g.steps) return;
             j = P.next_block++;
         }
-        const long b0 = j * P.block, b1 = std::min(P.steps, b0 + P.block);
+        const long b0 = j * P.block, b1 = std::min(P.g.steps, b0 + P.block);
         const long start = std::max(0L, b0 - P.warmup);
         if (next < start || next > b0) {  // not its own previous block's continuation
-            if (!clear_memory(s.ctx)) s.error = "clearing the memory failed";
-            next = first = start;
+            if (!clear_memory(s, start)) s.error = "clearing the memory failed";
+            next = start;
         }
         for (long t = next; t < b1 && s.error.empty() && !P.stop; t++) {
-            if (!decode_token(s, *P.a, t, first, P.n_vocab, P.window)) break;
+            if (!decode_span(s, P.g, t, [&](size_t k, long p, const float * l) {
+                    if (p < b0) { std::lock_guard<std::mutex> lk(P.mu); P.warm_decodes++; return; }
+                    ref_deliver(P, s, k, p, l);
+                })) break;
             next = t + 1;
-            if (t < b0) { std::lock_guard<std::mutex> lk(P.mu); P.warm_decodes++; continue; }
-            const long c = t / P.chunk, c0 = c * P.chunk, c1 = std::min(P.steps, c0 + P.chunk);
-            std::vector<uint8_t> kv;
-            if (t == c1 - 1) snapshot_kv(s.ctx, kv);
-            const float * l = llama_get_logits_ith(s.ctx, -1);
-            std::lock_guard<std::mutex> lk(P.mu);
-            ChunkOut & o = P.out[c];
-            o.logits.resize((size_t) P.chunk * P.n_vocab);
-            memcpy(&o.logits[(size_t) (t - c0) * P.n_vocab], l, sizeof(float) * P.n_vocab);
-            o.filled++;
-            if (t == c1 - 1) { o.kv = std::move(kv); o.kv_done = true; }
-            if (o.filled == c1 - c0 && o.kv_done) P.cv.notify_all();
         }
-        if (!s.error.empty()) {
-            std::lock_guard<std::mutex> lk(P.mu);
-            if (P.error.empty()) P.error = s.error;
-            P.stop = true;
-            P.cv.notify_all();
-            return;
-        }
+        if (!s.error.empty()) { ref_fail(P, s); return; }
     }
 }
 
@@ -389,7 +514,8 @@ bool take_chunk(RefPool & P, long from, long to, ChunkOut & got) {
     std::unique_lock<std::mutex> lk(P.mu);
     P.cv.wait(lk, [&] {
         auto it = P.out.find(c);
-        return !P.error.empty() || (it != P.out.end() && it->second.filled == to - from && it->second.kv_done);
+        return !P.error.empty() || (it != P.out.end() && it->second.filled == (to - from) * P.n_seqs &&
+                                    (!P.want_kv || it->second.kv_filled == P.n_seqs));
     });
     if (!P.error.empty()) return false;
     got = std::move(P.out[c]);
@@ -430,7 +556,7 @@ template <class T> bool rd(const std::vector<uint8_t> & b, size_t at, T & v) {
     return true;
 }
 
-KvLayout kv_layout(const std::vector<uint8_t> & b, uint32_t expect_cells, long last_pos) {
+KvLayout kv_layout(const std::vector<uint8_t> & b, uint32_t expect_cells, long last_pos, int seq) {
     // What precedes the cell list differs between trees (a format tag, n_stream): scan for it.
     for (size_t start = 0; start + 4 <= std::min<size_t>(b.size(), 256); start += 4) {
         KvLayout L;
@@ -440,7 +566,7 @@ KvLayout kv_layout(const std::vector<uint8_t> & b, uint32_t expect_cells, long l
         bool good = true;
         for (uint32_t i = 0; i < n && good; i++) {
             int32_t pos; uint32_t nseq; int32_t sid;
-            good = rd(b, at, pos) && rd(b, at + 4, nseq) && nseq == 1 && rd(b, at + 8, sid) && sid == 0 &&
+            good = rd(b, at, pos) && rd(b, at + 4, nseq) && nseq == 1 && rd(b, at + 8, sid) && sid == seq &&
                    pos <= last_pos && pos > last_pos - (long) expect_cells;
             L.pos_of.push_back(pos);
             at += 12;
@@ -530,6 +656,9 @@ void device_facts(Result & r, ggml_backend_dev_t dev) {
 struct PlacementProbe {
     bool kv = false, weights = false;
     std::vector<placement::BufferFacts> bufs;
+    // what the graph computes with: the settings the run proves (settings_json)
+    bool flash_attn = false;                 // a FLASH_ATTN_EXT node
+    std::string k_type, v_type, weight_type; // the K/V cache tensors SET_ROWS writes; a MUL_MAT's weight
 };
 
 // Asked once per node before it is computed; records, and always answers "not needed", so the
@@ -544,6 +673,13 @@ bool placement_cb(struct ggml_tensor * t, bool ask, void * user) {
         p->bufs.push_back(b);
         return true;
     };
+    if (t->op == GGML_OP_FLASH_ATTN_EXT) p->flash_attn = true;
+    if (t->op == GGML_OP_SET_ROWS) {
+        const ggml_tensor * dst = t->view_src ? t->view_src : t->src[0];
+        const std::string n = dst ? dst->name : "";
+        if (p->k_type.empty() && n.rfind("cache_k", 0) == 0) p->k_type = ggml_type_name(dst->type);
+        if (p->v_type.empty() && n.rfind("cache_v", 0) == 0) p->v_type = ggml_type_name(dst->type);
+    }
     if (!p->kv && t->op == GGML_OP_SET_ROWS) {
         // set_rows returns a view of the destination: the KV cache tensor is its view_src
         p->kv = add(t->view_src ? t->view_src : t->src[0], "kv_cache");
@@ -551,10 +687,88 @@ bool placement_cb(struct ggml_tensor * t, bool ask, void * user) {
     if (!p->weights && t->op == GGML_OP_MUL_MAT && t->src[0] && t->src[0]->buffer &&
         ggml_backend_buffer_get_usage(t->src[0]->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS) {
         p->weights = add(t->src[0], "weights");
+        if (p->weights) p->weight_type = ggml_type_name(t->src[0]->type);
     }
     return false;
 }
 #endif
+
+// ---- the settings a run proves ----------------------------------------------------------------
+// The model's shape as its file states it (the architecture's own metadata keys, read through
+// llama.cpp), for any head size and KV head count.
+struct ModelFacts { long n_embd = -1, n_head = -1, n_head_kv = -1, head_dim = -1; };
+
+long meta_long(const llama_model * m, const std::string & key) {
+    char buf[128];
+    if (llama_model_meta_val_str(m, key.c_str(), buf, sizeof buf) < 0) return -1;
+    char * end = nullptr;
+    const long v = strtol(buf, &end, 10);
+    return end != buf && *end == 0 ? v : -1;
+}
+
+ModelFacts model_facts(const llama_model * m) {
+    ModelFacts f;
+    char arch[64];
+    if (llama_model_meta_val_str(m, "general.architecture", arch, sizeof arch) < 0) return f;
+    const std::string a = arch;
+    f.n_embd = meta_long(m, a + ".embedding_length");
+    f.n_head = meta_long(m, a + ".attention.head_count");
+    f.n_head_kv = meta_long(m, a + ".attention.head_count_kv");
+    if (f.n_head_kv < 0) f.n_head_kv = f.n_head;  // llama.cpp's default when the key is absent
+    f.head_dim = meta_long(m, a + ".attention.key_length");
+    if (f.head_dim < 0 && f.n_head > 0 && f.n_embd > 0) f.head_dim = f.n_embd / f.n_head;
+    return f;
+}
+
+// The path reference's K/V cache: another path than the probe's (f32 beside a quantized or bf16
+// cache, f16 beside f32), the probe's own where it is already the default f16.
+ggml_type path_cache_type(ggml_type t) {
+    return t == GGML_TYPE_F16 ? GGML_TYPE_F16 : t == GGML_TYPE_F32 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+}
+
+// How far a quantized cache may move the logits (NMSE) from an unquantized one: the rounding of
+// the cache's block format, measured on the tiny models (README.md, "Settings") with a margin,
+// far below what a wrong row or a wrong scale gives (NMSE near 1).
+double cache_nmse(ggml_type t) {
+    switch (t) {
+        case GGML_TYPE_Q8_0: return CACHE_NMSE_Q8;
+        case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1: return CACHE_NMSE_Q5;
+        case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_IQ4_NL: return CACHE_NMSE_Q4;
+        case GGML_TYPE_BF16: return CACHE_NMSE_BF16;
+        default: return 0;
+    }
+}
+
+// The effective settings: what the graph showed (the placement twin) where it can be read, the
+// options otherwise; null where neither is known.
+struct SettingsOut {
+    std::string flash_attn;           // "on" | "off" from the graph; "" unknown
+    std::string k_type, v_type;       // from the graph; "" unknown (the options are reported)
+    std::string weight_type;          // a MUL_MAT's weight, from the graph
+    long n_ctx = -1, window = -1, n_batch = -1, n_ubatch = -1;
+    ModelFacts model;
+    double path_nmse = -1;
+};
+
+std::string settings_json(const Args & a, const SettingsOut & o) {
+    auto str = [](const std::string & v) { return v.empty() ? std::string("null") : "\"" + json_escape(v) + "\""; };
+    auto num = [](long v) { return v < 0 ? std::string("null") : std::to_string(v); };
+    const bool graph_types = !o.k_type.empty() && !o.v_type.empty();
+    char nm[64];
+    snprintf(nm, sizeof nm, "%.6g", o.path_nmse);
+    return std::string("{\"flash_attn\":") + str(o.flash_attn) + ",\"flash_attn_option\":" + str(a.flash_attn) +
+           ",\"cache_type_k\":" + str(graph_types ? o.k_type : a.cache_type_k) +
+           ",\"cache_type_v\":" + str(graph_types ? o.v_type : a.cache_type_v) +
+           ",\"cache_types_from\":\"" + (graph_types ? "graph" : "options") + "\"" +
+           ",\"ctx_size\":" + num(o.n_ctx) + ",\"kv_cells_per_seq\":" + num(o.window) +
+           ",\"batch_size\":" + std::to_string(a.batch) + ",\"ubatch_size\":" + std::to_string(a.ubatch) +
+           ",\"parallel\":" + std::to_string(a.parallel) + ",\"n_batch\":" + num(o.n_batch) + ",\"n_ubatch\":" + num(o.n_ubatch) +
+           ",\"n_gpu_layers\":" + (a.n_gpu_layers < 0 ? std::string("\"all\"") : std::to_string(a.n_gpu_layers)) +
+           ",\"weight_type\":" + str(o.weight_type) + ",\"head_dim\":" + num(o.model.head_dim) +
+           ",\"gqa\":" + (o.model.n_head > 0 && o.model.n_head_kv > 0 ? num(o.model.n_head / o.model.n_head_kv) : "null") +
+           ",\"n_head\":" + num(o.model.n_head) + ",\"n_head_kv\":" + num(o.model.n_head_kv) +
+           ",\"path_nmse\":" + (o.path_nmse >= 0 ? std::string(nm) : "null") + "}";
+}
 
 }  // namespace
 
@@ -590,6 +804,22 @@ int main(int argc, char ** argv) {
         fclose(f);
     }
 
+    // ---- settings: what this tree can express (configure-time API probes) ------------------------
+    const ggml_type type_k = cache_type(a.cache_type_k), type_v = cache_type(a.cache_type_v);
+    const int fa = a.flash_attn.empty() || a.flash_attn == "off" ? 0 : a.flash_attn == "on" ? 1 : 2;
+    SettingsOut so;
+    so.path_nmse = a.path_nmse >= 0 ? a.path_nmse : std::max({a.cpu_nmse, cache_nmse(type_k), cache_nmse(type_v)});
+    r.settings_json = settings_json(a, so);
+#if !DECODE_HAVE_FLASH_ATTN_TYPE && !DECODE_HAVE_FLASH_ATTN_BOOL
+    if (fa != 0) finish(r, "unsupported", EXIT_UNSUPPORTED, "this tree's llama_context_params has no flash_attn_type/flash_attn: --flash-attn " + a.flash_attn + " cannot be set");
+#elif !DECODE_HAVE_FLASH_ATTN_TYPE
+    if (fa == 2) finish(r, "unsupported", EXIT_UNSUPPORTED, "this tree's llama_context_params has no flash_attn_type: --flash-attn auto cannot be set (its flash_attn is on or off)");
+#endif
+#if !DECODE_HAVE_TYPE_KV
+    if (type_k != GGML_TYPE_F16 || type_v != GGML_TYPE_F16)
+        finish(r, "unsupported", EXIT_UNSUPPORTED, "this tree's llama_context_params has no type_k/type_v: --cache-type-k " + a.cache_type_k + " --cache-type-v " + a.cache_type_v + " cannot be set");
+#endif
+
     // ---- models and contexts ----------------------------------------------------------------
     auto load = [&](bool cpu) -> llama_model * {
         llama_model_params mp = llama_model_default_params();
@@ -601,7 +831,7 @@ int main(int argc, char ** argv) {
 #else
         (void) none; (void) one;
 #endif
-        mp.n_gpu_layers = cpu ? 0 : 999;
+        mp.n_gpu_layers = cpu ? 0 : a.n_gpu_layers < 0 ? 999 : a.n_gpu_layers;
         llama_model * m = llama_model_load_from_file(a.model.c_str(), mp);
         if (!m) {
             finish(r, "unsupported", EXIT_UNSUPPORTED,
@@ -609,39 +839,73 @@ int main(int argc, char ** argv) {
         }
         return m;
     };
+    // References (--check full): `same` always; `cpu` on a GPU; `path` on the CPU backend where a
+    // setting takes another path than the default decode (flash attention, a non-f16 cache, a
+    // batch, parallel sequences): the same tokens with flash attention off, an f32/f16 cache,
+    // token by token, each sequence alone.
+    const int n_seq = a.parallel;
+    const bool cpu_ref = a.check && !on_cpu && a.cpu_reference;
+    const bool path_ref = a.check && on_cpu &&
+                          (fa != 0 || type_k != GGML_TYPE_F16 || type_v != GGML_TYPE_F16 || a.batch > 1 || n_seq > 1);
+    // A segmented reference needs each token to be one decode of one sequence (its cell argument).
+    const bool segmented = a.batch == 1 && n_seq == 1;
+    const int n_kinds = (cpu_ref || path_ref) ? 2 : 1;
+    const int ref_workers = !a.check ? 0 : !segmented ? 1 : a.ref_workers > 0 ? a.ref_workers : ref_workers_for(a.threads > 0 ? a.threads : 1, n_kinds);
+    if (!path_ref) so.path_nmse = -1;  // no path reference: no threshold to state
+    r.settings_json = settings_json(a, so);
+    std::vector<int> all_seqs;
+    for (int k = 0; k < n_seq; k++) all_seqs.push_back(k);
     std::vector<Stream> streams;
     streams.emplace_back("probe", true);
-    // Contexts per reference kind (--ref-workers): 1 is one sequential decode per reference.
-    const bool cpu_ref = a.check && !on_cpu && a.cpu_reference;
-    const int ref_workers = !a.check ? 0 : a.ref_workers > 0 ? a.ref_workers : ref_workers_for(a.threads > 0 ? a.threads : 1, cpu_ref ? 2 : 1);
-    for (int i = 0; i < ref_workers; i++) streams.emplace_back("same", false);
-    for (int i = 0; cpu_ref && i < ref_workers; i++) streams.emplace_back("cpu", false);
+    streams.back().seqs = all_seqs;
+    for (int i = 0; i < ref_workers; i++) { streams.emplace_back("same", false); streams.back().seqs = all_seqs; }
+    for (int i = 0; cpu_ref && i < ref_workers; i++) { streams.emplace_back("cpu", false); streams.back().seqs = all_seqs; }
+    if (path_ref) {
+        for (int i = 0; i < (segmented ? ref_workers : n_seq); i++) {
+            streams.emplace_back("path", false);
+            streams.back().seqs = {segmented ? 0 : i};
+            streams.back().one_by_one = true;
+        }
+    }
     llama_model * model_dev = load(on_cpu);
     llama_model * model_cpu = on_cpu || !a.check || !a.cpu_reference ? model_dev : load(true);
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model_dev));
     if (n_vocab <= 0) finish(r, "unsupported", EXIT_UNSUPPORTED, "the model has no vocabulary size (n_vocab 0)");
+    so.model = model_facts(model_dev);
     // One thread per CPU context by default: a 256-dim model gains nothing from more, and
     // OpenMP barriers on a busy machine cost more than the matrix products (measured: 2 threads
     // decoded 10x slower than 1 on the 2-core CI-like machine under load).
     const int n_threads = a.threads > 0 ? a.threads : 1;
-    // The parameters of every context; `device`: the device under test (else the CPU reference).
-    auto context_params = [&](bool device) {
+    // The parameters of a context; `device`: the device under test (else the CPU backend).
+    struct CtxSpec { int fa; ggml_type tk, tv; uint32_t n_ctx, n_batch, n_ubatch, n_seq; };
+    auto context_params = [&](bool device, const CtxSpec & c) {
         llama_context_params cp = llama_context_default_params();
-        cp.n_ctx = (uint32_t) a.cells;
-        cp.n_batch = 1;
-        cp.n_ubatch = 1;
-        cp.n_seq_max = 1;
+        cp.n_ctx = c.n_ctx;
+        cp.n_batch = c.n_batch;
+        cp.n_ubatch = c.n_ubatch;
+        cp.n_seq_max = c.n_seq;
         cp.n_threads = cp.n_threads_batch = n_threads;
         cp.no_perf = false;
 #if DECODE_HAVE_FLASH_ATTN_TYPE
-        cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+        cp.flash_attn_type = c.fa == 1 ? LLAMA_FLASH_ATTN_TYPE_ENABLED : c.fa == 2 ? LLAMA_FLASH_ATTN_TYPE_AUTO : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+#elif DECODE_HAVE_FLASH_ATTN_BOOL
+        cp.flash_attn = c.fa == 1;
+#endif
+#if DECODE_HAVE_TYPE_KV
+        cp.type_k = c.tk;
+        cp.type_v = c.tv;
 #endif
         if (!device) { cp.offload_kqv = false; cp.op_offload = false; }
         return cp;
     };
+    // The probe's (and its mirrors': same, cpu): llama.cpp's n_batch/n_ubatch count the tokens of
+    // all sequences in one llama_decode / ubatch.
+    const CtxSpec probe_spec{fa, type_k, type_v, (uint32_t) a.cells, (uint32_t) (a.batch * n_seq), (uint32_t) (a.ubatch * n_seq), (uint32_t) n_seq};
+    int window = 0;
     for (auto & s : streams) {
         s.model = s.name == "cpu" ? model_cpu : model_dev;
-        llama_context_params cp = context_params(s.name != "cpu");
+        const CtxSpec spec = s.name == "path" ? CtxSpec{0, path_cache_type(type_k), path_cache_type(type_v), (uint32_t) window, 1, 1, 1} : probe_spec;
+        llama_context_params cp = context_params(s.name != "cpu" && s.name != "path", spec);
         // LLAMA_GRAPH_REUSE_DISABLE is read when a context is made: set for the references only.
         const char * prev = getenv("LLAMA_GRAPH_REUSE_DISABLE");
         std::string saved = prev ? prev : "";
@@ -652,13 +916,32 @@ int main(int argc, char ** argv) {
             finish(r, "unsupported", EXIT_UNSUPPORTED,
                    "llama.cpp could not create the " + s.name + " context: " + (g_last_error.empty() ? std::string("(no message)") : g_last_error));
         }
-        s.batch = llama_batch_init(1, 0, 1);
+        // KV cells per sequence: llama.cpp may round a sequence's share up (n_ctx_seq)
+#if DECODE_HAVE_N_CTX_SEQ
+        const int cells = (int) llama_n_ctx_seq(s.ctx);
+#else
+        const int cells = (int) llama_n_ctx(s.ctx) / (int) s.seqs.size();
+#endif
+        if (s.name == "probe") {
+            window = cells;
+            so.n_ctx = llama_n_ctx(s.ctx);
+            so.window = window;
+            so.n_batch = llama_n_batch(s.ctx);
+            so.n_ubatch = llama_n_ubatch(s.ctx);
+            r.settings_json = settings_json(a, so);
+            if (a.batch > window) usage(r, "--batch-size " + std::to_string(a.batch) + " exceeds the " + std::to_string(window) + " KV cells of a sequence");
+        } else if (cells != window) {
+            finish(r, "unsupported", EXIT_UNSUPPORTED, "the " + s.name + " context got " + std::to_string(cells) + " KV cells per sequence, the probe " + std::to_string(window));
+        }
+        s.lo.assign(s.seqs.size(), 0);
+        s.ubatch = s.name == "path" ? 1 : a.ubatch;
+        s.batch = llama_batch_init(s.tokens_per_decode(Plan{a.steps, a.batch, window, n_vocab, a.seed}), 0, 1);
     }
     // ---- placement proof: a twin of the probe context decodes one token, watched -----------------
 #if DECODE_HAVE_CB_EVAL
     {
         PlacementProbe pp;
-        llama_context_params cp = context_params(true);
+        llama_context_params cp = context_params(true, probe_spec);
         cp.cb_eval = placement_cb;
         cp.cb_eval_user_data = &pp;
         llama_context * twin = llama_init_from_model(model_dev, cp);
@@ -686,11 +969,27 @@ int main(int argc, char ** argv) {
             fprintf(stderr, "decode-probe: memory %s: %s, host %d, pointer %s\n", f.name.c_str(), f.buft.c_str(),
                     (int) f.is_host, f.ptr.kind.empty() ? "(no GPU runtime)" : f.ptr.kind.c_str());
         }
+        so.flash_attn = pp.flash_attn ? "on" : "off";
+        so.k_type = pp.k_type;
+        so.v_type = pp.v_type;
+        so.weight_type = pp.weight_type;
+        r.settings_json = settings_json(a, so);
+        // the run proves its configuration: what was asked is what the graph computes
+        if (fa != 2 && pp.flash_attn != (fa == 1)) {
+            finish(r, "unsupported", EXIT_UNSUPPORTED, std::string("flash attention was asked ") + (fa == 1 ? "on" : "off") +
+                   " but the decode graph " + (pp.flash_attn ? "has a" : "has no") + " FLASH_ATTN_EXT node");
+        }
+        if (pp.k_type != a.cache_type_k || pp.v_type != a.cache_type_v) {
+            finish(r, "unsupported", EXIT_UNSUPPORTED, "the K/V cache was asked " + a.cache_type_k + "/" + a.cache_type_v +
+                   " but the decode graph writes " + (pp.k_type.empty() ? "?" : pp.k_type) + "/" + (pp.v_type.empty() ? "?" : pp.v_type));
+        }
     }
 #endif
-    const int window = (int) llama_n_ctx(streams[0].ctx);
     r.n_cells = window;
     r.load_s = now_s() - t0;
+    // The check interval is whole batches: a KV snapshot is taken between two decodes.
+    const int chunk = (a.chunk + a.batch - 1) / a.batch * a.batch;
+    const Plan plan{a.steps, a.batch, window, n_vocab, a.seed};
     // Each reference is a pool of workers (RefPool): one worker decodes the whole sequence in
     // order, as a sequential reference does; more decode segments, warmed up over
     // n_layer * window tokens.
@@ -701,24 +1000,30 @@ int main(int argc, char ** argv) {
 #else
         const long n_layer = llama_n_layer(model_dev);
 #endif
-        for (const char * kind : {"same", "cpu"}) {
+        for (const char * kind : {"same", "cpu", "path"}) {
             auto P = std::make_unique<RefPool>();
             P->name = kind;
             for (auto & s : streams) if (s.name == kind) P->workers.push_back(&s);
             if (P->workers.empty()) continue;
-            P->a = &a;
-            P->steps = a.steps;
+            P->g = plan;
+            P->segmented = segmented;
             P->warmup = n_layer * window;
-            P->block = 2 * P->warmup;  // warm-up costs at most half a block's decodes
-            P->chunk = a.chunk;
-            P->window = window;
-            P->n_vocab = n_vocab;
+            P->block = segmented ? 2 * P->warmup : a.steps;  // warm-up costs at most half a block's decodes
+            P->chunk = chunk;
+            P->n_seqs = n_seq;
+            P->want_kv = P->name == "same";
+            P->nmse_max = P->name == "cpu" ? std::max({a.cpu_nmse, cache_nmse(type_k), cache_nmse(type_v)}) : so.path_nmse;
+            if (P->name == "path") {
+                P->desc = std::string("flash_attn off, cache ") + ggml_type_name(path_cache_type(type_k)) + "/" +
+                          ggml_type_name(path_cache_type(type_v)) + ", token by token, each sequence alone";
+            }
             pools.push_back(std::move(P));
         }
     }
     fprintf(stderr, "decode-probe: model %s (%lld bytes), %d vocab, device %s (%s), %d KV cells, %zu streams, %d threads, %d workers per reference%s\n",
             a.model.c_str(), r.model_bytes, n_vocab, r.dev_name.c_str(), r.dev_description.c_str(), window, streams.size(), n_threads,
-            ref_workers, pools.empty() ? "" : (" (segments of " + std::to_string(pools[0]->block) + " tokens after " + std::to_string(pools[0]->warmup) + " warm-up)").c_str());
+            ref_workers, pools.empty() || !segmented ? "" : (" (segments of " + std::to_string(pools[0]->block) + " tokens after " + std::to_string(pools[0]->warmup) + " warm-up)").c_str());
+    fprintf(stderr, "decode-probe: settings %s\n", r.settings_json.c_str());
 
     // ---- the loop -------------------------------------------------------------------------------
     const double tl = now_s();
@@ -730,20 +1035,16 @@ int main(int argc, char ** argv) {
         for (auto & P : pools) P->threads.clear();
     };
     for (auto & P : pools) for (Stream * w : P->workers) P->threads.emplace_back([&P, w] { ref_worker(*P, *w); });
-    // What each reference decoded for the chunk: its logits, its KV rows at the chunk's last token.
-    struct RefChunk { const std::string * name; const std::vector<float> * logits; const std::vector<uint8_t> * kv; };
     std::vector<ChunkOut> taken(pools.size());
-    for (long from = 0; from < a.steps && mismatch.empty(); from += a.chunk) {
-        const long to = std::min(a.steps, from + a.chunk);
-        std::vector<RefChunk> refs;
+    for (long from = 0; from < a.steps && mismatch.empty(); from += chunk) {
+        const long to = std::min(a.steps, from + chunk);
         for (auto & P : pools) { std::lock_guard<std::mutex> lk(P->mu); P->probe_to = to; P->cv.notify_all(); }
-        run_chunk(streams[0], a, from, to, n_vocab, window, a.check);
+        run_chunk(streams[0], plan, from, to, chunk, a.check);
         for (size_t i = 0; i < pools.size() && streams[0].error.empty(); i++) {
             if (!take_chunk(*pools[i], from, to, taken[i])) {
                 stop_pools();
                 finish(r, "unsupported", EXIT_UNSUPPORTED, pools[i]->name + ": " + pools[i]->error + (g_last_error.empty() ? "" : ": " + g_last_error));
             }
-            refs.push_back({&pools[i]->name, &taken[i].logits, &taken[i].kv});
         }
         if (!streams[0].error.empty()) {
             stop_pools();
@@ -754,48 +1055,87 @@ int main(int argc, char ** argv) {
         const double tc = now_s();
         const Stream & p = streams[0];
         const uint32_t in_use = (uint32_t) std::min<long>(to, window);
-        const KvLayout L = kv_layout(p.kv, in_use, to - 1);
-        for (size_t si = 0; si < refs.size() && mismatch.empty(); si++) {
-            const RefChunk & q = refs[si];
-            const std::string & q_name = *q.name;
-            for (long t = from; t < to; t++) {
-                const float * want = &(*q.logits)[(size_t) (t - from) * n_vocab];
-                const float * got = &p.logits[(size_t) (t - from) * n_vocab];
-                const double e = nmse(want, got, n_vocab);
-                const bool same = q_name == "same";
-                const bool bad = same ? memcmp(want, got, sizeof(float) * n_vocab) != 0 : !(e <= a.cpu_nmse);
-                if (!bad) continue;
-                int i = 0;
-                while (i < n_vocab && want[i] == got[i]) i++;
-                if (i == n_vocab) i = 0;
-                const long cell = cell_of(L, t);
-                char buf[512];
-                snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=%s what=logits index=%d expected=%.9g got=%.9g nmse=%.3g",
-                         t, t, cell >= 0 ? std::to_string(cell).c_str() : "unknown", q_name.c_str(), i, want[i], got[i], e);
-                mismatch = buf;
-                r.first_failing_step = t;
-                snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"%s\",\"what\":\"logits\",\"index\":%d,\"expected\":%.9g,\"got\":%.9g,\"nmse\":%.6g}",
-                         t, t, cell >= 0 ? std::to_string(cell).c_str() : "null", q_name.c_str(), i, want[i], got[i], e);
-                r.mismatch_json = buf;
-                break;
+        std::vector<KvLayout> L;
+        for (int k = 0; k < n_seq; k++) L.push_back(kv_layout(p.kv[k], in_use, to - 1, k));
+        // a sequence's name in a mismatch, where there are several
+        auto seq_tag = [&](int k, bool json) {
+            return n_seq == 1 ? std::string() : json ? ",\"seq\":" + std::to_string(k) : " seq=" + std::to_string(k);
+        };
+        for (size_t si = 0; si < pools.size() && mismatch.empty(); si++) {
+            RefPool & P = *pools[si];
+            const ChunkOut & q = taken[si];
+            const std::string & q_name = P.name;
+            const bool same = q_name == "same";
+            // `path` is judged per chunk and sequence (the squared error of all its tokens over their
+            // squared logits): one token's logits can be small, and its own NMSE large, while the
+            // chunk's is a steady measure of the path's rounding (README.md, "Settings").
+            const bool by_chunk = q_name == "path";
+            for (int k = 0; k < n_seq && mismatch.empty(); k++) {
+                double err = 0, ref = 0, worst_e = -1;
+                long worst_t = from;
+                for (long t = from; t <= to; t++) {
+                    if (t == to && !by_chunk) break;
+                    long tt = t;
+                    double e = 0;
+                    if (t == to) {  // the chunk's verdict, at its worst token
+                        e = ref > 0 ? err / ref : err;
+                        if (e > P.nmse_worst) P.nmse_worst = e;
+                        if (e <= P.nmse_max) break;
+                        tt = worst_t;
+                    }
+                    const size_t at = ((size_t) k * chunk + (tt - from)) * n_vocab;
+                    const float * want = &q.logits[at];
+                    const float * got = &p.logits[at];
+                    if (t < to) {
+                        e = nmse(want, got, n_vocab);
+                        if (by_chunk) {
+                            double z = 0, d = 0;
+                            for (int i = 0; i < n_vocab; i++) { d += (double) (want[i] - got[i]) * (want[i] - got[i]); z += (double) want[i] * want[i]; }
+                            err += d;
+                            ref += z;
+                            if (d > worst_e) { worst_e = d; worst_t = t; }
+                            continue;
+                        }
+                        if (!same && e > P.nmse_worst) P.nmse_worst = e;
+                        const bool bad = same ? memcmp(want, got, sizeof(float) * n_vocab) != 0 : !(e <= P.nmse_max);
+                        if (!bad) continue;
+                    }
+                    t = tt;
+                    int i = 0;
+                    while (i < n_vocab && want[i] == got[i]) i++;
+                    if (i == n_vocab) i = 0;
+                    const long cell = cell_of(L[k], t);
+                    char buf[512];
+                    snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=%s what=logits index=%d expected=%.9g got=%.9g nmse=%.3g%s",
+                             t, t, cell >= 0 ? std::to_string(cell).c_str() : "unknown", q_name.c_str(), i, want[i], got[i], e, seq_tag(k, false).c_str());
+                    mismatch = buf;
+                    r.first_failing_step = t;
+                    snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"%s\",\"what\":\"logits\",\"index\":%d,\"expected\":%.9g,\"got\":%.9g,\"nmse\":%.6g%s}",
+                             t, t, cell >= 0 ? std::to_string(cell).c_str() : "null", q_name.c_str(), i, want[i], got[i], e, seq_tag(k, true).c_str());
+                    r.mismatch_json = buf;
+                    break;
+                }
             }
-            if (!mismatch.empty() || q_name != "same") continue;
+            if (!mismatch.empty() || !same) continue;
             // KV rows at the chunk's last token: bit-identical between reuse and no reuse.
-            const std::vector<uint8_t> & qkv = *q.kv;
-            const size_t n = std::min(p.kv.size(), qkv.size());
-            size_t off = 0;
-            while (off < n && p.kv[off] == qkv[off]) off++;
-            if (off == n && p.kv.size() == qkv.size()) continue;
-            const KvWhere w = kv_where(p.kv, L, off);
-            char buf[512];
-            snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=same what=kv byte=%zu at=%s",
-                     to - 1, w.pos >= 0 ? w.pos : to - 1, w.cell >= 0 ? std::to_string(w.cell).c_str() : "unknown", off,
-                     w.text.empty() ? "unknown" : w.text.c_str());
-            mismatch = buf;
-            r.first_failing_step = to - 1;
-            snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"same\",\"what\":\"kv\",\"byte\":%zu,\"at\":\"%s\"}",
-                     to - 1, w.pos >= 0 ? w.pos : to - 1, w.cell >= 0 ? std::to_string(w.cell).c_str() : "null", off, json_escape(w.text).c_str());
-            r.mismatch_json = buf;
+            for (int k = 0; k < n_seq && mismatch.empty(); k++) {
+                const std::vector<uint8_t> & pkv = p.kv[k], & qkv = q.kv[k];
+                const size_t n = std::min(pkv.size(), qkv.size());
+                size_t off = 0;
+                while (off < n && pkv[off] == qkv[off]) off++;
+                if (off == n && pkv.size() == qkv.size()) continue;
+                const KvWhere w = kv_where(pkv, L[k], off);
+                char buf[512];
+                snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=same what=kv byte=%zu at=%s%s",
+                         to - 1, w.pos >= 0 ? w.pos : to - 1, w.cell >= 0 ? std::to_string(w.cell).c_str() : "unknown", off,
+                         w.text.empty() ? "unknown" : w.text.c_str(), seq_tag(k, false).c_str());
+                mismatch = buf;
+                r.first_failing_step = to - 1;
+                snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"same\",\"what\":\"kv\",\"byte\":%zu,\"at\":\"%s\"%s}",
+                         to - 1, w.pos >= 0 ? w.pos : to - 1, w.cell >= 0 ? std::to_string(w.cell).c_str() : "null", off, json_escape(w.text).c_str(),
+                         seq_tag(k, true).c_str());
+                r.mismatch_json = buf;
+            }
         }
         check_s += now_s() - tc;
     }
@@ -811,9 +1151,10 @@ int main(int argc, char ** argv) {
     for (size_t i = 0; i < streams.size(); i++) {
         const Stream & s = streams[i];
         if (i > 0 && streams[i - 1].name == s.name) continue;
-        long decoded = 0, reused = 0, workers = 0, warm = 0;
+        long decoded = 0, reused = 0, workers = 0, warm = 0, ubatches = 0;
         for (size_t k = i; k < streams.size() && streams[k].name == s.name; k++, workers++) {
             decoded += streams[k].decoded;
+            ubatches += streams[k].ubatches;
 #if DECODE_HAVE_PERF_N_REUSED
             const llama_perf_context_data d = llama_perf_context(streams[k].ctx);
             reused = reused < 0 ? reused : reused + d.n_reused;
@@ -821,14 +1162,23 @@ int main(int argc, char ** argv) {
             reused = -1;
 #endif
         }
-        for (auto & P : pools) if (P->name == s.name) warm = P->warm_decodes;
+        std::string judged;  // an NMSE-judged reference: its threshold, the worst seen, its path
+        for (auto & P : pools) {
+            if (P->name != s.name) continue;
+            warm = P->warm_decodes;
+            if (P->name == "same") continue;
+            char buf[128];
+            snprintf(buf, sizeof buf, ",\"nmse_threshold\":%.6g,\"nmse_worst\":%.6g", P->nmse_max, P->nmse_worst);
+            judged = buf + (P->desc.empty() ? std::string() : ",\"path\":\"" + json_escape(P->desc) + "\"");
+        }
         if (i == 0) probe_reused = reused;
         else refs_reused = refs_reused || reused > 0;
         sj += (i ? "," : "") + std::string("{\"name\":\"") + s.name + "\",\"reuse\":" + (s.reuse ? "true" : "false") +
               ",\"decodes\":" + std::to_string(decoded) + ",\"graphs_reused\":" + (reused >= 0 ? std::to_string(reused) : "null") +
-              ",\"graphs_built\":" + (reused >= 0 ? std::to_string(decoded - reused) : "null") +
-              ",\"backend\":\"" + (s.name == "cpu" || on_cpu ? "CPU" : json_escape(r.dev_name)) + "\"" +
-              (i ? ",\"workers\":" + std::to_string(workers) + ",\"warmup_decodes\":" + std::to_string(warm) : std::string()) + "}";
+              ",\"graphs_built\":" + (reused >= 0 ? std::to_string(ubatches - reused) : "null") +
+              (ubatches != decoded ? ",\"ubatches\":" + std::to_string(ubatches) : std::string()) +
+              ",\"backend\":\"" + (s.name == "cpu" || s.name == "path" || on_cpu ? "CPU" : json_escape(r.dev_name)) + "\"" +
+              (i ? ",\"workers\":" + std::to_string(workers) + ",\"warmup_decodes\":" + std::to_string(warm) : std::string()) + judged + "}";
     }
     r.streams_json = sj + "]";
     r.total_s = now_s() - t0;
