@@ -68,8 +68,8 @@ tool_wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
 
 # git bisect run: the tool's build line and run line (read from its dry run: the decode probe's
 # sources and the model file it materialised in its work dir), a fresh clone, a cold build dir.
-DP=$(find "$S/w" -maxdepth 3 -type d -name 'setrows-decode-*' | head -1)
-M=$(find "$S/w" -maxdepth 3 -name '*.gguf' | head -1)
+DP=$(find "$S/w" -type d -name 'setrows-decode-*' | head -1)
+M=$(find "$S/w" -name '*.gguf' | head -1)
 cat >"$S/git-step.sh" <<STEP
 #!/bin/sh
 t0=\$(date +%s.%N); b=$S/git-build
@@ -105,6 +105,10 @@ print(f"tool: answer {r.get('first_bad')} probes {len(r['probes'])} ({r['execute
 for p in r['probes']:
     print(f"  probe {p['sha'][:8]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
 PY
+  ans=$(python3 -c "import json; print(json.load(open('$OUT/tool.json')).get('first_bad') or '')" 2>/dev/null)
+  [ -z "$ans" ] || echo "tool answer upstream: $(git -C "$S/tool-src" log -1 --format=%B "$ans" | sed -n 's/^Upstream-commit: //p') (#23615 is $FIRST_BAD_UP)"
   echo "git: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$OUT/git-bisect.log" 2>/dev/null || echo 'no answer') steps $(grep -c . "$OUT/git-steps.txt" 2>/dev/null || echo 0) wall ${git_wall:-not run} s"
 } | tee "$OUT/summary.txt"
+tar -czf "$OUT/tool-logs.tar.gz" -C "$S/w" logs journal 2>/dev/null || true
+cp "$S"/git-build.*.log "$OUT/" 2>/dev/null || true
 rm -rf "$S"
