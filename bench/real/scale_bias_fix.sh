@@ -4,7 +4,7 @@
 # against `git bisect run` with the same build line and the same replay run, both cold
 # (fresh clones, fresh build dirs, CCACHE_DISABLE=1), tool first, one run each.
 #
-#   bench/real/scale_bias_fix.sh ggml  [GGML_GIT_DIR]   # ggml-org/ggml 3ae98975..ecdd3836 (413 commits),
+#   bench/real/scale_bias_fix.sh ggml  [GGML_GIT_DIR]   # ggml-org/ggml 3ae98975..ecdd3836 (412 commits),
 #                                                       # default the `fetch github:ggml-org/ggml` snapshot
 #   bench/real/scale_bias_fix.sh pypi                   # llama-cpp-python 0.3.14..0.3.17 vendored ggml
 #                                                       # (scripts/setup.d/34-real-history.sh), what CI runs
