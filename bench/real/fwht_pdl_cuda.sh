@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Real case 3 (bench/real/README.md): CUDA's fast Walsh-Hadamard transform (llama.cpp #23615) ran
+# without its Programmatic Dependent Launch sync until #23690: with a quantized KV cache (which
+# llama.cpp rotates with that transform) and flash attention, garbage on Hopper and newer.
+# The window is the range the #23693 reporter gave, b9174 (59778f019, good) .. b9333 (35c9b1f39,
+# the last commit before the fix, bad), 160 first-parent commits; #23615's bisect names c1f1e28d2.
+#
+#   bench/real/fwht_pdl_cuda.sh prepare [LLAMA_CPP_GIT_DIR]
+#       here (needs the fetched fork, default the `fetch github:wangqi/llama.cpp` snapshot, whose
+#       master carries upstream's commits): writes .work/real/fwht.bundle (17 MB, bench/real/window.sh)
+#   bench/real/fwht_pdl_cuda.sh run [SECONDS]
+#       on the H200, in the device's copy of the checkout, no network: carry `.work/real` and
+#       `target/release/setrows-bisect`. The user's command, then `git bisect run` with the same
+#       build line and decode-probe run (both cold: CCACHE_DISABLE=1, fresh clones and build
+#       dirs), within SECONDS (default 560). Results under $OUT (or .work/real/out).
+#
+# Example device call: run(command="bash bench/real/fwht_pdl_cuda.sh run 560",
+#   carry=[".work/real", "target/release/setrows-bisect"], kind="nvidia-h200").
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+root_dir=$PWD
+bundle=$root_dir/.work/real/fwht.bundle
+GOOD_UP=59778f0196a82db32580bb649d5d839355d6d7bf   # b9174
+BAD_UP=35c9b1f39                                   # b9333, the #23693 report
+FIRST_BAD_UP=c1f1e28d2                             # #23615, per its thread's bisect
+FIX_UP=192d8ae8b8826642f15836570b944ecd68cf175c    # #23690
+# The settings the #23615 thread names: quantized K and V cache, flash attention on.
+SETTINGS=(--cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on)
+
+case ${1:-} in
+prepare)
+  mirror=${2:-/work/.mirror/wangqi+llama.cpp/repo}
+  out=$(mktemp -d /tmp/fwht-window-XXXX)
+  bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$out"
+  mkdir -p "$(dirname "$bundle")"
+  cp "$out/window.bundle" "$bundle"
+  rm -rf "$out"
+  ls -la "$bundle"
+  exit 0 ;;
+run) budget=${2:-560} ;;
+*) echo "usage: $0 prepare [LLAMA_CPP_GIT_DIR] | run [SECONDS]" >&2; exit 2 ;;
+esac
+
+[ -f "$bundle" ] || { echo "no $bundle: run '$0 prepare' where the fork is fetched, and carry .work/real" >&2; exit 2; }
+BIN=$root_dir/target/release/setrows-bisect
+[ -x "$BIN" ] || { echo "no $BIN: build it here (cargo build --release) and carry it" >&2; exit 2; }
+OUT=${OUT:-$root_dir/.work/real/out}
+mkdir -p "$OUT"
+S=$(mktemp -d /tmp/fwht-run-XXXX)
+T0=$(date +%s); stop_at=$((T0 + budget))
+ph() { echo "$(date -u +%T) +$(($(date +%s) - T0))s $*" | tee -a "$OUT/phases.txt"; }
+export GGML_NO_BACKTRACE=1 CCACHE_DISABLE=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+{ date -u; nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader; nvcc --version | tail -2
+  cmake --version | head -1; echo "ninja $(ninja --version)"; "$BIN" --version; nproc; } >"$OUT/setup.txt" 2>&1
+up() { git -C "$1" log --format=%H -1 --grep="^Upstream-commit: $2" window; }
+ph clone
+git clone -q -b window "$bundle" "$S/tool-src" || exit 3
+good=$(up "$S/tool-src" "$GOOD_UP") bad=$(up "$S/tool-src" "$BAD_UP") first_bad=$(up "$S/tool-src" "$FIRST_BAD_UP")
+if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "the bundle lacks the window's endpoints" >&2; exit 3; fi
+A=(--repo "$S/tool-src" --probe-kind decode --backend cuda --gpu-target 90 --engine none
+   --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/w")
+"$BIN" "${A[@]}" --dry-run >"$OUT/dry-run.txt" 2>&1
+ph "tool starts: setrows-bisect --repo <bundle clone> --probe-kind decode --backend cuda --gpu-target 90 --good <b9174> --bad <b9333> ${SETTINGS[*]}"
+t0=$(date +%s.%N)
+timeout -s INT $((stop_at - $(date +%s) - 30)) "$BIN" "${A[@]}" --json "$OUT/tool.json" --report "$OUT/tool.md" >"$OUT/tool.log" 2>&1
+ph "tool exits rc=$?"
+tool_wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
+
+# git bisect run: the tool's build line and run line (read from its dry run: the decode probe's
+# sources and the model file it materialised in its work dir), a fresh clone, a cold build dir.
+DP=$(find "$S/w" -type d -name 'setrows-decode-*' | head -1)
+M=$(find "$S/w" -name '*.gguf' | head -1)
+cat >"$S/git-step.sh" <<STEP
+#!/bin/sh
+t0=\$(date +%s.%N); b=$S/git-build
+cmake -S '$DP' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
+  -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >\$b.configure.log 2>&1 || exit 125
+cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
+t1=\$(date +%s.%N)
+\$b/decode-probe --model '$M' ${SETTINGS[*]} >\$b.run.log 2>&1; rc=\$?
+echo "git-step \$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc \$(grep -h -o 'SETROWS_MISMATCH.*' \$b.run.log | head -1 | cut -c1-160)" >>'$OUT/git-steps.txt'
+case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
+STEP
+left=$((stop_at - $(date +%s)))
+git_wall=
+if [ -n "$DP" ] && [ -n "$M" ] && [ $left -gt 120 ]; then
+  ph "git bisect run starts (${left}s left)"
+  git clone -q -b window "$bundle" "$S/git-src"
+  t0=$(date +%s.%N)
+  (cd "$S/git-src" && git bisect start "$bad" "$good" >/dev/null && timeout -s INT $((left - 20)) git bisect run sh "$S/git-step.sh") >"$OUT/git-bisect.log" 2>&1
+  ph "git bisect run exits rc=$?"
+  git_wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
+else
+  ph "git bisect run skipped (${left}s left; decode sources '$DP', model '$M')"
+fi
+{
+  echo "expected first bad (#23615): $first_bad"
+  python3 - "$OUT/tool.json" "$tool_wall" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("tool: no result", e); sys.exit()
+print(f"tool: answer {r.get('first_bad')} probes {len(r['probes'])} ({r['executed']} run) wall {sys.argv[2]} s")
+for p in r['probes']:
+    print(f"  probe {p['sha'][:8]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
+PY
+  ans=$(python3 -c "import json; print(json.load(open('$OUT/tool.json')).get('first_bad') or '')" 2>/dev/null)
+  [ -z "$ans" ] || echo "tool answer upstream: $(git -C "$S/tool-src" log -1 --format=%B "$ans" | sed -n 's/^Upstream-commit: //p') (#23615 is $FIRST_BAD_UP)"
+  echo "git: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$OUT/git-bisect.log" 2>/dev/null || echo 'no answer') steps $(grep -c . "$OUT/git-steps.txt" 2>/dev/null || echo 0) wall ${git_wall:-not run} s"
+} | tee "$OUT/summary.txt"
+tar -czf "$OUT/tool-logs.tar.gz" -C "$S/w" logs journal 2>/dev/null || true
+cp "$S"/git-build.*.log "$OUT/" 2>/dev/null || true
+rm -rf "$S"
