@@ -46,7 +46,10 @@ BIN=$root_dir/target/release/setrows-bisect
 [ -x "$BIN" ] || { echo "no $BIN: build it here (cargo build --release) and carry it" >&2; exit 2; }
 OUT=${OUT:-$root_dir/.work/real/out}
 mkdir -p "$OUT"
-S=$(mktemp -d /tmp/fwht-run-XXXX)
+# The state lives under an ignored path that is not carried (.work/real is, and is replaced on
+# every call): a second call on the same warm machine resumes the tool's bisect from its store.
+S=$root_dir/.work/real-state
+mkdir -p "$S"
 T0=$(date +%s); stop_at=$((T0 + budget))
 ph() { echo "$(date -u +%T) +$(($(date +%s) - T0))s $*" | tee -a "$OUT/phases.txt"; }
 export GGML_NO_BACKTRACE=1 CCACHE_DISABLE=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
@@ -54,7 +57,7 @@ export GGML_NO_BACKTRACE=1 CCACHE_DISABLE=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_B
   cmake --version | head -1; echo "ninja $(ninja --version)"; "$BIN" --version; nproc; } >"$OUT/setup.txt" 2>&1
 up() { git -C "$1" log --format=%H -1 --grep="^Upstream-commit: $2" window; }
 ph clone
-git clone -q -b window "$bundle" "$S/tool-src" || exit 3
+[ -d "$S/tool-src" ] || git clone -q -b window "$bundle" "$S/tool-src" || exit 3
 good=$(up "$S/tool-src" "$GOOD_UP") bad=$(up "$S/tool-src" "$BAD_UP") first_bad=$(up "$S/tool-src" "$FIRST_BAD_UP")
 if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "the bundle lacks the window's endpoints" >&2; exit 3; fi
 A=(--repo "$S/tool-src" --probe-kind decode --backend cuda --gpu-target 90 --engine none
@@ -85,7 +88,7 @@ left=$((stop_at - $(date +%s)))
 git_wall=
 if [ -n "$DP" ] && [ -n "$M" ] && [ $left -gt 120 ]; then
   ph "git bisect run starts (${left}s left)"
-  git clone -q -b window "$bundle" "$S/git-src"
+  rm -rf "$S/git-src" "$S/git-build"*; git clone -q -b window "$bundle" "$S/git-src"
   t0=$(date +%s.%N)
   (cd "$S/git-src" && git bisect start "$bad" "$good" >/dev/null && timeout -s INT $((left - 20)) git bisect run sh "$S/git-step.sh") >"$OUT/git-bisect.log" 2>&1
   ph "git bisect run exits rc=$?"
@@ -111,4 +114,4 @@ PY
 } | tee "$OUT/summary.txt"
 tar -czf "$OUT/tool-logs.tar.gz" -C "$S/w" logs journal 2>/dev/null || true
 cp "$S"/git-build.*.log "$OUT/" 2>/dev/null || true
-rm -rf "$S"
+# $S is kept: a later call resumes; remove .work/real-state for a cold run.
