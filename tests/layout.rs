@@ -255,5 +255,9 @@ fn no_std_print_macros_outside_tests() {
             }
         }
     }
-    assert!(offenders.is_empty(), "use outln!/errln!:\n{}", offenders.join("\n"));
+    assert!(
+        offenders.is_empty(),
+        "use outln!/errln!:\n{}",
+        offenders.join("\n")
+    );
 }
