@@ -8,14 +8,17 @@
 #   bench/real/fwht_pdl_cuda.sh prepare [LLAMA_CPP_GIT_DIR]
 #       here (needs the fetched fork, default the `fetch github:wangqi/llama.cpp` snapshot, whose
 #       master carries upstream's commits): writes .work/real/fwht.bundle (17 MB, bench/real/window.sh)
+#       and copies this machine's ccache into .work/real/bin (the H200 has none). Then put the
+#       binary there too: cargo build --release && strip -o .work/real/setrows-bisect target/release/setrows-bisect
 #   bench/real/fwht_pdl_cuda.sh run [SECONDS]
-#       on the H200, in the device's copy of the checkout, no network: carry `.work/real` and
-#       `target/release/setrows-bisect`. The user's command, then `git bisect run` with the same
-#       build line and decode-probe run (both cold: CCACHE_DISABLE=1, fresh clones and build
-#       dirs), within SECONDS (default 560). Results under $OUT (or .work/real/out).
+#       on the H200, in the device's copy of the checkout, no network: carry `.work/real`. The
+#       user's command (its probes with ccache, from an empty cache), then `git bisect run` with
+#       the same build line and decode-probe run (uncached: CCACHE_DISABLE=1, a fresh clone and
+#       build dir; GIT_SIDE=0 leaves it out), within SECONDS (default 560). Results under $OUT
+#       (or .work/real/out). State under .work/real-state: a second call resumes the tool's bisect.
 #
-# Example device call: run(command="bash bench/real/fwht_pdl_cuda.sh run 560",
-#   carry=[".work/real", "target/release/setrows-bisect"], kind="nvidia-h200").
+# Example device call: run(command="GIT_SIDE=0 bash bench/real/fwht_pdl_cuda.sh run 560",
+#   carry=[".work/real"], kind="nvidia-h200").
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 root_dir=$PWD
@@ -34,6 +37,11 @@ prepare)
   bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$out"
   mkdir -p "$(dirname "$bundle")"
   cp "$out/window.bundle" "$bundle"
+  if command -v ccache >/dev/null; then
+    mkdir -p .work/real/bin .work/real/lib
+    cp "$(command -v ccache)" .work/real/bin/
+    for l in $(ldd "$(command -v ccache)" | awk '/hiredis|zstd/ {print $3}'); do cp -L "$l" .work/real/lib/; done
+  fi
   rm -rf "$out"
   ls -la "$bundle"
   exit 0 ;;
@@ -42,19 +50,30 @@ run) budget=${2:-560} ;;
 esac
 
 [ -f "$bundle" ] || { echo "no $bundle: run '$0 prepare' where the fork is fetched, and carry .work/real" >&2; exit 2; }
-BIN=$root_dir/target/release/setrows-bisect
-[ -x "$BIN" ] || { echo "no $BIN: build it here (cargo build --release) and carry it" >&2; exit 2; }
+# The binary travels inside .work/real (stripped: the unstripped one is over the carry limit).
+BIN=$root_dir/.work/real/setrows-bisect
+[ -x "$BIN" ] || BIN=$root_dir/target/release/setrows-bisect
+[ -x "$BIN" ] || { echo "no binary: strip -o .work/real/setrows-bisect target/release/setrows-bisect here and carry .work/real" >&2; exit 2; }
 OUT=${OUT:-$root_dir/.work/real/out}
 mkdir -p "$OUT"
 # The state lives under an ignored path that is not carried (.work/real is, and is replaced on
 # every call): a second call on the same warm machine resumes the tool's bisect from its store.
 S=$root_dir/.work/real-state
 mkdir -p "$S"
+export CCACHE_DIR=$S/ccache
 T0=$(date +%s); stop_at=$((T0 + budget))
 ph() { echo "$(date -u +%T) +$(($(date +%s) - T0))s $*" | tee -a "$OUT/phases.txt"; }
-export GGML_NO_BACKTRACE=1 CCACHE_DISABLE=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+export GGML_NO_BACKTRACE=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+# The H200 has no ccache. Item 4 of issue 34 measures the tool's probes with ccache in their
+# environment: `prepare` copies this machine's ccache (and the two libraries it needs) into
+# .work/real; its cache starts empty under the state dir, so the first probe is a cold build.
+# git bisect run's side stays uncached (CCACHE_DISABLE=1, ggml's own GGML_CCACHE finds it too).
+if [ -x "$root_dir/.work/real/bin/ccache" ]; then
+  export PATH=$root_dir/.work/real/bin:$PATH LD_LIBRARY_PATH=$root_dir/.work/real/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 { date -u; nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader; nvcc --version | tail -2
-  cmake --version | head -1; echo "ninja $(ninja --version)"; "$BIN" --version; nproc; } >"$OUT/setup.txt" 2>&1
+  cmake --version | head -1; echo "ninja $(ninja --version)"; "$BIN" --version; nproc
+  command -v ccache && ccache --version | head -1; } >"$OUT/setup.txt" 2>&1
 up() { git -C "$1" log --format=%H -1 --grep="^Upstream-commit: $2" window; }
 ph clone
 [ -d "$S/tool-src" ] || git clone -q -b window "$bundle" "$S/tool-src" || exit 3
@@ -86,11 +105,13 @@ case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
 STEP
 left=$((stop_at - $(date +%s)))
 git_wall=
-if [ -n "$DP" ] && [ -n "$M" ] && [ $left -gt 120 ]; then
+if [ "${GIT_SIDE:-1}" = 0 ]; then
+  ph "git bisect run not run (GIT_SIDE=0)"
+elif [ -n "$DP" ] && [ -n "$M" ] && [ $left -gt 120 ]; then
   ph "git bisect run starts (${left}s left)"
   rm -rf "$S/git-src" "$S/git-build"*; git clone -q -b window "$bundle" "$S/git-src"
   t0=$(date +%s.%N)
-  (cd "$S/git-src" && git bisect start "$bad" "$good" >/dev/null && timeout -s INT $((left - 20)) git bisect run sh "$S/git-step.sh") >"$OUT/git-bisect.log" 2>&1
+  (export CCACHE_DISABLE=1; cd "$S/git-src" && git bisect start "$bad" "$good" >/dev/null && timeout -s INT $((left - 20)) git bisect run sh "$S/git-step.sh") >"$OUT/git-bisect.log" 2>&1
   ph "git bisect run exits rc=$?"
   git_wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
 else
@@ -104,9 +125,12 @@ try:
     r = json.load(open(sys.argv[1]))
 except Exception as e:
     print("tool: no result", e); sys.exit()
+hits = sum(p['ccache'].get('hits', 0) for p in r['probes'] if p.get('ccache'))
+miss = sum(p['ccache'].get('misses', 0) for p in r['probes'] if p.get('ccache'))
+print(f"tool: ccache hits {hits} misses {miss} over the probes built now")
 print(f"tool: answer {r.get('first_bad')} probes {len(r['probes'])} ({r['executed']} run) wall {sys.argv[2]} s")
 for p in r['probes']:
-    print(f"  probe {p['sha'][:8]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
+    print(f"  probe {p['sha'][:8]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s ccache {p.get('ccache')} {p.get('signature') or ''}")
 PY
   ans=$(python3 -c "import json; print(json.load(open('$OUT/tool.json')).get('first_bad') or '')" 2>/dev/null)
   [ -z "$ans" ] || echo "tool answer upstream: $(git -C "$S/tool-src" log -1 --format=%B "$ans" | sed -n 's/^Upstream-commit: //p') (#23615 is $FIRST_BAD_UP)"
