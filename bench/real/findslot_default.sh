@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Real case 14 (bench/real/README.md): llama.cpp #15505 (8a4280ce4, 2025-08-28) made
+# llama_kv_cache::prepare search contiguous cells again (find_slot(ubatch, true)); #15638
+# (c8d0d14e7, the same day) put back `false`. The thread names no setting, so the user's command
+# is the default decode (one token per ubatch), where `cont` changes nothing (find_slot tests
+# `cont ? n_tokens : 1` cells): the decode probe is expected to pass on the bad tree, and the tool
+# to report that --bad does not reproduce. `git bisect run` trusts --bad instead.
+#
+#   bench/real/findslot_default.sh [tool|git|both] [LLAMA_CPP_GIT_DIR]
+#
+# The window (5 commits: #15505's parent .. #15638) is recommitted from the fetched fork by
+# bench/real/window.sh (default the `fetch github:wangqi/llama.cpp` snapshot) under
+# .work/real/findslot. The user's command runs against --bad = the commit before the fix; git
+# bisect run gets the same build line and decode-probe run (fresh clone, fresh build dir). Cold by
+# default (CCACHE_DISABLE=1, as bench/real/*.sh); CCACHE_DISABLE=0 to let ccache help.
+# State and logs: .work/real/findslot-<mode> (kept; delete for a fresh run).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+root_dir=$PWD
+mode=${1:-both}
+mirror=${2:-/work/.mirror/wangqi+llama.cpp/repo}
+GOOD_UP=64387f6e95434b393ac3df285864692b7fd9c4d2   # parent of #15505
+FIRST_BAD_UP=8a4280ce431da6b33e5a95ae1fd61472c8c3f8cc # #15505 (the thread's "cont #15505")
+BAD_UP=84ab83cc0                                   # last commit before the fix
+FIX_UP=c8d0d14e7                                   # #15638
+export GGML_NO_BACKTRACE=1 CCACHE_DISABLE=${CCACHE_DISABLE:-1}
+BIN=$root_dir/target/release/setrows-bisect
+[ -x "$BIN" ] || cargo build --release --quiet || exit 2
+W=$root_dir/.work/real/findslot
+if [ ! -d "$W/repo" ]; then
+  bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$W" >"$W.window.txt" || exit 3
+fi
+up() { git -C "$W/repo" log --format=%H -1 --grep="^Upstream-commit: $1" window; }
+good=$(up "$GOOD_UP") bad=$(up "$(git -C "$mirror" rev-parse "$BAD_UP")") first_bad=$(up "$FIRST_BAD_UP")
+[ -n "$good" ] && [ -n "$bad" ] && [ -n "$first_bad" ] || { echo "window lacks its endpoints" >&2; exit 3; }
+now() { date +%s.%N; }
+
+if [ "$mode" = tool ] || [ "$mode" = both ]; then
+  S=$root_dir/.work/real/findslot-tool
+  mkdir -p "$S"
+  echo "command: setrows-bisect --repo <window> --probe-kind decode --good <#15505^> --bad <#15638^>"
+  t0=$(now)
+  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" --work-dir "$S/work" \
+    --json "$S/tool.json" --report "$S/tool.md" >"$S/tool.out" 2>&1
+  rc=$?
+  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
+  python3 - "$S/tool.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no result json:", e); sys.exit()
+print("answer:", r.get("first_bad"), "| term:", r.get("term"), "| status:", r.get("status") or r.get("outcome"))
+for p in r.get("probes", []):
+    print(f"  probe {p['sha'][:10]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
+PY
+  tail -5 "$S/tool.out"
+fi
+
+if [ "$mode" = git ] || [ "$mode" = both ]; then
+  S=$root_dir/.work/real/findslot-git
+  rm -rf "$S"; mkdir -p "$S"
+  # The tool's decode-probe sources and model, as its dry run materialises them.
+  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" --work-dir "$S/dry" --dry-run >"$S/dry-run.txt" 2>&1
+  DP=$(find "$S/dry" "$root_dir/.work/real/findslot-tool/work" -type d -name 'setrows-decode-*' 2>/dev/null | head -1)
+  M=$(find "$S/dry" "$root_dir/.work/real/findslot-tool/work" -name 'tiny-llama-*.gguf' 2>/dev/null | head -1)
+  [ -n "$DP" ] && [ -n "$M" ] || { echo "no decode-probe sources or model from the tool (run the tool side first)" >&2; exit 3; }
+  cat >"$S/git-step.sh" <<STEP
+#!/bin/sh
+t0=\$(date +%s.%N); b=$S/build
+cmake -S '$DP/decode-probe' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
+  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGGML_CCACHE=OFF >\$b.configure.log 2>&1 || exit 125
+cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
+t1=\$(date +%s.%N)
+\$b/decode-probe --model '$M' >\$b.run.log 2>&1; rc=\$?
+echo "\$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc" >>'$S/steps.txt'
+case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
+STEP
+  git clone -q -b window "$W/repo" "$S/src"
+  t0=$(now)
+  (cd "$S/src" && git bisect start "$bad" "$good" >/dev/null && git bisect run sh "$S/git-step.sh") >"$S/git.out" 2>&1
+  echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
+  cat "$S/steps.txt" 2>/dev/null
+fi
+echo "the thread's first bad (#15505): $first_bad; the decode probe is expected not to see it with the default settings"
