@@ -213,3 +213,20 @@ fn an_unknown_setrows_progress_is_refused_before_anything_runs() {
         "a work dir was made: {err}"
     );
 }
+
+#[test]
+fn bar_mode_changes_no_result() {
+    let r = generate();
+    let out = r
+        .cmd("bar")
+        .env("SETROWS_PROGRESS", "bar")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(r.first_bad("bar"), r.shas[BUG_AT].as_str(), "{err}");
+    // Bars draw only on a terminal (this stderr is a pipe): no plain progress line instead.
+    assert!(!err.contains("job 0:"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&r.shas[BUG_AT][..10]), "{stdout}");
+}

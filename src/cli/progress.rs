@@ -248,6 +248,23 @@ impl Renderer {
     }
 
     fn bar(&self, event: &Event, st: &mut State) {
+        let moves = matches!(
+            event,
+            Event::Round { .. }
+                | Event::Estimate(_)
+                | Event::ProbeStarted { .. }
+                | Event::Building { .. }
+                | Event::BuildProgress { .. }
+                | Event::Testing { .. }
+        );
+        if !moves && st.bars.is_none() {
+            // No bar is up (before the first probe, or after `Finished`: validation's notes,
+            // the flaky assessment): a plain line, and no spinner left ticking over the report.
+            if let Some(l) = self.line(event, st) {
+                errln!("{l}");
+            }
+            return;
+        }
         let bars = st.bars.get_or_insert_with(new_bars);
         let slot_bar = |bars: &mut Bars, slot: usize| -> ProgressBar {
             while bars.slots.len() <= slot {
