@@ -261,3 +261,27 @@ fn no_std_print_macros_outside_tests() {
         offenders.join("\n")
     );
 }
+
+/// run emits progress events and prints nothing (issue 36 item 3): the wording of what a
+/// bisection shows lives in cli (`cli::progress`), so a renderer can choose bars, lines or JSON.
+#[test]
+fn run_prints_nothing() {
+    let mut files = Vec::new();
+    rust_files(&src().join("run"), &mut files);
+    let re = regex::Regex::new(r"\b(outln|out|errln)!\(").unwrap();
+    let mut offenders = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if re.is_match(code) {
+                offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "emit a core::progress::Event instead:\n{}",
+        offenders.join("\n")
+    );
+}

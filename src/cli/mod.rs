@@ -8,6 +8,7 @@ pub mod generate;
 pub mod log;
 pub mod matrix;
 pub mod output;
+pub mod progress;
 pub mod report;
 pub mod schema;
 pub mod show;

@@ -12,6 +12,7 @@ pub mod layout;
 pub mod matrix;
 pub mod outcome;
 pub mod plan;
+pub mod progress;
 pub mod range;
 pub mod result;
 pub mod search;

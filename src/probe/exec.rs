@@ -51,6 +51,53 @@ impl RunResult {
 
 static LIVE_GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
+/// How often a watched step's log is read for new lines.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+/// Reads what a step appended to its log since `pos` and hands complete lines to the watcher
+/// (`flush`: the step ended, so a last line without a newline counts too).
+struct Tail<'a> {
+    watch: &'a dyn Fn(&str),
+    file: Option<File>,
+    pending: Vec<u8>,
+}
+
+impl<'a> Tail<'a> {
+    fn open(watch: Option<&'a dyn Fn(&str)>, log_path: &Path, from: u64) -> Option<Tail<'a>> {
+        let watch = watch?;
+        let mut file = File::open(log_path).ok()?;
+        file.seek(SeekFrom::Start(from)).ok()?;
+        Some(Tail {
+            watch,
+            file: Some(file),
+            pending: Vec::new(),
+        })
+    }
+
+    fn read(&mut self, flush: bool) {
+        let watch = self.watch;
+        if let Some(f) = &mut self.file {
+            let mut buf = Vec::new();
+            if f.read_to_end(&mut buf).is_err() {
+                self.file = None;
+            }
+            self.pending.extend_from_slice(&buf);
+        }
+        // Ninja on a terminal ends its status lines with \r; in a log, with \n.
+        while let Some(end) = self.pending.iter().position(|&b| b == b'\n' || b == b'\r') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            watch(&String::from_utf8_lossy(&line[..line.len() - 1]));
+        }
+        // A line this long is no status line: drop it rather than hold it.
+        if self.pending.len() > 64 * 1024 {
+            self.pending.clear();
+        }
+        if flush && !self.pending.is_empty() {
+            watch(&String::from_utf8_lossy(&std::mem::take(&mut self.pending)));
+        }
+    }
+}
+
 static INTERRUPT_HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
 /// Set first thing by the interrupt handler: a step whose process group it killed must not come
@@ -180,6 +227,19 @@ pub fn run(
     log_path: &Path,
     on_timeout: &dyn Fn(),
 ) -> std::io::Result<RunResult> {
+    run_watched(cmd, timeout, log_path, on_timeout, None)
+}
+
+/// [`run`], with `watch` seeing each complete output line while the step runs (read back from
+/// the log every 250 ms, before redaction: a watcher keeps nothing but what it parses, as the
+/// build-progress watcher keeps only Ninja's `[n/N]`).
+pub fn run_watched(
+    cmd: &Cmd,
+    timeout: Option<Duration>,
+    log_path: &Path,
+    on_timeout: &dyn Fn(),
+    watch: Option<&dyn Fn(&str)>,
+) -> std::io::Result<RunResult> {
     if let Some(parent) = log_path.parent() {
         std::fs::create_dir_all(parent)?;
         check_free_space(parent)?;
@@ -251,9 +311,17 @@ pub fn run(
     let deadline = timeout.map(|t| started + t);
     let mut timed_out = false;
     let mut poll = Duration::from_millis(1);
+    let mut tail = Tail::open(watch, log_path, body_offset);
+    let mut read_at = started;
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
+        }
+        if let Some(t) = &mut tail {
+            if read_at.elapsed() >= WATCH_EVERY {
+                t.read(false);
+                read_at = Instant::now();
+            }
         }
         if deadline.is_some_and(|d| Instant::now() >= d) && !timed_out {
             timed_out = true;
@@ -293,6 +361,9 @@ pub fn run(
         }
     }
     let duration = started.elapsed();
+    if let Some(t) = &mut tail {
+        t.read(true);
+    }
     // Stragglers (daemons the step forked) do not outlive their step.
     kill_group(pgid, libc::SIGKILL);
     drop(lifeline);

@@ -67,20 +67,16 @@ pub fn tree_facts(checkout: &Path) -> Result<TreeFacts, BuildError> {
     ))
 }
 
-/// Where a probe is in its life, for the progress bar.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    Checkout,
-    Build,
-    Test,
-}
+/// Where a probe is in its life (checkout, build and the build's own count, test), for
+/// progress events.
+pub use crate::core::progress::Phase;
 
-impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Checkout => "checkout",
-            Phase::Build => "build",
-            Phase::Test => "test",
+/// A build step's output watcher ([`exec::run_watched`]): each status line with a count
+/// (Ninja's `[n/N]`, Make's `[ NN%]`) becomes a [`Phase::BuildStep`]; nothing else is kept.
+pub fn build_steps(phase: &dyn Fn(Phase)) -> impl Fn(&str) + '_ {
+    move |line| {
+        if let Some(count) = crate::core::progress::build_count(line) {
+            phase(Phase::BuildStep(count));
         }
     }
 }

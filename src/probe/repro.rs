@@ -188,11 +188,17 @@ impl ReproProber {
         }
     }
 
-    fn run_job(&self, job: &ShellJob, log: &Path) -> std::io::Result<exec::RunResult> {
+    /// Runs one step; `watch` sees its output lines as they come (the build's progress).
+    fn run_job(
+        &self,
+        job: &ShellJob,
+        log: &Path,
+        watch: Option<&dyn Fn(&str)>,
+    ) -> std::io::Result<exec::RunResult> {
         let cmd = self.opts.launcher.command(job);
         let launcher = self.opts.launcher.clone();
         let j = job.clone();
-        exec::run(&cmd, job.timeout, log, &move || launcher.cleanup(&j))
+        exec::run_watched(&cmd, job.timeout, log, &move || launcher.cleanup(&j), watch)
     }
 }
 

@@ -18,7 +18,7 @@ use crate::core::outcome::Outcome;
 use crate::probe::ccache::StatsLog;
 use crate::probe::launch::{Launcher, ShellJob};
 use crate::probe::{artifacts, exec};
-use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
+use crate::probe::{build_steps, Phase, ProbeReport, ProbeRequest, Prober};
 use std::path::Path;
 use std::time::Duration;
 
@@ -163,9 +163,16 @@ impl Prober for ScriptProber {
                 timeout,
                 name: format!("{}-{step}", req.run_name),
             };
-        let run = |j: &ShellJob| {
+        let steps = build_steps(phase);
+        let run = |j: &ShellJob, watch: Option<&dyn Fn(&str)>| {
             let cmd = self.launcher.command(j);
-            exec::run(&cmd, j.timeout, req.log_path, &|| self.launcher.cleanup(j))
+            exec::run_watched(
+                &cmd,
+                j.timeout,
+                req.log_path,
+                &|| self.launcher.cleanup(j),
+                watch,
+            )
         };
         let mut report = ProbeReport::infra("not run", req.log_path);
         report.provenance = self.launcher.provenance();
@@ -188,7 +195,7 @@ impl Prober for ScriptProber {
                 build_job.env.push(log.env());
                 log
             });
-            let ran = run(&build_job);
+            let ran = run(&build_job, Some(&steps));
             report.ccache = Some(match stats {
                 Some(log) => log.take().unwrap_or(Ccache::Used { hits: 0, misses: 0 }),
                 None => Ccache::NotInstalled,
@@ -234,7 +241,7 @@ impl Prober for ScriptProber {
             return report;
         }
         phase(Phase::Test);
-        let r = match run(&job(&self.script, false, self.timeout, "test")) {
+        let r = match run(&job(&self.script, false, self.timeout, "test"), None) {
             Err(e) => {
                 report.signature = Some(format!("test step could not run: {e}"));
                 return report;

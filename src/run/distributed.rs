@@ -19,6 +19,7 @@
 use crate::core::evidence::Policy;
 use crate::core::flaky::session::{Action, Session};
 use crate::core::plan::Plan;
+use crate::core::progress::{Event, Sink};
 use crate::error::CliError;
 use crate::probe::Prober;
 use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
@@ -86,6 +87,7 @@ pub fn probe_one(
     store: &Store,
     sha: &str,
     run_index: Option<usize>,
+    events: &dyn Sink,
 ) -> anyhow::Result<serde_json::Value> {
     let r = &plan.range;
     let cand = r
@@ -132,9 +134,23 @@ pub fn probe_one(
     };
     // A runner's log says where its one probe is (a killed runner's last line names the phase).
     let short = crate::core::range::short_sha(&cand.sha);
-    let phase = |ph: crate::probe::Phase| errln!("setrows-bisect: probe {short}: {}", ph.as_str());
+    // Each phase once (the build's own count is not a new phase here).
+    let last = std::sync::Mutex::new("");
+    let phase = |ph: crate::probe::Phase| {
+        let name = ph.as_str();
+        if last
+            .lock()
+            .is_ok_and(|mut l| std::mem::replace(&mut *l, name) != name)
+        {
+            events.emit(Event::Note {
+                text: format!("probe {short}: {name}"),
+            });
+        }
+    };
     let infra = |attempt: u32, msg: &str| {
-        errln!("setrows-bisect: probe {short}: infrastructure error (attempt {attempt}): {msg}")
+        events.emit(Event::Note {
+            text: format!("probe {short}: infrastructure error (attempt {attempt}): {msg}"),
+        })
     };
     let hooks = Hooks {
         phase: &phase,

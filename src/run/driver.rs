@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! let plan = Plan::new(repo_path, range, predicate, EndpointCheck::First, jobs, work_dir);
-//! let outcome = bisect_commits(&plan, &prober, &Deterministic, &store, &progress)?;
+//! let outcome = bisect_commits(&plan, &prober, &Deterministic, &store, &events)?;
 //! // outcome.answer: Found / Ambiguous / BadEndpoint, outcome.probes: every run, in order
 //! ```
 //!
@@ -32,11 +32,11 @@ mod session;
 use crate::core::evidence::{Decision, Evidence, Rule};
 use crate::core::outcome::Verdict;
 pub use crate::core::plan::Plan;
+use crate::core::progress::{rounds_left, Event, Sink};
 pub use crate::core::result::{BisectOutcome, Conclusion, ProbeRecord};
 use crate::core::search::{Answer, Step};
 use crate::probe::{ProbeReport, Prober};
 use crate::run::git::{self, Candidate, CommitInfo};
-use crate::run::progress::Progress;
 pub use crate::run::slots::{DriverError, INFRA_RETRIES};
 use crate::run::slots::{Hooks, Probing, RunSpec, Slot};
 use crate::run::store::Store;
@@ -46,7 +46,8 @@ use std::sync::Mutex;
 struct Shared<'a> {
     plan: &'a Plan,
     store: &'a Store,
-    progress: &'a Progress,
+    /// Where progress goes (`core::progress::Event`); run prints nothing itself.
+    events: &'a dyn Sink,
     /// The one slot loop, and slot k of `--jobs K` (locked for the whole bisection).
     probing: Probing<'a>,
     slots: Vec<Slot>,
@@ -66,14 +67,14 @@ pub fn bisect_commits(
     prober: &dyn Prober,
     rule: &dyn Rule,
     store: &Store,
-    progress: &Progress,
+    events: &dyn Sink,
 ) -> Result<BisectOutcome, DriverError> {
     let reuse = rule.one_run_decides();
     drive(
         plan,
         prober,
         store,
-        progress,
+        events,
         rule.describe(),
         reuse,
         |shared| search_loop(shared, rule),
@@ -89,7 +90,7 @@ fn drive(
     plan: &Plan,
     prober: &dyn Prober,
     store: &Store,
-    progress: &Progress,
+    events: &dyn Sink,
     policy: String,
     reuse_artifacts: bool,
     body: impl FnOnce(&Shared<'_>) -> Result<(Conclusion, usize), DriverError>,
@@ -117,7 +118,7 @@ fn drive(
     let shared = Shared {
         plan,
         store,
-        progress,
+        events,
         probing,
         slots,
         titles: Mutex::new(Default::default()),
@@ -133,7 +134,7 @@ fn drive(
     }))?;
     let (conclusion, steps) = body(&shared)?;
     drop(shared.slots);
-    progress.finish();
+    events.emit(Event::Finished);
     let probes = shared.records.into_inner().unwrap_or_default();
     let executed = probes.iter().filter(|p| !p.cached).count();
     let mut shas: Vec<String> = vec![plan.range.good.clone(), plan.range.bad.clone()];
@@ -177,6 +178,32 @@ fn drive(
         commits,
         budget: None,
     })
+}
+
+impl Shared<'_> {
+    /// A round begins: what is left, and (after a verdict) the estimate of the time it takes
+    /// from the durations of the probes seen so far.
+    /// `probes_left` of the estimate take `rounds` rounds.
+    fn round(&self, label: &str, steps_left: u32, probes_left: u32, rounds: u32) {
+        let (done, measured): (usize, Vec<f64>) = self
+            .records
+            .lock()
+            .map(|r| (r.len(), r.iter().map(|p| p.duration_s).collect()))
+            .unwrap_or_default();
+        self.events.emit(Event::Round {
+            range: label.to_string(),
+            steps_left,
+            probes_done: done,
+        });
+        if done > 0 && probes_left > 0 {
+            self.events
+                .emit(Event::Estimate(crate::core::progress::estimate(
+                    probes_left,
+                    rounds,
+                    &measured,
+                )));
+        }
+    }
 }
 
 fn range_label(plan: &Plan) -> String {
@@ -239,17 +266,21 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
     let conclusion = loop {
         if groups.len() != shown && groups.len() < plan.range.candidates.len() {
             shown = groups.len();
-            shared.progress.line(&format!(
-                "build-aware: {} candidates -> {} (commits that change nothing the build reads are joined)",
-                plan.range.candidates.len(),
-                shown
-            ));
+            shared.events.emit(Event::Grouped {
+                candidates: plan.range.candidates.len(),
+                groups: shown,
+            });
             shared.store.journal(&serde_json::json!({
                 "event": "groups", "at": now(), "candidates": plan.range.candidates.len(), "groups": shown,
             }))?;
         }
-        let done = shared.records.lock().map(|r| r.len()).unwrap_or(0);
-        shared.progress.steps(search.steps_left(), done, &label);
+        let steps_left = search.steps_left();
+        shared.round(
+            &label,
+            steps_left,
+            steps_left,
+            rounds_left(steps_left, jobs),
+        );
         match search.next(jobs) {
             Step::Probe(batch) => {
                 steps += 1;
@@ -341,26 +372,16 @@ fn note(
         ccache: if cached { None } else { report.ccache },
         reused_from: report.reused_from.clone(),
     };
-    sh.progress.line(&format!(
-        "{} {} -> {}{}  ({:.1}s){}",
-        crate::core::range::short_sha(&cand.sha),
-        report.outcome,
+    sh.events.emit(Event::Verdict {
+        sha: cand.sha.clone(),
+        title: rec.title.clone(),
+        outcome: report.outcome,
         verdict,
-        match (&report.reused_from, cached) {
-            (Some(from), _) => format!(
-                " [test skipped: artifacts identical to {}]",
-                &from[..10.min(from.len())]
-            ),
-            (None, true) => " [stored]".to_string(),
-            (None, false) => String::new(),
-        },
-        report.duration_s,
-        report
-            .signature
-            .as_deref()
-            .map(|s| format!("  {s}"))
-            .unwrap_or_default()
-    ));
+        duration_s: report.duration_s,
+        cached,
+        reused_from: report.reused_from.clone(),
+        signature: report.signature.clone(),
+    });
     sh.store.journal(&serde_json::json!({
         "event": "probe", "at": now(), "sha": cand.sha, "tree": cand.tree, "run": run_index,
         "outcome": report.outcome, "verdict": verdict, "cached": cached,
@@ -413,12 +434,16 @@ fn execute(
         build: None,
         log: None,
     };
+    let probe = crate::run::events::Probe::new(sh.events, slot, &cand.sha, title);
     let hooks = Hooks {
-        phase: &|p| sh.progress.phase(slot, short, title, p.as_str()),
+        phase: &|p| probe.phase(p),
         infra: &|attempt, msg| {
-            sh.progress.line(&format!(
-                "{short}: infrastructure error (attempt {attempt}/{INFRA_RETRIES}): {msg}"
-            ));
+            sh.events.emit(Event::Retry {
+                sha: cand.sha.clone(),
+                attempt,
+                attempts: sh.probing.attempts,
+                message: msg.to_string(),
+            });
             let r = sh.store.journal(&serde_json::json!({
                 "event": "infra_error", "at": now(), "sha": cand.sha, "attempt": attempt, "message": msg,
             }));

@@ -97,10 +97,10 @@ impl Slot {
         // tool whose supervisor had no time to act) must not race us in this checkout.
         let strays = crate::probe::exec::kill_strays_in(&dir);
         if strays > 0 {
-            errln!(
-                "setrows-bisect: {}: stopped {strays} process(es) a previous run left behind",
+            crate::run::events::note(format!(
+                "{}: stopped {strays} process(es) a previous run left behind",
                 dir.display()
-            );
+            ));
         }
         // The lock file's time is the slot's last use (`setrows-bisect gc` reads it).
         let _ = f.set_modified(std::time::SystemTime::now());

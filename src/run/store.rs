@@ -160,10 +160,10 @@ impl Store {
             match serde_json::from_str::<StoredRun>(&text) {
                 Ok(r) if r.report.outcome != Outcome::InfraError => runs.push(r),
                 Ok(_) => {}
-                Err(e) => errln!(
-                    "setrows-bisect: warning: ignoring unreadable result {}: {e}",
+                Err(e) => crate::run::events::note(format!(
+                    "warning: ignoring unreadable result {}: {e}",
                     p.display()
-                ),
+                )),
             }
         }
         Ok(runs)

@@ -409,6 +409,7 @@ pub fn after_bisect(
     outcome: &BisectOutcome,
     runs: u32,
     backend: Option<&str>,
+    events: &dyn crate::core::progress::Sink,
 ) -> anyhow::Result<Option<ValidationResult>> {
     let Conclusion::Found { index } = &outcome.conclusion else {
         return Ok(None);
@@ -432,7 +433,11 @@ pub fn after_bisect(
         backend,
         rate: crate::core::flaky::rate_posterior(&ev, Beta::UNIFORM),
     };
-    let say = |l: &str| errln!("setrows-bisect: {l}");
+    let say = |l: &str| {
+        events.emit(crate::core::progress::Event::Note {
+            text: l.to_string(),
+        })
+    };
     let (obs, v) = validate_culprit(&setup, &r.candidates[*index].sha, &r.bad, &say)
         .map_err(|e| crate::error::CliError::infra(e.to_string()))?;
     for f in &v.findings {

@@ -23,7 +23,6 @@ use crate::error::CliError;
 use crate::report::bisect as report;
 use crate::run::bisect::{check, git_error, Mode, Request};
 use crate::run::git;
-use crate::run::progress::Progress;
 use std::path::Path;
 
 /// Where a bisection's result goes besides the document `run_request` returns.
@@ -205,7 +204,8 @@ fn build_question(args: &BisectArgs) -> anyhow::Result<()> {
 /// once or bisected (its result rendered, written and published). Returns the exit code and,
 /// after a bisection, its result.
 pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<BisectResult>)> {
-    let p = crate::run::bisect::prepare(req)?;
+    let events = crate::cli::progress::stderr()?;
+    let p = crate::run::bisect::prepare(req, events)?;
     if req.mode == Mode::DryRun {
         // A plan has no side effects: the runs are not seeded into the store.
         out!("{}", dry_run::dry_run(&p, out.github)?);
@@ -222,14 +222,16 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
         .resume(question, &p.store, &p.prober.identity())?;
     let json = match &req.mode {
         Mode::PlanOnly => Some(crate::run::bisect::plan_next(&p)?),
-        Mode::Probe { sha, run_index } => Some(crate::run::bisect::probe_one(&p, sha, *run_index)?),
+        Mode::Probe { sha, run_index } => {
+            Some(crate::run::bisect::probe_one(&p, sha, *run_index, events)?)
+        }
         Mode::Run | Mode::DryRun => None,
     };
     if let Some(v) = json {
         outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok((0, None));
     }
-    let result = crate::run::bisect::execute(&p, &Progress::for_stderr(p.plan.jobs))?;
+    let result = crate::run::bisect::execute(&p, events)?;
     let code = publish(&result, out)?;
     Ok((code, Some(result)))
 }

@@ -103,7 +103,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     runner.build_only = args.regress.build_only();
     let mut rev = resolve(&runner, std::slice::from_ref(&args.rev))?.remove(0);
     runner.checkout(&mut rev).map_err(run_error)?;
-    let progress = crate::run::progress::Progress::for_stderr(1);
+    let events = crate::cli::progress::stderr()?;
     let mut search = Search::new((0..ladder.len() as u64).collect(), EndpointCheck::First);
     let mut probed: Vec<(usize, Cell, Verdict)> = Vec::new();
     let answer = loop {
@@ -111,14 +111,8 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             Step::Probe(ix) => {
                 let i = ix[0];
                 let label = format!("{}={}", args.axis, ladder[i]);
-                let cell = runner.run_cell(&configs[i], &rev, &|p| {
-                    progress.phase(
-                        0,
-                        crate::core::range::short_sha(&rev.sha),
-                        &label,
-                        p.as_str(),
-                    )
-                });
+                let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
+                let cell = runner.run_cell(&configs[i], &rev, &|p| probe.phase(p));
                 if cell.outcome == Outcome::InfraError {
                     return Err(CliError::infra(format!(
                         "{label}: infrastructure error after {} attempts: {}; log: {}",
@@ -129,7 +123,16 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
                 }
                 let output = std::fs::read_to_string(&cell.log).unwrap_or_default();
                 let verdict = predicate.judge(cell.outcome, &output);
-                progress.line(&format!("{label}: {} -> {verdict}", cell.outcome));
+                events.emit(Event::Cell {
+                    position: None,
+                    id: None,
+                    label,
+                    sha: rev.sha.clone(),
+                    outcome: cell.outcome,
+                    verdict: Some(verdict),
+                    signature: None,
+                    cached: cell.cached,
+                });
                 search.record(i, verdict);
                 probed.push((i, cell, verdict));
             }
@@ -137,7 +140,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             Step::BadEndpoint { which, got } => break Err((which, got)),
         }
     };
-    progress.finish();
+    events.emit(Event::Finished);
     let conclusion = match answer {
         Ok(Answer::Found(i)) => Conclusion::Found { index: i },
         Ok(Answer::Ambiguous(indices)) => Conclusion::Ambiguous { indices },

@@ -6,6 +6,7 @@ pub use config_bisect::run_bisect_config;
 
 use crate::core::matrix::{self, Config, Matrix, Value};
 use crate::core::outcome::{Outcome, Predicate, Regress, Verdict};
+use crate::core::progress::{Event, Sink};
 use crate::core::result::{
     AnyResult, BisectConfigResult, BisectResult, Conclusion, ConfigDetails, ConfigProbe, Kind,
 };
@@ -323,31 +324,30 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     let mut runner = runner(&args.run, &m, "logs")?;
     runner.build_only = args.build_only;
     let mut revs = resolve(&runner, &revs)?;
-    let progress = crate::run::progress::Progress::for_stderr(1);
+    let events = crate::cli::progress::stderr()?;
     let total = configs.len() * revs.len();
     let mut cells: Vec<Cell> = Vec::new();
     for rev in revs.iter_mut() {
         runner.checkout(rev).map_err(run_error)?;
         let rev = &*rev;
         for c in &configs {
-            let short = crate::core::range::short_sha(&rev.sha);
             let label = c.label();
-            let cell = runner.run_cell(c, rev, &|p| progress.phase(0, short, &label, p.as_str()));
-            progress.line(&format!(
-                "[{}/{total}] {} {label} @ {short}: {}{}{}",
-                cells.len() + 1,
-                c.id,
-                cell.outcome,
-                cell.signature
-                    .as_deref()
-                    .map(|s| format!(" ({s})"))
-                    .unwrap_or_default(),
-                if cell.cached { " [stored]" } else { "" }
-            ));
+            let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
+            let cell = runner.run_cell(c, rev, &|p| probe.phase(p));
+            events.emit(Event::Cell {
+                position: Some((cells.len() + 1, total)),
+                id: Some(c.id.to_string()),
+                label,
+                sha: rev.sha.clone(),
+                outcome: cell.outcome,
+                verdict: None,
+                signature: cell.signature.clone(),
+                cached: cell.cached,
+            });
             cells.push(cell);
         }
     }
-    progress.finish();
+    events.emit(Event::Finished);
     let results = MatrixResults {
         schema: Kind::Matrix.tag(),
         matrix: m.file.clone(),

@@ -180,3 +180,29 @@ fn quoting() {
         "sh -c 'x y'"
     );
 }
+
+#[test]
+fn a_watcher_sees_each_output_line_of_this_step_only() {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("w.log");
+    // An earlier step's output in the same log is not this step's.
+    run(
+        &sh("echo '[9/9] earlier step'", d.path()),
+        None,
+        &log,
+        &|| {},
+    )
+    .unwrap();
+    let seen = std::sync::Mutex::new(Vec::<String>::new());
+    let watch = |l: &str| seen.lock().unwrap().push(l.to_string());
+    let cmd = sh(
+        "echo '[1/3] a'; sleep 0.4; printf '[2/3] b\\r[3/3] c\\nlast without newline'",
+        d.path(),
+    );
+    let r = run_watched(&cmd, None, &log, &|| {}, Some(&watch)).unwrap();
+    assert!(r.success());
+    assert_eq!(
+        seen.into_inner().unwrap(),
+        ["[1/3] a", "[2/3] b", "[3/3] c", "last without newline"]
+    );
+}

@@ -96,7 +96,7 @@ impl ReproProber {
             };
         }
         phase(Phase::Build);
-        let built = match self.build(req, &mut end, &provenance) {
+        let built = match self.build(req, &mut end, &provenance, phase) {
             Ok(b) => b,
             Err(report) => return *report,
         };
@@ -179,6 +179,7 @@ impl ReproProber {
         req: &ProbeRequest<'_>,
         end: &mut Ending<'_>,
         provenance: &BTreeMap<String, String>,
+        phase: &dyn Fn(Phase),
     ) -> Result<exec::RunResult, Box<ProbeReport>> {
         let materialized = match self.opts.reproducer {
             Reproducer::Decode => crate::probe::decode::prepare(req.build_dir, &self.opts.settings)
@@ -205,7 +206,7 @@ impl ReproProber {
         // so a missing log means it was not.
         let stats = StatsLog::for_step(&*self.opts.launcher, &job);
         job.env.push(stats.env());
-        let built = self.run_job(&job, req.log_path);
+        let built = self.run_job(&job, req.log_path, Some(&crate::probe::build_steps(phase)));
         end.ccache = Some(stats.take().unwrap_or(Ccache::NotInstalled));
         let built = built.map_err(|e| {
             ProbeReport::infra(
@@ -277,7 +278,7 @@ impl ReproProber {
         let mut env = vec![("GGML_NO_BACKTRACE".to_string(), "1".to_string())];
         env.extend(self.opts.run_env.iter().cloned());
         let job = self.job(req, self.run_script(), &env, self.opts.run_timeout, "test");
-        let ran = self.run_job(&job, req.log_path).map_err(|e| {
+        let ran = self.run_job(&job, req.log_path, None).map_err(|e| {
             ProbeReport::infra(format!("cannot run the reproducer: {e}"), req.log_path)
         })?;
         if !ran.success() {

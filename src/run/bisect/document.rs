@@ -22,7 +22,11 @@ pub fn exit_code(c: &Conclusion) -> i32 {
 
 /// The document of `outcome`, complete: validation runs here (`--validate`), and the result is
 /// stamped and saved for `show` before it is returned.
-pub(super) fn assemble(p: &Prepared, outcome: &BisectOutcome) -> anyhow::Result<BisectResult> {
+pub(super) fn assemble(
+    p: &Prepared,
+    outcome: &BisectOutcome,
+    events: &dyn crate::core::progress::Sink,
+) -> anyhow::Result<BisectResult> {
     let r = &p.plan.range;
     let mut result = of_outcome(r, outcome, p);
     if let Policy::Confidence { confidence, .. } = p.runs {
@@ -32,7 +36,7 @@ pub(super) fn assemble(p: &Prepared, outcome: &BisectOutcome) -> anyhow::Result<
     result.reproducer = p.reproducer.clone();
     result.endpoint = result.endpoint_advice();
     if let Some(a) = &result.flaky {
-        errln!("setrows-bisect: {}", a.line());
+        events.emit(crate::core::progress::Event::Note { text: a.line() });
     }
     result.validation = crate::run::validate::after_bisect(
         &p.plan,
@@ -41,6 +45,7 @@ pub(super) fn assemble(p: &Prepared, outcome: &BisectOutcome) -> anyhow::Result<
         outcome,
         p.validate,
         p.backend.map(|b| b.as_str()),
+        events,
     )?;
     // The stored runs behind the probes: what --resume-from-issue seeds a fresh store from.
     let trees = outcome

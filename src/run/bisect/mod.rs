@@ -21,6 +21,7 @@ pub use planned::{Planned, Where};
 use crate::core::config::{ProbeKind, Resolved};
 use crate::core::evidence::{Deterministic, Fixed, Policy};
 use crate::core::outcome::Predicate;
+use crate::core::progress::{Event, Sink};
 use crate::core::result::{BisectResult, ConfigurationInfo, ReproducerInfo};
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
@@ -30,7 +31,6 @@ use crate::probe::script::ScriptProber;
 use crate::probe::Prober;
 use crate::run::driver::{DriverError, Plan};
 use crate::run::git::{self, GitError, Oid, RangeSpec};
-use crate::run::progress::Progress;
 use crate::run::store::Store;
 use std::path::PathBuf;
 
@@ -181,7 +181,7 @@ pub fn git_error(e: GitError) -> anyhow::Error {
 /// ccache dir or toolchain query); otherwise the work dir is created and made absolute (steps
 /// run with their own working directory and see $SRC/$WORK), the container's engine and image
 /// are asked for, and a HIP build asks `hipconfig`.
-pub fn prepare(req: &Request) -> anyhow::Result<Prepared> {
+pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     let repo = git::open(&req.repo).map_err(git_error)?;
     let path = match &req.path {
         Subtree::Whole => None,
@@ -191,7 +191,9 @@ pub fn prepare(req: &Request) -> anyhow::Result<Prepared> {
         Subtree::Auto => {
             let layout = git::detect_layout(&repo, req.bad).map_err(git_error)?;
             layout.keyed_subtree().map(|dir| {
-                errln!("setrows-bisect: {} layout detected: commits that do not change {dir}/ share one probe (--path . to test the whole tree)", layout.name());
+                events.emit(Event::Note {
+                    text: format!("{} layout detected: commits that do not change {dir}/ share one probe (--path . to test the whole tree)", layout.name()),
+                });
                 dir.to_string()
             })
         }
@@ -298,25 +300,25 @@ pub fn probe_one(
     p: &Prepared,
     sha: &str,
     run_index: Option<usize>,
+    events: &dyn Sink,
 ) -> anyhow::Result<serde_json::Value> {
-    crate::run::distributed::probe_one(&p.plan, p.prober.as_ref(), &p.store, sha, run_index)
+    crate::run::distributed::probe_one(&p.plan, p.prober.as_ref(), &p.store, sha, run_index, events)
 }
 
 /// Runs the bisection to its conclusion and returns its result document (stamped and saved
 /// for `show`). Errors: exit 2 for the user's input (a revision), 3 for the machinery.
-pub fn execute(p: &Prepared, progress: &Progress) -> anyhow::Result<BisectResult> {
+pub fn execute(p: &Prepared, events: &dyn Sink) -> anyhow::Result<BisectResult> {
     let journal = p
         .store
         .open_journal(&p.id)
         .map_err(|e| CliError::infra(e.to_string()))?;
     let r = &p.plan.range;
-    errln!(
-        "setrows-bisect: {} commits, {} candidates; work dir {}; journal {}",
-        r.commits,
-        r.candidates.len(),
-        p.plan.work_dir.display(),
-        journal.display()
-    );
+    events.emit(Event::Started {
+        commits: r.commits,
+        candidates: r.candidates.len(),
+        work_dir: p.plan.work_dir.display().to_string(),
+        journal: journal.display().to_string(),
+    });
     let prober = p.prober.as_ref();
     let outcome = match p.runs {
         // Waves of --jobs runs: spare slots re-run undecided candidates (driver docs).
@@ -324,17 +326,17 @@ pub fn execute(p: &Prepared, progress: &Progress) -> anyhow::Result<BisectResult
             confidence,
             max_runs,
         } => crate::run::driver::bisect_session(
-            &p.plan, prober, confidence, max_runs, &p.store, progress,
+            &p.plan, prober, confidence, max_runs, &p.store, events,
         ),
         Policy::Repeat(n) if n > 1 => {
-            crate::run::driver::bisect_commits(&p.plan, prober, &Fixed(n), &p.store, progress)
+            crate::run::driver::bisect_commits(&p.plan, prober, &Fixed(n), &p.store, events)
         }
         Policy::Repeat(_) => {
-            crate::run::driver::bisect_commits(&p.plan, prober, &Deterministic, &p.store, progress)
+            crate::run::driver::bisect_commits(&p.plan, prober, &Deterministic, &p.store, events)
         }
     }
     .map_err(|e| driver_error(e, p))?;
-    document::assemble(p, &outcome)
+    document::assemble(p, &outcome, events)
 }
 
 /// A driver error as the command reports it; a systematic untestable names the configuration

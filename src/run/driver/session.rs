@@ -8,9 +8,9 @@ use crate::core::evidence::{Evidence, Policy};
 use crate::core::flaky::session::{Action, Session, SessionEnd};
 use crate::core::flaky::Beta;
 use crate::core::plan::Plan;
+use crate::core::progress::Sink;
 use crate::core::result::{BisectOutcome, BudgetSpent, CandidateMass, Conclusion};
 use crate::probe::Prober;
-use crate::run::progress::Progress;
 use crate::run::slots::DriverError;
 use crate::run::store::{Store, StoredRun};
 use std::collections::VecDeque;
@@ -29,7 +29,7 @@ pub fn bisect_session(
     confidence: f64,
     max_runs: Option<u64>,
     store: &Store,
-    progress: &Progress,
+    events: &dyn Sink,
 ) -> Result<BisectOutcome, DriverError> {
     let policy = Policy::Confidence {
         confidence,
@@ -55,7 +55,7 @@ pub fn bisect_session(
         plan,
         prober,
         store,
-        progress,
+        events,
         describe(None),
         false,
         |shared| {
@@ -157,10 +157,8 @@ fn session_loop(
     let mut next_free = vec![0usize; cands.len()];
     let label = range_label(plan);
     loop {
-        let done = shared.records.lock().map(|r| r.len()).unwrap_or(0);
-        shared
-            .progress
-            .steps(waves_left(session.evidence(), jobs), done, &label);
+        let waves = waves_left(session.evidence(), jobs);
+        shared.round(&label, waves, waves * jobs as u32, waves);
         let wave = match session.next(jobs) {
             Action::Run(wave) => wave,
             Action::Finished => break,

@@ -87,12 +87,12 @@ impl<'s> Absent<'s> {
         if new.is_empty() {
             return;
         }
-        errln!(
-            "setrows-bisect: not written, absent from {} and outside the tested tree `{}`: {}",
+        crate::run::events::note(format!(
+            "not written, absent from {} and outside the tested tree `{}`: {}",
             repo_dir(repo).display(),
             self.scope.unwrap_or(""),
             listing(new.iter().map(|p| p.display().to_string()))
-        );
+        ));
     }
 }
 
