@@ -107,7 +107,9 @@ pub struct BisectArgs {
         help_heading = "Output"
     )]
     pub work_dir: Option<PathBuf>,
-    /// Argument passed to the bundled reproducer (repeatable; used when --script is absent).
+    /// Argument added to the bundled reproducer's own (repeatable; used when --script is
+    /// absent): the defaults stay unless it names the same option (the plan says which it
+    /// replaced); checked against the program's options before any build.
     #[arg(
         long = "repro-arg",
         value_name = "ARG",
@@ -115,6 +117,12 @@ pub struct BisectArgs {
         help_heading = "Probe"
     )]
     pub repro_args: Vec<String>,
+    /// The replay's graph: `decode-reuse` (the generic cached decode graph, the default) or
+    /// `ds4` (the DeepSeek-V4-Flash decode attention of the report: lucebox deepseek4 at
+    /// 53859c26, the built-in matrix's `params=decode-ds4`). Either runs 100,000 steps of a
+    /// reused graph, checked every step; `--repro-arg` adds to it.
+    #[arg(long, value_name = "GRAPH", value_parser = ["decode-reuse", "ds4"], help_heading = "Probe")]
+    pub graph: Option<String>,
     /// Which bundled probe runs when --script is absent: `replay` (the set_rows pattern through
     /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
     /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the
@@ -127,7 +135,7 @@ pub struct BisectArgs {
     /// Run every build and test step in a container of --image: podman, docker, or auto
     /// (podman if it works, else docker). Default: none (the host), or auto with a --config
     /// whose configuration names an image.
-    #[arg(long, value_enum, value_name = "ENGINE", help_heading = "Containers")]
+    #[arg(long, value_name = "auto|podman|docker|none", value_parser = crate::cli::ranges::engine, help_heading = "Containers")]
     pub engine: Option<EngineChoice>,
     /// The image the steps run in with --engine (present locally; never pulled), e.g. a
     /// build image from containers/. Needs --engine.

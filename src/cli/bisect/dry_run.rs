@@ -84,11 +84,26 @@ fn unknown_key(planned: &Planned) -> Option<String> {
     }
 }
 
-/// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
+/// The schema tag of `--dry-run --json FILE` (README "Plan JSON").
+pub const PLAN_SCHEMA: &str = "setrows-bisect/plan/1";
+
+/// Which endpoints a run tests, in words (a user must know when neither will be).
+fn endpoints_line(p: &Prepared) -> String {
+    let confidence = matches!(p.runs, crate::core::evidence::Policy::Confidence { .. });
+    match (p.plan.endpoints, p.plan.jobs) {
+        (EndpointCheck::Lazy, _) => "endpoints: neither is tested up front; only the one next to the answer, when the answer touches it (--lazy-endpoints)".into(),
+        _ if confidence => "endpoints: --bad is tested first (--confidence); --good when the answer touches it".into(),
+        (EndpointCheck::First, 1) => "endpoints: --bad when the walk toward it makes that worth a build or the answer touches it, --good only when the answer touches it; an answer whose commit and parent were both probed tests neither".into(),
+        (EndpointCheck::First, _) => "endpoints: --good and --bad are both tested, in the first wave".into(),
+    }
+}
+
+/// `--dry-run`: what the bisection would do, from the same resolution a real run uses: the
+/// text people read and the same facts as JSON (`--dry-run --json FILE`, `PLAN_SCHEMA`).
 pub(super) fn dry_run(
     p: &Prepared,
     github: &crate::cli::report::BisectPostArgs,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, serde_json::Value)> {
     let r = &p.plan.range;
     let n = r.candidates.len();
     let identity = p.prober.identity();
@@ -113,6 +128,10 @@ pub(super) fn dry_run(
     }
     let confidence = matches!(p.runs, crate::core::evidence::Policy::Confidence { .. });
     let mut out = String::new();
+    // What the user's arguments replaced comes first: it changes what every probe runs.
+    for line in &planned.replaced {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(out, "range: {}..{}", r.good, r.bad);
     let _ = writeln!(
         out,
@@ -142,6 +161,7 @@ pub(super) fn dry_run(
             ""
         }
     );
+    let _ = writeln!(out, "{}", endpoints_line(p));
     let _ = writeln!(out, "{}", lying_bad(n, p.plan.jobs, p.plan.endpoints, &e));
     match &unknown {
         None => {
@@ -187,9 +207,19 @@ pub(super) fn dry_run(
     if let Some(r) = &p.reproducer {
         let _ = writeln!(out, "reproducer: {} ({})", r.command(), r.extent());
         let _ = writeln!(out, "  arguments: {}", r.source);
+        if r.is_decode() {
+            let _ = writeln!(
+                out,
+                "  model: {} is written by the tool into the work dir (a tiny random-weight llama GGUF, fixed seed; nothing is downloaded)",
+                crate::core::result::DECODE_MODEL
+            );
+        }
     }
     let _ = writeln!(out, "work dir: {}", p.plan.work_dir.display());
     place_lines(planned, &mut out);
+    if let Some(m) = &planned.memory {
+        let _ = writeln!(out, "{m}");
+    }
     if unknown.is_none() {
         let _ = writeln!(
             out,
@@ -203,7 +233,39 @@ pub(super) fn dry_run(
             let _ = writeln!(out, "  {line}");
         }
     }
-    Ok(out)
+    let json = serde_json::json!({
+        "schema": PLAN_SCHEMA,
+        "range": {
+            "good": r.good,
+            "bad": r.bad,
+            "first_parent": r.spec.first_parent,
+            "path": r.spec.path,
+            "commits": r.commits,
+            "candidates": n,
+        },
+        "expected_probes": e.total,
+        "endpoints": endpoints_line(p).trim_start_matches("endpoints: "),
+        "stored": unknown.is_none().then_some(stored),
+        "predicate": p.plan.predicate.describe(),
+        "build_only": p.plan.predicate.regress.build_only(),
+        "configuration": p.configuration,
+        "reproducer": p.reproducer.as_ref().map(|r| serde_json::json!({
+            "program": r.program,
+            "args": r.args,
+            "source": r.source,
+            "command": r.command(),
+            "extent": r.extent(),
+        })),
+        "replaced": planned.replaced,
+        "work_dir": p.plan.work_dir,
+        "image": planned.image(),
+        "build": planned.build,
+        "memory": planned.memory,
+        "store_key": unknown
+            .is_none()
+            .then(|| crate::run::store::bisect_id(&[&identity])),
+    });
+    Ok((out, json))
 }
 
 /// The worst-case probe count a dry run promises, and where it comes from.

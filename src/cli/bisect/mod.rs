@@ -208,7 +208,25 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
     let p = crate::run::bisect::prepare(req)?;
     if req.mode == Mode::DryRun {
         // A plan has no side effects: the runs are not seeded into the store.
-        out!("{}", dry_run::dry_run(&p, out.github)?);
+        let (text, json) = dry_run::dry_run(&p, out.github)?;
+        // `--json FILE` gets the plan (`dry_run::PLAN_SCHEMA`), never nothing at all.
+        if let Some(path) = out.json {
+            let body = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+            crate::cli::output::write("--json", path, body.as_bytes())?;
+            if path == Path::new("-") {
+                errln!("{text}");
+                return Ok((0, None));
+            }
+            errln!("setrows-bisect: the plan's JSON is in {}", path.display());
+        }
+        // `--report FILE` gets the plan's text: a dry run writes what it was asked to.
+        if let Some(path) = out.report {
+            crate::cli::output::write("--report", path, text.as_bytes())?;
+            if path == Path::new("-") {
+                return Ok((0, None));
+            }
+        }
+        out!("{text}");
         return Ok((0, None));
     }
     let r = &p.plan.range;

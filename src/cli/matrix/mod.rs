@@ -47,7 +47,7 @@ pub struct RunFlags {
     #[arg(long, env = "SETROWS_WORK_DIR")]
     pub work_dir: Option<PathBuf>,
     /// Which container engine runs the probes (`none`: the host).
-    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    #[arg(long, value_name = "auto|podman|docker|none", default_value = "auto", value_parser = crate::cli::ranges::engine)]
     pub engine: EngineChoice,
     /// Probe timeout in seconds (overrides [probe] timeout_s).
     #[arg(long, allow_negative_numbers = true, value_parser = crate::cli::ranges::whole_secs)]
