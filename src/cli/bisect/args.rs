@@ -14,7 +14,7 @@ pub struct BisectArgs {
     #[arg(long, required = true, help_heading = "Range")]
     pub bad: Option<String>,
     /// The git repository to bisect (never modified: probes run in private checkouts).
-    #[arg(long, default_value = ".", help_heading = "Range")]
+    #[arg(value_parser = crate::cli::output::absolute, long, default_value = ".", help_heading = "Range")]
     pub repo: PathBuf,
     /// Test command, run with `sh -c` in the checkout ($SRC; the build dir is $WORK), with git
     /// bisect run's exit codes: 0 good, 125 skip, 1-127 bad, signal/>=128 crash. Without it the
@@ -94,13 +94,14 @@ pub struct BisectArgs {
     #[arg(long, help_heading = "Search")]
     pub lazy_endpoints: bool,
     /// Write the machine-readable result here.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
     /// Also write the markdown report here.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Output")]
     pub report: Option<PathBuf>,
     /// Checkouts, build dirs, logs and the result store [default: $XDG_CACHE_HOME/setrows-bisect].
     #[arg(
+        value_parser = crate::cli::output::absolute,
         long,
         value_name = "DIR",
         env = "SETROWS_WORK_DIR",
@@ -161,6 +162,7 @@ pub struct ConfigFlags {
     /// The matrix file --config reads [default: ./matrix.toml, else the copy built into the
     /// binary].
     #[arg(
+        value_parser = crate::cli::output::absolute,
         long,
         value_name = "FILE",
         requires = "config",

@@ -86,9 +86,13 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
     if !args.dry_run {
         crate::cli::output::check_dir_writable("--work-dir", &work_dir)?;
     }
+    let repo = git::open(&args.repo).map_err(git_error)?;
     let mode = match (&args.probe, args.plan_only, args.dry_run) {
-        (Some(sha), _, _) => Mode::Probe {
-            sha: sha.clone(),
+        // Any revision git takes (HEAD, a tag, a short sha), resolved once here.
+        (Some(rev), _, _) => Mode::Probe {
+            sha: git::resolve(&repo, rev, "--probe")
+                .map_err(git_error)?
+                .to_string(),
             run_index: args.run_index,
         },
         (None, true, _) => Mode::PlanOnly,
@@ -98,7 +102,6 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
     let runs = runs(args.repeat, args.confidence, args.max_runs);
     let endpoints = endpoints(args.lazy_endpoints);
     // Last, the revisions in the repository (`run::bisect::check`).
-    let repo = git::open(&args.repo).map_err(git_error)?;
     let (good, bad) = check::revisions(&repo, (good, bad), ("--good", "--bad"))?;
     let path = check::subtree(&repo, bad, args.path.as_deref(), "--path", "bad commit")?;
     match chosen.cfg.probe {
