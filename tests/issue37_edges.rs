@@ -500,3 +500,41 @@ fn a_bisect_takes_relative_paths_and_any_revision() {
     assert!(o.status.code().is_some_and(|c| c < 2), "{}", text(&o).1);
     assert!(f.dir.path().join("r.json").is_file() && f.dir.path().join("r.md").is_file());
 }
+
+/// Item 4: the report says which endpoints were tested, and when neither was.
+#[test]
+fn the_report_says_when_neither_endpoint_was_tested() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    for i in 0..16 {
+        let state = if i < 9 { "good" } else { "bad" };
+        std::fs::write(repo.join("state"), format!("{state} {i}\n")).unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", &format!("c{i}")]);
+    }
+    let o = bin()
+        .current_dir(d.path())
+        .args([
+            "--repo",
+            "repo",
+            "--good",
+            "HEAD~15",
+            "--bad",
+            "HEAD",
+            "--work-dir",
+            "w",
+        ])
+        .args([
+            "--script",
+            "grep -q good \"$SRC/state\"",
+            "--report",
+            "r.md",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let md = std::fs::read_to_string(d.path().join("r.md")).unwrap();
+    assert!(md.contains("- endpoints: neither was tested"), "{md}");
+}

@@ -52,7 +52,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             .ok_or_else(|| CliError::usage(format!("{}: the matrix is empty", m.file)))?,
     };
     // Every value but the axis's comes from the base: which one, and why, is said (stderr, so
-    // a dry run's plan on stdout stays the plan).
+    // a dry run's plan on stdout stays the plan), once the inputs are checked.
     let why = match base_flag_given(flag) {
         true => format!("--config {}", base.id),
         false => format!(
@@ -61,7 +61,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             m.file
         ),
     };
-    errln!(
+    let base_note = format!(
         "setrows-bisect: base configuration {} ({}): {why}",
         base.id,
         base.label()
@@ -110,6 +110,8 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         }
     }
     let commit_level = commit_level(&args, &predicate)?;
+    // Said once every input was checked (a refusal stays one line).
+    errln!("{base_note}");
     if args.dry_run {
         let runner = runner(&args.run, &m, "bisect-config-logs", true)?;
         let rev = resolve(&runner, std::slice::from_ref(&args.rev))?.remove(0);
