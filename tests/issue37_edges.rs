@@ -259,6 +259,18 @@ fn the_reports_graph_is_a_first_class_choice() {
         &t.bisect(&["--engine", "ds4"]),
         &["--engine", "--graph ds4"],
     );
+    // The matrix names the same graph: its rows of the report's graph, and only those.
+    let list = bin()
+        .args(["matrix", "--list", "--graph", "ds4"])
+        .output()
+        .unwrap();
+    let (rows, err) = text(&list);
+    assert!(list.status.success(), "{err}");
+    assert!(rows.lines().count() > 0, "no ds4 rows");
+    assert!(
+        rows.lines().all(|l| l.contains("params=decode-ds4")),
+        "{rows}"
+    );
     let help = bin().arg("--help").output().unwrap();
     assert!(text(&help).0.contains("--graph"), "--help");
     let readme =
@@ -492,6 +504,19 @@ fn a_bisect_takes_relative_paths_and_any_revision() {
     assert!(out.contains(f.sha(7)), "{out}");
     let o = run(&["--probe", &f.sha(7)[..10]]);
     assert!(o.status.success(), "{}", text(&o).1);
+    // What a single probe has no use for is refused; its JSON goes where --json says.
+    refused(
+        &run(&["--probe", "HEAD", "--report", "r.md"]),
+        &["--report", "--probe"],
+    );
+    refused(
+        &run(&["--plan-only", "--validate", "3"]),
+        &["--validate", "--plan-only"],
+    );
+    let o = run(&["--probe", "HEAD~1", "--json", "probe.json"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let probe = std::fs::read_to_string(f.dir.path().join("probe.json")).expect("--json FILE");
+    assert!(probe.contains(f.sha(6)), "{probe}");
 
     let o = run(&["--dry-run", "--json", "plan.json"]);
     assert!(o.status.success(), "{}", text(&o).1);

@@ -12,7 +12,7 @@ mod placement;
 mod settings;
 
 pub use args::{BisectArgs, ConfigFlags};
-pub use config::{load_matrix, read_matrix};
+pub use config::{graph_params, load_matrix, read_matrix};
 pub use settings::SettingsFlags;
 
 use crate::core::evidence::Policy;
@@ -99,6 +99,25 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         (None, false, true) => Mode::DryRun,
         (None, false, false) => Mode::Run,
     };
+    // `--plan-only` and `--probe` print JSON and render no report and no verdict: what only a
+    // bisection has would be dropped without a word.
+    if matches!(mode, Mode::Probe { .. } | Mode::PlanOnly) {
+        let which = if args.plan_only {
+            "--plan-only"
+        } else {
+            "--probe"
+        };
+        if args.report.is_some() {
+            return Err(CliError::usage(format!(
+                "--report and {which}: {which} prints JSON and writes no report; drop --report (--json FILE takes the JSON)"
+            )));
+        }
+        if args.validate > 0 {
+            return Err(CliError::usage(format!(
+                "--validate and {which}: validation follows a verdict, and {which} reaches none; drop --validate"
+            )));
+        }
+    }
     let runs = runs(args.repeat, args.confidence, args.max_runs);
     let endpoints = endpoints(args.lazy_endpoints);
     // Last, the revisions in the repository (`run::bisect::check`).
@@ -247,7 +266,12 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
         Mode::Run | Mode::DryRun => None,
     };
     if let Some(v) = json {
-        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+        // `--json FILE` takes it (`-` or none: standard output).
+        match out.json.filter(|p| *p != Path::new("-")) {
+            Some(path) => crate::cli::output::write("--json", path, (text + "\n").as_bytes())?,
+            None => outln!("{text}"),
+        }
         return Ok((0, None));
     }
     let result = crate::run::bisect::execute(&p, &Progress::for_stderr(p.plan.jobs))?;

@@ -85,6 +85,10 @@ pub struct MatrixArgs {
     /// Only these configuration ids (repeat or comma-separate).
     #[arg(long = "only", value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Only the configurations of the replay's graph, as `setrows-bisect --graph`: `ds4` (the
+    /// report's DeepSeek-V4-Flash decode attention, `params=decode-ds4`) or `decode-reuse`.
+    #[arg(long, value_name = "GRAPH", value_parser = ["decode-reuse", "ds4"])]
+    pub graph: Option<String>,
     /// Compile-check only: every cell stops after its build and reports `built` or
     /// `build_failed`; no test runs and no GPU is passed to the container, so this runs where
     /// no GPU exists (hosted CI runners). Results are stored apart from full runs. Exits 1
@@ -284,7 +288,25 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         .configs
         .iter()
         .filter(|c| only.is_empty() || only.contains(&&c.id))
+        .filter(|c| {
+            args.graph.as_deref().is_none_or(|g| {
+                c.values.get("params").map(|v| v.to_string()).as_deref()
+                    == Some(crate::cli::bisect::graph_params(g))
+            })
+        })
         .collect();
+    if let (Some(g), true) = (&args.graph, configs.is_empty()) {
+        return Err(CliError::usage(format!(
+            "--graph {g}: no configuration{} in {} has params={}",
+            if only.is_empty() {
+                ""
+            } else {
+                " of --only/--config"
+            },
+            m.file,
+            crate::cli::bisect::graph_params(g)
+        )));
+    }
     if args.list {
         let text = match args.format.unwrap_or(ListFormat::Text) {
             ListFormat::Text => configs
