@@ -201,7 +201,12 @@ fn dry_run_resolves_everything_and_runs_nothing() {
         "{stdout}"
     );
     assert!(!counter.exists(), "--dry-run ran a probe");
-    assert!(!f.json_path().exists(), "--dry-run wrote a result");
+    // --json FILE gets the plan, never a result (issue 37 item 4: it wrote nothing before).
+    assert_eq!(
+        read_json(&f.json_path())["schema"],
+        "setrows-bisect/plan/1",
+        "--dry-run wrote a result, or no plan"
+    );
     // Readable lines: no internal structure's debug spelling reaches the user.
     assert!(
         stdout.contains("configuration: set by flags, on the host"),

@@ -90,7 +90,13 @@ fn the_shipped_matrix_runs_placements_and_the_reported_graph_on_hip() {
 fn the_decode_probe_refuses_host_and_takes_unified() {
     let f = Fixture::new(&spec(12, 6));
     let decode_with = |memory: &str| {
-        let mut c: Command = f.bisect(0, 11);
+        // No --script: with one, --probe-kind is refused naming both (issue 37 item 2).
+        let mut c = Command::cargo_bin("setrows-bisect").unwrap();
+        c.env_remove("SETROWS_WORK_DIR")
+            .arg("--repo")
+            .arg(f.repo())
+            .args(["--good", f.sha(0), "--bad", f.sha(11), "--work-dir"])
+            .arg(f.work());
         c.args([
             "--probe-kind",
             "decode",

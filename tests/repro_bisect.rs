@@ -242,7 +242,7 @@ fn a_short_run_misses_it_and_the_contradiction_says_what_ran_and_what_to_try() {
         .unwrap_or_else(|| panic!("no endpoint line:\n{t}"));
     for want in [
         "shows the old behaviour (pass)",
-        "Ran: setrows-replay --steps 2000 (2000 steps, checked every step; arguments: --repro-arg)",
+        "Ran: setrows-replay --mode reuse --ring-rows 256 --check-every 1 --steps 2000 (2000 steps, checked every step; arguments: --repro-arg)",
         "the default configuration (backend=cpu) on the host",
         "the default run: no --repro-arg",
         "--repro-arg=--steps --repro-arg=8000",

@@ -33,7 +33,7 @@ pub struct DemoArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = DEFAULT_COMMITS, value_parser = |s: &str| crate::cli::ranges::int(s, 40, 100_000).map(|v| v as usize))]
     pub commits: usize,
     /// Keep the repository (and the work dir) here instead of a temp dir.
-    #[arg(long, value_name = "DIR")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Only generate the repository (with --out), print its endpoints and stop.
     #[arg(long, requires = "out")]

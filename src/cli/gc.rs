@@ -17,7 +17,7 @@ pub struct GcArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// The work dir to clean [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
     pub work_dir: Option<PathBuf>,
 }
 

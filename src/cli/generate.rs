@@ -15,7 +15,7 @@ pub struct CompletionsArgs {
 pub struct ManArgs {
     /// Write one page per command (setrows-bisect.1, setrows-bisect-log.1, ...) into DIR
     /// instead of printing the top-level page.
-    #[arg(long, value_name = "DIR")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
 }
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct LogArgs {
     /// The work dir to read [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
     pub work_dir: Option<PathBuf>,
     /// Print JSON lines (one object per bisection) instead of the table.
     #[arg(long)]

@@ -151,6 +151,25 @@ pub mod ranges {
     /// Longest accepted timeout: the same week a matrix file may set.
     pub const MAX_SECS: f64 = crate::core::matrix::MAX_TIMEOUT_S as f64;
 
+    /// `--engine`: the container engine. `ds4` and `generic` are the replay's graphs (its own
+    /// `--engine` option), which this tool names `--graph`: the error says so.
+    pub fn engine(s: &str) -> Result<crate::probe::container::EngineChoice, String> {
+        use crate::probe::container::EngineChoice;
+        match s {
+            "auto" => Ok(EngineChoice::Auto),
+            "podman" => Ok(EngineChoice::Podman),
+            "docker" => Ok(EngineChoice::Docker),
+            "none" => Ok(EngineChoice::None),
+            "ds4" | "generic" | "decode-reuse" => Err(format!(
+                "{s:?} is a graph of the replay, not a container engine: use --graph {} (--engine takes auto, podman, docker or none)",
+                if s == "ds4" { "ds4" } else { "decode-reuse" }
+            )),
+            _ => Err(format!(
+                "{s:?} is not a container engine: auto, podman, docker or none"
+            )),
+        }
+    }
+
     /// Seconds, finite, > 0 and at most a week.
     pub fn secs(s: &str) -> Result<f64, String> {
         let v: f64 = s

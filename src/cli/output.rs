@@ -112,6 +112,20 @@ pub fn write(flag: &str, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     written.map_err(|e| CliError::infra(format!("{flag} {}: {e}", path.display())))
 }
 
+/// A path flag's value as the user wrote it, made absolute against the directory the command
+/// was started in, once, when the command line is parsed (issue 37 item 7): every later step
+/// (a build in its own directory, a container mount, a message) sees one meaning. `-` stays
+/// standard input/output; nothing is created or resolved through symlinks.
+pub fn absolute(s: &str) -> Result<std::path::PathBuf, String> {
+    if s.is_empty() {
+        return Err("an empty path".into());
+    }
+    if s == "-" {
+        return Ok("-".into());
+    }
+    std::path::absolute(s).map_err(|e| format!("{s}: cannot make it absolute: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

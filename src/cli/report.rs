@@ -23,7 +23,7 @@ pub struct ReportArgs {
     /// Result files written by `bisect --json FILE`, `matrix` or `bisect-config` (their
     /// `"schema"` says which; others are refused). Matrix files are merged into one comment
     /// (key `matrix`); each bisection gets its own (`bisect:<id>`, `bisect-config:<id>`).
-    #[arg(long, num_args = 1.., value_name = "FILE", help_heading = "Input")]
+    #[arg(value_parser = crate::cli::output::absolute, long, num_args = 1.., value_name = "FILE", help_heading = "Input")]
     pub results: Vec<PathBuf>,
     /// Use this comment key for all results instead of the derived ones.
     #[arg(long, value_name = "KEY")]
@@ -34,7 +34,7 @@ pub struct ReportArgs {
     pub repo_url: Option<String>,
     /// Also write JUnit XML for CI test reporting (one test case per probe or cell; the
     /// expected new-behaviour probes of a bisection are not failures).
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Output")]
     pub junit: Option<PathBuf>,
     /// Print the state block stored in the comment for KEY (JSON; `null` if none) and
     /// exit: how a stateless scheduled job picks up where the last one stopped.

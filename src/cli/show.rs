@@ -23,7 +23,7 @@ pub struct ShowArgs {
     #[arg(value_name = "ID")]
     pub id: String,
     /// The work dir to read [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
     pub work_dir: Option<PathBuf>,
     /// What to print.
     #[arg(long, value_enum, default_value_t = ShowFormat::Markdown, value_name = "FORMAT")]

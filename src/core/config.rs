@@ -14,6 +14,7 @@ use crate::core::settings::{DecodeSettings, Setting};
 
 mod decode;
 mod meaning;
+pub mod options;
 pub use meaning::{meaningless, Meaningless};
 
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
@@ -66,6 +67,9 @@ pub struct Resolved {
     pub build_only: bool,
     /// The decode probe's llama.cpp settings and model (`core::settings`); empty: the defaults.
     pub settings: DecodeSettings,
+    /// What the user's `--repro-arg`s replaced of the configuration's own arguments, one line
+    /// each (`options::merge`): the plan's first lines. Not part of the identity.
+    pub replaced: Vec<String>,
 }
 
 /// Explicit flags of a commit bisect; `None`/empty leaves the configuration's value.
@@ -82,7 +86,8 @@ pub struct Flags {
     pub launch_env: Vec<(String, String)>,
     /// Appended after the configuration's own (CMake: the last wins).
     pub cmake_args: Vec<String>,
-    /// Replace the configuration's reproducer arguments when non-empty.
+    /// Added to the configuration's reproducer arguments; one naming the same option as a
+    /// configured one replaces it (`options::merge`).
     pub repro_args: Vec<String>,
     pub script: Option<String>,
     pub build: Option<String>,
@@ -117,6 +122,7 @@ impl Resolved {
             timeout_s: probe.timeout_s.map(|t| t as f64),
             build_only: false,
             settings: c.settings.clone(),
+            replaced: Vec::new(),
         }
     }
 
@@ -135,6 +141,7 @@ impl Resolved {
             timeout_s: None,
             build_only: false,
             settings: DecodeSettings::default(),
+            replaced: Vec::new(),
         }
     }
 
@@ -218,14 +225,6 @@ impl Resolved {
                 self.recipe.extra_cmake_args.push(a.clone());
             }
         }
-        if !f.repro_args.is_empty() && f.repro_args != self.repro_args {
-            changed.push(format!(
-                "--repro-arg {} (configuration: {})",
-                f.repro_args.join(" "),
-                self.repro_args.join(" ")
-            ));
-            self.repro_args = f.repro_args.clone();
-        }
         // `--build` alone is a build-only probe's own build (the command line allows it with
         // `--regress build` only): no test to name.
         if f.script.is_some() || f.build.is_some() {
@@ -244,10 +243,25 @@ impl Resolved {
                 self.probe.name()
             ));
             self.probe = ProbeKind::Decode;
-            // Another kind's arguments mean nothing to the decode probe.
-            if f.repro_args.is_empty() {
-                self.repro_args.clear();
+            // Another kind's arguments mean nothing to the decode probe (a user's are added
+            // below).
+            self.repro_args.clear();
+        }
+        // Added to the configuration's arguments (after the probe kind is known: its program's
+        // options decide what names the same setting); a default is replaced only by the same
+        // option, and `replaced` says which.
+        if !f.repro_args.is_empty() {
+            let table = options::options_of(&self.probe).map_or(&[][..], |(_, t)| t);
+            let (merged, replaced) = options::merge(&self.repro_args, &f.repro_args, table);
+            if merged != self.repro_args {
+                changed.push(format!(
+                    "--repro-arg {} (configuration: {})",
+                    f.repro_args.join(" "),
+                    self.repro_args.join(" ")
+                ));
             }
+            self.repro_args = merged;
+            self.replaced = replaced;
         }
         changed.extend(self.apply_settings(&f.settings));
         if let Some(t) = f.timeout_s.filter(|t| Some(*t) != self.timeout_s) {

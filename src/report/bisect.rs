@@ -166,6 +166,7 @@ fn summary(b: &BisectResult) -> String {
             .map(|p| format!("{} trees", code(p)))
             .unwrap_or_else(|| "trees".into())
     ));
+    md.push_str(&format!("- endpoints: {}\n", endpoints_tested(b)));
     md.push_str(&format!(
         "- predicate: {}; policy: {}\n",
         code(&b.predicate),
@@ -187,6 +188,25 @@ fn summary(b: &BisectResult) -> String {
         md.push_str(&format!("- {line}\n"));
     }
     md
+}
+
+/// Which endpoints a probe tested (by candidate position, else by commit): a reader must know
+/// when the answer rests on neither.
+fn endpoints_tested(b: &BisectResult) -> String {
+    let r = &b.range;
+    let last = r.candidates.saturating_sub(1);
+    let tested = |pos: usize, sha: &str| {
+        b.probes.iter().any(|p| match p.candidate {
+            Some(c) => c == pos,
+            None => p.sha == sha,
+        })
+    };
+    match (tested(0, &r.good), tested(last, &r.bad)) {
+        (true, true) => "both tested".into(),
+        (false, true) => "--bad tested, --good not (the answer did not need it)".into(),
+        (true, false) => "--good tested, --bad not (the answer did not need it)".into(),
+        (false, false) => "neither was tested: the answer rests on the probes between them (its commit and its parent were both probed, or it is the inconclusive set above)".into(),
+    }
 }
 
 /// How far the answer can be trusted, in one line.

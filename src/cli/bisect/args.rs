@@ -14,7 +14,7 @@ pub struct BisectArgs {
     #[arg(long, required = true, help_heading = "Range")]
     pub bad: Option<String>,
     /// The git repository to bisect (never modified: probes run in private checkouts).
-    #[arg(long, default_value = ".", help_heading = "Range")]
+    #[arg(value_parser = crate::cli::output::absolute, long, default_value = ".", help_heading = "Range")]
     pub repo: PathBuf,
     /// Test command, run with `sh -c` in the checkout ($SRC; the build dir is $WORK), with git
     /// bisect run's exit codes: 0 good, 125 skip, 1-127 bad, signal/>=128 crash. Without it the
@@ -94,20 +94,23 @@ pub struct BisectArgs {
     #[arg(long, help_heading = "Search")]
     pub lazy_endpoints: bool,
     /// Write the machine-readable result here.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
     /// Also write the markdown report here.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Output")]
     pub report: Option<PathBuf>,
     /// Checkouts, build dirs, logs and the result store [default: $XDG_CACHE_HOME/setrows-bisect].
     #[arg(
+        value_parser = crate::cli::output::absolute,
         long,
         value_name = "DIR",
         env = "SETROWS_WORK_DIR",
         help_heading = "Output"
     )]
     pub work_dir: Option<PathBuf>,
-    /// Argument passed to the bundled reproducer (repeatable; used when --script is absent).
+    /// Argument added to the bundled reproducer's own (repeatable; used when --script is
+    /// absent): the defaults stay unless it names the same option (the plan says which it
+    /// replaced); checked against the program's options before any build.
     #[arg(
         long = "repro-arg",
         value_name = "ARG",
@@ -115,6 +118,12 @@ pub struct BisectArgs {
         help_heading = "Probe"
     )]
     pub repro_args: Vec<String>,
+    /// The replay's graph: `decode-reuse` (the generic cached decode graph, the default) or
+    /// `ds4` (the DeepSeek-V4-Flash decode attention of the report: lucebox deepseek4 at
+    /// 53859c26, the built-in matrix's `params=decode-ds4`). Either runs 100,000 steps of a
+    /// reused graph, checked every step; `--repro-arg` adds to it.
+    #[arg(long, value_name = "GRAPH", value_parser = ["decode-reuse", "ds4"], help_heading = "Probe")]
+    pub graph: Option<String>,
     /// Which bundled probe runs when --script is absent: `replay` (the set_rows pattern through
     /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
     /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the
@@ -127,7 +136,7 @@ pub struct BisectArgs {
     /// Run every build and test step in a container of --image: podman, docker, or auto
     /// (podman if it works, else docker). Default: none (the host), or auto with a --config
     /// whose configuration names an image.
-    #[arg(long, value_enum, value_name = "ENGINE", help_heading = "Containers")]
+    #[arg(long, value_name = "auto|podman|docker|none", value_parser = crate::cli::ranges::engine, help_heading = "Containers")]
     pub engine: Option<EngineChoice>,
     /// The image the steps run in with --engine (present locally; never pulled), e.g. a
     /// build image from containers/. Needs --engine.
@@ -153,6 +162,7 @@ pub struct ConfigFlags {
     /// The matrix file --config reads [default: ./matrix.toml, else the copy built into the
     /// binary].
     #[arg(
+        value_parser = crate::cli::output::absolute,
         long,
         value_name = "FILE",
         requires = "config",

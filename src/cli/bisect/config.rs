@@ -104,8 +104,41 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
     })
 }
 
+/// The built-in matrix's `[params.*]` a `--graph` value names: the replay's two graphs.
+pub fn graph_params(graph: &str) -> &'static str {
+    match graph {
+        "ds4" => "decode-ds4",
+        _ => DEFAULT_PARAMS,
+    }
+}
+
+/// The arguments of `[params.NAME]` in the built-in matrix.
+fn builtin_params(name: &str) -> Vec<String> {
+    matrix::parse(EMBEDDED_NAME, EMBEDDED_MATRIX)
+        .ok()
+        .and_then(|m| m.params(name).map(<[String]>::to_vec))
+        .unwrap_or_default()
+}
+
+/// Two flags where one would drop or replace the other without a word: refused naming both
+/// (issue 37 item 2), before anything is made.
+fn contradictions(args: &BisectArgs) -> anyhow::Result<()> {
+    let kind = args.probe_kind.as_deref();
+    let pairs = [
+        (args.script.is_some() && kind.is_some(), format!("--script and --probe-kind {} both choose the probe: --script runs your test, --probe-kind a bundled one; drop one", kind.unwrap_or(""))),
+        (args.build.is_some() && kind.is_some(), format!("--build and --probe-kind {} both choose what is built: --build is your build, --probe-kind a bundled probe's; drop one", kind.unwrap_or(""))),
+        (args.graph.is_some() && args.script.is_some(), "--graph and --script: --graph is the bundled replay's graph, --script runs your own test instead; drop one".to_string()),
+        (args.graph.is_some() && kind == Some("decode"), "--graph and --probe-kind decode: --graph is the replay's graph, the decode probe runs llama.cpp's own; drop one".to_string()),
+    ];
+    match pairs.into_iter().find(|(hit, _)| *hit) {
+        Some((_, why)) => Err(CliError::usage(why)),
+        None => Ok(()),
+    }
+}
+
 /// Resolves `--config` and the flags.
 pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
+    contradictions(args)?;
     let flags = flags(args)?;
     let named = args.cfg.config.is_some();
     let mut cfg = match &args.cfg.config {
@@ -127,17 +160,52 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
             r
         }
     };
+    // `--graph`: the replay's arguments are that preset's (a configuration's own are replaced,
+    // and the report says so); the user's `--repro-arg`s add to it below.
+    let mut graph_override = None;
+    if let Some(g) = &args.graph {
+        if cfg.probe != crate::core::config::ProbeKind::Replay {
+            return Err(CliError::usage(format!(
+                "--graph {g} and --config {}: its probe is {}, and --graph is the replay's graph; drop --graph",
+                cfg.id.as_deref().unwrap_or(""),
+                cfg.probe.name()
+            )));
+        }
+        let preset = builtin_params(graph_params(g));
+        if named && preset != cfg.repro_args {
+            graph_override = Some(format!(
+                "--graph {g} (configuration: {})",
+                cfg.repro_args.join(" ")
+            ));
+        }
+        cfg.repro_args = preset;
+    }
     // Flags that mean nothing for the backend the probes build for, then what is left of the
     // configuration once they apply (`core::config::meaning`: one rule for both).
     if let Some(why) = flags.refused(cfg.backend) {
         return Err(CliError::usage(why));
     }
-    let overrides = cfg.apply(&flags);
-    if let Some(why) = cfg.refused().or_else(|| cfg.settings_refused(&flags)) {
+    let mut overrides = cfg.apply(&flags);
+    overrides.extend(graph_override);
+    if let Some(why) = cfg
+        .refused()
+        .or_else(|| cfg.settings_refused(&flags))
+        .or_else(|| cfg.repro_args_refused(&flags.repro_args))
+    {
         return Err(CliError::usage(why));
     }
     let args_from = if !flags.repro_args.is_empty() {
         crate::core::result::FROM_REPRO_ARG.to_string()
+    } else if let Some(g) = &args.graph {
+        format!(
+            "--graph {g}: [params.{}] of the built-in matrix.toml{}",
+            graph_params(g),
+            if g == "ds4" {
+                " (the DeepSeek-V4-Flash decode attention of the report)"
+            } else {
+                ""
+            }
+        )
     } else if named {
         format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
     } else if flags.decode {
@@ -159,6 +227,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         || c.wave_size.is_some()
         || c.graphs.is_some()
         || c.memory.is_some()
+        || args.graph.is_some()
         || !c.launch_env.is_empty()
         || !c.cmake_args.is_empty()
         || !flags.settings.is_empty();

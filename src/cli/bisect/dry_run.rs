@@ -84,11 +84,26 @@ fn unknown_key(planned: &Planned) -> Option<String> {
     }
 }
 
-/// `--dry-run`: what the bisection would do, from the same resolution a real run uses.
+/// The schema tag of `--dry-run --json FILE` (README "Plan JSON").
+pub const PLAN_SCHEMA: &str = "setrows-bisect/plan/1";
+
+/// Which endpoints a run tests, in words (a user must know when neither will be).
+fn endpoints_line(p: &Prepared) -> String {
+    let confidence = matches!(p.runs, crate::core::evidence::Policy::Confidence { .. });
+    match (p.plan.endpoints, p.plan.jobs) {
+        (EndpointCheck::Lazy, _) => "endpoints: neither is tested up front; only the one next to the answer, when the answer touches it (--lazy-endpoints)".into(),
+        _ if confidence => "endpoints: --bad is tested first (--confidence); --good when the answer touches it".into(),
+        (EndpointCheck::First, 1) => "endpoints: --bad when the walk toward it makes that worth a build or the answer touches it, --good only when the answer touches it; an answer whose commit and parent were both probed tests neither".into(),
+        (EndpointCheck::First, _) => "endpoints: --good and --bad are both tested, in the first wave".into(),
+    }
+}
+
+/// `--dry-run`: what the bisection would do, from the same resolution a real run uses: the
+/// text people read and the same facts as JSON (`--dry-run --json FILE`, `PLAN_SCHEMA`).
 pub(super) fn dry_run(
     p: &Prepared,
     github: &crate::cli::report::BisectPostArgs,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, serde_json::Value)> {
     let r = &p.plan.range;
     let n = r.candidates.len();
     let identity = p.prober.identity();
@@ -113,6 +128,10 @@ pub(super) fn dry_run(
     }
     let confidence = matches!(p.runs, crate::core::evidence::Policy::Confidence { .. });
     let mut out = String::new();
+    // What the user's arguments replaced comes first: it changes what every probe runs.
+    for line in &planned.replaced {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(out, "range: {}..{}", r.good, r.bad);
     let _ = writeln!(
         out,
@@ -142,6 +161,7 @@ pub(super) fn dry_run(
             ""
         }
     );
+    let _ = writeln!(out, "{}", endpoints_line(p));
     let _ = writeln!(out, "{}", lying_bad(n, p.plan.jobs, p.plan.endpoints, &e));
     match &unknown {
         None => {
@@ -187,9 +207,19 @@ pub(super) fn dry_run(
     if let Some(r) = &p.reproducer {
         let _ = writeln!(out, "reproducer: {} ({})", r.command(), r.extent());
         let _ = writeln!(out, "  arguments: {}", r.source);
+        if r.is_decode() {
+            let _ = writeln!(
+                out,
+                "  model: {} is written by the tool into the work dir (a tiny random-weight llama GGUF, fixed seed; nothing is downloaded)",
+                crate::core::result::DECODE_MODEL
+            );
+        }
     }
     let _ = writeln!(out, "work dir: {}", p.plan.work_dir.display());
     place_lines(planned, &mut out);
+    if let Some(m) = &planned.memory {
+        let _ = writeln!(out, "{m}");
+    }
     if unknown.is_none() {
         let _ = writeln!(
             out,
@@ -203,7 +233,39 @@ pub(super) fn dry_run(
             let _ = writeln!(out, "  {line}");
         }
     }
-    Ok(out)
+    let json = serde_json::json!({
+        "schema": PLAN_SCHEMA,
+        "range": {
+            "good": r.good,
+            "bad": r.bad,
+            "first_parent": r.spec.first_parent,
+            "path": r.spec.path,
+            "commits": r.commits,
+            "candidates": n,
+        },
+        "expected_probes": e.total,
+        "endpoints": endpoints_line(p).trim_start_matches("endpoints: "),
+        "stored": unknown.is_none().then_some(stored),
+        "predicate": p.plan.predicate.describe(),
+        "build_only": p.plan.predicate.regress.build_only(),
+        "configuration": p.configuration,
+        "reproducer": p.reproducer.as_ref().map(|r| serde_json::json!({
+            "program": r.program,
+            "args": r.args,
+            "source": r.source,
+            "command": r.command(),
+            "extent": r.extent(),
+        })),
+        "replaced": planned.replaced,
+        "work_dir": p.plan.work_dir,
+        "image": planned.image(),
+        "build": planned.build,
+        "memory": planned.memory,
+        "store_key": unknown
+            .is_none()
+            .then(|| crate::run::store::bisect_id(&[&identity])),
+    });
+    Ok((out, json))
 }
 
 /// The worst-case probe count a dry run promises, and where it comes from.
@@ -280,172 +342,5 @@ fn lying_bad(n: usize, jobs: usize, ends: EndpointCheck, e: &Estimate) -> String
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{estimate, lying_bad};
-    use crate::core::outcome::Verdict;
-    use crate::core::search::{budget, Answer, BuildCosts, EndpointCheck, Search, Step};
-
-    fn ends(lazy: bool) -> EndpointCheck {
-        if lazy {
-            EndpointCheck::Lazy
-        } else {
-            EndpointCheck::First
-        }
-    }
-
-    /// Probes the real search spends finding `culprit` among `n` candidates.
-    fn probes(n: usize, culprit: usize, jobs: usize, lazy: bool) -> usize {
-        probes_costed(n, culprit, jobs, lazy, None)
-    }
-
-    /// The same with build costs (a hot header changing every `every` candidates) and the
-    /// budget the driver gives for `commits` (`run::driver::groups::set_costs`).
-    fn probes_costed(
-        n: usize,
-        culprit: usize,
-        jobs: usize,
-        lazy: bool,
-        costed: Option<(usize, usize)>,
-    ) -> usize {
-        let ends = if lazy {
-            EndpointCheck::Lazy
-        } else {
-            EndpointCheck::First
-        };
-        let mut s = Search::new((0..n as u64).collect(), ends);
-        let mut count = 0;
-        loop {
-            if let Some((every, commits)) = costed {
-                let made = (0..n).filter(|&i| s.verdict(i).is_some()).count();
-                let mids = (1..n - 1).filter(|&i| s.verdict(i).is_some()).count();
-                let open = s.verdict(0).is_none() || s.verdict(n - 1).is_none();
-                let costs = BuildCosts {
-                    weights: vec![20_000, 300],
-                    fingerprints: (0..n)
-                        .map(|i| Some(vec![(i / every) as u64, i as u64]))
-                        .collect(),
-                    now: (0..n)
-                        .map(|i| if (i / every) % 2 == 0 { 300 } else { 20_300 })
-                        .collect(),
-                    per_probe: 500,
-                };
-                if made > 0 {
-                    s.set_costs(costs, budget(commits, n, made, mids, open));
-                }
-            }
-            match s.next(jobs) {
-                Step::Probe(wave) => {
-                    for i in wave {
-                        count += 1;
-                        let v = if i >= culprit {
-                            Verdict::New
-                        } else {
-                            Verdict::Old
-                        };
-                        s.record(i, v);
-                    }
-                }
-                Step::Done(Answer::Found(i)) => {
-                    assert_eq!(i, culprit);
-                    return count;
-                }
-                other => panic!("n={n} culprit={culprit}: {other:?}"),
-            }
-        }
-    }
-
-    /// The promised count is a bound the search keeps for every culprit position, and with
-    /// one slot it is reached (a bound that is merely safe would still mislead there). With
-    /// several slots it is the guarantee `pick` gives, not the typical case.
-    #[test]
-    fn estimate_bounds_the_real_search() {
-        for n in 2..=100 {
-            for jobs in 1..=5 {
-                for lazy in [false, true] {
-                    let e = estimate(n, jobs, ends(lazy), n - 1);
-                    let worst = (1..n).map(|c| probes(n, c, jobs, lazy)).max().unwrap();
-                    assert!(
-                        worst <= e.total,
-                        "n={n} jobs={jobs} lazy={lazy}: {worst} probes > {}",
-                        e.detail
-                    );
-                    // One slot: reached, or one short where the worst culprit sits away
-                    // from both endpoints and the walk never made --bad worth a build.
-                    if jobs == 1 {
-                        assert!(
-                            worst + 1 >= e.total,
-                            "n={n} lazy={lazy}: {worst}, {}",
-                            e.detail
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    /// The lying-`--bad` line is the real search's count, and never above the bound.
-    #[test]
-    fn a_lying_bad_costs_what_the_dry_run_says() {
-        for n in [3usize, 10, 100, 301] {
-            for (jobs, lazy) in [(1, false), (1, true), (2, false)] {
-                let e = estimate(n, jobs, ends(lazy), n - 1);
-                let line = lying_bad(n, jobs, ends(lazy), &e);
-                let mut s = Search::new(
-                    (0..n as u64).collect(),
-                    if lazy {
-                        EndpointCheck::Lazy
-                    } else {
-                        EndpointCheck::First
-                    },
-                );
-                let mut count = 0;
-                let step = loop {
-                    match s.next(jobs) {
-                        Step::Probe(w) => {
-                            for i in w {
-                                count += 1;
-                                s.record(i, Verdict::Old);
-                            }
-                        }
-                        other => break other,
-                    }
-                };
-                assert!(matches!(step, Step::BadEndpoint { .. }), "{step:?}");
-                assert!(line.contains(&format!("after {count} probe(s)")), "{line}");
-                assert!(count <= e.total, "n={n} jobs={jobs}: {count} > {}", e.total);
-            }
-        }
-        // One slot: fewer than the whole walk (the eager --confidence check: 2).
-        let e = estimate(301, 1, ends(false), 300);
-        let line = lying_bad(301, 1, ends(false), &e);
-        assert!(line.contains("after 3 probe(s)"), "{line}");
-    }
-
-    /// With build costs the search may spend the one midpoint of slack the estimate names
-    /// (commits far more than candidates, as when most commits change nothing built), and
-    /// never more.
-    #[test]
-    fn the_off_centre_midpoint_is_in_the_estimate() {
-        let mut used_slack = false;
-        for n in [9usize, 17, 33, 60] {
-            for lazy in [false, true] {
-                let commits = 8 * n;
-                let plain = estimate(n, 1, ends(lazy), n - 1).total;
-                let e = estimate(n, 1, ends(lazy), commits);
-                for every in [3, 5] {
-                    let worst = (1..n)
-                        .map(|c| probes_costed(n, c, 1, lazy, Some((every, commits))))
-                        .max()
-                        .unwrap();
-                    assert!(
-                        worst <= e.total,
-                        "n={n} lazy={lazy}: {worst} > {}",
-                        e.detail
-                    );
-                    used_slack |= worst > plain;
-                }
-            }
-        }
-        assert!(used_slack, "no history here made the search cut off-centre");
-    }
-}
+#[path = "dry_run_tests.rs"]
+mod tests;

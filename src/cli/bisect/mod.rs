@@ -12,7 +12,7 @@ mod placement;
 mod settings;
 
 pub use args::{BisectArgs, ConfigFlags};
-pub use config::{load_matrix, read_matrix};
+pub use config::{graph_params, load_matrix, read_matrix};
 pub use settings::SettingsFlags;
 
 use crate::core::evidence::Policy;
@@ -85,19 +85,41 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
     if !args.dry_run {
         crate::cli::output::check_dir_writable("--work-dir", &work_dir)?;
     }
+    let repo = git::open(&args.repo).map_err(git_error)?;
     let mode = match (&args.probe, args.plan_only, args.dry_run) {
-        (Some(sha), _, _) => Mode::Probe {
-            sha: sha.clone(),
+        // Any revision git takes (HEAD, a tag, a short sha), resolved once here.
+        (Some(rev), _, _) => Mode::Probe {
+            sha: git::resolve(&repo, rev, "--probe")
+                .map_err(git_error)?
+                .to_string(),
             run_index: args.run_index,
         },
         (None, true, _) => Mode::PlanOnly,
         (None, false, true) => Mode::DryRun,
         (None, false, false) => Mode::Run,
     };
+    // `--plan-only` and `--probe` print JSON and render no report and no verdict: what only a
+    // bisection has would be dropped without a word.
+    if matches!(mode, Mode::Probe { .. } | Mode::PlanOnly) {
+        let which = if args.plan_only {
+            "--plan-only"
+        } else {
+            "--probe"
+        };
+        if args.report.is_some() {
+            return Err(CliError::usage(format!(
+                "--report and {which}: {which} prints JSON and writes no report; drop --report (--json FILE takes the JSON)"
+            )));
+        }
+        if args.validate > 0 {
+            return Err(CliError::usage(format!(
+                "--validate and {which}: validation follows a verdict, and {which} reaches none; drop --validate"
+            )));
+        }
+    }
     let runs = runs(args.repeat, args.confidence, args.max_runs);
     let endpoints = endpoints(args.lazy_endpoints);
     // Last, the revisions in the repository (`run::bisect::check`).
-    let repo = git::open(&args.repo).map_err(git_error)?;
     let (good, bad) = check::revisions(&repo, (good, bad), ("--good", "--bad"))?;
     let path = check::subtree(&repo, bad, args.path.as_deref(), "--path", "bad commit")?;
     match chosen.cfg.probe {
@@ -208,7 +230,25 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
     let p = crate::run::bisect::prepare(req, events)?;
     if req.mode == Mode::DryRun {
         // A plan has no side effects: the runs are not seeded into the store.
-        out!("{}", dry_run::dry_run(&p, out.github)?);
+        let (text, json) = dry_run::dry_run(&p, out.github)?;
+        // `--json FILE` gets the plan (`dry_run::PLAN_SCHEMA`), never nothing at all.
+        if let Some(path) = out.json {
+            let body = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+            crate::cli::output::write("--json", path, body.as_bytes())?;
+            if path == Path::new("-") {
+                errln!("{text}");
+                return Ok((0, None));
+            }
+            errln!("setrows-bisect: the plan's JSON is in {}", path.display());
+        }
+        // `--report FILE` gets the plan's text: a dry run writes what it was asked to.
+        if let Some(path) = out.report {
+            crate::cli::output::write("--report", path, text.as_bytes())?;
+            if path == Path::new("-") {
+                return Ok((0, None));
+            }
+        }
+        out!("{text}");
         return Ok((0, None));
     }
     let r = &p.plan.range;
@@ -228,7 +268,12 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
         Mode::Run | Mode::DryRun => None,
     };
     if let Some(v) = json {
-        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+        // `--json FILE` takes it (`-` or none: standard output).
+        match out.json.filter(|p| *p != Path::new("-")) {
+            Some(path) => crate::cli::output::write("--json", path, (text + "\n").as_bytes())?,
+            None => outln!("{text}"),
+        }
         return Ok((0, None));
     }
     let result = crate::run::bisect::execute(&p, events)?;

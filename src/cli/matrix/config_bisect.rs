@@ -51,6 +51,21 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             .first()
             .ok_or_else(|| CliError::usage(format!("{}: the matrix is empty", m.file)))?,
     };
+    // Every value but the axis's comes from the base: which one, and why, is said (stderr, so
+    // a dry run's plan on stdout stays the plan), once the inputs are checked.
+    let why = match base_flag_given(flag) {
+        true => format!("--config {}", base.id),
+        false => format!(
+            "the first of {} configurations in {}; --config ID picks another (`matrix --list`)",
+            m.configs.len(),
+            m.file
+        ),
+    };
+    let base_note = format!(
+        "setrows-bisect: base configuration {} ({}): {why}",
+        base.id,
+        base.label()
+    );
     let is_arg = args.axis.starts_with("arg:");
     if !is_arg && !matrix::AXES.contains(&args.axis.as_str()) {
         return Err(CliError::usage(format!(
@@ -95,9 +110,45 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         }
     }
     let commit_level = commit_level(&args, &predicate)?;
+    // Said once every input was checked (a refusal stays one line).
+    errln!("{base_note}");
+    if args.dry_run {
+        let runner = runner(&args.run, &m, "bisect-config-logs", true)?;
+        let rev = resolve(&runner, std::slice::from_ref(&args.rev))?.remove(0);
+        out!(
+            "{}",
+            plan(
+                &args,
+                base,
+                &ladder,
+                &configs,
+                &rev,
+                &runner,
+                commit_level.as_ref()
+            )
+        );
+        return Ok(0);
+    }
     crate::cli::output::check_dir_writable("--out", &args.run.out)?;
     crate::probe::exec::install_interrupt_handler();
-    let mut runner = runner(&args.run, &m, "bisect-config-logs")?;
+    let mut runner = runner(&args.run, &m, "bisect-config-logs", false)?;
+    // A missing image is one line now, not three retries and a log that was never written.
+    if let Some(engine) = &runner.engine {
+        let mut seen = Vec::new();
+        for c in &configs {
+            let Some(image) = c.image.as_deref().filter(|i| !seen.contains(i)) else {
+                continue;
+            };
+            seen.push(image);
+            if let Err(e) = engine.image_digest(image) {
+                return Err(CliError::infra(format!(
+                    "{}={}: {e} (--engine none runs on the host)",
+                    args.axis,
+                    at(&ladder, &configs, c),
+                )));
+            }
+        }
+    }
     // The build question: each value's cell stops after its build (`Predicate` judges a failed
     // build new).
     runner.build_only = args.regress.build_only();
@@ -114,11 +165,15 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
                 let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
                 let cell = runner.run_cell(&configs[i], &rev, &|p| probe.phase(p));
                 if cell.outcome == Outcome::InfraError {
+                    // The log is named only where one was written.
+                    let log = match cell.log.is_file() {
+                        true => format!("; log: {}", cell.log.display()),
+                        false => String::new(),
+                    };
                     return Err(CliError::infra(format!(
-                        "{label}: infrastructure error after {} attempts: {}; log: {}",
+                        "{label}: infrastructure error after {} attempts: {}{log}",
                         cell.attempts,
                         cell.signature.unwrap_or_default(),
-                        cell.log.display()
                     )));
                 }
                 let output = std::fs::read_to_string(&cell.log).unwrap_or_default();
@@ -184,6 +239,82 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     write_results(&args.run.out, "bisect-config", &result, &md)?;
     out!("{md}");
     Ok(result.exit_code)
+}
+
+fn base_flag_given(flag: &str) -> bool {
+    !flag.is_empty()
+}
+
+/// The ladder value a configuration stands for.
+fn at<'a>(ladder: &'a [String], configs: &[Config], c: &Config) -> &'a str {
+    configs
+        .iter()
+        .position(|x| x.id == c.id)
+        .and_then(|i| ladder.get(i))
+        .map_or("?", String::as_str)
+}
+
+/// `bisect-config --dry-run`: what the ladder would run, and the commit level after it.
+fn plan(
+    args: &BisectConfigArgs,
+    base: &Config,
+    ladder: &[String],
+    configs: &[Config],
+    rev: &Rev,
+    runner: &Runner,
+    level: Option<&CommitLevel>,
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "axis: {} ({} values)", args.axis, ladder.len());
+    let _ = writeln!(out, "base configuration: {} ({})", base.id, base.label());
+    let _ = writeln!(out, "revision: {} ({})", rev.sha, rev.rev);
+    // The same search as a commit bisection over the ladder (one slot).
+    let n = ladder.len();
+    let w = crate::core::search::simulate::worst_case(n, 1, EndpointCheck::First, n - 1);
+    let _ = writeln!(
+        out,
+        "expected probes: up to {} of {n} values (a bisection of the ladder, one value at a time)",
+        w.total
+    );
+    let _ = writeln!(
+        out,
+        "predicate: {}",
+        Predicate::new(args.regress, None).describe()
+    );
+    let engine = runner.engine.as_ref();
+    for (v, c) in ladder.iter().zip(configs) {
+        let image = match (engine, c.image.as_deref()) {
+            (None, _) => "on the host (--engine none)".to_string(),
+            (Some(_), None) => "on the host (no image)".to_string(),
+            (Some(e), Some(i)) => match e.image_digest(i) {
+                Ok(_) => format!("in image {i} ({})", e.kind.as_str()),
+                Err(_) => format!(
+                    "in image {i} ({}): missing here, a run stops before its first probe",
+                    e.kind.as_str()
+                ),
+            },
+        };
+        let _ = writeln!(out, "  {}={v}: {}  {}  {image}", args.axis, c.id, c.label());
+    }
+    match level {
+        Some(l) => {
+            let _ = writeln!(
+                out,
+                "then: the commit bisect {}..{} in the first failing value's configuration (`setrows-bisect --dry-run --config ID` shows its plan)",
+                l.good, l.bad
+            );
+        }
+        None => {
+            let _ = writeln!(out, "then: nothing (no --good-rev)");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "results: {}",
+        args.run.out.join("bisect-config.json").display()
+    );
+    out
 }
 
 /// The commit level's request but for its configuration (the ladder's answer), checked before

@@ -34,7 +34,7 @@ pub enum ListFormat {
 pub struct RunFlags {
     /// The matrix file [default: ./matrix.toml, else the copy built into the binary], as for
     /// `setrows-bisect --matrix`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE")]
     pub matrix: Option<PathBuf>,
     /// Configuration ids (`matrix --list`), as `setrows-bisect --config ID`: for `matrix` the
     /// configurations to run (like --only), for `bisect-config` the one giving every other
@@ -42,13 +42,13 @@ pub struct RunFlags {
     #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub config: Vec<String>,
     /// The ggml (or llama.cpp) repository the revisions come from.
-    #[arg(long, default_value = ".")]
+    #[arg(value_parser = crate::cli::output::absolute, long, default_value = ".")]
     pub repo: PathBuf,
     /// Where checkouts, build and ccache directories live.
-    #[arg(long, env = "SETROWS_WORK_DIR")]
+    #[arg(value_parser = crate::cli::output::absolute, long, env = "SETROWS_WORK_DIR")]
     pub work_dir: Option<PathBuf>,
     /// Which container engine runs the probes (`none`: the host).
-    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    #[arg(long, value_name = "auto|podman|docker|none", default_value = "auto", value_parser = crate::cli::ranges::engine)]
     pub engine: EngineChoice,
     /// Probe timeout in seconds (overrides [probe] timeout_s).
     #[arg(long, allow_negative_numbers = true, value_parser = crate::cli::ranges::whole_secs)]
@@ -60,7 +60,7 @@ pub struct RunFlags {
     #[arg(long)]
     pub fresh: bool,
     /// Where the results (JSON + markdown) and logs go.
-    #[arg(long, default_value = "matrix-results")]
+    #[arg(value_parser = crate::cli::output::absolute, long, default_value = "matrix-results")]
     pub out: PathBuf,
 }
 
@@ -86,6 +86,10 @@ pub struct MatrixArgs {
     /// Only these configuration ids (repeat or comma-separate).
     #[arg(long = "only", value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Only the configurations of the replay's graph, as `setrows-bisect --graph`: `ds4` (the
+    /// report's DeepSeek-V4-Flash decode attention, `params=decode-ds4`) or `decode-reuse`.
+    #[arg(long, value_name = "GRAPH", value_parser = ["decode-reuse", "ds4"])]
+    pub graph: Option<String>,
     /// Compile-check only: every cell stops after its build and reports `built` or
     /// `build_failed`; no test runs and no GPU is passed to the container, so this runs where
     /// no GPU exists (hosted CI runners). Results are stored apart from full runs. Exits 1
@@ -127,6 +131,10 @@ pub struct BisectConfigArgs {
     /// bisect of `setrows-bisect --config`, with the flags below.
     #[arg(long)]
     pub good_rev: Option<String>,
+    /// Resolve the base configuration, the ladder, the revision(s) and each value's
+    /// configuration and image, and print them; nothing is checked out, built or run.
+    #[arg(long)]
+    pub dry_run: bool,
     /// The commit bisect's own flags (`--first-parent`, `--path`, `--jobs`, `--confidence`,
     /// `--post-to`, `--resume-from-issue`, ...), as for `setrows-bisect`.
     #[command(flatten)]
@@ -173,7 +181,8 @@ fn work_dir(flags: &RunFlags) -> PathBuf {
         .unwrap_or_else(crate::run::store::default_work_dir)
 }
 
-fn runner(flags: &RunFlags, m: &Matrix, logs: &str) -> anyhow::Result<Runner> {
+/// The runner of `flags`; a dry run (`dry`) opens no store, so nothing is made.
+fn runner(flags: &RunFlags, m: &Matrix, logs: &str, dry: bool) -> anyhow::Result<Runner> {
     let mut probe = m.probe.clone();
     if let Some(t) = flags.timeout {
         probe.timeout_s = Some(t);
@@ -186,7 +195,7 @@ fn runner(flags: &RunFlags, m: &Matrix, logs: &str) -> anyhow::Result<Runner> {
         flags.retries,
         flags.out.join(logs),
     );
-    if !flags.fresh {
+    if !flags.fresh && !dry {
         runner.store = Some(
             crate::run::store::Store::open(&runner.work_dir)
                 .map_err(|e| CliError::usage(e.to_string()))?,
@@ -280,7 +289,25 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         .configs
         .iter()
         .filter(|c| only.is_empty() || only.contains(&&c.id))
+        .filter(|c| {
+            args.graph.as_deref().is_none_or(|g| {
+                c.values.get("params").map(|v| v.to_string()).as_deref()
+                    == Some(crate::cli::bisect::graph_params(g))
+            })
+        })
         .collect();
+    if let (Some(g), true) = (&args.graph, configs.is_empty()) {
+        return Err(CliError::usage(format!(
+            "--graph {g}: no configuration{} in {} has params={}",
+            if only.is_empty() {
+                ""
+            } else {
+                " of --only/--config"
+            },
+            m.file,
+            crate::cli::bisect::graph_params(g)
+        )));
+    }
     if args.list {
         let text = match args.format.unwrap_or(ListFormat::Text) {
             ListFormat::Text => configs
@@ -314,14 +341,21 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         build_only_probe(&m)?;
     }
     if args.dry_run {
-        let mut runner = runner(&args.run, &m, "logs")?;
+        let mut runner = runner(&args.run, &m, "logs", true)?;
         runner.build_only = args.build_only;
-        let revs = resolve(&runner, &revs)?;
+        let mut revs = resolve(&runner, &revs)?;
+        // Each tree's own spellings, read from the commit (nothing is checked out).
+        let repo = crate::run::git::open(&runner.repo).map_err(crate::run::bisect::git_error)?;
+        for rev in revs.iter_mut() {
+            let id = crate::run::git::Oid::from_str(&rev.sha)
+                .map_err(|e| CliError::infra(format!("{}: {e}", rev.sha)))?;
+            rev.facts = crate::run::bisect::facts_at(&repo, id)?.1;
+        }
         out!("{}", dry_run(&runner, &configs, &revs));
         return Ok(0);
     }
     crate::probe::exec::install_interrupt_handler();
-    let mut runner = runner(&args.run, &m, "logs")?;
+    let mut runner = runner(&args.run, &m, "logs", false)?;
     runner.build_only = args.build_only;
     let mut revs = resolve(&runner, &revs)?;
     let events = crate::cli::progress::stderr()?;
@@ -450,8 +484,9 @@ fn write_results(
     Ok(())
 }
 
-/// `matrix --dry-run`: every cell as a run would resolve it, from the same runner. CMake option
-/// spellings are read from each checkout at run time; here the current spellings stand in.
+/// `matrix --dry-run`: every cell as a run would resolve it, from the same runner, with each
+/// revision's own CMake and unified-memory spellings read from its commit (as a run reads them
+/// from its checkout).
 fn dry_run(runner: &Runner, configs: &[&Config], revs: &[Rev]) -> String {
     use std::fmt::Write;
     let mut out = format!(

@@ -163,6 +163,29 @@ impl Recipe {
             })
     }
 
+    /// The placement's switches in a tree, in words, for a plan (`None`: device memory, which
+    /// has none): the environment or CMake option this tree reads, the reproducer's own
+    /// argument, and how other trees spell it (or that a tree with neither knob is a skip).
+    pub fn memory_plan(&self, facts: &TreeFacts, tree: &str) -> Option<String> {
+        let arg = format!("reproducer argument --memory {}", self.memory.as_str());
+        match self.memory {
+            Memory::Device => None,
+            Memory::Host => Some(format!(
+                "memory: host: {arg} (ggml's host buffer type, used in place by the GPU); no environment or CMake switch"
+            )),
+            Memory::Unified => {
+                let here = match facts.unified(self.backend) {
+                    UnifiedKnob::Env => "environment GGML_CUDA_ENABLE_UNIFIED_MEMORY=1".to_string(),
+                    UnifiedKnob::CmakeOption => "CMake option -DGGML_HIP_UMA=ON".to_string(),
+                    UnifiedKnob::Neither => "neither knob: this tree is a skip".to_string(),
+                };
+                Some(format!(
+                    "memory: unified: at {tree} {here}, and {arg}; per probed tree: -DGGML_HIP_UMA=ON on HIP trees before ff0c43e3, GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 where the tree reads it (HIP from ff0c43e3, CUDA from 0edb8d80), a skip where it has neither"
+                ))
+            }
+        }
+    }
+
     /// The replay's own flag for the placement (`--memory host|unified`; nothing for device, so
     /// the argument list of every configuration from before the axis is unchanged).
     pub fn memory_args(&self) -> Vec<String> {

@@ -109,7 +109,7 @@ fn next(b: &BisectResult, which: Endpoint, got: Verdict) -> Vec<String> {
                     ));
                 }
                 v.push(format!(
-                    "a longer run: {} (4x the steps; --repro-arg replaces the whole list)",
+                    "a longer run: {} (4x the steps; the other arguments stay)",
                     more.join(" ")
                 ));
             }

@@ -64,7 +64,8 @@ impl ReproducerInfo {
     }
 
     /// `setrows-replay --mode reuse --steps 100000 ...`. The decode probe's `--model` is the
-    /// tool's own file, added at every probe (`DECODE_MODEL` names it), not an argument to give.
+    /// tool's own file, added at every probe (`DECODE_MODEL` names it), not an argument to give
+    /// (the plan says the tool writes it).
     pub fn command(&self) -> String {
         let model = if self.is_decode() {
             &["--model", DECODE_MODEL][..]
@@ -129,23 +130,12 @@ impl ReproducerInfo {
             .arg("--steps")
             .and_then(|s| s.parse::<u64>().ok())
             .unwrap_or(self.defaults().steps);
-        let more = now.saturating_mul(factor).to_string();
-        // `--repro-arg` values only: the decode settings' options (`--flash-attn on`) come from
-        // their own flags, which the advice keeps
-        let mut args: Vec<String> = Vec::new();
-        let mut it = self.args.iter();
-        while let Some(a) = it.next() {
-            if self.is_decode() && crate::core::settings::by_flag(a).is_some() {
-                it.next();
-                continue;
-            }
-            args.push(a.clone());
-        }
-        match args.iter().rposition(|a| a == "--steps") {
-            Some(i) if i + 1 < args.len() => args[i + 1] = more,
-            _ => args.extend(["--steps".to_string(), more]),
-        }
-        args
+        // A `--repro-arg` adds to the run's arguments and replaces only the same option
+        // (`core::config::options::merge`): the steps alone say it (`--wraps` gives way).
+        vec![
+            "--steps".to_string(),
+            now.saturating_mul(factor).to_string(),
+        ]
     }
 
     /// The run without `--repro-arg`, in words.
@@ -206,10 +196,7 @@ mod tests {
             info(&["--check-every", "100"]).extent(),
             "2000 steps (the replay's default), checked every 100 steps"
         );
-        assert_eq!(
-            r.with_more_steps(4),
-            ["--mode", "reuse", "--steps", "400000", "--check-every", "1"]
-        );
+        assert_eq!(r.with_more_steps(4), ["--steps", "400000"]);
         assert_eq!(info(&[]).with_more_steps(4), ["--steps", "8000"]);
         let decode_set = ReproducerInfo {
             program: DECODE_PROGRAM.into(),

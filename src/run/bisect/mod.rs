@@ -16,6 +16,7 @@ mod place;
 mod planned;
 
 pub use document::exit_code;
+pub use place::facts_at;
 pub use planned::{Planned, Where};
 
 use crate::core::config::{ProbeKind, Resolved};
@@ -90,7 +91,9 @@ impl Chosen {
         };
         let reproducer = program.map(|p| ReproducerInfo {
             program: p.target().to_string(),
-            args: cfg.reproducer_args(),
+            // What every probe passes: the placement's own argument (`--memory unified`)
+            // included, as `run::probers` starts the program.
+            args: cfg.recipe.reproducer_args(&cfg.reproducer_args()),
             source: how.args_from,
         });
         Chosen {

@@ -43,23 +43,7 @@ pub(super) fn place(
     container: Option<ContainerLauncher>,
     ask_toolchain: bool,
 ) -> anyhow::Result<Place> {
-    let tree = repo
-        .find_commit(bad)
-        .and_then(|c| c.tree())
-        .map_err(|e| CliError::infra(format!("reading bad commit {bad}: {e}")))?;
-    let has = |p: &str| tree.get_path(Path::new(p)).is_ok();
-    let layout = Layout::of(has);
-    // The files `probe::tree_facts` reads, taken from the commit instead of a checkout.
-    let mut text = String::new();
-    for rel in CMAKE_FILES {
-        let path = layout.path(rel);
-        if let Ok(entry) = tree.get_path(Path::new(&path)) {
-            if let Ok(blob) = repo.find_blob(entry.id()) {
-                text.push_str(&String::from_utf8_lossy(blob.content()));
-                text.push('\n');
-            }
-        }
-    }
+    let (layout, facts) = facts_at(repo, bad)?;
     let in_container = container.is_some();
     let launcher: Arc<dyn Launcher> = match container {
         Some(c) => Arc::new(c),
@@ -76,7 +60,37 @@ pub(super) fn place(
         launcher,
         in_container,
         hip_env,
-        fallback_facts: TreeFacts::from_cmake_text(&text),
+        fallback_facts: facts,
         fallback_subdir: layout.ggml_dir().to_string(),
     })
+}
+
+/// Where ggml sits in `commit` and its spellings (CMake options, the unified-memory knobs),
+/// read from the commit as `probe::tree_facts` reads a checkout: what a plan shows for a tree
+/// before anything is checked out (the bisect's `--bad`, each `matrix --rev`).
+pub fn facts_at(repo: &git2::Repository, commit: Oid) -> anyhow::Result<(Layout, TreeFacts)> {
+    let tree = repo
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .map_err(|e| CliError::infra(format!("reading commit {commit}: {e}")))?;
+    let has = |p: &str| tree.get_path(Path::new(p)).is_ok();
+    let layout = Layout::of(has);
+    let read = |rel: &str| -> Option<String> {
+        let entry = tree.get_path(Path::new(&layout.path(rel))).ok()?;
+        let blob = repo.find_blob(entry.id()).ok()?;
+        Some(String::from_utf8_lossy(blob.content()).into_owned())
+    };
+    let mut text = String::new();
+    for rel in CMAKE_FILES {
+        if let Some(t) = read(rel) {
+            text.push_str(&t);
+            text.push('\n');
+        }
+    }
+    let [hip_h, cu, old_cu] = crate::core::build::UNIFIED_FILES;
+    let facts = TreeFacts::from_cmake_text(&text).with_unified(
+        read(hip_h).as_deref(),
+        read(cu).or_else(|| read(old_cu)).as_deref(),
+    );
+    Ok((layout, facts))
 }

@@ -28,6 +28,10 @@ pub struct Planned {
     pub asks_toolchain: bool,
     /// The bundled reproducer's CMake line, spelled for the `--bad` tree (`None`: a script).
     pub build: Option<Vec<String>>,
+    /// The memory placement's switches at `--bad` and per tree (`None`: device memory).
+    pub memory: Option<String>,
+    /// What the user's `--repro-arg`s replaced of the default arguments, one line each.
+    pub replaced: Vec<String>,
 }
 
 impl Planned {
@@ -55,6 +59,8 @@ impl Planned {
             place,
             asks_toolchain: crate::run::probers::needs_hipconfig(&chosen.cfg),
             build: None,
+            memory: None,
+            replaced: chosen.cfg.replaced.clone(),
         }
     }
 
@@ -64,6 +70,7 @@ impl Planned {
             self.build =
                 Some(crate::run::probers::recipe_at(cfg, place).cmake_args(&place.fallback_facts));
         }
+        self.memory = cfg.recipe.memory_plan(&place.fallback_facts, "--bad");
         self
     }
 

@@ -1,0 +1,307 @@
+//! The bundled programs' own options (issue 37 item 2): THE list in Rust of what
+//! `repro-kernels/setrows-replay/setrows-replay.cpp` and `repro-kernels/decode-probe/decode-probe.cpp`
+//! accept (a test reads both sources and compares, so the lists cannot drift), how a user's
+//! `--repro-arg`s are checked against them before the first build, and how they are added to a
+//! configuration's arguments: the defaults stay unless the user names the same option, and each
+//! default replaced is said.
+
+use super::{ProbeKind, Resolved};
+
+/// One option of a bundled program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReproOption {
+    pub name: &'static str,
+    /// It is followed by a value (`--steps 100000`); else a switch (`--verbose`).
+    pub takes_value: bool,
+    /// The tool sets it itself: a user's `--repro-arg` of it is refused with this hint.
+    pub owned_by: Option<&'static str>,
+    /// Options this one excludes in the program (`--wraps` and `--steps`): naming it replaces
+    /// them too.
+    pub replaces: &'static [&'static str],
+}
+
+const fn opt(name: &'static str) -> ReproOption {
+    ReproOption {
+        name,
+        takes_value: true,
+        owned_by: None,
+        replaces: &[],
+    }
+}
+
+const fn owned(name: &'static str, by: &'static str) -> ReproOption {
+    ReproOption {
+        name,
+        takes_value: true,
+        owned_by: Some(by),
+        replaces: &[],
+    }
+}
+
+const MEMORY_HINT: &str = "the placement is the tool's --memory device|unified|host (it also sets ggml's switch per tree); drop --repro-arg --memory";
+
+/// `setrows-replay`'s options (`parse_args` there).
+pub const REPLAY_OPTIONS: &[ReproOption] = &[
+    opt("--mode"),
+    opt("--backend"),
+    ReproOption {
+        replaces: &["--wraps"],
+        ..opt("--steps")
+    },
+    ReproOption {
+        replaces: &["--steps"],
+        ..opt("--wraps")
+    },
+    opt("--ring-rows"),
+    opt("--width"),
+    opt("--dst-type"),
+    opt("--index-type"),
+    opt("--start-row"),
+    opt("--buffers"),
+    opt("--seed"),
+    opt("--check-every"),
+    opt("--read-via"),
+    opt("--inject"),
+    opt("--inject-step"),
+    owned(
+        "--engine",
+        "the replay's graph is the tool's --graph decode-reuse|ds4 (it keeps the default steps and checks); drop --repro-arg --engine",
+    ),
+    owned("--memory", MEMORY_HINT),
+    opt("--cpu-threads"),
+    opt("--comp-rows"),
+];
+
+/// `decode-probe`'s options (`parse_args` there).
+pub const DECODE_OPTIONS: &[ReproOption] = &[
+    owned(
+        "--model",
+        "the model is written by the tool (MODEL.gguf; --weight-type, --head-dim, --gqa shape it); drop --repro-arg --model",
+    ),
+    opt("--backend"),
+    opt("--steps"),
+    ReproOption {
+        replaces: &["--cells"],
+        ..opt("--ctx-size")
+    },
+    ReproOption {
+        replaces: &["--ctx-size"],
+        ..opt("--cells")
+    },
+    opt("--chunk"),
+    opt("--threads"),
+    opt("--ref-workers"),
+    opt("--seed"),
+    opt("--cpu-nmse"),
+    opt("--path-nmse"),
+    opt("--batch-size"),
+    opt("--ubatch-size"),
+    opt("--parallel"),
+    opt("--n-gpu-layers"),
+    opt("--flash-attn"),
+    opt("--cache-type-k"),
+    opt("--cache-type-v"),
+    opt("--check"),
+    opt("--cpu-reference"),
+    owned("--memory", MEMORY_HINT),
+    ReproOption {
+        takes_value: false,
+        ..opt("--verbose")
+    },
+];
+
+/// The options of the program `kind` runs (`None`: a script, which has no bundled program).
+pub fn options_of(kind: &ProbeKind) -> Option<(&'static str, &'static [ReproOption])> {
+    match kind {
+        ProbeKind::Replay => Some(("setrows-replay", REPLAY_OPTIONS)),
+        ProbeKind::Decode => Some(("decode-probe", DECODE_OPTIONS)),
+        ProbeKind::Script { .. } => None,
+    }
+}
+
+/// Arguments as (option, its value) groups; `Err`: the first word that is no option of the
+/// program, or an option missing its value.
+fn groups<'a>(
+    args: &'a [String],
+    table: &[ReproOption],
+) -> Result<Vec<(&'a str, Option<&'a str>)>, String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let name = args[i].as_str();
+        // `--steps=5` is one word to clap but two to the programs, which do not split it.
+        let Some(o) = table.iter().find(|o| o.name == name) else {
+            return Err(name.to_string());
+        };
+        if o.takes_value {
+            let v = args
+                .get(i + 1)
+                .ok_or_else(|| format!("{name} (no value)"))?;
+            out.push((name, Some(v.as_str())));
+            i += 2;
+        } else {
+            out.push((name, None));
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `a` and `b` name the same setting of the program (the same option, or two that
+/// exclude each other).
+fn same(table: &[ReproOption], a: &str, b: &str) -> bool {
+    a == b || table.iter().any(|o| o.name == a && o.replaces.contains(&b))
+}
+
+/// `user` added to `defaults`: every default group stays unless a user option names the same
+/// setting; returns the arguments and one line per default replaced. Unknown words were refused
+/// before (`repro_args_refused`); here they only keep their place.
+pub fn merge(
+    defaults: &[String],
+    user: &[String],
+    table: &[ReproOption],
+) -> (Vec<String>, Vec<String>) {
+    let (Ok(base), Ok(given)) = (groups(defaults, table), groups(user, table)) else {
+        return (user.to_vec(), Vec::new());
+    };
+    let mut out = Vec::new();
+    let mut replaced = Vec::new();
+    for (name, value) in &base {
+        let by = given.iter().find(|(u, _)| same(table, u, name));
+        let words = std::iter::once(*name).chain(*value).collect::<Vec<_>>();
+        match by {
+            Some((u, uv)) => {
+                let with = std::iter::once(*u).chain(*uv).collect::<Vec<_>>().join(" ");
+                if with != words.join(" ") {
+                    replaced.push(format!(
+                        "--repro-arg {with} replaces the default {}",
+                        words.join(" ")
+                    ));
+                }
+            }
+            None => out.extend(words.iter().map(|w| w.to_string())),
+        }
+    }
+    out.extend(user.iter().cloned());
+    (out, replaced)
+}
+
+impl Resolved {
+    /// Why the user's `--repro-arg`s cannot be given to the program this configuration runs
+    /// (one line naming the argument; `None`: they can): a word that is not one of its options
+    /// (checked here, before the first build, not by the program after it), an option the tool
+    /// sets itself, or one a decode setting's own flag gives too.
+    pub fn repro_args_refused(&self, user: &[String]) -> Option<String> {
+        let (program, table) = options_of(&self.probe)?;
+        if user.is_empty() {
+            return None;
+        }
+        let given = match groups(user, table) {
+            Ok(g) => g,
+            Err(word) => {
+                let names: Vec<&str> = table.iter().map(|o| o.name).collect();
+                let close = names
+                    .iter()
+                    .find(|n| near(n, word.split(' ').next().unwrap_or("")))
+                    .map(|n| format!(" (did you mean {n}?)"))
+                    .unwrap_or_default();
+                return Some(format!(
+                    "--repro-arg {word}: not an option of {program}{close}; its options: {}",
+                    names.join(" ")
+                ));
+            }
+        };
+        for (name, value) in &given {
+            let o = table.iter().find(|o| o.name == *name)?;
+            if let Some(hint) = o.owned_by {
+                return Some(format!(
+                    "--repro-arg {name} {}: {hint}",
+                    value.unwrap_or("")
+                ));
+            }
+            if self.probe == ProbeKind::Decode {
+                let axis = crate::core::settings::SETTINGS
+                    .iter()
+                    .find(|s| s.flag == *name || (s.flag == "--ctx-size" && *name == "--cells"));
+                if let Some(s) = axis.filter(|s| self.settings.get(s.axis).is_some()) {
+                    return Some(format!(
+                        "--repro-arg {name} and {} {} both set {}: give it once, as {}",
+                        s.flag,
+                        self.settings.get(s.axis).unwrap_or(""),
+                        s.axis,
+                        s.flag
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// One edit apart (a typo: `--stpes`, `--step`).
+fn near(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    // Levenshtein distance <= 1, or one transposition.
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
+        }
+        prev = cur;
+    }
+    let transposed = a.len() == b.len() && {
+        let d: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+        d.len() == 2 && d[1] == d[0] + 1 && a[d[0]] == b[d[1]] && a[d[1]] == b[d[0]]
+    };
+    prev[b.len()] <= 1 || transposed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn user_arguments_add_to_the_defaults_and_replace_only_the_same_option() {
+        let d = s(&["--mode", "reuse", "--steps", "100000", "--check-every", "1"]);
+        let (args, replaced) = merge(&d, &s(&["--seed", "7"]), REPLAY_OPTIONS);
+        assert_eq!(
+            args,
+            s(&[
+                "--mode",
+                "reuse",
+                "--steps",
+                "100000",
+                "--check-every",
+                "1",
+                "--seed",
+                "7"
+            ])
+        );
+        assert!(replaced.is_empty());
+        let (args, replaced) = merge(&d, &s(&["--wraps", "3"]), REPLAY_OPTIONS);
+        assert_eq!(
+            args,
+            s(&["--mode", "reuse", "--check-every", "1", "--wraps", "3"])
+        );
+        assert_eq!(
+            replaced,
+            ["--repro-arg --wraps 3 replaces the default --steps 100000"]
+        );
+    }
+
+    #[test]
+    fn typos_are_near() {
+        assert!(near("--steps", "--stpes"));
+        assert!(near("--steps", "--step"));
+        assert!(!near("--steps", "--seed"));
+    }
+}
