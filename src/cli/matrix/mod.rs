@@ -2,20 +2,22 @@
 //! `setrows-bisect bisect-config` (first failing value along one ordered axis at a fixed
 //! commit, with the same search core as commit bisection).
 mod config_bisect;
+mod list;
 pub use config_bisect::run_bisect_config;
+use list::config_details;
+pub use list::github_matrix;
 
 use crate::core::matrix::{self, Config, Matrix, Value};
 use crate::core::outcome::{Outcome, Predicate, Regress, Verdict};
 use crate::core::progress::{Event, Sink};
 use crate::core::result::{
-    AnyResult, BisectConfigResult, BisectResult, Conclusion, ConfigDetails, ConfigProbe, Kind,
+    AnyResult, BisectConfigResult, BisectResult, Conclusion, ConfigProbe, Kind,
 };
 use crate::core::search::{Answer, EndpointCheck, Search, Step};
 use crate::error::CliError;
 use crate::probe::container::{Engine, EngineChoice};
 use crate::run::matrix::{Cell, ConfigRow, MatrixResults, Rev, Runner};
 use clap::Args;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -202,57 +204,6 @@ fn runner(flags: &RunFlags, m: &Matrix, logs: &str, dry: bool) -> anyhow::Result
         );
     }
     Ok(runner)
-}
-
-fn config_details(c: &Config) -> ConfigDetails {
-    ConfigDetails {
-        id: c.id.clone(),
-        label: c.label(),
-        values: c.values.clone(),
-        backend: c.backend,
-        image: c.image.clone(),
-        cmake_args: c.recipe.cmake_args(&Default::default()),
-        launch_env: c
-            .recipe
-            .run_env(&c.launch.env(), &Default::default())
-            .into_iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect(),
-        repro_args: c.recipe.reproducer_args(&c.repro_args),
-    }
-}
-
-/// One GitHub Actions job per image, in first-appearance order.
-pub fn github_matrix(configs: &[&Config]) -> serde_json::Value {
-    let mut groups: Vec<(String, Vec<&Config>)> = Vec::new();
-    for c in configs {
-        let image = c.image.clone().unwrap_or_else(|| "host".into());
-        match groups.iter_mut().find(|(i, _)| *i == image) {
-            Some((_, v)) => v.push(c),
-            None => groups.push((image, vec![c])),
-        }
-    }
-    let include: Vec<_> = groups
-        .iter()
-        .map(|(image, cs)| {
-            let first = cs[0];
-            let version = first
-                .values
-                .get("rocm")
-                .or(first.values.get("cuda"))
-                .map(|v| v.to_string())
-                .unwrap_or_default();
-            let name = match version.as_str() {
-                "" => first.backend.as_str().to_string(),
-                v => format!("{}-{v}", first.backend.as_str()),
-            };
-            json!({
-                "name": name, "backend": first.backend, "version": version, "image": image,
-                "ids": cs.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(","),
-            })
-        })
-        .collect();
-    json!({ "include": include })
 }
 
 pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
