@@ -10,7 +10,7 @@ use gitcommit::commit_all;
 use setrows_bisect::core::build::TreeFacts;
 use setrows_bisect::core::config::Resolved;
 use setrows_bisect::core::matrix;
-use setrows_bisect::probe::container::{run_argv, EngineKind, GpuAccess, RunSpec};
+use setrows_bisect::probe::container::{run_argv, ContainerSpec, EngineKind, GpuAccess};
 use setrows_bisect::probe::launch::{HostLauncher, ShellJob};
 use setrows_bisect::run::probers::{self, PerTreeRepro, Place};
 use std::path::Path;
@@ -126,7 +126,7 @@ fn the_hip_configuration_runs_in_its_image_with_the_gpu_and_its_launch_environme
             ("HIP_PATH".to_string(), "/opt/rocm".to_string()),
         ]
     );
-    let spec = RunSpec {
+    let spec = ContainerSpec {
         engine: EngineKind::Podman,
         program: "podman".into(),
         image: cfg.image.clone().unwrap(),

@@ -17,8 +17,8 @@ fn job(cwd_is_work: bool) -> ShellJob {
     }
 }
 
-fn spec(engine: EngineKind, gpu: GpuAccess) -> RunSpec {
-    RunSpec {
+fn spec(engine: EngineKind, gpu: GpuAccess) -> ContainerSpec {
+    ContainerSpec {
         engine,
         program: engine.as_str().into(),
         image: "localhost/setrows-rocm:6.4.1".into(),
@@ -70,7 +70,7 @@ fn golden_rootless_podman_hip() {
     );
     // rootless CPU: keep-id, no devices, no groups, no seccomp change
     let cpu = shell_words(&run_argv(
-        &RunSpec {
+        &ContainerSpec {
             gpu: GpuAccess::None,
             ..s.clone()
         },

@@ -178,6 +178,16 @@ fn errors_name_file_line_column_and_key() {
         e.starts_with("conf/m.toml:2:12: key `backend`: unknown backend `metal`"),
         "{e}"
     );
+    // The probe kind is typed: an unknown one is refused where it is written, naming the kinds.
+    let e = error("[probe]\nkind = \"decoed\"\n[matrix]\nbackend = [\"cpu\"]\n");
+    assert!(
+        e.starts_with("conf/m.toml:2:8: key `kind`: unknown variant `decoed`")
+            && e.contains("decoed")
+            && e.contains("replay")
+            && e.contains("decode")
+            && e.contains("script"),
+        "{e}"
+    );
     let e = error("[matrix\nbackend = [\"hip\"]\n");
     assert_eq!(e.lines().count(), 1, "one line: {e}");
     let e = error("revisions = [\"a\"\n");

@@ -13,18 +13,56 @@ use crate::core::result::ConfigurationInfo;
 use crate::core::settings::{DecodeSettings, Setting};
 
 mod decode;
-mod meaning;
+pub mod meaning;
 pub mod options;
-pub use meaning::{meaningless, Meaningless};
+pub use meaning::{meaningless, memory_meaningless, Meaningless, DECODE_MEMORY};
 
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
 pub const DEFAULT_HIP_TARGET: &str = "gfx1151";
 
-/// What is probed: the bundled replay reproducer, llama.cpp's own decode (`decode`: the
-/// bundled decode-probe on the tool's tiny model; llama.cpp trees only), or a user's build + test
-/// script.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which probe runs: THE typed spelling of `--probe-kind` and `[probe] kind` (`script` is
+/// chosen by `--script` on the command line); compared as this type everywhere, never as text.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum ProbeKind {
+    /// The bundled replay reproducer (ggml trees and the trees that vendor ggml).
+    #[default]
+    Replay,
+    /// The bundled decode-probe on the tool's tiny model (llama.cpp trees only).
+    Decode,
+    /// A user's build + test script.
+    Script,
+}
+
+impl ProbeKind {
+    pub const ALL: [ProbeKind; 3] = [ProbeKind::Replay, ProbeKind::Decode, ProbeKind::Script];
+
+    /// The spelling of `[probe] kind` and `--probe-kind`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeKind::Replay => "replay",
+            ProbeKind::Decode => "decode",
+            ProbeKind::Script => "script",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ProbeKind> {
+        ProbeKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// A bundled program of this tool (built from embedded sources), not the user's script.
+    pub fn is_bundled(self) -> bool {
+        self != ProbeKind::Script
+    }
+}
+
+/// What is probed, with what a script probe runs: the bundled replay, llama.cpp's own decode
+/// (the bundled decode-probe on the tool's tiny model; llama.cpp trees only), or a user's
+/// build + test script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeSpec {
     Replay,
     Decode,
     Script {
@@ -33,13 +71,29 @@ pub enum ProbeKind {
     },
 }
 
-impl ProbeKind {
+impl ProbeSpec {
+    pub fn kind(&self) -> ProbeKind {
+        match self {
+            ProbeSpec::Replay => ProbeKind::Replay,
+            ProbeSpec::Decode => ProbeKind::Decode,
+            ProbeSpec::Script { .. } => ProbeKind::Script,
+        }
+    }
+
     /// The spelling of `[probe] kind` and `--probe-kind`.
     pub fn name(&self) -> &'static str {
-        match self {
-            ProbeKind::Replay => "replay",
-            ProbeKind::Decode => "decode",
-            ProbeKind::Script { .. } => "script",
+        self.kind().name()
+    }
+
+    /// A matrix's `[probe]` table.
+    pub fn of(probe: &RawProbe) -> ProbeSpec {
+        match probe.kind {
+            ProbeKind::Script => ProbeSpec::Script {
+                build: probe.build.clone(),
+                script: probe.script.clone().unwrap_or_default(),
+            },
+            ProbeKind::Decode => ProbeSpec::Decode,
+            ProbeKind::Replay => ProbeSpec::Replay,
         }
     }
 }
@@ -58,7 +112,7 @@ pub struct Resolved {
     pub recipe: Recipe,
     /// Environment of the test step (launch settings, then `--launch-env`).
     pub launch_env: Vec<(String, String)>,
-    pub probe: ProbeKind,
+    pub probe: ProbeSpec,
     pub repro_args: Vec<String>,
     /// Seconds a step may take (`None`: the prober's defaults).
     pub timeout_s: Option<f64>,
@@ -101,14 +155,7 @@ pub struct Flags {
 impl Resolved {
     /// A matrix configuration with the matrix's `[probe]` settings.
     pub fn from_matrix(c: &Config, probe: &RawProbe, file: &str) -> Resolved {
-        let kind = match probe.kind.as_deref() {
-            Some("script") => ProbeKind::Script {
-                build: probe.build.clone(),
-                script: probe.script.clone().unwrap_or_default(),
-            },
-            Some("decode") => ProbeKind::Decode,
-            _ => ProbeKind::Replay,
-        };
+        let kind = ProbeSpec::of(probe);
         Resolved {
             id: Some(c.id.clone()),
             label: Some(c.label()),
@@ -136,7 +183,7 @@ impl Resolved {
             image: None,
             recipe: Recipe::new(backend),
             launch_env: Vec::new(),
-            probe: ProbeKind::Replay,
+            probe: ProbeSpec::Replay,
             repro_args: Vec::new(),
             timeout_s: None,
             build_only: false,
@@ -228,7 +275,7 @@ impl Resolved {
         // `--build` alone is a build-only probe's own build (the command line allows it with
         // `--regress build` only): no test to name.
         if f.script.is_some() || f.build.is_some() {
-            let new = ProbeKind::Script {
+            let new = ProbeSpec::Script {
                 build: f.build.clone(),
                 script: f.script.clone().unwrap_or_default(),
             };
@@ -237,12 +284,12 @@ impl Resolved {
                 self.probe = new;
             }
         }
-        if f.decode && self.probe != ProbeKind::Decode {
+        if f.decode && self.probe != ProbeSpec::Decode {
             changed.push(format!(
                 "--probe-kind decode (configuration: {})",
                 self.probe.name()
             ));
-            self.probe = ProbeKind::Decode;
+            self.probe = ProbeSpec::Decode;
             // Another kind's arguments mean nothing to the decode probe (a user's are added
             // below).
             self.repro_args.clear();
@@ -294,8 +341,8 @@ impl Resolved {
             // What only the test reads (launch settings, reproducer arguments, the test
             // script) is left out: configurations that build alike share one build's result.
             let probe = match &self.probe {
-                ProbeKind::Replay | ProbeKind::Decode => self.probe.name().to_string(),
-                ProbeKind::Script { build, .. } => {
+                ProbeSpec::Replay | ProbeSpec::Decode => self.probe.name().to_string(),
+                ProbeSpec::Script { build, .. } => {
                     format!("script build={:?}", build.as_deref().unwrap_or(""))
                 }
             };
@@ -307,8 +354,8 @@ impl Resolved {
             );
         }
         let probe = match &self.probe {
-            ProbeKind::Replay | ProbeKind::Decode => self.probe.name().to_string(),
-            ProbeKind::Script { build, script } => format!(
+            ProbeSpec::Replay | ProbeSpec::Decode => self.probe.name().to_string(),
+            ProbeSpec::Script { build, script } => format!(
                 "script build={:?} script={script:?}",
                 build.as_deref().unwrap_or("")
             ),

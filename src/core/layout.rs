@@ -1,6 +1,6 @@
-//! Where ggml sits in a tree: the one rule behind range keying (`run::git`), the CMake
-//! spellings read from a checkout (`probe::tree`), the reproducer's source directory and the
-//! guard that refuses a replay of a tree without ggml.
+//! Where ggml sits in a tree: the one rule behind range keying (`run::git`), ggml's directory
+//! in a checkout (`probe::vendor`, `probe::layout` for the reproducer's source directory) and
+//! the guard that refuses a replay of a tree without ggml.
 //!
 //! The rule looks only at which paths exist, so a git tree (the `--bad` commit, before anything
 //! is checked out) and a checkout on disk answer it the same way: the caller passes its own

@@ -6,7 +6,7 @@
 //! (`setrows-bisect schema KIND`) is generated from these same structs, so it cannot drift.
 //!
 //! Two layers live here: what the driver hands back while running (`ProbeRecord`,
-//! `BisectOutcome`), and the documents written to disk (`BisectResult`, `MatrixResults`,
+//! `BisectRecord`), and the documents written to disk (`BisectResult`, `MatrixResults`,
 //! `BisectConfigResult`). The first may change freely; the second only with a version bump.
 
 use crate::core::build::{Backend, TreeFacts};
@@ -116,7 +116,7 @@ pub struct ProbeRecord {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BisectOutcome {
+pub struct BisectRecord {
     pub conclusion: Conclusion,
     pub probes: Vec<ProbeRecord>,
     /// Probe rounds the search asked for (each round is up to `jobs` candidates).
@@ -158,19 +158,15 @@ pub struct CandidateMass {
     pub probability: f64,
 }
 
-impl BisectOutcome {
+impl BisectRecord {
     /// How far a `--confidence` bisection's answer can be trusted, from every run it made
     /// (`None` for a bad endpoint, whose runs contradict the model).
     pub fn assess(&self, candidates: usize, requested: f64) -> Option<Assessment> {
-        let answer = match &self.conclusion {
-            Conclusion::Found { index } => crate::core::search::Answer::Found(*index),
-            Conclusion::Ambiguous { indices } => {
-                crate::core::search::Answer::Ambiguous(indices.clone())
-            }
-            Conclusion::BadEndpoint { .. } => return None,
-        };
+        if let Conclusion::BadEndpoint { .. } = self.conclusion {
+            return None;
+        }
         let runs = self.probes.iter().map(|p| (p.candidate, p.verdict));
-        Assessment::of(candidates, runs, &answer, requested)
+        Assessment::of(candidates, runs, &self.conclusion, requested)
     }
 
     pub fn info(&self, sha: &str) -> Option<&CommitInfo> {

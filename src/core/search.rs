@@ -48,44 +48,50 @@ pub enum Endpoint {
     Bad,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Answer {
-    /// The first candidate with new behaviour, all its predecessors back to an old one tested.
-    Found(usize),
-    /// Skipped candidates hide the boundary: the first new one is one of these (ascending; the
-    /// last one is the first tested-new candidate).
-    Ambiguous(Vec<usize>),
-}
-
 /// How a search ended, as every result stores it (a commit bisect, a `flaky::session::Session`,
 /// bisect-config): indices are into the candidates (bisect) or the ladder (bisect-config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Conclusion {
-    Found {
-        index: usize,
-    },
-    /// The first new candidate is one of these (skips hide the boundary).
-    Ambiguous {
-        indices: Vec<usize>,
-    },
+    /// The first candidate with new behaviour, all its predecessors back to an old one tested.
+    Found { index: usize },
+    /// The first new candidate is one of these (ascending; skips or, in a flaky session, the
+    /// posterior hide the boundary; the last one is the first tested-new candidate).
+    Ambiguous { indices: Vec<usize> },
     /// An endpoint does not behave as claimed.
-    BadEndpoint {
-        which: Endpoint,
-        got: Verdict,
-    },
+    BadEndpoint { which: Endpoint, got: Verdict },
 }
 
+impl Conclusion {
+    /// The candidates a search narrowed the answer to: one is `Found`, more `Ambiguous`.
+    pub fn among(mut candidates: Vec<usize>) -> Conclusion {
+        if candidates.len() == 1 {
+            Conclusion::Found {
+                index: candidates.remove(0),
+            }
+        } else {
+            Conclusion::Ambiguous {
+                indices: candidates,
+            }
+        }
+    }
+
+    /// The candidates it names (empty for a bad endpoint).
+    pub fn candidates(&self) -> &[usize] {
+        match self {
+            Conclusion::Found { index } => std::slice::from_ref(index),
+            Conclusion::Ambiguous { indices } => indices,
+            Conclusion::BadEndpoint { .. } => &[],
+        }
+    }
+}
+
+/// A search's next move: probe more, or the end of the search (one type for it: `Conclusion`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Probe these candidates next (one per free slot; at least one).
     Probe(Vec<usize>),
-    Done(Answer),
-    /// An endpoint does not behave as claimed; `got` is what it showed.
-    BadEndpoint {
-        which: Endpoint,
-        got: Verdict,
-    },
+    Done(Conclusion),
 }
 
 /// State of one bisection. Cheap to rebuild from stored results: the driver replays the store
@@ -177,16 +183,16 @@ impl Search {
         let n = self.len();
         let (good, bad) = (self.verdicts[0], self.verdicts[n - 1]);
         if let Some(got @ (Verdict::Old | Verdict::Skip)) = bad {
-            return Step::BadEndpoint {
+            return Step::Done(Conclusion::BadEndpoint {
                 which: Endpoint::Bad,
                 got,
-            };
+            });
         }
         if let Some(got @ (Verdict::New | Verdict::Skip)) = good {
-            return Step::BadEndpoint {
+            return Step::Done(Conclusion::BadEndpoint {
                 which: Endpoint::Good,
                 got,
-            };
+            });
         }
         if self.endpoints == EndpointCheck::First && bad.is_none() {
             let inside = |v| (1..n - 1).any(|i| self.verdicts[i] == Some(v));
@@ -221,13 +227,9 @@ impl Search {
             let skipped: Vec<usize> = (lo + 1..hi)
                 .filter(|&i| self.verdicts[i] == Some(Verdict::Skip))
                 .collect();
-            return Step::Done(if skipped.is_empty() {
-                Answer::Found(hi)
-            } else {
-                let mut set = skipped;
-                set.push(hi);
-                Answer::Ambiguous(set)
-            });
+            let mut set = skipped;
+            set.push(hi);
+            return Step::Done(Conclusion::among(set));
         }
         Step::Probe(self.pick(lo, hi, &open, slots))
     }

@@ -55,15 +55,15 @@ pub fn is_llama_tree(has: impl Fn(&str) -> bool) -> bool {
 /// What one probe needs under its work directory: the sources' folder and the model's file,
 /// both named by their content.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prepared {
+pub struct DecodeInputs {
     pub sources_dir: String,
     pub model: Model,
 }
 
 /// Writes the sources and the model of `settings` under `work` (once each).
-pub fn prepare(work: &Path, settings: &DecodeSettings) -> std::io::Result<Prepared> {
+pub fn prepare(work: &Path, settings: &DecodeSettings) -> std::io::Result<DecodeInputs> {
     let (dtype, shape) = settings.model();
-    Ok(Prepared {
+    Ok(DecodeInputs {
         sources_dir: materialize_sources(work)?,
         model: write_model(work, DEFAULT_SEED, dtype, shape)?,
     })

@@ -1,11 +1,12 @@
 //! The bisection driver: the loop between the pure search, the result store and a prober.
 //!
-//! Library API (used by the CLI, the demo, and callers such as config bisection):
+//! Its one caller is `run::bisect::execute` (every commit bisection, the `bisect-config`
+//! follow-up included), with a `Plan` that `run::bisect::prepare` made:
 //!
 //! ```text
-//! let plan = Plan::new(repo_path, range, predicate, EndpointCheck::First, jobs, work_dir);
-//! let outcome = bisect_commits(&plan, &prober, &Deterministic, &store, &events)?;
-//! // outcome.answer: Found / Ambiguous / BadEndpoint, outcome.probes: every run, in order
+//! let record = bisect_commits(&plan, prober, &Deterministic, &store, events)?;
+//! // record.conclusion: core::search::Conclusion (Found / Ambiguous / BadEndpoint),
+//! // record.probes: every run, in order; `bisect_session` instead for --confidence
 //! ```
 //!
 //! - `prober: &dyn Prober` runs one checked-out revision (script, bundled reproducer, host or
@@ -33,8 +34,8 @@ use crate::core::evidence::{Decision, Evidence, Rule};
 use crate::core::outcome::Verdict;
 pub use crate::core::plan::Plan;
 use crate::core::progress::{rounds_left, Event, Sink};
-pub use crate::core::result::{BisectOutcome, Conclusion, ProbeRecord};
-use crate::core::search::{Answer, Step};
+pub use crate::core::result::{BisectRecord, Conclusion, ProbeRecord};
+use crate::core::search::Step;
 use crate::probe::{ProbeReport, Prober};
 use crate::run::git::{self, Candidate, CommitInfo};
 pub use crate::run::slots::{DriverError, INFRA_RETRIES};
@@ -68,7 +69,7 @@ pub fn bisect_commits(
     rule: &dyn Rule,
     store: &Store,
     events: &dyn Sink,
-) -> Result<BisectOutcome, DriverError> {
+) -> Result<BisectRecord, DriverError> {
     let reuse = rule.one_run_decides();
     drive(
         plan,
@@ -94,7 +95,7 @@ fn drive(
     policy: String,
     reuse_artifacts: bool,
     body: impl FnOnce(&Shared<'_>) -> Result<(Conclusion, usize), DriverError>,
-) -> Result<BisectOutcome, DriverError> {
+) -> Result<BisectRecord, DriverError> {
     let started = std::time::Instant::now();
     let repo = git::open(&plan.repo_path)?;
     let cands = &plan.range.candidates;
@@ -167,7 +168,7 @@ fn drive(
     store.journal(&serde_json::json!({
         "event": "done", "at": now(), "conclusion": conclusion, "answer": answer,
     }))?;
-    Ok(BisectOutcome {
+    Ok(BisectRecord {
         conclusion,
         probes,
         steps,
@@ -296,12 +297,12 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
                 groups.learn(&plan.range, &members);
                 search = shared.search(&mut groups, &repo, &mut endpoints, &known)?;
             }
-            Step::Done(Answer::Found(g)) => {
+            Step::Done(Conclusion::Found { index: g }) => {
                 break Conclusion::Found {
                     index: groups.members(g).start,
                 }
             }
-            Step::Done(Answer::Ambiguous(gs)) => {
+            Step::Done(Conclusion::Ambiguous { indices: gs }) => {
                 let last = gs.len() - 1;
                 let indices = gs
                     .iter()
@@ -317,7 +318,7 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
                     .collect();
                 break Conclusion::Ambiguous { indices };
             }
-            Step::BadEndpoint { which, got } => break Conclusion::BadEndpoint { which, got },
+            Step::Done(end @ Conclusion::BadEndpoint { .. }) => break end,
         }
     };
     Ok((conclusion, steps))

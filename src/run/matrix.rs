@@ -115,10 +115,7 @@ impl Runner {
     /// changes.
     pub fn effective(&self, config: &Config, rev: &Rev) -> Config {
         let mut c = config.clone();
-        let replay = matches!(
-            self.probe.kind.as_deref().unwrap_or("replay"),
-            "replay" | "decode"
-        );
+        let replay = self.probe.kind.is_bundled();
         if c.recipe.wave_size.is_some() && replay && !self.tree_reads_wave_size(rev) {
             c.recipe.wave_size = None;
         }
@@ -304,14 +301,6 @@ impl Runner {
     /// The prober for one configuration: `run::probers`, the construction every command uses.
     /// Errors are infrastructure (the engine or image is not usable) and name the cause.
     pub fn prober(&self, config: &Config, _rev: &Rev) -> Result<ConfiguredProber, String> {
-        if let Some(other) = self
-            .probe
-            .kind
-            .as_deref()
-            .filter(|k| !["replay", "decode", "script"].contains(k))
-        {
-            return Err(format!("unknown probe kind `{other}`"));
-        }
         let place = self.place(config)?;
         Ok(crate::run::probers::prober(&self.resolved(config), &place))
     }

@@ -11,7 +11,7 @@
 //! sides.
 
 use crate::core::build::{Backend, Recipe, TreeFacts};
-use crate::core::config::{ProbeKind, Resolved};
+use crate::core::config::{ProbeSpec, Resolved};
 use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
 use crate::probe::exec::shell_words;
 use crate::probe::launch::Launcher;
@@ -80,7 +80,7 @@ pub fn container_launcher(
 /// reproducer (the replay, or the decode probe with its llama.cpp) built for HIP. One rule for
 /// bisect and matrix.
 pub fn needs_hipconfig(cfg: &Resolved) -> bool {
-    matches!(cfg.probe, ProbeKind::Replay | ProbeKind::Decode) && cfg.backend == Backend::Hip
+    matches!(cfg.probe, ProbeSpec::Replay | ProbeSpec::Decode) && cfg.backend == Backend::Hip
 }
 
 /// The recipe as built at `place` (ccache on where it is available).
@@ -138,19 +138,19 @@ fn timeout(cfg: &Resolved) -> Option<Duration> {
 /// toolchain) was settled when `place` was made.
 pub fn prober(cfg: &Resolved, place: &Place) -> ConfiguredProber {
     let inner: Box<dyn Prober> = match &cfg.probe {
-        ProbeKind::Script { build, script } => Box::new(PerTreeScript {
+        ProbeSpec::Script { build, script } => Box::new(PerTreeScript {
             base: ScriptProber {
                 build: build.clone(),
                 script: script.clone(),
                 timeout: timeout(cfg),
-                launcher: Box::new(Shared(place.launcher.clone())),
+                launcher: Box::new(SharedLauncher(place.launcher.clone())),
                 env: Vec::new(),
                 build_only: cfg.build_only,
             },
             cfg: cfg.clone(),
             place: place_copy(place),
         }),
-        ProbeKind::Replay | ProbeKind::Decode => Box::new(PerTreeRepro::new(
+        ProbeSpec::Replay | ProbeSpec::Decode => Box::new(PerTreeRepro::new(
             repro_options(cfg, place),
             recipe_at(cfg, place),
             place.fallback_facts.clone(),
@@ -177,7 +177,7 @@ fn place_copy(p: &Place) -> Place {
 pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
     let mut opts = ReproOptions::new(place.launcher.clone());
     opts.ggml_subdir = place.fallback_subdir.clone();
-    if cfg.probe == ProbeKind::Decode {
+    if cfg.probe == ProbeSpec::Decode {
         opts.reproducer = crate::probe::repro::Reproducer::Decode;
     }
     if cfg.backend == Backend::Hip {
@@ -202,7 +202,7 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
 /// with these. Everything that builds a `ReproOptions` from a configuration goes through here.
 fn expectations(cfg: &Resolved, opts: &mut ReproOptions) {
     opts.expect = crate::probe::repro::Expectations::from_recipe(&cfg.recipe);
-    if cfg.probe == ProbeKind::Decode {
+    if cfg.probe == ProbeSpec::Decode {
         opts.expect.settings = cfg.settings.clone();
     }
 }
@@ -287,7 +287,7 @@ impl PerTreeScript {
             build: self.base.build.clone(),
             script: self.base.script.clone(),
             timeout: self.base.timeout,
-            launcher: Box::new(Shared(self.place.launcher.clone())),
+            launcher: Box::new(SharedLauncher(self.place.launcher.clone())),
             env: script_env(&self.cfg, &self.place, &facts),
             build_only: self.base.build_only,
         }
@@ -309,9 +309,9 @@ impl Prober for PerTreeScript {
 }
 
 /// Shares one launcher (and its cached provenance) between probers.
-pub struct Shared(pub Arc<dyn Launcher>);
+pub struct SharedLauncher(pub Arc<dyn Launcher>);
 
-impl Launcher for Shared {
+impl Launcher for SharedLauncher {
     fn identity(&self) -> String {
         self.0.identity()
     }

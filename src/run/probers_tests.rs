@@ -18,10 +18,10 @@ fn host_place() -> Place {
 fn every_bundled_reproducer_built_for_hip_asks_hipconfig() {
     let mut cfg = Resolved::for_backend(Backend::Hip);
     for (probe, asks) in [
-        (ProbeKind::Replay, true),
-        (ProbeKind::Decode, true),
+        (ProbeSpec::Replay, true),
+        (ProbeSpec::Decode, true),
         (
-            ProbeKind::Script {
+            ProbeSpec::Script {
                 build: None,
                 script: "true".into(),
             },
@@ -70,7 +70,7 @@ fn the_decode_probe_gets_the_replays_placement_for_each_tree() {
     llama_tree(&old, true);
     let tree_of = |backend: Backend, memory, checkout: &Path| {
         let mut cfg = Resolved::for_backend(backend);
-        cfg.probe = ProbeKind::Decode;
+        cfg.probe = ProbeSpec::Decode;
         cfg.recipe.memory = memory;
         let per_tree = PerTreeRepro::new(
             repro_options(&cfg, &place),
@@ -141,7 +141,7 @@ fn the_decode_settings_reach_the_command_line_and_the_identity_not_the_build() {
     llama_tree(&today, false);
     let with = |pairs: &[(&str, &str)]| {
         let mut cfg = Resolved::for_backend(Backend::Cpu);
-        cfg.probe = ProbeKind::Decode;
+        cfg.probe = ProbeSpec::Decode;
         for (a, v) in pairs {
             cfg.settings
                 .set(crate::core::settings::by_axis(a).unwrap(), v.to_string());

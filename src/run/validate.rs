@@ -17,7 +17,7 @@ pub use crate::core::judge::{
     classify, classify_for, judge, run_limit, Finding, Observations, PathClass, Revert, Validation,
 };
 use crate::core::plan::Plan;
-use crate::core::result::{BisectOutcome, Conclusion, ValidationResult};
+use crate::core::result::{BisectRecord, Conclusion, ValidationResult};
 use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
 use crate::run::store::Store;
 use std::collections::BTreeMap;
@@ -406,7 +406,7 @@ pub fn after_bisect(
     plan: &Plan,
     prober: &dyn crate::probe::Prober,
     store: &Store,
-    outcome: &BisectOutcome,
+    outcome: &BisectRecord,
     runs: u32,
     backend: Option<&str>,
     events: &dyn crate::core::progress::Sink,

@@ -16,7 +16,7 @@ use setrows_bisect::core::flaky::session::{Action, Session, SessionEnd};
 use setrows_bisect::core::flaky::{evidence_from_runs, posterior, Beta};
 use setrows_bisect::core::outcome::Verdict;
 use setrows_bisect::core::result::Conclusion;
-use setrows_bisect::core::search::{Answer, EndpointCheck, Search, Step};
+use setrows_bisect::core::search::{EndpointCheck, Search, Step};
 
 /// SplitMix64: tiny, fast, good enough for Monte Carlo, and stable across versions (a crate's
 /// generator may change its stream between releases and silently move the figures).
@@ -151,38 +151,29 @@ pub fn driver_trial(
                 }
                 waves += longest;
             }
-            Step::Done(a) => break Ok(a),
-            Step::BadEndpoint { which, got } => break Err((which, got)),
+            Step::Done(end) => break end,
         }
     };
     let total = runs.len() as u64;
     let post = posterior(&evidence_from_runs(h.n, runs), Beta::UNIFORM);
-    let conclusion = match answer {
-        Err((which, got)) => SessionEnd {
-            conclusion: Conclusion::BadEndpoint { which, got },
-            confidence: None,
-            rate: None,
-            inconclusive: false,
+    let (confidence, rate) = match &answer {
+        Conclusion::BadEndpoint { .. } => (None, None),
+        a => (
+            post.as_ref().map(|p| p.confidence(a)),
+            post.as_ref().map(|p| p.rate_mean),
+        ),
+    };
+    // With no skips in the history, an ambiguous answer means the budget ran out.
+    let inconclusive = matches!(answer, Conclusion::Ambiguous { .. });
+    let conclusion = SessionEnd {
+        confidence: if inconclusive {
+            Some(confidence.unwrap_or(0.0))
+        } else {
+            confidence
         },
-        Ok(a) => {
-            let confidence = post.as_ref().map(|p| p.confidence(&a));
-            let rate = post.as_ref().map(|p| p.rate_mean);
-            match a {
-                Answer::Found(index) => SessionEnd {
-                    conclusion: Conclusion::Found { index },
-                    confidence,
-                    rate,
-                    inconclusive: false,
-                },
-                // With no skips in the history, an ambiguous answer means the budget ran out.
-                Answer::Ambiguous(indices) => SessionEnd {
-                    conclusion: Conclusion::Ambiguous { indices },
-                    confidence: Some(confidence.unwrap_or(0.0)),
-                    rate,
-                    inconclusive: true,
-                },
-            }
-        }
+        conclusion: answer,
+        rate,
+        inconclusive,
     };
     judge(h, conclusion, total, waves)
 }

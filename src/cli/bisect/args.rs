@@ -128,8 +128,8 @@ pub struct BisectArgs {
     /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
     /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the
     /// CPU; llama.cpp trees only). Default: the configuration's, else replay.
-    #[arg(long, value_name = "KIND", value_parser = ["replay", "decode"], help_heading = "Probe")]
-    pub probe_kind: Option<String>,
+    #[arg(long, value_name = "KIND", value_parser = bundled_kind(), help_heading = "Probe")]
+    pub probe_kind: Option<crate::core::config::ProbeKind>,
     /// Backend the bundled reproducer targets (used when --script is absent).
     #[arg(long, value_parser = ["cpu", "cuda", "hip"], help_heading = "Probe")]
     pub backend: Option<String>,
@@ -202,4 +202,12 @@ pub struct ConfigFlags {
     /// The decode probe's llama.cpp settings (`--flash-attn`, `--cache-type-k`, ...).
     #[command(flatten)]
     pub settings: super::settings::SettingsFlags,
+}
+
+/// `--probe-kind`'s values: the bundled probes (a script is chosen by `--script`).
+fn bundled_kind() -> impl clap::builder::TypedValueParser<Value = crate::core::config::ProbeKind> {
+    use crate::core::config::ProbeKind;
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new([ProbeKind::Replay.name(), ProbeKind::Decode.name()])
+        .map(|s: String| ProbeKind::parse(&s).unwrap_or_default())
 }

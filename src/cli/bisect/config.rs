@@ -3,7 +3,7 @@
 
 use super::BisectArgs;
 use crate::core::build::{Backend, Memory};
-use crate::core::config::{Flags, Resolved};
+use crate::core::config::{Flags, ProbeKind, Resolved};
 use crate::core::matrix::{self, Matrix};
 use crate::error::CliError;
 use crate::run::bisect::{Chosen, Naming};
@@ -99,7 +99,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         script: args.script.clone(),
         build: args.build.clone(),
         timeout_s: args.timeout,
-        decode: args.probe_kind.as_deref() == Some("decode"),
+        decode: args.probe_kind == Some(ProbeKind::Decode),
         settings: c.settings.given(),
     })
 }
@@ -123,12 +123,12 @@ fn builtin_params(name: &str) -> Vec<String> {
 /// Two flags where one would drop or replace the other without a word: refused naming both
 /// (issue 37 item 2), before anything is made.
 fn contradictions(args: &BisectArgs) -> anyhow::Result<()> {
-    let kind = args.probe_kind.as_deref();
+    let kind = args.probe_kind.map(ProbeKind::name);
     let pairs = [
         (args.script.is_some() && kind.is_some(), format!("--script and --probe-kind {} both choose the probe: --script runs your test, --probe-kind a bundled one; drop one", kind.unwrap_or(""))),
         (args.build.is_some() && kind.is_some(), format!("--build and --probe-kind {} both choose what is built: --build is your build, --probe-kind a bundled probe's; drop one", kind.unwrap_or(""))),
         (args.graph.is_some() && args.script.is_some(), "--graph and --script: --graph is the bundled replay's graph, --script runs your own test instead; drop one".to_string()),
-        (args.graph.is_some() && kind == Some("decode"), "--graph and --probe-kind decode: --graph is the replay's graph, the decode probe runs llama.cpp's own; drop one".to_string()),
+        (args.graph.is_some() && args.probe_kind == Some(ProbeKind::Decode), "--graph and --probe-kind decode: --graph is the replay's graph, the decode probe runs llama.cpp's own; drop one".to_string()),
     ];
     match pairs.into_iter().find(|(hit, _)| *hit) {
         Some((_, why)) => Err(CliError::usage(why)),
@@ -164,7 +164,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     // and the report says so); the user's `--repro-arg`s add to it below.
     let mut graph_override = None;
     if let Some(g) = &args.graph {
-        if cfg.probe != crate::core::config::ProbeKind::Replay {
+        if cfg.probe != crate::core::config::ProbeSpec::Replay {
             return Err(CliError::usage(format!(
                 "--graph {g} and --config {}: its probe is {}, and --graph is the replay's graph; drop --graph",
                 cfg.id.as_deref().unwrap_or(""),

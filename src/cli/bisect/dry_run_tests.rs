@@ -1,7 +1,7 @@
 //! The dry run's promises against the real search (`dry_run::estimate`, `lying_bad`).
 use super::{estimate, lying_bad};
 use crate::core::outcome::Verdict;
-use crate::core::search::{budget, Answer, BuildCosts, EndpointCheck, Search, Step};
+use crate::core::search::{budget, BuildCosts, Conclusion, EndpointCheck, Search, Step};
 
 fn ends(lazy: bool) -> EndpointCheck {
     if lazy {
@@ -63,7 +63,7 @@ fn probes_costed(
                     s.record(i, v);
                 }
             }
-            Step::Done(Answer::Found(i)) => {
+            Step::Done(Conclusion::Found { index: i }) => {
                 assert_eq!(i, culprit);
                 return count;
             }
@@ -128,7 +128,10 @@ fn a_lying_bad_costs_what_the_dry_run_says() {
                     other => break other,
                 }
             };
-            assert!(matches!(step, Step::BadEndpoint { .. }), "{step:?}");
+            assert!(
+                matches!(step, Step::Done(Conclusion::BadEndpoint { .. })),
+                "{step:?}"
+            );
             assert!(line.contains(&format!("after {count} probe(s)")), "{line}");
             assert!(count <= e.total, "n={n} jobs={jobs}: {count} > {}", e.total);
         }

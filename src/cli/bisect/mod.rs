@@ -70,7 +70,7 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
     build_question(args)?;
     let mut chosen = config::choose(args)?;
     chosen.cfg.build_only = args.regress.build_only();
-    if let (true, crate::core::config::ProbeKind::Script { build: None, .. }) =
+    if let (true, crate::core::config::ProbeSpec::Script { build: None, .. }) =
         (chosen.cfg.build_only, &chosen.cfg.probe)
     {
         return Err(CliError::usage(
@@ -123,9 +123,9 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
     let (good, bad) = check::revisions(&repo, (good, bad), ("--good", "--bad"))?;
     let path = check::subtree(&repo, bad, args.path.as_deref(), "--path", "bad commit")?;
     match chosen.cfg.probe {
-        crate::core::config::ProbeKind::Replay => check::ggml_tree(&repo, bad)?,
-        crate::core::config::ProbeKind::Decode => check::llama_tree(&repo, bad)?,
-        crate::core::config::ProbeKind::Script { .. } => {}
+        crate::core::config::ProbeSpec::Replay => check::ggml_tree(&repo, bad)?,
+        crate::core::config::ProbeSpec::Decode => check::llama_tree(&repo, bad)?,
+        crate::core::config::ProbeSpec::Script { .. } => {}
     }
     Ok(Request {
         repo: args.repo.clone(),

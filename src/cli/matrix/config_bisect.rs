@@ -157,7 +157,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     let events = crate::cli::progress::stderr()?;
     let mut search = Search::new((0..ladder.len() as u64).collect(), EndpointCheck::First);
     let mut probed: Vec<(usize, Cell, Verdict)> = Vec::new();
-    let answer = loop {
+    let conclusion = loop {
         match search.next(1) {
             Step::Probe(ix) => {
                 let i = ix[0];
@@ -191,16 +191,10 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
                 search.record(i, verdict);
                 probed.push((i, cell, verdict));
             }
-            Step::Done(a) => break Ok(a),
-            Step::BadEndpoint { which, got } => break Err((which, got)),
+            Step::Done(conclusion) => break conclusion,
         }
     };
     events.emit(Event::Finished);
-    let conclusion = match answer {
-        Ok(Answer::Found(i)) => Conclusion::Found { index: i },
-        Ok(Answer::Ambiguous(indices)) => Conclusion::Ambiguous { indices },
-        Err((which, got)) => Conclusion::BadEndpoint { which, got },
-    };
     let found = match conclusion {
         Conclusion::Found { index } => Some(index),
         _ => None,

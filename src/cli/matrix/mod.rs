@@ -13,7 +13,7 @@ use crate::core::progress::{Event, Sink};
 use crate::core::result::{
     AnyResult, BisectConfigResult, BisectResult, Conclusion, ConfigProbe, Kind,
 };
-use crate::core::search::{Answer, EndpointCheck, Search, Step};
+use crate::core::search::{EndpointCheck, Search, Step};
 use crate::error::CliError;
 use crate::probe::container::{Engine, EngineChoice};
 use crate::run::matrix::{Cell, ConfigRow, MatrixResults, Rev, Runner};
@@ -397,7 +397,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
 /// probe needs its `build` command (its `script`, the test, is never run). Checked before
 /// anything runs (exit 2).
 fn build_only_probe(m: &Matrix) -> anyhow::Result<()> {
-    if m.probe.kind.as_deref() == Some("script") && m.probe.build.is_none() {
+    if m.probe.kind == crate::core::config::ProbeKind::Script && m.probe.build.is_none() {
         return Err(CliError::usage(format!(
             "{}: [probe] is a script without `build`; a build-only run has nothing to build (add `build = \"...\"`)",
             m.file

@@ -235,11 +235,10 @@ mod tests {
                         }
                     }
                     crate::core::search::Step::Done(a) => break a,
-                    other => panic!("{other:?}"),
                 }
                 p.regroup(Some(Cut { boundaries: &b, union: &union }), &known);
             };
-            let crate::core::search::Answer::Found(g) = answer else {
+            let crate::core::search::Conclusion::Found { index: g } = answer else {
                 panic!("{answer:?}")
             };
             prop_assert_eq!(p.members(g).start, at);

@@ -1,7 +1,7 @@
 //! The decode probe's settings in a configuration (`core::settings`): flags applied over a
 //! configuration's values, and the one rule for when they are refused.
 
-use super::{Flags, ProbeKind, Resolved};
+use super::{Flags, ProbeSpec, Resolved};
 use crate::core::settings::Setting;
 
 impl Resolved {
@@ -10,7 +10,7 @@ impl Resolved {
     /// The one rule for what runs and for what the result says ran.
     pub fn reproducer_args(&self) -> Vec<String> {
         let mut args = match self.probe {
-            ProbeKind::Decode => self.settings.probe_args(),
+            ProbeSpec::Decode => self.settings.probe_args(),
             _ => Vec::new(),
         };
         args.extend(self.repro_args.iter().cloned());
@@ -43,20 +43,20 @@ impl Resolved {
         if let Some((s, v)) = f.settings.first() {
             let flag = s.flag;
             match &self.probe {
-                ProbeKind::Decode => {}
-                ProbeKind::Script { .. } => {
+                ProbeSpec::Decode => {}
+                ProbeSpec::Script { .. } => {
                     return Some(format!(
                         "{flag} {v} is a setting of the decode probe (--probe-kind decode); --script runs your own test, which takes its settings in its command: drop {flag} or --script"
                     ))
                 }
-                ProbeKind::Replay => {
+                ProbeSpec::Replay => {
                     return Some(format!(
                         "{flag} {v} is a setting of the decode probe: add --probe-kind decode (llama.cpp trees), or drop {flag} for the replay"
                     ))
                 }
             }
         }
-        if self.probe != ProbeKind::Decode && !self.settings.is_empty() {
+        if self.probe != ProbeSpec::Decode && !self.settings.is_empty() {
             // a configuration's own values under a probe kind a flag chose
             return Some(format!(
                 "--config {}: its decode settings ({}) are for the decode probe; drop --script or use --probe-kind decode",
@@ -91,7 +91,7 @@ mod tests {
     #[test]
     fn default_settings_keep_the_stored_key_and_others_change_it() {
         let mut cfg = Resolved::for_backend(crate::core::build::Backend::Cpu);
-        cfg.probe = ProbeKind::Decode;
+        cfg.probe = ProbeSpec::Decode;
         let before = cfg.identity();
         assert_eq!(
             before,
@@ -168,7 +168,7 @@ mod tests {
         )
         .unwrap();
         let from_matrix = Resolved::from_matrix(&m.configs[0], &m.probe, &m.file);
-        assert_eq!(from_matrix.probe, ProbeKind::Decode);
+        assert_eq!(from_matrix.probe, ProbeSpec::Decode);
         let mut r = hip();
         assert_eq!(r.repro_args, ["--steps", "7"]);
         let replay_identity = r.identity();
@@ -177,7 +177,7 @@ mod tests {
             ..Flags::default()
         });
         assert_eq!(changed, ["--probe-kind decode (configuration: replay)"]);
-        assert_eq!(r.probe, ProbeKind::Decode);
+        assert_eq!(r.probe, ProbeSpec::Decode);
         assert!(
             r.repro_args.is_empty(),
             "the replay's arguments mean nothing to decode-probe"

@@ -74,27 +74,38 @@ impl Resolved {
 }
 
 impl Resolved {
-    /// A placement this backend cannot have, as one line naming the flag (bad input: exit 2
-    /// before any probe). On the CPU backend host memory is the same buffer as device memory,
-    /// and ggml's unified switch acts on CUDA/HIP allocations only: both would pass without
-    /// testing anything. `device` on the CPU is the CPU buffer, what every CPU run did.
-    /// The decode probe takes unified memory (the same per-tree knob as the replay) and proves
-    /// it; it has no host placement (`core::matrix::DECODE_MEMORY` says why).
+    /// A placement this configuration cannot have (`memory_meaningless`), as one line naming
+    /// the flag (bad input: exit 2 before any probe).
     pub fn memory_refused(&self) -> Option<String> {
-        if self.probe == ProbeKind::Decode && self.recipe.memory == Memory::Host {
-            return Some(format!(
-                "--memory host: {}; use --memory device or unified with --probe-kind decode, or --probe-kind replay for host",
-                crate::core::matrix::DECODE_MEMORY
-            ));
-        }
-        if self.backend != Backend::Cpu {
-            return None;
-        }
-        match self.recipe.memory {
-            Memory::Device => None,
-            Memory::Host => Some("--memory host: the CPU backend's buffers are host memory already (the same buffer as device); use --memory device, or --backend hip|cuda".into()),
-            Memory::Unified => Some("--memory unified: ggml's unified-memory switch (GGML_CUDA_ENABLE_UNIFIED_MEMORY, GGML_HIP_UMA) acts on CUDA/HIP allocations only; use --memory device on the CPU, or --backend hip|cuda".into()),
-        }
+        let memory = self.recipe.memory;
+        let why = memory_meaningless(self.backend, self.probe.kind(), memory)?;
+        let instead = match (self.backend, self.probe.kind()) {
+            (Backend::Cpu, _) => "use --memory device, or --backend hip|cuda",
+            _ => "use --memory device or unified with --probe-kind decode, or --probe-kind replay for host",
+        };
+        Some(format!("--memory {}: {why}; {instead}", memory.as_str()))
+    }
+}
+
+/// llama.cpp keeps no buffer where a GPU's host placement would put it.
+pub const DECODE_MEMORY: &str = "llama.cpp keeps its KV cache on the device or the CPU (offload_kqv), never in the GPU's host buffer, and weights overridden into that buffer (tensor_buft_overrides) are computed by the CPU unless the GPU is integrated, so the decode probe has no host placement to test";
+
+/// THE rule of which memory placements mean something (one for flags and matrix cells): why
+/// `memory` would test nothing with this backend and probe (`None`: it tests something). On
+/// the CPU backend host memory is the same buffer as device memory, and ggml's unified switch
+/// acts on CUDA/HIP allocations only: both would pass without testing anything; `device` on
+/// the CPU is the CPU buffer, what every CPU run did. The decode probe takes unified memory
+/// (the same per-tree knob as the replay) and proves it; it has no host placement.
+pub fn memory_meaningless(
+    backend: Backend,
+    kind: ProbeKind,
+    memory: Memory,
+) -> Option<&'static str> {
+    match (backend, memory) {
+        (Backend::Cpu, Memory::Host) => Some("the CPU backend's buffers are host memory already (the same buffer as device)"),
+        (Backend::Cpu, Memory::Unified) => Some("ggml's unified-memory switch (GGML_CUDA_ENABLE_UNIFIED_MEMORY, GGML_HIP_UMA) acts on CUDA/HIP allocations only"),
+        (_, Memory::Host) if kind == ProbeKind::Decode => Some(DECODE_MEMORY),
+        _ => None,
     }
 }
 

@@ -5,7 +5,7 @@
 //! configuration's arguments: the defaults stay unless the user names the same option, and each
 //! default replaced is said.
 
-use super::{ProbeKind, Resolved};
+use super::{ProbeSpec, Resolved};
 
 /// One option of a bundled program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,11 +111,11 @@ pub const DECODE_OPTIONS: &[ReproOption] = &[
 ];
 
 /// The options of the program `kind` runs (`None`: a script, which has no bundled program).
-pub fn options_of(kind: &ProbeKind) -> Option<(&'static str, &'static [ReproOption])> {
+pub fn options_of(kind: &ProbeSpec) -> Option<(&'static str, &'static [ReproOption])> {
     match kind {
-        ProbeKind::Replay => Some(("setrows-replay", REPLAY_OPTIONS)),
-        ProbeKind::Decode => Some(("decode-probe", DECODE_OPTIONS)),
-        ProbeKind::Script { .. } => None,
+        ProbeSpec::Replay => Some(("setrows-replay", REPLAY_OPTIONS)),
+        ProbeSpec::Decode => Some(("decode-probe", DECODE_OPTIONS)),
+        ProbeSpec::Script { .. } => None,
     }
 }
 
@@ -219,7 +219,7 @@ impl Resolved {
                     value.unwrap_or("")
                 ));
             }
-            if self.probe == ProbeKind::Decode {
+            if self.probe == ProbeSpec::Decode {
                 let axis = crate::core::settings::SETTINGS
                     .iter()
                     .find(|s| s.flag == *name || (s.flag == "--ctx-size" && *name == "--cells"));

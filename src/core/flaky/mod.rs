@@ -1,4 +1,4 @@
-//! Bisection that stays right when the fault shows up only some of the time.
+//! BisectRecord that stays right when the fault shows up only some of the time.
 //!
 //! The model (syzkaller's, made explicit): there is one first bad candidate `c`; every
 //! candidate before it never shows the new behaviour, every candidate from it on shows it on
@@ -24,7 +24,7 @@
 
 use crate::core::evidence::{Decision, Evidence, Rule};
 use crate::core::outcome::Verdict;
-use crate::core::search::{ceil_log2, Answer};
+use crate::core::search::{ceil_log2, Conclusion};
 use serde::{Deserialize, Serialize};
 
 mod planner;
@@ -243,7 +243,7 @@ impl Assessment {
     pub fn of(
         candidates: usize,
         runs: impl IntoIterator<Item = (usize, Verdict)>,
-        answer: &Answer,
+        answer: &Conclusion,
         requested: f64,
     ) -> Option<Self> {
         let runs: Vec<(usize, Verdict)> = runs.into_iter().collect();
@@ -314,15 +314,13 @@ pub fn posterior(evidence: &[Evidence], prior: Beta) -> Option<Posterior> {
 
 impl Posterior {
     /// Probability that the answer is right: the culprit mass on the candidates it names.
-    pub fn confidence(&self, answer: &Answer) -> f64 {
-        match answer {
-            Answer::Found(h) => self.culprit.get(*h).copied().unwrap_or(0.0),
-            Answer::Ambiguous(set) => set
-                .iter()
-                .filter_map(|&i| self.culprit.get(i))
-                .sum::<f64>()
-                .min(1.0),
-        }
+    pub fn confidence(&self, answer: &Conclusion) -> f64 {
+        answer
+            .candidates()
+            .iter()
+            .filter_map(|&i| self.culprit.get(i))
+            .sum::<f64>()
+            .min(1.0)
     }
 
     /// The fewest candidates that together hold at least `mass` of the posterior (ascending):

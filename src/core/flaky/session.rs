@@ -24,7 +24,7 @@ use super::{
 };
 use crate::core::evidence::{Decision, Evidence, Fixed, Policy, Rule};
 use crate::core::outcome::Verdict;
-use crate::core::search::{Answer, Conclusion, Endpoint, EndpointCheck, Search, Step};
+use crate::core::search::{Conclusion, Endpoint, EndpointCheck, Search, Step};
 use serde::Serialize;
 
 /// How a session ended: THE conclusion of a search (`core::result::Conclusion`, what the
@@ -46,11 +46,7 @@ pub struct SessionEnd {
 }
 
 impl SessionEnd {
-    fn answer(answer: Answer, confidence: Option<f64>, rate: Option<f64>) -> SessionEnd {
-        let conclusion = match answer {
-            Answer::Found(index) => Conclusion::Found { index },
-            Answer::Ambiguous(indices) => Conclusion::Ambiguous { indices },
-        };
+    fn answer(conclusion: Conclusion, confidence: Option<f64>, rate: Option<f64>) -> SessionEnd {
         SessionEnd {
             conclusion,
             confidence,
@@ -270,12 +266,11 @@ impl Session {
                 }
                 if forced.is_empty() {
                     let (confidence, rate) = (Some(mass), Some(b.rate_mean));
-                    let answer = if block.len() == 1 {
-                        Answer::Found(block[0])
-                    } else {
-                        Answer::Ambiguous(block)
-                    };
-                    return self.finish(SessionEnd::answer(answer, confidence, rate));
+                    return self.finish(SessionEnd::answer(
+                        Conclusion::among(block),
+                        confidence,
+                        rate,
+                    ));
                 }
             }
         }
@@ -318,7 +313,7 @@ impl Session {
             }
             match self.search.next(slots) {
                 Step::Probe(ix) => self.pending = ix,
-                Step::BadEndpoint { which, got } => {
+                Step::Done(Conclusion::BadEndpoint { which, got }) => {
                     return self.finish(SessionEnd::endpoint(which, got))
                 }
                 Step::Done(answer) => {

@@ -88,7 +88,7 @@ fn posterior_matches_hand_computation() {
     assert!((post.culprit[1] - w1 / (w1 + w2)).abs() < 1e-9);
     assert!((post.culprit[2] - w2 / (w1 + w2)).abs() < 1e-9);
     assert_eq!(post.culprit[0], 0.0);
-    assert!((post.confidence(&Answer::Found(2)) - 6.0 / 7.0).abs() < 1e-9);
+    assert!((post.confidence(&Conclusion::Found { index: 2 }) - 6.0 / 7.0).abs() < 1e-9);
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn more_passes_at_the_parent_raise_confidence() {
         let e = [ev(1, 0), ev(passes, 0), ev(0, 3)];
         posterior(&e, Beta::UNIFORM)
             .unwrap()
-            .confidence(&Answer::Found(2))
+            .confidence(&Conclusion::Found { index: 2 })
     };
     assert!(conf(1) < conf(5) && conf(5) < conf(20));
     assert!(conf(20) > 0.99);
@@ -127,7 +127,13 @@ fn credible_set_holds_the_mass() {
     let (set, mass) = post.credible_set(0.75);
     assert_eq!(set, vec![2, 3]);
     assert!((mass - 0.8).abs() < 1e-12);
-    assert!((post.confidence(&Answer::Ambiguous(vec![1, 2])) - 0.6).abs() < 1e-12);
+    assert!(
+        (post.confidence(&Conclusion::Ambiguous {
+            indices: vec![1, 2]
+        }) - 0.6)
+            .abs()
+            < 1e-12
+    );
 }
 
 #[test]

@@ -24,12 +24,12 @@ mod check;
 mod expand;
 mod position;
 mod resolve;
+pub use crate::core::config::DECODE_MEMORY;
 pub use check::typed;
 use check::{check_type, scalar};
 use expand::{expand, Axis, Combo};
 use position::{err_no_span, key_of_toml_error, Ctx};
 pub use position::{line_col, MatrixError};
-pub use resolve::DECODE_MEMORY;
 
 /// One axis value: matrix values are strings, integers or booleans.
 #[derive(
@@ -148,9 +148,9 @@ struct RawParams {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProbe {
-    /// `replay` (the bundled reproducer) or `script`.
+    /// `replay` (the bundled reproducer, the default), `decode` or `script`.
     #[serde(default)]
-    pub kind: Option<String>,
+    pub kind: crate::core::config::ProbeKind,
     /// `script`: build step, run in `$WORK`; sees `$SETROWS_CMAKE_ARGS`.
     pub build: Option<String>,
     /// `script`: the test, run in `$SRC`, `git bisect run` exit codes.
@@ -255,16 +255,7 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
         let one_line = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
         cx.err(span.unwrap_or(0..0), &key, one_line)
     })?;
-    if let Some(kind) = raw.probe.kind.as_deref() {
-        if !["replay", "decode", "script"].contains(&kind) {
-            return Err(err_no_span(
-                file,
-                "probe.kind",
-                format!("unknown probe kind `{kind}` (replay, decode or script)"),
-            ));
-        }
-    }
-    if raw.probe.kind.as_deref() == Some("script") && raw.probe.script.is_none() {
+    if raw.probe.kind == crate::core::config::ProbeKind::Script && raw.probe.script.is_none() {
         return Err(err_no_span(
             file,
             "probe.script",

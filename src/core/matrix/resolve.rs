@@ -2,12 +2,7 @@
 //! arguments it names, with file:line:col errors for names that do not resolve.
 
 use super::*;
-
-/// Why the decode probe takes no host placement (the matrix's and the flag's message): the
-/// replay's host placement is the GPU using host memory in place, and llama.cpp offers no
-/// such buffer for its KV cache (device or CPU only, `offload_kqv`); weights overridden into
-/// the GPU's host buffer type run where ggml's scheduler puts them, the CPU on a discrete GPU.
-pub const DECODE_MEMORY: &str = "llama.cpp keeps its KV cache on the device or the CPU (offload_kqv), never in the GPU's host buffer, and weights overridden into that buffer (tensor_buft_overrides) are computed by the CPU unless the GPU is integrated, so the decode probe has no host placement to test";
+use crate::core::config::{meaning, ProbeKind};
 
 impl Matrix {
     pub(super) fn resolve(&self, cx: &Ctx<'_>, combo: &Combo) -> Result<Config, MatrixError> {
@@ -55,36 +50,34 @@ impl Matrix {
         recipe.memory = get("memory")
             .and_then(|m| Memory::parse(&m))
             .unwrap_or_default();
-        if backend == Backend::Cpu && !recipe.memory.is_device() {
+        if let Some(why) = meaning::memory_meaningless(backend, self.probe.kind, recipe.memory) {
             return Err(cx.err(
                 span("memory"),
                 "memory",
                 format!(
-                    "memory `{}` on the CPU backend means nothing (host is the same buffer; the unified switch acts on CUDA/HIP allocations); use device",
-                    recipe.memory.as_str()
-                ),
-            ));
-        }
-        if self.probe.kind.as_deref() == Some("decode") && recipe.memory == Memory::Host {
-            return Err(cx.err(
-                span("memory"),
-                "memory",
-                format!(
-                    "memory `host` with [probe] kind = \"decode\": {DECODE_MEMORY}; use device or unified"
+                    "memory `{}` with backend `{}` and [probe] kind = \"{}\": {why}; use device{}",
+                    recipe.memory.as_str(),
+                    backend.as_str(),
+                    self.probe.kind.name(),
+                    if backend == Backend::Cpu {
+                        ""
+                    } else {
+                        " or unified"
+                    },
                 ),
             ));
         }
         let mut settings = DecodeSettings::default();
         for s in &crate::core::settings::SETTINGS {
             let Some(v) = get(s.axis) else { continue };
-            if self.probe.kind.as_deref() != Some("decode") {
+            if self.probe.kind != ProbeKind::Decode {
                 return Err(cx.err(
                     span(s.axis),
                     s.axis,
                     format!(
                         "`{}` is a setting of the decode probe, and [probe] kind is \"{}\"; set kind = \"decode\" (llama.cpp trees) or drop the axis",
                         s.axis,
-                        self.probe.kind.as_deref().unwrap_or("replay")
+                        self.probe.kind.name()
                     ),
                 ));
             }

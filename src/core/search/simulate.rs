@@ -119,7 +119,7 @@ pub fn worst_case(n: usize, slots: usize, ends: EndpointCheck, commits: usize) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::search::Answer;
+    use crate::core::search::Conclusion;
     use proptest::prelude::*;
 
     fn keys(n: usize) -> Vec<u64> {
@@ -141,7 +141,7 @@ mod tests {
             ends in both(),
         ) {
             let r = replay(keys(n), ends, slots, truthful(culprit));
-            prop_assert_eq!(&r.end, &Step::Done(Answer::Found(culprit)));
+            prop_assert_eq!(&r.end, &Step::Done(Conclusion::Found { index: culprit }));
             let w = worst_case(n, slots, ends, n - 1);
             prop_assert!(r.probes().len() <= w.total, "{} > {:?}", r.probes().len(), w);
             prop_assert!(r.waves.len() <= w.waves + w.endpoints, "{:?} {:?}", r.waves, w);
@@ -155,7 +155,7 @@ mod tests {
             ends in both(),
         ) {
             let r = replay(keys(n), ends, slots, lying_bad);
-            let is_bad_endpoint = matches!(r.end, Step::BadEndpoint { .. });
+            let is_bad_endpoint = matches!(r.end, Step::Done(Conclusion::BadEndpoint { .. }));
             prop_assert!(is_bad_endpoint, "{:?}", r.end);
             prop_assert!(r.probes().len() <= worst_case(n, slots, ends, n - 1).total);
         }

@@ -25,15 +25,15 @@ fn run(
 }
 
 /// Brute force: the honest answer for a monotone history with skips.
-fn expected(n: usize, first_new: usize, skips: &[bool]) -> Answer {
+fn expected(n: usize, first_new: usize, skips: &[bool]) -> Conclusion {
     let hi = (first_new..n).find(|&i| !skips[i]).unwrap();
     let lo = (0..first_new).rev().find(|&i| !skips[i]).unwrap();
     let mut set: Vec<usize> = (lo + 1..hi).filter(|&i| skips[i]).collect();
     if set.is_empty() {
-        Answer::Found(hi)
+        Conclusion::Found { index: hi }
     } else {
         set.push(hi);
-        Answer::Ambiguous(set)
+        Conclusion::Ambiguous { indices: set }
     }
 }
 
@@ -75,7 +75,7 @@ proptest! {
         let (step, probes) = run(keys, EndpointCheck::Lazy, 1, |i| {
             if i >= first_new { Verdict::New } else { Verdict::Old }
         });
-        prop_assert_eq!(step, Step::Done(Answer::Found(first_new)));
+        prop_assert_eq!(step, Step::Done(Conclusion::Found { index: first_new }));
         let interior = probes.iter().filter(|&&i| i != 0 && i != n - 1).count() as u32;
         prop_assert!(interior <= ceil_log2(n - 1), "{} probes for {} candidates", interior, n);
     }
@@ -94,8 +94,7 @@ proptest! {
                     if !ix.iter().all(|&i| i == 0 || i == n - 1) { rounds += 1; }
                     for i in ix { s.record(i, if i >= first_new { Verdict::New } else { Verdict::Old }); }
                 }
-                Step::Done(a) => { prop_assert_eq!(a, Answer::Found(first_new)); break; }
-                other => prop_assert!(false, "{:?}", other),
+                Step::Done(a) => { prop_assert_eq!(a, Conclusion::Found { index: first_new }); break; }
             }
         }
         // Within one round of the ideal ceil(log_{k+1}(n-1)).
@@ -112,18 +111,18 @@ proptest! {
         let keys: Vec<u64> = (0..n as u64).collect();
         let (step, _) = run(keys, EndpointCheck::First, 1, v);
         match step {
-            Step::Done(Answer::Found(h)) => {
+            Step::Done(Conclusion::Found { index: h }) => {
                 prop_assert_eq!(v(h), Verdict::New);
                 prop_assert_eq!(v(h - 1), Verdict::Old);
             }
-            Step::Done(Answer::Ambiguous(set)) => {
+            Step::Done(Conclusion::Ambiguous { indices: set }) => {
                 let h = *set.last().unwrap();
                 prop_assert_eq!(v(h), Verdict::New);
                 for &i in &set[..set.len() - 1] { prop_assert_eq!(v(i), Verdict::Skip); }
                 prop_assert_eq!(v(set[0] - 1), Verdict::Old);
             }
-            Step::BadEndpoint { which: Endpoint::Bad, got } => prop_assert_eq!(got, v(n - 1)),
-            Step::BadEndpoint { which: Endpoint::Good, got } => prop_assert_eq!(got, v(0)),
+            Step::Done(Conclusion::BadEndpoint { which: Endpoint::Bad, got }) => prop_assert_eq!(got, v(n - 1)),
+            Step::Done(Conclusion::BadEndpoint { which: Endpoint::Good, got }) => prop_assert_eq!(got, v(0)),
             Step::Probe(_) => prop_assert!(false),
         }
     }

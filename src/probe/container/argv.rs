@@ -6,7 +6,7 @@ use super::*;
 
 /// Everything the run argv depends on, resolved once (pure input of `run_argv`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunSpec {
+pub struct ContainerSpec {
     pub engine: EngineKind,
     pub program: String,
     pub image: String,
@@ -27,7 +27,7 @@ pub struct RunSpec {
     pub selinux: bool,
 }
 
-impl RunSpec {
+impl ContainerSpec {
     /// The host facts `rootless` and `selinux` for `engine` run by `uid`.
     pub fn host_security(engine: EngineKind, uid: u32) -> (bool, bool) {
         let rootless = engine == EngineKind::Podman && uid != 0;
@@ -59,7 +59,7 @@ pub fn container_name(run_name: &str) -> String {
 }
 
 /// The `run` command line for one step.
-pub fn run_argv(spec: &RunSpec, job: &ShellJob) -> Vec<String> {
+pub fn run_argv(spec: &ContainerSpec, job: &ShellJob) -> Vec<String> {
     let mut a: Vec<String> = vec![
         spec.program.clone(),
         "run".into(),

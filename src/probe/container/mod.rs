@@ -300,7 +300,7 @@ fn absolute(path: &Path) -> PathBuf {
 /// has what it needs; what can still fail later is recognised by `infra_failure`.
 #[derive(Debug)]
 pub struct ContainerLauncher {
-    spec: RunSpec,
+    spec: ContainerSpec,
     engine: Engine,
     digest: String,
     provenance: OnceLock<BTreeMap<String, String>>,
@@ -337,9 +337,9 @@ impl ContainerLauncher {
         };
         // SAFETY: getuid/getgid cannot fail and touch no memory.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        let (rootless, selinux) = RunSpec::host_security(engine.kind, uid);
+        let (rootless, selinux) = ContainerSpec::host_security(engine.kind, uid);
         let launcher = ContainerLauncher {
-            spec: RunSpec {
+            spec: ContainerSpec {
                 engine: engine.kind,
                 program: engine.program.display().to_string(),
                 image: image.into(),

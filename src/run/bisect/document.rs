@@ -7,7 +7,7 @@ use super::Prepared;
 use crate::core::evidence::Policy;
 use crate::core::range::{Candidate, Range};
 use crate::core::result::{
-    BisectOutcome, BisectProbe, BisectRange, BisectResult, CandidateClass, Conclusion, Kind,
+    BisectProbe, BisectRange, BisectRecord, BisectResult, CandidateClass, Conclusion, Kind,
 };
 use crate::error::{exit, CliError};
 
@@ -24,7 +24,7 @@ pub fn exit_code(c: &Conclusion) -> i32 {
 /// stamped and saved for `show` before it is returned.
 pub(super) fn assemble(
     p: &Prepared,
-    outcome: &BisectOutcome,
+    outcome: &BisectRecord,
     events: &dyn crate::core::progress::Sink,
 ) -> anyhow::Result<BisectResult> {
     let r = &p.plan.range;
@@ -78,7 +78,7 @@ fn suspects<'a>(range: &'a Range, c: &Conclusion) -> Vec<&'a Candidate> {
 
 /// The driver's outcome as a document. The prober's reproduce snippet (`{sha}` for the commit
 /// to probe) is filled in with the commit the answer hinges on.
-fn of_outcome(range: &Range, o: &BisectOutcome, p: &Prepared) -> BisectResult {
+fn of_outcome(range: &Range, o: &BisectRecord, p: &Prepared) -> BisectResult {
     let sus = suspects(range, &o.conclusion);
     let mut r = BisectResult {
         schema: Kind::Bisect.tag(),

@@ -19,7 +19,7 @@ pub use document::exit_code;
 pub use place::facts_at;
 pub use planned::{Planned, Where};
 
-use crate::core::config::{ProbeKind, Resolved};
+use crate::core::config::{ProbeSpec, Resolved};
 use crate::core::evidence::{Deterministic, Fixed, Policy};
 use crate::core::outcome::Predicate;
 use crate::core::progress::{Event, Sink};
@@ -85,9 +85,9 @@ impl Chosen {
             .configured
             .then(|| cfg.info(if how.named { overrides } else { Vec::new() }));
         let program = match cfg.probe {
-            ProbeKind::Decode => Some(crate::probe::repro::Reproducer::Decode),
-            ProbeKind::Replay => Some(crate::probe::repro::Reproducer::Replay),
-            ProbeKind::Script { .. } => None,
+            ProbeSpec::Decode => Some(crate::probe::repro::Reproducer::Decode),
+            ProbeSpec::Replay => Some(crate::probe::repro::Reproducer::Replay),
+            ProbeSpec::Script { .. } => None,
         };
         let reproducer = program.map(|p| ReproducerInfo {
             program: p.target().to_string(),
@@ -190,7 +190,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         Subtree::Whole => None,
         Subtree::Dir(p) => Some(p.clone()),
         // The decode probe builds and runs all of llama.cpp, not only its ggml/.
-        Subtree::Auto if req.chosen.cfg.probe == ProbeKind::Decode => None,
+        Subtree::Auto if req.chosen.cfg.probe == ProbeSpec::Decode => None,
         Subtree::Auto => {
             let layout = git::detect_layout(&repo, req.bad).map_err(git_error)?;
             layout.keyed_subtree().map(|dir| {
@@ -237,7 +237,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     let place = place::place(&chosen.cfg, &repo, req.bad, container, !dry)?;
     let prober: Box<dyn Prober> = Box::new(crate::run::probers::prober(&chosen.cfg, &place));
     let reproduce = match &chosen.cfg.probe {
-        ProbeKind::Script { build, script } => {
+        ProbeSpec::Script { build, script } => {
             let p = ScriptProber {
                 build: build.clone(),
                 script: script.clone(),
@@ -257,7 +257,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
             }
             Some(hint)
         }
-        ProbeKind::Replay | ProbeKind::Decode => None,
+        ProbeSpec::Replay | ProbeSpec::Decode => None,
     };
     let planned = planned.map(|p| p.with_build(&chosen.cfg, &place));
     let id = crate::run::store::bisect_id(&[
@@ -269,7 +269,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         &format!("{:?}", range.spec),
     ]);
     // A --script's backend is unknown unless a configuration flag named it.
-    let script = matches!(chosen.cfg.probe, ProbeKind::Script { .. });
+    let script = matches!(chosen.cfg.probe, ProbeSpec::Script { .. });
     let backend = (!script || chosen.info.is_some()).then_some(chosen.cfg.backend);
     Ok(Prepared {
         plan: Plan {

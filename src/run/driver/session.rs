@@ -9,7 +9,7 @@ use crate::core::flaky::session::{Action, Session, SessionEnd};
 use crate::core::flaky::Beta;
 use crate::core::plan::Plan;
 use crate::core::progress::Sink;
-use crate::core::result::{BisectOutcome, BudgetSpent, CandidateMass, Conclusion};
+use crate::core::result::{BisectRecord, BudgetSpent, CandidateMass, Conclusion};
 use crate::probe::Prober;
 use crate::run::slots::DriverError;
 use crate::run::store::{Store, StoredRun};
@@ -30,7 +30,7 @@ pub fn bisect_session(
     max_runs: Option<u64>,
     store: &Store,
     events: &dyn Sink,
-) -> Result<BisectOutcome, DriverError> {
+) -> Result<BisectRecord, DriverError> {
     let policy = Policy::Confidence {
         confidence,
         max_runs,
@@ -65,7 +65,7 @@ pub fn bisect_session(
             Ok((c, steps))
         },
     )?;
-    Ok(BisectOutcome {
+    Ok(BisectRecord {
         policy: last_policy,
         budget,
         ..outcome

@@ -71,7 +71,7 @@ fn costs_never_exceed_the_probe_budget() {
                             };
                             s.record(b[0], v);
                         }
-                        Step::Done(Answer::Found(f)) => {
+                        Step::Done(Conclusion::Found { index: f }) => {
                             assert_eq!(f, culprit);
                             break probes;
                         }

@@ -34,10 +34,10 @@ fn bad_is_tested_when_the_walk_toward_it_makes_it_worth_it() {
     old.record(99, Verdict::Old);
     assert_eq!(
         old.next(1),
-        Step::BadEndpoint {
+        Step::Done(Conclusion::BadEndpoint {
             which: Endpoint::Bad,
             got: Verdict::Old
-        }
+        })
     );
     // A --bad whose build is incremental from a built neighbour is checked at once.
     let (mut cheap, mut now) = (s.clone(), vec![20_000; 100]);
@@ -83,7 +83,7 @@ fn truthful_endpoints_cost_no_endpoint_probe() {
     let mut total = 0;
     for culprit in 1..n {
         let (step, ends) = endpoint_probes(n, EndpointCheck::First, culprit);
-        assert_eq!(step, Step::Done(Answer::Found(culprit)));
+        assert_eq!(step, Step::Done(Conclusion::Found { index: culprit }));
         // No endpoint probe unless the answer touches one, or the culprit sits near the top,
         // where the search walked toward --bad through three old answers in a row.
         let touches = usize::from(culprit == 1) + usize::from(culprit == n - 1);
@@ -111,7 +111,11 @@ fn the_answer_next_to_bad_verifies_it() {
                 Verdict::Old
             }
         });
-        assert_eq!(step, Step::Done(Answer::Found(n - 1)), "n={n}");
+        assert_eq!(
+            step,
+            Step::Done(Conclusion::Found { index: n - 1 }),
+            "n={n}"
+        );
         assert!(probes.contains(&(n - 1)), "n={n}: {probes:?}");
     }
 }
@@ -123,10 +127,10 @@ fn a_lying_bad_is_reported_within_the_walk() {
             let (step, probes) = run((0..n as u64).collect(), ends, 1, |_| Verdict::Old);
             assert_eq!(
                 step,
-                Step::BadEndpoint {
+                Step::Done(Conclusion::BadEndpoint {
                     which: Endpoint::Bad,
                     got: Verdict::Old
-                },
+                }),
                 "n={n}"
             );
             // At most the walk all the way to --bad: the midpoints and --bad itself.
@@ -145,20 +149,20 @@ fn wrong_endpoints_are_reported() {
     s.record(3, Verdict::Old);
     assert_eq!(
         s.next(1),
-        Step::BadEndpoint {
+        Step::Done(Conclusion::BadEndpoint {
             which: Endpoint::Bad,
             got: Verdict::Old
-        }
+        })
     );
     let mut s = Search::new(vec![0, 1, 2, 3], EndpointCheck::First);
     s.record(3, Verdict::New);
     s.record(0, Verdict::New);
     assert_eq!(
         s.next(1),
-        Step::BadEndpoint {
+        Step::Done(Conclusion::BadEndpoint {
             which: Endpoint::Good,
             got: Verdict::New
-        }
+        })
     );
 }
 
@@ -168,10 +172,10 @@ fn lazy_endpoint_checked_when_culprit_is_next_to_it() {
     let (step, probes) = run((0..9).collect(), EndpointCheck::Lazy, 1, |_| Verdict::New);
     assert_eq!(
         step,
-        Step::BadEndpoint {
+        Step::Done(Conclusion::BadEndpoint {
             which: Endpoint::Good,
             got: Verdict::New
-        }
+        })
     );
     assert!(probes.contains(&0));
 }
