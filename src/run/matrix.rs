@@ -8,7 +8,9 @@
 //! persistent build and ccache directory per (image, recipe)), infrastructure retries, and the
 //! results table. Infrastructure errors stay what they are in the table: never a pass or fail.
 
+pub mod ladder;
 mod probers;
+pub mod request;
 mod wave;
 use wave::reads_wave_size;
 
@@ -62,6 +64,15 @@ pub enum RunError {
     Busy(PathBuf),
     #[error(transparent)]
     Git(#[from] crate::run::git::GitError),
+    /// The container engine asked for is not usable (infrastructure).
+    #[error("{0}")]
+    Engine(String),
+    /// The work dir's store cannot be opened (the user's --work-dir: bad input).
+    #[error("{0}")]
+    WorkDir(String),
+    /// A revision's tree could not be read (infrastructure).
+    #[error("{0}")]
+    Tree(String),
     /// The store refused a result.
     #[error(transparent)]
     Run(DriverError),

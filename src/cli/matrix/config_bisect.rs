@@ -29,7 +29,104 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         ));
     }
     let (m, ids) = args.run.load()?;
-    let (flag, base) = match (ids.as_slice(), &args.base) {
+    let (base, base_note) = base_of(&args, &m, &ids)?;
+    let ladder = ladder_of(&args, &m)?;
+    let signature = match &args.signature {
+        Some(s) => {
+            Some(regex::Regex::new(s).map_err(|e| CliError::usage(format!("--match {s}: {e}")))?)
+        }
+        None => None,
+    };
+    let predicate = Predicate::new(args.regress, signature);
+    let configs = ladder
+        .iter()
+        .map(|v| at_value(&m, base, &args.axis, v))
+        .collect::<anyhow::Result<Vec<Config>>>()?;
+    if args.regress.build_only() {
+        build_only_probe(&m)?;
+        let c = &args.commit;
+        if args.good_rev.is_some() && (c.confidence.is_some() || c.repeat.is_some_and(|n| n > 1)) {
+            return Err(CliError::usage(
+                "--regress build: a build is run once per commit (rebuilding the same tree gives the same answer); drop --confidence/--repeat",
+            ));
+        }
+    }
+    let commit_level = commit_level(&args, &predicate)?;
+    // Said once every input was checked (a refusal stays one line).
+    errln!("{base_note}");
+    let request = crate::run::matrix::request::Request {
+        repo: args.run.repo.clone(),
+        work_dir: work_dir(&args.run),
+        engine: args.run.engine,
+        probe: probe_of(&args.run, &m),
+        retries: args.run.retries,
+        log_dir: args.run.out.join("bisect-config-logs"),
+        fresh: args.run.fresh,
+        // The build question: each value's cell stops after its build (`Predicate` judges a
+        // failed build new).
+        build_only: args.regress.build_only(),
+        matrix_file: m.file.clone(),
+        configs,
+        revisions: vec![args.rev.clone()],
+    };
+    use crate::run::matrix::request::prepare;
+    if args.dry_run {
+        let p = prepare(request, true).map_err(run_error)?;
+        let (runner, rev) = (&p.runner, &p.revs[0]);
+        out!(
+            "{}",
+            plan(
+                &args,
+                base,
+                &ladder,
+                &p.configs,
+                rev,
+                runner,
+                commit_level.as_ref()
+            )
+        );
+        return Ok(0);
+    }
+    crate::cli::output::check_dir_writable("--out", &args.run.out)?;
+    crate::probe::exec::install_interrupt_handler();
+    let mut prepared = prepare(request, false).map_err(run_error)?;
+    let question = crate::run::matrix::ladder::Ladder {
+        axis: args.axis.clone(),
+        values: ladder,
+        predicate,
+    };
+    let events = crate::cli::progress::stderr()?;
+    let mut result = crate::run::matrix::ladder::execute(&mut prepared, &question, events)
+        .map_err(|e| match e {
+            crate::run::matrix::ladder::LadderError::Run(e) => run_error(e),
+            e => CliError::infra(e.to_string()),
+        })?;
+    let found = match result.conclusion {
+        Conclusion::Found { index } => Some(index),
+        _ => None,
+    };
+    if let (Some(level), Some(i)) = (commit_level, found) {
+        // The matrix slot is released first: the commit bisect checks out in its own slots.
+        let configs = std::mem::take(&mut prepared.configs);
+        drop(prepared);
+        let (code, b) = bisect_commits_in(&args, &m, &configs[i], level)?;
+        result.exit_code = code;
+        result.commit_bisect = b.map(Box::new);
+    }
+    let md = crate::report::config::markdown(&result);
+    write_results(&args.run.out, "bisect-config", &result, &md)?;
+    out!("{md}");
+    Ok(result.exit_code)
+}
+
+/// The configuration giving every value but the axis's (`--config ID`, else the file's first),
+/// and the line that says which and why.
+fn base_of<'m>(
+    args: &BisectConfigArgs,
+    m: &'m Matrix,
+    ids: &[String],
+) -> anyhow::Result<(&'m Config, String)> {
+    let (flag, base) = match (ids, &args.base) {
         ([], None) => ("", None),
         ([id], None) => ("--config", Some(id)),
         ([], Some(id)) => {
@@ -66,6 +163,11 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         base.id,
         base.label()
     );
+    Ok((base, base_note))
+}
+
+/// The ladder: `--values`, else the axis's values as the matrix file writes them (two at least).
+fn ladder_of(args: &BisectConfigArgs, m: &Matrix) -> anyhow::Result<Vec<String>> {
     let is_arg = args.axis.starts_with("arg:");
     if !is_arg && !matrix::AXES.contains(&args.axis.as_str()) {
         return Err(CliError::usage(format!(
@@ -89,163 +191,11 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             ladder.len()
         )));
     }
-    let signature = match &args.signature {
-        Some(s) => {
-            Some(regex::Regex::new(s).map_err(|e| CliError::usage(format!("--match {s}: {e}")))?)
-        }
-        None => None,
-    };
-    let predicate = Predicate::new(args.regress, signature);
-    let configs = ladder
-        .iter()
-        .map(|v| at_value(&m, base, &args.axis, v))
-        .collect::<anyhow::Result<Vec<Config>>>()?;
-    if args.regress.build_only() {
-        build_only_probe(&m)?;
-        let c = &args.commit;
-        if args.good_rev.is_some() && (c.confidence.is_some() || c.repeat.is_some_and(|n| n > 1)) {
-            return Err(CliError::usage(
-                "--regress build: a build is run once per commit (rebuilding the same tree gives the same answer); drop --confidence/--repeat",
-            ));
-        }
-    }
-    let commit_level = commit_level(&args, &predicate)?;
-    // Said once every input was checked (a refusal stays one line).
-    errln!("{base_note}");
-    if args.dry_run {
-        let runner = runner(&args.run, &m, "bisect-config-logs", true)?;
-        let rev = resolve(&runner, std::slice::from_ref(&args.rev))?.remove(0);
-        out!(
-            "{}",
-            plan(
-                &args,
-                base,
-                &ladder,
-                &configs,
-                &rev,
-                &runner,
-                commit_level.as_ref()
-            )
-        );
-        return Ok(0);
-    }
-    crate::cli::output::check_dir_writable("--out", &args.run.out)?;
-    crate::probe::exec::install_interrupt_handler();
-    let mut runner = runner(&args.run, &m, "bisect-config-logs", false)?;
-    // A missing image is one line now, not three retries and a log that was never written.
-    if let Some(engine) = &runner.engine {
-        let mut seen = Vec::new();
-        for c in &configs {
-            let Some(image) = c.image.as_deref().filter(|i| !seen.contains(i)) else {
-                continue;
-            };
-            seen.push(image);
-            if let Err(e) = engine.image_digest(image) {
-                return Err(CliError::infra(format!(
-                    "{}={}: {e} (--engine none runs on the host)",
-                    args.axis,
-                    at(&ladder, &configs, c),
-                )));
-            }
-        }
-    }
-    // The build question: each value's cell stops after its build (`Predicate` judges a failed
-    // build new).
-    runner.build_only = args.regress.build_only();
-    let mut rev = resolve(&runner, std::slice::from_ref(&args.rev))?.remove(0);
-    runner.checkout(&mut rev).map_err(run_error)?;
-    let events = crate::cli::progress::stderr()?;
-    let mut search = Search::new((0..ladder.len() as u64).collect(), EndpointCheck::First);
-    let mut probed: Vec<(usize, Cell, Verdict)> = Vec::new();
-    let conclusion = loop {
-        match search.next(1) {
-            Step::Probe(ix) => {
-                let i = ix[0];
-                let label = format!("{}={}", args.axis, ladder[i]);
-                let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
-                let cell = runner.run_cell(&configs[i], &rev, &|p| probe.phase(p));
-                if cell.outcome == Outcome::InfraError {
-                    // The log is named only where one was written.
-                    let log = match cell.log.is_file() {
-                        true => format!("; log: {}", cell.log.display()),
-                        false => String::new(),
-                    };
-                    return Err(CliError::infra(format!(
-                        "{label}: infrastructure error after {} attempts: {}{log}",
-                        cell.attempts,
-                        cell.signature.unwrap_or_default(),
-                    )));
-                }
-                let output = std::fs::read_to_string(&cell.log).unwrap_or_default();
-                let verdict = predicate.judge(cell.outcome, &output);
-                events.emit(Event::Cell {
-                    position: None,
-                    id: None,
-                    label,
-                    sha: rev.sha.clone(),
-                    outcome: cell.outcome,
-                    verdict: Some(verdict),
-                    signature: None,
-                    cached: cell.cached,
-                });
-                search.record(i, verdict);
-                probed.push((i, cell, verdict));
-            }
-            Step::Done(conclusion) => break conclusion,
-        }
-    };
-    events.emit(Event::Finished);
-    let found = match conclusion {
-        Conclusion::Found { index } => Some(index),
-        _ => None,
-    };
-    probed.sort_by_key(|(i, _, _)| *i);
-    let mut result = BisectConfigResult {
-        schema: Kind::BisectConfig.tag(),
-        axis: args.axis.clone(),
-        ladder: ladder.clone(),
-        rev: rev.rev.clone(),
-        sha: rev.sha.clone(),
-        predicate: predicate.describe(),
-        exit_code: crate::run::bisect::exit_code(&conclusion),
-        conclusion,
-        first_failing: found.map(|i| ladder[i].clone()),
-        first_failing_config: found.map(|i| config_details(&configs[i])),
-        probes: probed
-            .into_iter()
-            .map(|(i, cell, verdict)| ConfigProbe {
-                value: ladder[i].clone(),
-                config: configs[i].id.clone(),
-                verdict,
-                cell,
-            })
-            .collect(),
-        commit_bisect: None,
-    };
-    if let (Some(level), Some(i)) = (commit_level, found) {
-        // The matrix slot is released first: the commit bisect checks out in its own slots.
-        drop(runner);
-        let (code, b) = bisect_commits_in(&args, &m, &configs[i], level)?;
-        result.exit_code = code;
-        result.commit_bisect = b.map(Box::new);
-    }
-    let md = crate::report::config::markdown(&result);
-    write_results(&args.run.out, "bisect-config", &result, &md)?;
-    out!("{md}");
-    Ok(result.exit_code)
+    Ok(ladder)
 }
 
 fn base_flag_given(flag: &str) -> bool {
     !flag.is_empty()
-}
-
-/// The ladder value a configuration stands for.
-fn at<'a>(ladder: &'a [String], configs: &[Config], c: &Config) -> &'a str {
-    configs
-        .iter()
-        .position(|x| x.id == c.id)
-        .and_then(|i| ladder.get(i))
-        .map_or("?", String::as_str)
 }
 
 /// `bisect-config --dry-run`: what the ladder would run, and the commit level after it.

@@ -1,27 +1,8 @@
-//! What `matrix --list` prints of the configurations: their resolved details (JSON) and the
-//! GitHub Actions job matrix that groups them by image.
+//! The GitHub Actions job matrix `matrix --list --format github` prints: the configurations
+//! grouped by image.
 
 use crate::core::matrix::Config;
-use crate::core::result::ConfigDetails;
 use serde_json::json;
-
-pub(super) fn config_details(c: &Config) -> ConfigDetails {
-    ConfigDetails {
-        id: c.id.clone(),
-        label: c.label(),
-        values: c.values.clone(),
-        backend: c.backend,
-        image: c.image.clone(),
-        cmake_args: c.recipe.cmake_args(&Default::default()),
-        launch_env: c
-            .recipe
-            .run_env(&c.launch.env(), &Default::default())
-            .into_iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect(),
-        repro_args: c.recipe.reproducer_args(&c.repro_args),
-    }
-}
 
 /// One GitHub Actions job per image, in first-appearance order.
 pub fn github_matrix(configs: &[&Config]) -> serde_json::Value {

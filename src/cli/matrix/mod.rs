@@ -4,19 +4,15 @@
 mod config_bisect;
 mod list;
 pub use config_bisect::run_bisect_config;
-use list::config_details;
 pub use list::github_matrix;
 
 use crate::core::matrix::{self, Config, Matrix, Value};
-use crate::core::outcome::{Outcome, Predicate, Regress, Verdict};
-use crate::core::progress::{Event, Sink};
-use crate::core::result::{
-    AnyResult, BisectConfigResult, BisectResult, Conclusion, ConfigProbe, Kind,
-};
-use crate::core::search::{EndpointCheck, Search, Step};
+use crate::core::outcome::{Outcome, Predicate, Regress};
+use crate::core::result::{AnyResult, BisectResult, Conclusion, ConfigDetails};
+use crate::core::search::EndpointCheck;
 use crate::error::CliError;
-use crate::probe::container::{Engine, EngineChoice};
-use crate::run::matrix::{Cell, ConfigRow, MatrixResults, Rev, Runner};
+use crate::probe::container::EngineChoice;
+use crate::run::matrix::{Rev, Runner};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -172,10 +168,6 @@ impl RunFlags {
     }
 }
 
-fn engine(choice: EngineChoice) -> anyhow::Result<Option<Engine>> {
-    Engine::detect(choice).map_err(|e| CliError::infra(e.to_string()))
-}
-
 fn work_dir(flags: &RunFlags) -> PathBuf {
     flags
         .work_dir
@@ -183,29 +175,17 @@ fn work_dir(flags: &RunFlags) -> PathBuf {
         .unwrap_or_else(crate::run::store::default_work_dir)
 }
 
-/// The runner of `flags`; a dry run (`dry`) opens no store, so nothing is made.
-fn runner(flags: &RunFlags, m: &Matrix, logs: &str, dry: bool) -> anyhow::Result<Runner> {
+/// The matrix's `[probe]` with `--timeout` applied.
+fn probe_of(flags: &RunFlags, m: &Matrix) -> crate::core::matrix::RawProbe {
     let mut probe = m.probe.clone();
     if let Some(t) = flags.timeout {
         probe.timeout_s = Some(t);
     }
-    let mut runner = Runner::new(
-        flags.repo.clone(),
-        work_dir(flags),
-        engine(flags.engine)?,
-        probe,
-        flags.retries,
-        flags.out.join(logs),
-    );
-    if !flags.fresh && !dry {
-        runner.store = Some(
-            crate::run::store::Store::open(&runner.work_dir)
-                .map_err(|e| CliError::usage(e.to_string()))?,
-        );
-    }
-    Ok(runner)
+    probe
 }
 
+/// `matrix`: every input checked here (before anything runs), then the request runs in
+/// `run::matrix::request`; results written and posted before anything optional is printed.
 pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     // Issue and token first: a usage error before anything runs.
     args.post.check()?;
@@ -221,6 +201,25 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     if !args.list && !args.dry_run {
         crate::cli::output::check_dir_writable("--out", &args.run.out)?;
     }
+    let (m, configs) = selected(&args)?;
+    if args.list {
+        return list(args.format.unwrap_or(ListFormat::Text), &configs);
+    }
+    let request = request(&args, &m, &configs)?;
+    use crate::run::matrix::request::{execute, prepare};
+    if args.dry_run {
+        let p = prepare(request, true).map_err(run_error)?;
+        out!("{}", dry_run(&p.runner, &p.configs, &p.revs));
+        return Ok(0);
+    }
+    crate::probe::exec::install_interrupt_handler();
+    let prepared = prepare(request, false).map_err(run_error)?;
+    let results = execute(prepared, crate::cli::progress::stderr()?).map_err(run_error)?;
+    finish(&args, results)
+}
+
+/// The matrix and the configurations `--only`, `--config` and `--graph` select (all when none).
+fn selected(args: &MatrixArgs) -> anyhow::Result<(Matrix, Vec<Config>)> {
     let (m, ids) = args.run.load()?;
     for (flag, id) in args
         .only
@@ -236,7 +235,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         }
     }
     let only: Vec<&String> = args.only.iter().chain(&ids).collect();
-    let configs: Vec<&Config> = m
+    let configs: Vec<Config> = m
         .configs
         .iter()
         .filter(|c| only.is_empty() || only.contains(&&c.id))
@@ -246,6 +245,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
                     == Some(crate::cli::bisect::graph_params(g))
             })
         })
+        .cloned()
         .collect();
     if let (Some(g), true) = (&args.graph, configs.is_empty()) {
         return Err(CliError::usage(format!(
@@ -259,102 +259,71 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
             crate::cli::bisect::graph_params(g)
         )));
     }
-    if args.list {
-        let text = match args.format.unwrap_or(ListFormat::Text) {
-            ListFormat::Text => configs
-                .iter()
-                .map(|c| {
-                    let image = c.image.as_deref().unwrap_or("host");
-                    format!("{}  {}  {image}\n", c.id, c.label())
-                })
-                .collect::<String>(),
-            ListFormat::Json => {
-                let all: Vec<_> = configs.iter().map(|c| config_details(c)).collect();
-                serde_json::to_string_pretty(&all)? + "\n"
-            }
-            ListFormat::Github => format!("{}\n", github_matrix(&configs)),
-        };
-        out!("{text}");
-        return Ok(0);
-    }
-    let revs = if args.revs.is_empty() {
+    Ok((m, configs))
+}
+
+/// `matrix --list`: the selected configurations; nothing runs.
+fn list(format: ListFormat, configs: &[Config]) -> anyhow::Result<i32> {
+    let text = match format {
+        ListFormat::Text => configs
+            .iter()
+            .map(|c| {
+                let image = c.image.as_deref().unwrap_or("host");
+                format!("{}  {}  {image}\n", c.id, c.label())
+            })
+            .collect::<String>(),
+        ListFormat::Json => {
+            let all: Vec<_> = configs.iter().map(ConfigDetails::of).collect();
+            serde_json::to_string_pretty(&all)? + "\n"
+        }
+        ListFormat::Github => {
+            let refs: Vec<&Config> = configs.iter().collect();
+            format!("{}\n", github_matrix(&refs))
+        }
+    };
+    out!("{text}");
+    Ok(0)
+}
+
+/// The run the flags ask for, its revisions checked (`--rev`, else the file's `revisions`).
+fn request(
+    args: &MatrixArgs,
+    m: &Matrix,
+    configs: &[Config],
+) -> anyhow::Result<crate::run::matrix::request::Request> {
+    let revisions = if args.revs.is_empty() {
         m.revisions.clone()
     } else {
         args.revs.clone()
     };
-    if revs.is_empty() {
+    if revisions.is_empty() {
         return Err(CliError::usage(format!(
             "no revisions to test: pass --rev or set `revisions` in {}",
             m.file
         )));
     }
     if args.build_only {
-        build_only_probe(&m)?;
+        build_only_probe(m)?;
     }
-    if args.dry_run {
-        let mut runner = runner(&args.run, &m, "logs", true)?;
-        runner.build_only = args.build_only;
-        let mut revs = resolve(&runner, &revs)?;
-        // Each tree's own spellings, read from the commit (nothing is checked out).
-        let repo = crate::run::git::open(&runner.repo).map_err(crate::run::bisect::git_error)?;
-        for rev in revs.iter_mut() {
-            let id = crate::run::git::Oid::from_str(&rev.sha)
-                .map_err(|e| CliError::infra(format!("{}: {e}", rev.sha)))?;
-            rev.facts = crate::run::bisect::facts_at(&repo, id)?.1;
-        }
-        out!("{}", dry_run(&runner, &configs, &revs));
-        return Ok(0);
-    }
-    crate::probe::exec::install_interrupt_handler();
-    let mut runner = runner(&args.run, &m, "logs", false)?;
-    runner.build_only = args.build_only;
-    let mut revs = resolve(&runner, &revs)?;
-    let events = crate::cli::progress::stderr()?;
-    let total = configs.len() * revs.len();
-    let mut cells: Vec<Cell> = Vec::new();
-    for rev in revs.iter_mut() {
-        runner.checkout(rev).map_err(run_error)?;
-        let rev = &*rev;
-        for c in &configs {
-            let label = c.label();
-            let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
-            let cell = runner.run_cell(c, rev, &|p| probe.phase(p));
-            events.emit(Event::Cell {
-                position: Some((cells.len() + 1, total)),
-                id: Some(c.id.to_string()),
-                label,
-                sha: rev.sha.clone(),
-                outcome: cell.outcome,
-                verdict: None,
-                signature: cell.signature.clone(),
-                cached: cell.cached,
-            });
-            cells.push(cell);
-        }
-    }
-    events.emit(Event::Finished);
-    let results = MatrixResults {
-        schema: Kind::Matrix.tag(),
-        matrix: m.file.clone(),
-        engine: runner
-            .engine
-            .as_ref()
-            .map(|e| e.kind.as_str().to_string())
-            .unwrap_or_else(|| "none".into()),
-        revisions: revs,
-        configs: configs
-            .iter()
-            .map(|c| ConfigRow {
-                id: c.id.clone(),
-                label: c.label(),
-                backend: c.backend,
-                image: c.image.clone(),
-            })
-            .collect(),
-        cells,
+    Ok(crate::run::matrix::request::Request {
+        repo: args.run.repo.clone(),
+        work_dir: work_dir(&args.run),
+        engine: args.run.engine,
+        probe: probe_of(&args.run, m),
+        retries: args.run.retries,
+        log_dir: args.run.out.join("logs"),
+        fresh: args.run.fresh,
         build_only: args.build_only,
-        invocation: crate::run::stamp::invocation(&args.run.repo),
-    };
+        matrix_file: m.file.clone(),
+        configs: configs.to_vec(),
+        revisions,
+    })
+}
+
+/// Writes and posts the results, then prints them; the exit code (1: a build failed in a
+/// compile check, 3: cells without a verdict).
+fn finish(args: &MatrixArgs, results: crate::run::matrix::MatrixResults) -> anyhow::Result<i32> {
+    let total = results.cells.len();
     let md = results.markdown();
     // Written and posted before it is printed: a closed standard output cannot cost them.
     write_results(&args.run.out, "matrix-results", &results, &md)?;
@@ -367,7 +336,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     let failed_builds = results
         .cells
         .iter()
-        .filter(|c| args.build_only && c.outcome == Outcome::BuildFailed)
+        .filter(|c| results.build_only && c.outcome == Outcome::BuildFailed)
         .count();
     let code = match failed_builds {
         0 => 0,
@@ -409,14 +378,9 @@ fn build_only_probe(m: &Matrix) -> anyhow::Result<()> {
 fn run_error(e: crate::run::matrix::RunError) -> anyhow::Error {
     match &e {
         crate::run::matrix::RunError::Git(g) if g.is_usage() => CliError::usage(e.to_string()),
+        crate::run::matrix::RunError::WorkDir(_) => CliError::usage(e.to_string()),
         _ => CliError::infra(e.to_string()),
     }
-}
-
-fn resolve(runner: &Runner, revs: &[String]) -> anyhow::Result<Vec<Rev>> {
-    revs.iter()
-        .map(|r| runner.resolve(r).map_err(run_error))
-        .collect()
 }
 
 fn write_results(
@@ -438,7 +402,7 @@ fn write_results(
 /// `matrix --dry-run`: every cell as a run would resolve it, from the same runner, with each
 /// revision's own CMake and unified-memory spellings read from its commit (as a run reads them
 /// from its checkout).
-fn dry_run(runner: &Runner, configs: &[&Config], revs: &[Rev]) -> String {
+fn dry_run(runner: &Runner, configs: &[Config], revs: &[Rev]) -> String {
     use std::fmt::Write;
     let mut out = format!(
         "{} cells: {} revision(s) x {} configuration(s)\n",

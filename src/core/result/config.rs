@@ -46,3 +46,24 @@ pub struct ConfigDetails {
     pub launch_env: Vec<String>,
     pub repro_args: Vec<String>,
 }
+
+impl ConfigDetails {
+    /// `c` spelled out as its probes get it (today's CMake and environment spellings).
+    pub fn of(c: &crate::core::matrix::Config) -> ConfigDetails {
+        ConfigDetails {
+            id: c.id.clone(),
+            label: c.label(),
+            values: c.values.clone(),
+            backend: c.backend,
+            image: c.image.clone(),
+            cmake_args: c.recipe.cmake_args(&Default::default()),
+            launch_env: c
+                .recipe
+                .run_env(&c.launch.env(), &Default::default())
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            repro_args: c.recipe.reproducer_args(&c.repro_args),
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! `bisect-config`'s first level as a request: the first value along an ordered axis (the
+//! ladder, one configuration per value) at one revision, with the same search as a commit
+//! bisection. cli checks the inputs and builds the `Ladder`; this runs it and assembles the
+//! result document; the commit level (`--good-rev`) is a `run::bisect` request of its own.
+
+use super::request::Prepared;
+use super::{Cell, RunError};
+use crate::core::matrix::Config;
+use crate::core::outcome::{Outcome, Predicate, Verdict};
+use crate::core::progress::{Event, Sink};
+use crate::core::result::{BisectConfigResult, ConfigDetails, ConfigProbe, Kind};
+use crate::core::search::{Conclusion, EndpointCheck, Search, Step};
+
+/// The question: which value of `axis` first makes `predicate` hold. `Prepared::configs` are
+/// the ladder's configurations, in its order; `Prepared::revs` the one revision.
+pub struct Ladder {
+    pub axis: String,
+    pub values: Vec<String>,
+    pub predicate: Predicate,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LadderError {
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// A value's image is not usable: one line, before any retry.
+    #[error("{axis}={value}: {why} (--engine none runs on the host)")]
+    Image {
+        axis: String,
+        value: String,
+        why: String,
+    },
+    /// A cell could not be tested after its retries: the search cannot go on without it.
+    #[error("{label}: infrastructure error after {attempts} attempts: {signature}{log}")]
+    Infra {
+        label: String,
+        attempts: u32,
+        signature: String,
+        /// `; log: PATH` where one was written.
+        log: String,
+    },
+}
+
+/// Checks each distinct image once, then searches the ladder at the revision. The result's
+/// `commit_bisect` is left for the commit level.
+pub fn execute(
+    p: &mut Prepared,
+    ladder: &Ladder,
+    events: &dyn Sink,
+) -> Result<BisectConfigResult, LadderError> {
+    let configs = &p.configs;
+    if let Some(engine) = &p.runner.engine {
+        let mut seen = Vec::new();
+        for (c, value) in configs.iter().zip(&ladder.values) {
+            let Some(image) = c.image.as_deref().filter(|i| !seen.contains(i)) else {
+                continue;
+            };
+            seen.push(image);
+            if let Err(e) = engine.image_digest(image) {
+                return Err(LadderError::Image {
+                    axis: ladder.axis.clone(),
+                    value: value.clone(),
+                    why: e.to_string(),
+                });
+            }
+        }
+    }
+    let rev = &mut p.revs[0];
+    p.runner.checkout(rev)?;
+    let rev = &*rev;
+    let mut search = Search::new((0..configs.len() as u64).collect(), EndpointCheck::First);
+    let mut probed: Vec<(usize, Cell, Verdict)> = Vec::new();
+    let conclusion = loop {
+        let i = match search.next(1) {
+            Step::Probe(ix) => ix[0],
+            Step::Done(conclusion) => break conclusion,
+        };
+        let label = format!("{}={}", ladder.axis, ladder.values[i]);
+        let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
+        let cell = p.runner.run_cell(&configs[i], rev, &|ph| probe.phase(ph));
+        if cell.outcome == Outcome::InfraError {
+            let log = match cell.log.is_file() {
+                true => format!("; log: {}", cell.log.display()),
+                false => String::new(),
+            };
+            return Err(LadderError::Infra {
+                label,
+                attempts: cell.attempts,
+                signature: cell.signature.unwrap_or_default(),
+                log,
+            });
+        }
+        let output = std::fs::read_to_string(&cell.log).unwrap_or_default();
+        let verdict = ladder.predicate.judge(cell.outcome, &output);
+        events.emit(Event::Cell {
+            position: None,
+            id: None,
+            label,
+            sha: rev.sha.clone(),
+            outcome: cell.outcome,
+            verdict: Some(verdict),
+            signature: None,
+            cached: cell.cached,
+        });
+        search.record(i, verdict);
+        probed.push((i, cell, verdict));
+    };
+    events.emit(Event::Finished);
+    Ok(document(ladder, configs, rev, conclusion, probed))
+}
+
+/// THE bisect-config document, from the search's end and its probes (in ladder order).
+fn document(
+    ladder: &Ladder,
+    configs: &[Config],
+    rev: &super::Rev,
+    conclusion: Conclusion,
+    mut probed: Vec<(usize, Cell, Verdict)>,
+) -> BisectConfigResult {
+    let found = match conclusion {
+        Conclusion::Found { index } => Some(index),
+        _ => None,
+    };
+    probed.sort_by_key(|(i, _, _)| *i);
+    BisectConfigResult {
+        schema: Kind::BisectConfig.tag(),
+        axis: ladder.axis.clone(),
+        ladder: ladder.values.clone(),
+        rev: rev.rev.clone(),
+        sha: rev.sha.clone(),
+        predicate: ladder.predicate.describe(),
+        exit_code: crate::run::bisect::exit_code(&conclusion),
+        conclusion,
+        first_failing: found.map(|i| ladder.values[i].clone()),
+        first_failing_config: found.map(|i| ConfigDetails::of(&configs[i])),
+        probes: probed
+            .into_iter()
+            .map(|(i, cell, verdict)| ConfigProbe {
+                value: ladder.values[i].clone(),
+                config: configs[i].id.clone(),
+                verdict,
+                cell,
+            })
+            .collect(),
+        commit_bisect: None,
+    }
+}

@@ -1,0 +1,140 @@
+//! `matrix` as a request, the bisect's path: cli checks every input and builds a `Request`
+//! (plain data), `prepare` makes what a run needs (the engine, the store, the revisions), and
+//! `execute` runs the cells and assembles the one result document (`MatrixResults`).
+
+use super::{Cell, ConfigRow, MatrixResults, Rev, RunError, Runner};
+use crate::core::matrix::{Config, RawProbe};
+use crate::core::progress::{Event, Sink};
+use crate::core::result::Kind;
+use crate::probe::container::{Engine, EngineChoice};
+use std::path::PathBuf;
+
+/// One `matrix` run, every input checked (cli): which configurations at which revisions.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub repo: PathBuf,
+    pub work_dir: PathBuf,
+    pub engine: EngineChoice,
+    /// The matrix's `[probe]`, with `--timeout` applied.
+    pub probe: RawProbe,
+    pub retries: u32,
+    /// Where each cell's log goes.
+    pub log_dir: PathBuf,
+    /// Answer nothing from the store and store nothing (`--fresh`).
+    pub fresh: bool,
+    pub build_only: bool,
+    /// The matrix file the configurations come from (for the result).
+    pub matrix_file: String,
+    pub configs: Vec<Config>,
+    /// Revisions as the user wrote them; `prepare` resolves them.
+    pub revisions: Vec<String>,
+}
+
+/// A request made runnable: its runner (engine, store) and resolved revisions.
+pub struct Prepared {
+    pub runner: Runner,
+    pub revs: Vec<Rev>,
+    pub configs: Vec<Config>,
+    matrix_file: String,
+}
+
+/// The engine `choice` names, detected once (infrastructure when it is not usable).
+pub fn engine(choice: EngineChoice) -> Result<Option<Engine>, RunError> {
+    Engine::detect(choice).map_err(|e| RunError::Engine(e.to_string()))
+}
+
+/// Resolves the revisions and opens the store. A dry run (`dry`) opens no store and reads each
+/// revision's tree facts from its commit instead of a checkout, so nothing is made.
+pub fn prepare(req: Request, dry: bool) -> Result<Prepared, RunError> {
+    let mut runner = Runner::new(
+        req.repo,
+        req.work_dir,
+        engine(req.engine)?,
+        req.probe,
+        req.retries,
+        req.log_dir,
+    );
+    runner.build_only = req.build_only;
+    if !req.fresh && !dry {
+        runner.store = Some(
+            crate::run::store::Store::open(&runner.work_dir)
+                .map_err(|e| RunError::WorkDir(e.to_string()))?,
+        );
+    }
+    let mut revs = req
+        .revisions
+        .iter()
+        .map(|r| runner.resolve(r))
+        .collect::<Result<Vec<_>, _>>()?;
+    if dry {
+        let repo = crate::run::git::open(&runner.repo)?;
+        for rev in revs.iter_mut() {
+            let id = crate::run::git::Oid::from_str(&rev.sha)
+                .map_err(|e| RunError::Tree(format!("{}: {e}", rev.sha)))?;
+            rev.facts = crate::run::bisect::facts_at(&repo, id)
+                .map_err(|e| RunError::Tree(format!("{e:#}")))?
+                .1;
+        }
+    }
+    Ok(Prepared {
+        runner,
+        revs,
+        configs: req.configs,
+        matrix_file: req.matrix_file,
+    })
+}
+
+/// Every cell, revision by revision (one checkout each), as events; then the result document.
+pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError> {
+    let Prepared {
+        runner,
+        mut revs,
+        configs,
+        matrix_file,
+    } = p;
+    let total = configs.len() * revs.len();
+    let mut cells: Vec<Cell> = Vec::new();
+    for rev in revs.iter_mut() {
+        runner.checkout(rev)?;
+        let rev = &*rev;
+        for c in &configs {
+            let label = c.label();
+            let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
+            let cell = runner.run_cell(c, rev, &|p| probe.phase(p));
+            events.emit(Event::Cell {
+                position: Some((cells.len() + 1, total)),
+                id: Some(c.id.to_string()),
+                label,
+                sha: rev.sha.clone(),
+                outcome: cell.outcome,
+                verdict: None,
+                signature: cell.signature.clone(),
+                cached: cell.cached,
+            });
+            cells.push(cell);
+        }
+    }
+    events.emit(Event::Finished);
+    Ok(MatrixResults {
+        schema: Kind::Matrix.tag(),
+        matrix: matrix_file,
+        engine: runner
+            .engine
+            .as_ref()
+            .map(|e| e.kind.as_str().to_string())
+            .unwrap_or_else(|| "none".into()),
+        revisions: revs,
+        configs: configs
+            .iter()
+            .map(|c| ConfigRow {
+                id: c.id.clone(),
+                label: c.label(),
+                backend: c.backend,
+                image: c.image.clone(),
+            })
+            .collect(),
+        cells,
+        build_only: runner.build_only,
+        invocation: crate::run::stamp::invocation(&runner.repo),
+    })
+}
