@@ -7,6 +7,7 @@ pub mod config;
 pub mod evidence;
 pub mod flaky;
 pub mod gguf;
+pub mod id;
 pub mod judge;
 pub mod layout;
 pub mod matrix;

@@ -82,7 +82,10 @@ impl ReproProber {
             h.update([b'=']);
             h.update(v.as_bytes());
         }
-        format!("setrows-repro-build-{}", &hex::encode(h.finalize())[..12])
+        format!(
+            "setrows-repro-build-{}",
+            crate::core::id::cut(&h.finalize(), 12)
+        )
     }
 
     /// The configure + build script; paths only through `$SRC` and `$WORK`.

@@ -21,7 +21,6 @@ pub mod timeline;
 use crate::core::outcome::Outcome;
 use crate::core::result::{AnyResult, MatrixResults};
 use document::Document;
-use sha2::Digest;
 
 /// All results sharing one comment key: matrix files (one per fan-out job) merge into one table
 /// placed first, then every other result in order.
@@ -113,7 +112,7 @@ pub fn bisect_key(good: &str, bad: &str, predicate: &str, configuration: Option<
 }
 
 fn short_hash(text: &str) -> String {
-    hex::encode(&sha2::Sha256::digest(text.as_bytes())[..6])
+    crate::core::id::of_text(text, 12)
 }
 
 /// One glyph per outcome class, so a long table is scannable: passed (or built, where only

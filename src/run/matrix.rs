@@ -24,7 +24,6 @@ use probers::Unavailable;
 pub use probers::{hipconfig_env, parse_hip_env, ConfiguredProber};
 
 pub use crate::core::result::{Cell, ConfigRow, MatrixResults, Rev};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -84,12 +83,7 @@ pub enum RunError {
 }
 
 fn short_hash(parts: &[&str]) -> String {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update(p.as_bytes());
-        h.update([0]);
-    }
-    hex::encode(&h.finalize()[..6])
+    crate::core::id::of_parts(parts, 12)
 }
 
 impl Runner {

@@ -281,12 +281,7 @@ pub fn store_runs<'a>(
 
 /// Stable id for a bisection: same inputs, same journal (a resumed run appends to it).
 pub fn bisect_id(parts: &[&str]) -> String {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update(p.as_bytes());
-        h.update(b"\0");
-    }
-    hex::encode(h.finalize())[..16].to_string()
+    crate::core::id::of_parts(parts, 16)
 }
 
 /// Writes `bytes` to `path` so that a reader (or a resumed run after a crash or power loss)

@@ -15,7 +15,6 @@
 use crate::core::build::{Backend, Launch, Memory, Recipe};
 use crate::core::settings::DecodeSettings;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use toml::Spanned;
@@ -369,7 +368,7 @@ pub fn config_id(values: &BTreeMap<String, Value>) -> String {
     let mut values = values.clone();
     values.retain(|k, v| !is_default(k, v));
     let canon = serde_json::to_string(&values).unwrap_or_default();
-    hex::encode(&Sha256::digest(canon.as_bytes())[..4])
+    crate::core::id::of_text(&canon, 8)
 }
 
 impl Matrix {
