@@ -187,3 +187,37 @@ pub struct ConfigFlags {
     #[command(flatten)]
     pub settings: super::settings::SettingsFlags,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::heading;
+    use crate::cli::Cli;
+    use clap::CommandFactory;
+
+    /// Every flag of the main command (with and without `bisect`) is in one of its sections, and
+    /// `-h` leaves out exactly the GitHub and CI runner ones.
+    #[test]
+    fn every_flag_has_a_section_and_only_the_rare_ones_are_long_help_only() {
+        let cli = Cli::command();
+        for c in [&cli, cli.find_subcommand("bisect").unwrap()] {
+            let mut n = 0;
+            for a in c.get_arguments().filter(|a| !a.is_positional()) {
+                let id = a.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                n += 1;
+                let h = a
+                    .get_help_heading()
+                    .unwrap_or_else(|| panic!("{id}: in no section"));
+                assert!(heading::ALL.contains(&h), "{id}: {h}");
+                assert_eq!(
+                    a.is_hide_short_help_set(),
+                    heading::LONG_ONLY.contains(&h),
+                    "{id} ({h})"
+                );
+            }
+            assert!(n > 40, "{n} flags");
+        }
+    }
+}
