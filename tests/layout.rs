@@ -195,26 +195,6 @@ fn modules_form_no_cycles() {
 }
 
 #[test]
-fn long_modules_say_why() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    let long: Vec<String> = files
-        .iter()
-        .filter_map(|f| {
-            let text = std::fs::read_to_string(f).unwrap();
-            let n = text.lines().count();
-            (n > 500 && !text.lines().any(|l| l.starts_with("//! Size:")))
-                .then(|| format!("{} ({n} lines)", f.display()))
-        })
-        .collect();
-    assert!(
-        long.is_empty(),
-        "split these or give a `//! Size:` reason:\n{}",
-        long.join("\n")
-    );
-}
-
-#[test]
 fn the_checker_sees_what_it_checks() {
     // The parser finds paths the rules are about, so the tests above cannot pass vacuously.
     let p = crate_paths(

@@ -38,9 +38,9 @@ pub struct DemoArgs {
     /// Only generate the repository (with --out), print its endpoints and stop.
     #[arg(long, requires = "out")]
     pub generate_only: bool,
-    /// Parallel probes.
-    #[arg(long, allow_negative_numbers = true, short = 'j', value_name = "N", default_value_t = 1, value_parser = crate::cli::ranges::jobs)]
-    pub jobs: usize,
+    /// `--jobs`.
+    #[command(flatten)]
+    pub jobs: crate::cli::flags::JobsFlag,
 }
 
 /// The build command the demo (and its benchmarks) use: configure once, then incremental.
@@ -167,7 +167,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         TEST_COMMAND
     );
     let json = root.join("result.json");
-    let req = request(&repo, good, bad, &root.join("work"), args.jobs)?;
+    let req = request(&repo, good, bad, &root.join("work"), args.jobs.jobs)?;
     crate::probe::exec::install_interrupt_handler();
     let github = crate::cli::report::BisectPostArgs::default();
     let outputs = crate::cli::bisect::Outputs {
@@ -254,8 +254,8 @@ fn where_it_went(args: &DemoArgs, seed: u64, root: &Path, id: Option<&str>) -> S
     if args.commits != DEFAULT_COMMITS {
         repeat.push_str(&format!(" --commits {}", args.commits));
     }
-    if args.jobs != 1 {
-        repeat.push_str(&format!(" --jobs {}", args.jobs));
+    if args.jobs.jobs != 1 {
+        repeat.push_str(&format!(" --jobs {}", args.jobs.jobs));
     }
     format!(
         "demo: the temp dir (repository, logs, result store) is removed now, and with it the log \

@@ -5,7 +5,6 @@
 use crate::error::CliError;
 use crate::run::workdir;
 use clap::Args;
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 #[derive(Debug, Args)]
@@ -16,9 +15,9 @@ pub struct GcArgs {
     /// Say what would be removed, remove nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// The work dir to clean [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
-    pub work_dir: Option<PathBuf>,
+    /// `--work-dir`.
+    #[command(flatten)]
+    pub work_dir: crate::cli::flags::WorkDirFlag,
 }
 
 fn human(bytes: u64) -> String {
@@ -31,7 +30,7 @@ fn human(bytes: u64) -> String {
 }
 
 pub fn run(args: GcArgs) -> anyhow::Result<i32> {
-    let dir = crate::cli::log::work_dir(&args.work_dir);
+    let dir = args.work_dir.dir();
     let now = SystemTime::now();
     let items = workdir::gc_plan(&dir, Duration::from_secs(args.older_than * 86_400), now);
     let (mut freed, mut removed, mut busy) = (0u64, 0usize, 0usize);

@@ -4,27 +4,21 @@
 use crate::error::CliError;
 use crate::run::workdir;
 use clap::Args;
-use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    /// The work dir to read [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
-    pub work_dir: Option<PathBuf>,
+    /// `--work-dir`.
+    #[command(flatten)]
+    pub work_dir: crate::cli::flags::WorkDirFlag,
     /// Print JSON lines (one object per bisection) instead of the table.
     #[arg(long)]
     pub json: bool,
 }
 
-pub(crate) fn work_dir(w: &Option<PathBuf>) -> PathBuf {
-    w.clone()
-        .unwrap_or_else(crate::run::store::default_work_dir)
-}
-
 use crate::core::range::short_sha as short;
 
 pub fn run(args: LogArgs) -> anyhow::Result<i32> {
-    let dir = work_dir(&args.work_dir);
+    let dir = args.work_dir.dir();
     let all = workdir::list(&dir).map_err(|e| CliError::infra(e.to_string()))?;
     if args.json {
         for b in &all {

@@ -3,6 +3,7 @@
 
 pub mod bisect;
 pub mod demo;
+pub mod flags;
 pub mod gc;
 pub mod generate;
 pub mod log;
@@ -15,6 +16,13 @@ pub mod show;
 
 use clap::{Parser, Subcommand};
 
+/// The line `-h` ends a bisect's help with: the sections only `--help` shows.
+macro_rules! bisect_more_help {
+    () => {
+        "GitHub posting (--post-to, --resume-from-issue, how to reach GitHub) and CI runner options (--plan-only, --probe, --run-index): see --help."
+    };
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "setrows-bisect",
@@ -23,7 +31,11 @@ use clap::{Parser, Subcommand};
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     arg_required_else_help = true,
-    after_help = "Without a subcommand, the flags are `bisect`'s: `setrows-bisect --good REV --bad REV ...`.\n`setrows-bisect demo` bisects a generated repository with no setup."
+    after_help = concat!(
+        "Without a subcommand, the flags are `bisect`'s: `setrows-bisect --good REV --bad REV ...`.\n`setrows-bisect demo` bisects a generated repository with no setup.\n",
+        bisect_more_help!()
+    ),
+    after_long_help = "Without a subcommand, the flags are `bisect`'s: `setrows-bisect --good REV --bad REV ...`.\n`setrows-bisect demo` bisects a generated repository with no setup."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -35,12 +47,21 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Bisect history for the first commit whose behaviour changed (the default command).
+    #[command(after_help = bisect_more_help!(), after_long_help = "")]
     Bisect(crate::cli::bisect::BisectArgs),
     /// Build a small real repository in a temp dir and bisect it: a tour with no setup.
     Demo(crate::cli::demo::DemoArgs),
     /// Expand or run the configuration matrix (matrix.toml).
+    #[command(
+        after_help = "GitHub posting (--post-to, how to reach GitHub): see --help.",
+        after_long_help = ""
+    )]
     Matrix(crate::cli::matrix::MatrixArgs),
     /// Find the first failing value along one configuration axis at a fixed commit.
+    #[command(
+        after_help = "GitHub posting of the commit bisect (--post-to, --resume-from-issue, how to reach GitHub): see --help.",
+        after_long_help = ""
+    )]
     BisectConfig(crate::cli::matrix::BisectConfigArgs),
     /// Render stored results as markdown and (with --post) keep one GitHub issue comment current.
     Report(crate::cli::report::ReportArgs),

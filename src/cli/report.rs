@@ -159,7 +159,12 @@ fn post_rendered(
 #[derive(Debug, Clone, Args)]
 pub struct PostToArgs {
     /// After the run, create or edit the results comment on this issue (see `report`).
-    #[arg(long, value_name = "OWNER/REPO#N", help_heading = "GitHub")]
+    #[arg(
+        long,
+        value_name = "OWNER/REPO#N",
+        help_heading = "GitHub",
+        hide_short_help = true
+    )]
     pub post_to: Option<String>,
     #[command(flatten)]
     pub github: GithubOptions,
@@ -260,6 +265,7 @@ pub struct BisectPostArgs {
         long,
         value_name = "OWNER/REPO#N",
         help_heading = "GitHub",
+        hide_short_help = true,
         num_args = 0..=1,
         default_missing_value = "",
     )]

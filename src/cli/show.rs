@@ -5,7 +5,6 @@ use crate::core::result::AnyResult;
 use crate::error::CliError;
 use crate::run::workdir::{self, WorkDirError};
 use clap::{Args, ValueEnum};
-use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ShowFormat {
@@ -22,16 +21,16 @@ pub struct ShowArgs {
     /// The bisection's id, or a unique prefix of it (`setrows-bisect log` lists them).
     #[arg(value_name = "ID")]
     pub id: String,
-    /// The work dir to read [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "DIR", env = "SETROWS_WORK_DIR")]
-    pub work_dir: Option<PathBuf>,
+    /// `--work-dir`.
+    #[command(flatten)]
+    pub work_dir: crate::cli::flags::WorkDirFlag,
     /// What to print.
     #[arg(long, value_enum, default_value_t = ShowFormat::Markdown, value_name = "FORMAT")]
     pub format: ShowFormat,
 }
 
 pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
-    let dir = crate::cli::log::work_dir(&args.work_dir);
+    let dir = args.work_dir.dir();
     let b = workdir::find(&dir, &args.id).map_err(|e| match e {
         WorkDirError::Io { .. } => CliError::infra(e.to_string()),
         _ => CliError::usage(e.to_string()),

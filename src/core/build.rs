@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 mod memory;
-pub use memory::{Memory, UnifiedKnob, UNIFIED_FILES};
+pub use memory::{Memory, UnifiedKnob, DECODE_MEMORY, UNIFIED_FILES};
 
 #[derive(
     Debug,

@@ -15,48 +15,11 @@ use crate::core::settings::{DecodeSettings, Setting};
 mod decode;
 pub mod meaning;
 pub mod options;
-pub use meaning::{meaningless, memory_meaningless, Meaningless, DECODE_MEMORY};
+pub use crate::core::matrix::ProbeKind;
+pub use meaning::{meaningless, Meaningless};
 
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
 pub const DEFAULT_HIP_TARGET: &str = "gfx1151";
-
-/// Which probe runs: THE typed spelling of `--probe-kind` and `[probe] kind` (`script` is
-/// chosen by `--script` on the command line); compared as this type everywhere, never as text.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ProbeKind {
-    /// The bundled replay reproducer (ggml trees and the trees that vendor ggml).
-    #[default]
-    Replay,
-    /// The bundled decode-probe on the tool's tiny model (llama.cpp trees only).
-    Decode,
-    /// A user's build + test script.
-    Script,
-}
-
-impl ProbeKind {
-    pub const ALL: [ProbeKind; 3] = [ProbeKind::Replay, ProbeKind::Decode, ProbeKind::Script];
-
-    /// The spelling of `[probe] kind` and `--probe-kind`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeKind::Replay => "replay",
-            ProbeKind::Decode => "decode",
-            ProbeKind::Script => "script",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ProbeKind> {
-        ProbeKind::ALL.into_iter().find(|k| k.name() == s)
-    }
-
-    /// A bundled program of this tool (built from embedded sources), not the user's script.
-    pub fn is_bundled(self) -> bool {
-        self != ProbeKind::Script
-    }
-}
 
 /// What is probed, with what a script probe runs: the bundled replay, llama.cpp's own decode
 /// (the bundled decode-probe on the tool's tiny model; llama.cpp trees only), or a user's

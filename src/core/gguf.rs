@@ -214,5 +214,4 @@ pub fn f16_to_f32(h: u16) -> f32 {
 }
 
 #[cfg(test)]
-#[path = "gguf/tests.rs"]
 mod tests;

@@ -7,7 +7,9 @@ pub use super::http::api_base;
 use super::{GithubError, IssueRef, Token};
 use std::time::Duration;
 
-/// How to reach GitHub; shared by `report`, `bisect --post-to` and `matrix --post-to`.
+/// How to reach GitHub; shared by `report`, `bisect --post-to` and `matrix --post-to`. Rarely
+/// needed (the defaults and GITHUB_TOKEN serve GitHub Actions), so `-h` leaves them out and
+/// `--help` shows them.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "GitHub")]
 pub struct GithubOptions {
@@ -16,21 +18,32 @@ pub struct GithubOptions {
         long,
         env = "GITHUB_API_URL",
         default_value = "https://api.github.com",
-        value_name = "URL"
+        value_name = "URL",
+        hide_short_help = true
     )]
     pub api_url: String,
     /// Read the token from this file instead of the GITHUB_TOKEN environment variable.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub token_file: Option<std::path::PathBuf>,
     /// Only comments by this login count as ours (default: the token's user; inside GitHub
     /// Actions, github-actions[bot] when the token cannot tell).
-    #[arg(long, value_name = "LOGIN")]
+    #[arg(long, value_name = "LOGIN", hide_short_help = true)]
     pub comment_author: Option<String>,
     /// Retries after rate limiting or server errors.
-    #[arg(long = "github-retries", default_value_t = 4, value_name = "N")]
+    #[arg(
+        long = "github-retries",
+        default_value_t = 4,
+        value_name = "N",
+        hide_short_help = true
+    )]
     pub max_retries: u32,
     /// Longest single wait for a rate limit to reset, in seconds; longer waits fail instead.
-    #[arg(long = "github-max-wait", default_value_t = 900, value_name = "SECS")]
+    #[arg(
+        long = "github-max-wait",
+        default_value_t = 900,
+        value_name = "SECS",
+        hide_short_help = true
+    )]
     pub max_wait_s: u64,
 }
 

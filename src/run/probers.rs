@@ -432,5 +432,4 @@ pub fn parse_hip_env(output: &str) -> Vec<(String, String)> {
 }
 
 #[cfg(test)]
-#[path = "probers_tests.rs"]
 mod tests;

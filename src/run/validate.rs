@@ -452,5 +452,4 @@ pub fn after_bisect(
 }
 
 #[cfg(test)]
-#[path = "validate_tests.rs"]
 mod tests;

@@ -1,113 +1,84 @@
 //! The flags of a commit bisection (`setrows-bisect [bisect]`), in one place.
 
-use crate::core::outcome::Regress;
-use crate::probe::container::EngineChoice;
+use crate::cli::flags::{
+    EngineFlag, Flaky, GraphFlag, JobsFlag, MatrixFlag, Question, RepoFlag, Walk, WorkDirFlag,
+};
 use clap::Args;
 use std::path::PathBuf;
+
+/// The help sections of a bisect, as a user thinks of one: what to bisect, how to probe, where
+/// to run, what to publish; the rarely used GitHub and CI runner options last, in `--help` only
+/// (`-h` is the summary).
+pub mod heading {
+    pub const WHAT: &str = "What to bisect";
+    pub const PROBE: &str = "How to probe";
+    pub const CONFIGURATION: &str = "How to probe (configuration)";
+    pub const DECODE: &str = "How to probe (decode settings)";
+    pub const FLAKY: &str = "How to probe (flaky faults)";
+    pub const WHERE: &str = "Where to run";
+    pub const PUBLISH: &str = "What to publish";
+    pub const GITHUB: &str = "GitHub";
+    pub const CI: &str = "CI runners";
+    /// Every section, in the order `--help` shows them.
+    pub const ALL: [&str; 9] = [
+        WHAT,
+        PROBE,
+        CONFIGURATION,
+        DECODE,
+        FLAKY,
+        WHERE,
+        PUBLISH,
+        GITHUB,
+        CI,
+    ];
+    /// The sections `-h` leaves out (`--help` shows them).
+    pub const LONG_ONLY: [&str; 2] = [GITHUB, CI];
+}
+
+use heading::*;
 
 #[derive(Debug, Args)]
 pub struct BisectArgs {
     /// A revision with the old behaviour.
-    #[arg(long, required = true, help_heading = "Range")]
+    #[arg(long, required = true, help_heading = WHAT)]
     pub good: Option<String>,
     /// A revision with the new behaviour.
-    #[arg(long, required = true, help_heading = "Range")]
+    #[arg(long, required = true, help_heading = WHAT)]
     pub bad: Option<String>,
-    /// The git repository to bisect (never modified: probes run in private checkouts).
-    #[arg(value_parser = crate::cli::output::absolute, long, default_value = ".", help_heading = "Range")]
-    pub repo: PathBuf,
+    /// `--repo`.
+    #[command(flatten, next_help_heading = WHAT)]
+    pub repo: RepoFlag,
+    /// `--first-parent`, `--no-first-parent`, `--path`, `--lazy-endpoints`.
+    #[command(flatten, next_help_heading = WHAT)]
+    pub walk: Walk,
+    /// `--regress`, `--match`.
+    #[command(flatten, next_help_heading = WHAT)]
+    pub question: Question,
     /// Test command, run with `sh -c` in the checkout ($SRC; the build dir is $WORK), with git
     /// bisect run's exit codes: 0 good, 125 skip, 1-127 bad, signal/>=128 crash. Without it the
     /// probe is the bundled set_rows replay reproducer (see --backend, --repro-arg).
-    #[arg(long, value_name = "CMD", help_heading = "Probe")]
+    #[arg(long, value_name = "CMD", help_heading = PROBE)]
     pub script: Option<String>,
     /// Build command, run with `sh -c` in the persistent build dir ($WORK) before the test;
     /// a failing build is a skip, never a verdict. With --regress build it is the whole probe
     /// (no --script) and its failure is the new behaviour.
-    #[arg(long, value_name = "CMD", help_heading = "Probe")]
+    #[arg(long, value_name = "CMD", help_heading = PROBE)]
     pub build: Option<String>,
-    /// What counts as the new behaviour: error (any failure), success (find the fix), crash
-    /// (signals, aborts and GPU faults only), build (the build fails; no test runs).
-    #[arg(long, value_enum, default_value_t = Regress::Error, help_heading = "Probe")]
-    pub regress: Regress,
-    /// Only failures whose output matches REGEX count as the bug; other failures count as the
-    /// old behaviour.
-    #[arg(long = "match", value_name = "REGEX", help_heading = "Probe")]
-    pub match_: Option<String>,
     /// Kill the test after SECS seconds and call it a hang.
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true, help_heading = "Probe")]
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true, help_heading = PROBE)]
     pub timeout: Option<f64>,
-    /// Follow only the first-parent chain from bad back to good (the default).
-    #[arg(long, conflicts_with = "no_first_parent", help_heading = "Range")]
-    pub first_parent: bool,
-    /// Bisect the full ancestry path (descendants of good that are ancestors of bad), like git.
-    #[arg(long, help_heading = "Range")]
-    pub no_first_parent: bool,
-    /// Subtree whose content decides whether two commits are the same test (commits that do not
-    /// touch it share one probe). Auto: `ggml` for a llama.cpp layout, else the whole tree;
-    /// `--path .` forces the whole tree.
-    #[arg(long, value_name = "DIR", help_heading = "Range")]
-    pub path: Option<String>,
-    /// Probe K commits in parallel (K checkouts and build dirs; the search multisects).
-    #[arg(long, allow_negative_numbers = true, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs, help_heading = "Search")]
-    pub jobs: usize,
-    /// Run every probed commit N times; one new-behaviour run decides new.
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = |s: &str| crate::cli::ranges::int(s, 1, 10_000).map(|v| v as u32), help_heading = "Flaky")]
-    pub repeat: Option<u32>,
-    /// For intermittent faults: a failure is bad at once, a pass is re-run until "good" is
-    /// believable, so that the answer holds at confidence C (e.g. 0.95); the report states the
-    /// confidence reached and the estimated reproduction rate.
-    #[arg(long, allow_negative_numbers = true, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence, help_heading = "Flaky")]
-    pub confidence: Option<f64>,
-    /// With --confidence: stop after N runs in all. An answer that does not hold yet is not
-    /// guessed: the report says the budget was spent, lists the likeliest commits with their
-    /// probabilities and estimates the runs still needed (exit 1).
-    #[arg(long, allow_negative_numbers = true, value_name = "N", requires = "confidence", value_parser = |s: &str| crate::cli::ranges::int(s, 1, 10_000_000).map(|v| v as u64), help_heading = "Flaky")]
-    pub max_runs: Option<u64>,
-    /// After a culprit is found, run it, its parent and the bad endpoint with the culprit
-    /// reverted at least N times each (more when the fault is rare), and flag suspicious
-    /// answers (0 = off). A doubtful answer exits 1.
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 0, value_parser = |s: &str| crate::cli::ranges::int(s, 0, 10_000).map(|v| v as u32), help_heading = "Flaky")]
-    pub validate: u32,
-    /// Print the next wave of probes for --jobs K slots as JSON, from the stored results
-    /// only, and exit without probing (for fanning a round out over CI runners).
-    #[arg(long, help_heading = "Search")]
-    pub plan_only: bool,
-    /// Run one planned probe of SHA (from --plan-only) and store it, then exit: what one CI
-    /// runner does in a distributed round.
-    #[arg(
-        long,
-        value_name = "SHA",
-        conflicts_with = "plan_only",
-        help_heading = "Search"
-    )]
-    pub probe: Option<String>,
-    /// With --probe: the run index the plan assigned (default: the next free one here).
-    #[arg(long, allow_negative_numbers = true, value_name = "R", requires = "probe", value_parser = |s: &str| crate::cli::ranges::int(s, 0, 1_000_000).map(|v| v as usize), help_heading = "Search")]
-    pub run_index: Option<usize>,
-    /// Resolve everything (range, candidates, configuration, prober identity, what the store
-    /// already answers) and print it; nothing is checked out, built or run.
-    #[arg(long, conflicts_with_all = ["plan_only", "probe"], help_heading = "Search")]
-    pub dry_run: bool,
-    /// Test the endpoints only when the answer depends on them (fewer probes; a wrong endpoint
-    /// is found late).
-    #[arg(long, help_heading = "Search")]
-    pub lazy_endpoints: bool,
-    /// Write the machine-readable result here.
-    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Output")]
-    pub json: Option<PathBuf>,
-    /// Also write the markdown report here.
-    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Output")]
-    pub report: Option<PathBuf>,
-    /// Checkouts, build dirs, logs and the result store [default: $XDG_CACHE_HOME/setrows-bisect].
-    #[arg(
-        value_parser = crate::cli::output::absolute,
-        long,
-        value_name = "DIR",
-        env = "SETROWS_WORK_DIR",
-        help_heading = "Output"
-    )]
-    pub work_dir: Option<PathBuf>,
+    /// Which bundled probe runs when --script is absent: `replay` (the set_rows pattern through
+    /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
+    /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the
+    /// CPU; llama.cpp trees only). Default: the configuration's, else replay.
+    #[arg(long, value_name = "KIND", value_parser = bundled_kind(), help_heading = PROBE)]
+    pub probe_kind: Option<crate::core::config::ProbeKind>,
+    /// Backend the bundled reproducer targets (used when --script is absent).
+    #[arg(long, value_parser = ["cpu", "cuda", "hip"], help_heading = PROBE)]
+    pub backend: Option<String>,
+    /// `--graph`: the replay's graph.
+    #[command(flatten, next_help_heading = PROBE)]
+    pub graph: GraphFlag,
     /// Argument added to the bundled reproducer's own (repeatable; used when --script is
     /// absent): the defaults stay unless it names the same option (the plan says which it
     /// replaced); checked against the program's options before any build.
@@ -115,80 +86,93 @@ pub struct BisectArgs {
         long = "repro-arg",
         value_name = "ARG",
         allow_hyphen_values = true,
-        help_heading = "Probe"
+        help_heading = PROBE
     )]
     pub repro_args: Vec<String>,
-    /// The replay's graph: `decode-reuse` (the generic cached decode graph, the default) or
-    /// `ds4` (the DeepSeek-V4-Flash decode attention of the report: lucebox deepseek4 at
-    /// 53859c26, the built-in matrix's `params=decode-ds4`). Either runs 100,000 steps of a
-    /// reused graph, checked every step; `--repro-arg` adds to it.
-    #[arg(long, value_name = "GRAPH", value_parser = ["decode-reuse", "ds4"], help_heading = "Probe")]
-    pub graph: Option<String>,
-    /// Which bundled probe runs when --script is absent: `replay` (the set_rows pattern through
-    /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
-    /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the
-    /// CPU; llama.cpp trees only). Default: the configuration's, else replay.
-    #[arg(long, value_name = "KIND", value_parser = bundled_kind(), help_heading = "Probe")]
-    pub probe_kind: Option<crate::core::config::ProbeKind>,
-    /// Backend the bundled reproducer targets (used when --script is absent).
-    #[arg(long, value_parser = ["cpu", "cuda", "hip"], help_heading = "Probe")]
-    pub backend: Option<String>,
-    /// Run every build and test step in a container of --image: podman, docker, or auto
-    /// (podman if it works, else docker). Default: none (the host), or auto with a --config
-    /// whose configuration names an image.
-    #[arg(long, value_name = "auto|podman|docker|none", value_parser = crate::cli::ranges::engine, help_heading = "Containers")]
-    pub engine: Option<EngineChoice>,
-    /// The image the steps run in with --engine (present locally; never pulled), e.g. a
-    /// build image from containers/. Needs --engine.
-    #[arg(long, value_name = "IMAGE", help_heading = "Containers")]
-    pub image: Option<String>,
     /// `--config ID` and the configuration flags (`--gpu-target`, `--wave-size`, ...).
     #[command(flatten)]
     pub cfg: Box<ConfigFlags>,
+    /// `--repeat`, `--confidence`, `--max-runs`, `--validate`.
+    #[command(flatten, next_help_heading = FLAKY)]
+    pub flaky: Flaky,
+    /// `--engine`.
+    #[command(flatten, next_help_heading = WHERE)]
+    pub engine: EngineFlag,
+    /// The image the steps run in with --engine (present locally; never pulled), e.g. a
+    /// build image from containers/. Needs --engine.
+    #[arg(long, value_name = "IMAGE", help_heading = WHERE)]
+    pub image: Option<String>,
+    /// `--work-dir`.
+    #[command(flatten, next_help_heading = WHERE)]
+    pub work_dir: WorkDirFlag,
+    /// `--jobs`.
+    #[command(flatten, next_help_heading = WHERE)]
+    pub jobs: JobsFlag,
+    /// Resolve everything (range, candidates, configuration, prober identity, what the store
+    /// already answers) and print it; nothing is checked out, built or run.
+    #[arg(long, conflicts_with_all = ["plan_only", "probe"], help_heading = WHERE)]
+    pub dry_run: bool,
+    /// Write the machine-readable result here.
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = PUBLISH)]
+    pub json: Option<PathBuf>,
+    /// Also write the markdown report here.
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = PUBLISH)]
+    pub report: Option<PathBuf>,
     /// `--post-to OWNER/REPO#N` (+ connection flags) and `--resume-from-issue`: docs/github.md.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = GITHUB)]
     pub github: Box<crate::cli::report::BisectPostArgs>,
+    /// Print the next wave of probes for --jobs N slots as JSON, from the stored results
+    /// only, and exit without probing (for fanning a round out over CI runners).
+    #[arg(long, help_heading = CI, hide_short_help = true)]
+    pub plan_only: bool,
+    /// Run one planned probe of SHA (from --plan-only) and store it, then exit: what one CI
+    /// runner does in a distributed round.
+    #[arg(
+        long,
+        value_name = "SHA",
+        conflicts_with = "plan_only",
+        help_heading = CI,
+        hide_short_help = true
+    )]
+    pub probe: Option<String>,
+    /// With --probe: the run index the plan assigned (default: the next free one here).
+    #[arg(long, allow_negative_numbers = true, value_name = "R", requires = "probe", value_parser = |s: &str| crate::cli::ranges::int(s, 0, 1_000_000).map(|v| v as usize), help_heading = CI, hide_short_help = true)]
+    pub run_index: Option<usize>,
 }
 
 /// The configuration a bisect's probes run in: a matrix configuration (`--config ID`), the
 /// same values as flags, or both (flags win, and the report says which).
 #[derive(Debug, Default, Args)]
+#[command(mut_arg("matrix", |a| a.requires("config")))]
 pub struct ConfigFlags {
     /// Bisect in this configuration of the matrix (ids: `setrows-bisect matrix --list`): its
     /// image, backend, GPU target, wave size, graphs, CMake options, launch environment,
     /// reproducer and timeout. Explicit flags win over its values.
-    #[arg(long, value_name = "ID", help_heading = "Configuration")]
+    #[arg(long, value_name = "ID", help_heading = PROBE)]
     pub config: Option<String>,
-    /// The matrix file --config reads [default: ./matrix.toml, else the copy built into the
-    /// binary].
-    #[arg(
-        value_parser = crate::cli::output::absolute,
-        long,
-        value_name = "FILE",
-        requires = "config",
-        help_heading = "Configuration"
-    )]
-    pub matrix: Option<PathBuf>,
+    /// `--matrix FILE` (needs --config).
+    #[command(flatten, next_help_heading = PROBE)]
+    pub matrix: MatrixFlag,
     /// GPU target of the build (HIP `gfx1151`, CUDA `90`); --backend hip defaults to gfx1151.
-    #[arg(long, value_name = "TARGET", help_heading = "Configuration")]
+    #[arg(long, value_name = "TARGET", help_heading = CONFIGURATION)]
     pub gpu_target: Option<String>,
     /// HIP wave size compiled in (`-DDFLASH_WAVE_SIZE=N`).
-    #[arg(long, value_name = "N", value_parser = ["32", "64"], help_heading = "Configuration")]
+    #[arg(long, value_name = "N", value_parser = ["32", "64"], help_heading = CONFIGURATION)]
     pub wave_size: Option<String>,
     /// HIP/CUDA graphs (`GGML_HIP_GRAPHS` / `GGML_CUDA_GRAPHS`).
-    #[arg(long, value_name = "on|off", value_parser = ["on", "off"], help_heading = "Configuration")]
+    #[arg(long, value_name = "on|off", value_parser = ["on", "off"], help_heading = CONFIGURATION)]
     pub graphs: Option<String>,
     /// Where the replay's buffers live: `device` (ggml's device memory), `unified` (ggml's own
     /// switch makes them managed: the env or CMake option each tree reads), `host` (the device's
     /// host buffer type, used in place by the GPU). Proven by the replay's pointer report; the
     /// decode probe takes device and unified (its KV cache and a weight proven the same way).
-    #[arg(long, value_name = "device|unified|host", value_parser = ["device", "unified", "host"], help_heading = "Configuration")]
+    #[arg(long, value_name = "device|unified|host", value_parser = ["device", "unified", "host"], help_heading = CONFIGURATION)]
     pub memory: Option<String>,
     /// Environment of the test step, e.g. `HIP_LAUNCH_BLOCKING=1` (repeatable).
     #[arg(
         long = "launch-env",
         value_name = "K=V",
-        help_heading = "Configuration"
+        help_heading = CONFIGURATION
     )]
     pub launch_env: Vec<String>,
     /// Extra CMake argument for the ggml build, e.g. `-DGGML_CUDA_FA=OFF` (repeatable).
@@ -196,7 +180,7 @@ pub struct ConfigFlags {
         long = "cmake-arg",
         value_name = "ARG",
         allow_hyphen_values = true,
-        help_heading = "Configuration"
+        help_heading = CONFIGURATION
     )]
     pub cmake_args: Vec<String>,
     /// The decode probe's llama.cpp settings (`--flash-attn`, `--cache-type-k`, ...).
@@ -210,4 +194,38 @@ fn bundled_kind() -> impl clap::builder::TypedValueParser<Value = crate::core::c
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new([ProbeKind::Replay.name(), ProbeKind::Decode.name()])
         .map(|s: String| ProbeKind::parse(&s).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::heading;
+    use crate::cli::Cli;
+    use clap::CommandFactory;
+
+    /// Every flag of the main command (with and without `bisect`) is in one of its sections, and
+    /// `-h` leaves out exactly the GitHub and CI runner ones.
+    #[test]
+    fn every_flag_has_a_section_and_only_the_rare_ones_are_long_help_only() {
+        let cli = Cli::command();
+        for c in [&cli, cli.find_subcommand("bisect").unwrap()] {
+            let mut n = 0;
+            for a in c.get_arguments().filter(|a| !a.is_positional()) {
+                let id = a.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                n += 1;
+                let h = a
+                    .get_help_heading()
+                    .unwrap_or_else(|| panic!("{id}: in no section"));
+                assert!(heading::ALL.contains(&h), "{id}: {h}");
+                assert_eq!(
+                    a.is_hide_short_help_set(),
+                    heading::LONG_ONLY.contains(&h),
+                    "{id} ({h})"
+                );
+            }
+            assert!(n > 40, "{n} flags");
+        }
+    }
 }

@@ -127,8 +127,8 @@ fn contradictions(args: &BisectArgs) -> anyhow::Result<()> {
     let pairs = [
         (args.script.is_some() && kind.is_some(), format!("--script and --probe-kind {} both choose the probe: --script runs your test, --probe-kind a bundled one; drop one", kind.unwrap_or(""))),
         (args.build.is_some() && kind.is_some(), format!("--build and --probe-kind {} both choose what is built: --build is your build, --probe-kind a bundled probe's; drop one", kind.unwrap_or(""))),
-        (args.graph.is_some() && args.script.is_some(), "--graph and --script: --graph is the bundled replay's graph, --script runs your own test instead; drop one".to_string()),
-        (args.graph.is_some() && args.probe_kind == Some(ProbeKind::Decode), "--graph and --probe-kind decode: --graph is the replay's graph, the decode probe runs llama.cpp's own; drop one".to_string()),
+        (args.graph.graph.is_some() && args.script.is_some(), "--graph and --script: --graph is the bundled replay's graph, --script runs your own test instead; drop one".to_string()),
+        (args.graph.graph.is_some() && args.probe_kind == Some(ProbeKind::Decode), "--graph and --probe-kind decode: --graph is the replay's graph, the decode probe runs llama.cpp's own; drop one".to_string()),
     ];
     match pairs.into_iter().find(|(hit, _)| *hit) {
         Some((_, why)) => Err(CliError::usage(why)),
@@ -143,7 +143,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     let named = args.cfg.config.is_some();
     let mut cfg = match &args.cfg.config {
         Some(id) => {
-            let m = load_matrix(args.cfg.matrix.as_deref())?;
+            let m = load_matrix(args.cfg.matrix.matrix.as_deref())?;
             let c = m.find(id).ok_or_else(|| {
                 CliError::usage(format!(
                     "--config {id}: no configuration with this id in {} (`setrows-bisect matrix --list` shows the ids)",
@@ -163,7 +163,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     // `--graph`: the replay's arguments are that preset's (a configuration's own are replaced,
     // and the report says so); the user's `--repro-arg`s add to it below.
     let mut graph_override = None;
-    if let Some(g) = &args.graph {
+    if let Some(g) = &args.graph.graph {
         if cfg.probe != crate::core::config::ProbeSpec::Replay {
             return Err(CliError::usage(format!(
                 "--graph {g} and --config {}: its probe is {}, and --graph is the replay's graph; drop --graph",
@@ -196,7 +196,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     }
     let args_from = if !flags.repro_args.is_empty() {
         crate::core::result::FROM_REPRO_ARG.to_string()
-    } else if let Some(g) = &args.graph {
+    } else if let Some(g) = &args.graph.graph {
         format!(
             "--graph {g}: [params.{}] of the built-in matrix.toml{}",
             graph_params(g),
@@ -227,14 +227,14 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         || c.wave_size.is_some()
         || c.graphs.is_some()
         || c.memory.is_some()
-        || args.graph.is_some()
+        || args.graph.graph.is_some()
         || !c.launch_env.is_empty()
         || !c.cmake_args.is_empty()
         || !flags.settings.is_empty();
     Ok(Chosen::new(
         cfg,
         Naming {
-            engine: args.engine,
+            engine: args.engine.engine,
             image_flag: args.image.is_some(),
             named,
             configured,

@@ -342,5 +342,4 @@ fn lying_bad(n: usize, jobs: usize, ends: EndpointCheck, e: &Estimate) -> String
 }
 
 #[cfg(test)]
-#[path = "dry_run_tests.rs"]
 mod tests;

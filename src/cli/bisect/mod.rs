@@ -11,14 +11,11 @@ mod dry_run;
 mod placement;
 mod settings;
 
-pub use args::{BisectArgs, ConfigFlags};
+pub use args::{heading, BisectArgs, ConfigFlags};
 pub use config::{graph_params, load_matrix, read_matrix};
 pub use settings::SettingsFlags;
 
-use crate::core::evidence::Policy;
-use crate::core::outcome::Predicate;
 use crate::core::result::BisectResult;
-use crate::core::search::EndpointCheck;
 use crate::error::CliError;
 use crate::report::bisect as report;
 use crate::run::bisect::{check, git_error, Mode, Request};
@@ -66,10 +63,10 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         .ok_or_else(|| CliError::usage("--bad REV is required"))?;
     // Counts, --timeout and --confidence were checked by their flags' parsers
     // (`cli::ranges`): one rule each, for every command that takes them.
-    let predicate = Predicate::new(args.regress, signature(args.match_.as_deref())?);
+    let predicate = args.question.predicate()?;
     build_question(args)?;
     let mut chosen = config::choose(args)?;
-    chosen.cfg.build_only = args.regress.build_only();
+    chosen.cfg.build_only = args.question.regress.build_only();
     if let (true, crate::core::config::ProbeSpec::Script { build: None, .. }) =
         (chosen.cfg.build_only, &chosen.cfg.probe)
     {
@@ -78,14 +75,11 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         ));
     }
     placement::check_flags(chosen.engine, chosen.cfg.image.as_deref())?;
-    let work_dir = args
-        .work_dir
-        .clone()
-        .unwrap_or_else(crate::run::store::default_work_dir);
+    let work_dir = args.work_dir.dir();
     if !args.dry_run {
         crate::cli::output::check_dir_writable("--work-dir", &work_dir)?;
     }
-    let repo = git::open(&args.repo).map_err(git_error)?;
+    let repo = git::open(&args.repo.repo).map_err(git_error)?;
     let mode = match (&args.probe, args.plan_only, args.dry_run) {
         // Any revision git takes (HEAD, a tag, a short sha), resolved once here.
         (Some(rev), _, _) => Mode::Probe {
@@ -111,33 +105,37 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
                 "--report and {which}: {which} prints JSON and writes no report; drop --report (--json FILE takes the JSON)"
             )));
         }
-        if args.validate > 0 {
+        if args.flaky.validate > 0 {
             return Err(CliError::usage(format!(
                 "--validate and {which}: validation follows a verdict, and {which} reaches none; drop --validate"
             )));
         }
     }
-    let runs = runs(args.repeat, args.confidence, args.max_runs);
-    let endpoints = endpoints(args.lazy_endpoints);
     // Last, the revisions in the repository (`run::bisect::check`).
     let (good, bad) = check::revisions(&repo, (good, bad), ("--good", "--bad"))?;
-    let path = check::subtree(&repo, bad, args.path.as_deref(), "--path", "bad commit")?;
+    let path = check::subtree(
+        &repo,
+        bad,
+        args.walk.path.as_deref(),
+        "--path",
+        "bad commit",
+    )?;
     match chosen.cfg.probe {
         crate::core::config::ProbeSpec::Replay => check::ggml_tree(&repo, bad)?,
         crate::core::config::ProbeSpec::Decode => check::llama_tree(&repo, bad)?,
         crate::core::config::ProbeSpec::Script { .. } => {}
     }
     Ok(Request {
-        repo: args.repo.clone(),
+        repo: args.repo.repo.clone(),
         good,
         bad,
-        first_parent: !args.no_first_parent,
+        first_parent: !args.walk.no_first_parent,
         path,
         predicate,
-        runs,
-        jobs: args.jobs,
-        endpoints,
-        validate: args.validate,
+        runs: args.flaky.runs(),
+        jobs: args.jobs.jobs,
+        endpoints: args.walk.endpoints(),
+        validate: args.flaky.validate,
         work_dir,
         chosen,
         mode,
@@ -162,46 +160,13 @@ pub fn check_outputs(report: Option<&Path>, json: Option<&Path>) -> anyhow::Resu
     Ok(())
 }
 
-/// `--match REGEX`, compiled (the parser's last line names what is wrong).
-pub fn signature(re: Option<&str>) -> anyhow::Result<Option<regex::Regex>> {
-    let Some(re) = re else { return Ok(None) };
-    regex::Regex::new(re).map(Some).map_err(|e| {
-        let why = e.to_string();
-        let why = why
-            .lines()
-            .last()
-            .unwrap_or("")
-            .trim_start_matches("error: ");
-        CliError::usage(format!("--match {re:?} is not a valid regex: {why}"))
-    })
-}
-
-/// `--repeat` / `--confidence` (+ `--max-runs`): runs per commit.
-pub fn runs(repeat: Option<u32>, confidence: Option<f64>, max_runs: Option<u64>) -> Policy {
-    match (confidence, repeat) {
-        (Some(confidence), _) => Policy::Confidence {
-            confidence,
-            max_runs,
-        },
-        (None, n) => Policy::Repeat(n.unwrap_or(1).max(1)),
-    }
-}
-
-pub fn endpoints(lazy: bool) -> EndpointCheck {
-    if lazy {
-        EndpointCheck::Lazy
-    } else {
-        EndpointCheck::First
-    }
-}
-
 /// `--regress build` asks whether the build fails, so nothing may run a test: `--script` is
 /// refused (one line, exit 2) rather than ignored, since a user who gave one expects it to
 /// run; `--build` alone is that question's own build. Re-running a build of one tree gives the
 /// same answer (the build dir is reused), so the flaky policies are refused too. Without
 /// `--regress build`, `--build` still needs `--script`.
 fn build_question(args: &BisectArgs) -> anyhow::Result<()> {
-    if !args.regress.build_only() {
+    if !args.question.regress.build_only() {
         if args.script.is_none() && args.build.is_some() {
             return Err(CliError::usage(
                 "--build needs --script (the bundled reproducer builds itself), or --regress build to ask only whether it builds",
@@ -214,7 +179,7 @@ fn build_question(args: &BisectArgs) -> anyhow::Result<()> {
             "--regress build runs no test: drop --script (the build command is --build; without it the bundled reproducer's build is probed)",
         ));
     }
-    if args.confidence.is_some() || args.repeat.is_some_and(|n| n > 1) {
+    if args.flaky.reruns() {
         return Err(CliError::usage(
             "--regress build: a build is run once per commit (rebuilding the same tree gives the same answer); drop --confidence/--repeat",
         ));

@@ -2,6 +2,7 @@
 //! `core::settings::SETTINGS` (names, values and defaults live there; a test checks that the
 //! flags are exactly that table).
 
+use super::args::heading::DECODE;
 use crate::core::settings::{Setting, SETTINGS};
 use clap::Args;
 
@@ -16,39 +17,39 @@ fn setting<const I: usize>(raw: &str) -> Result<String, String> {
 #[derive(Debug, Default, Args)]
 pub struct SettingsFlags {
     /// Flash attention (`llama_context_params`), default: the tree's own.
-    #[arg(long, value_name = "off|on|auto", value_parser = setting::<0>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "off|on|auto", value_parser = setting::<0>, help_heading = DECODE)]
     pub flash_attn: Option<String>,
     /// K cache type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl [default: f16].
-    #[arg(long, value_name = "TYPE", value_parser = setting::<1>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "TYPE", value_parser = setting::<1>, help_heading = DECODE)]
     pub cache_type_k: Option<String>,
     /// V cache type, as --cache-type-k [default: f16].
-    #[arg(long, value_name = "TYPE", value_parser = setting::<2>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "TYPE", value_parser = setting::<2>, help_heading = DECODE)]
     pub cache_type_v: Option<String>,
     /// KV cache cells [default: 256].
-    #[arg(long, value_name = "N", value_parser = setting::<3>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "N", value_parser = setting::<3>, help_heading = DECODE)]
     pub ctx_size: Option<String>,
     /// Tokens per llama_decode: more than 1 is prompt processing, checked against token by
     /// token [default: 1].
-    #[arg(long, value_name = "N", value_parser = setting::<4>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "N", value_parser = setting::<4>, help_heading = DECODE)]
     pub batch_size: Option<String>,
     /// Micro-batch llama.cpp splits a batch into (at most --batch-size) [default: 1].
-    #[arg(long, value_name = "N", value_parser = setting::<5>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "N", value_parser = setting::<5>, help_heading = DECODE)]
     pub ubatch_size: Option<String>,
     /// Sequences decoded together, one token each per step [default: 1].
-    #[arg(long, value_name = "N", value_parser = setting::<6>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "N", value_parser = setting::<6>, help_heading = DECODE)]
     pub parallel: Option<String>,
     /// Layers offloaded to the GPU: a number or all [default: all].
-    #[arg(long, value_name = "N|all", value_parser = setting::<7>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "N|all", value_parser = setting::<7>, help_heading = DECODE)]
     pub n_gpu_layers: Option<String>,
     /// The tiny model's weight type: f32 f16 q8_0 q4_0 (ggml's block formats; norms stay f32)
     /// [default: f16].
-    #[arg(long, value_name = "TYPE", value_parser = setting::<8>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "TYPE", value_parser = setting::<8>, help_heading = DECODE)]
     pub weight_type: Option<String>,
     /// The tiny model's head size: 64 128 256 [default: 128].
-    #[arg(long, value_name = "N", value_parser = setting::<9>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "N", value_parser = setting::<9>, help_heading = DECODE)]
     pub head_dim: Option<String>,
     /// The tiny model's GQA ratio n_head / n_head_kv: 1 2 4 8 [default: 1].
-    #[arg(long, value_name = "N", value_parser = setting::<10>, help_heading = "Decode probe")]
+    #[arg(long, value_name = "N", value_parser = setting::<10>, help_heading = DECODE)]
     pub gqa: Option<String>,
 }
 
@@ -103,7 +104,7 @@ mod tests {
         let bisect = cmd.find_subcommand("bisect").unwrap();
         let declared = bisect
             .get_arguments()
-            .filter(|a| a.get_help_heading() == Some("Decode probe"))
+            .filter(|a| a.get_help_heading() == Some(super::super::args::heading::DECODE))
             .count();
         assert_eq!(declared, SETTINGS.len());
     }

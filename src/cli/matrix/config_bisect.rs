@@ -2,6 +2,8 @@
 //! (the outer level of the two-level question; the commit level is the ordinary bisect).
 
 use super::*;
+use crate::cli::flags::{Flaky, JobsFlag, Walk};
+use crate::run::bisect::{Chosen, Mode, Naming, Request};
 use clap::Args;
 
 /// The configuration for ladder value `v` on `axis`.
@@ -31,40 +33,33 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     let (m, ids) = args.run.load()?;
     let (base, base_note) = base_of(&args, &m, &ids)?;
     let ladder = ladder_of(&args, &m)?;
-    let signature = match &args.signature {
-        Some(s) => {
-            Some(regex::Regex::new(s).map_err(|e| CliError::usage(format!("--match {s}: {e}")))?)
-        }
-        None => None,
-    };
-    let predicate = Predicate::new(args.regress, signature);
+    let predicate = args.question.predicate()?;
     let configs = ladder
         .iter()
         .map(|v| at_value(&m, base, &args.axis, v))
         .collect::<anyhow::Result<Vec<Config>>>()?;
-    if args.regress.build_only() {
+    if args.question.regress.build_only() {
         build_only_probe(&m)?;
-        let c = &args.commit;
-        if args.good_rev.is_some() && (c.confidence.is_some() || c.repeat.is_some_and(|n| n > 1)) {
+        if args.good_rev.is_some() && args.commit.flaky.reruns() {
             return Err(CliError::usage(
                 "--regress build: a build is run once per commit (rebuilding the same tree gives the same answer); drop --confidence/--repeat",
             ));
         }
     }
-    let commit_level = commit_level(&args, &predicate)?;
+    let commit_level = commit_level(&args, &m, base, &predicate)?;
     // Said once every input was checked (a refusal stays one line).
     errln!("{base_note}");
     let request = crate::run::matrix::request::Request {
-        repo: args.run.repo.clone(),
-        work_dir: work_dir(&args.run),
-        engine: args.run.engine,
+        repo: args.run.repo.repo.clone(),
+        work_dir: args.run.work_dir.dir(),
+        engine: args.run.engine_choice(),
         probe: probe_of(&args.run, &m),
         retries: args.run.retries,
         log_dir: args.run.out.join("bisect-config-logs"),
         fresh: args.run.fresh,
         // The build question: each value's cell stops after its build (`Predicate` judges a
         // failed build new).
-        build_only: args.regress.build_only(),
+        build_only: args.question.regress.build_only(),
         matrix_file: m.file.clone(),
         configs,
         revisions: vec![args.rev.clone()],
@@ -206,7 +201,7 @@ fn plan(
     configs: &[Config],
     rev: &Rev,
     runner: &Runner,
-    level: Option<&CommitLevel>,
+    level: Option<&Request>,
 ) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -224,7 +219,7 @@ fn plan(
     let _ = writeln!(
         out,
         "predicate: {}",
-        Predicate::new(args.regress, None).describe()
+        Predicate::new(args.question.regress, None).describe()
     );
     let engine = runner.engine.as_ref();
     for (v, c) in ladder.iter().zip(configs) {
@@ -261,17 +256,19 @@ fn plan(
     out
 }
 
-/// The commit level's request but for its configuration (the ladder's answer), checked before
-/// the ladder runs (its answer would be dropped by a typo found after it): `--good-rev` and
-/// `--rev` are commits of `--repo`, `--path` is in `--rev`, and the outputs can be written.
-/// `--confidence` and the counts are clap's (one rule with the main command's). `None`: no
-/// `--good-rev`, no commit level.
+/// The commit level's request, checked before the ladder runs (its answer would be dropped by
+/// a typo found after it): `--good-rev` and `--rev` are commits of `--repo`, `--path` is in
+/// `--rev`, and the work dir can be written. `--confidence` and the counts are clap's (the
+/// shared flags of `cli::flags`). Its configuration is the base one until the ladder's answer
+/// replaces it (`bisect_commits_in`). `None`: no `--good-rev`, no commit level.
 fn commit_level(
     args: &BisectConfigArgs,
+    m: &Matrix,
+    base: &Config,
     predicate: &Predicate,
-) -> anyhow::Result<Option<CommitLevel>> {
+) -> anyhow::Result<Option<Request>> {
     let Some(good) = &args.good_rev else {
-        if args.commit.path.is_some() {
+        if args.commit.walk.path.is_some() {
             return Err(CliError::usage(
                 "--path belongs to the commit bisect of --good-rev; add --good-rev REV or drop --path",
             ));
@@ -280,75 +277,68 @@ fn commit_level(
     };
     use crate::run::bisect::{check, git_error};
     let c = &args.commit;
-    let repo = crate::run::git::open(&args.run.repo).map_err(git_error)?;
+    let repo = crate::run::git::open(&args.run.repo.repo).map_err(git_error)?;
     let (good, bad) = check::revisions(&repo, (good, &args.rev), ("--good-rev", "--rev"))?;
-    let path = check::subtree(&repo, bad, c.path.as_deref(), "--path", "--rev")?;
-    let work_dir = work_dir(&args.run);
+    let path = check::subtree(&repo, bad, c.walk.path.as_deref(), "--path", "--rev")?;
+    let work_dir = args.run.work_dir.dir();
     crate::cli::output::check_dir_writable("--work-dir", &work_dir)?;
-    Ok(Some(CommitLevel {
-        repo: args.run.repo.clone(),
+    Ok(Some(Request {
+        repo: args.run.repo.repo.clone(),
         good,
         bad,
-        first_parent: !c.no_first_parent,
+        first_parent: !c.walk.no_first_parent,
         path,
         predicate: predicate.clone(),
-        runs: crate::cli::bisect::runs(c.repeat, c.confidence, c.max_runs),
-        jobs: c.jobs,
-        endpoints: crate::cli::bisect::endpoints(c.lazy_endpoints),
-        validate: c.validate,
+        runs: c.flaky.runs(),
+        jobs: c.jobs.jobs,
+        endpoints: c.walk.endpoints(),
+        validate: c.flaky.validate,
         work_dir,
+        chosen: chosen(args, m, base),
+        mode: Mode::Run,
     }))
 }
 
-/// A `run::bisect::Request` waiting for its configuration.
-struct CommitLevel {
-    repo: PathBuf,
-    good: crate::run::git::Oid,
-    bad: crate::run::git::Oid,
-    first_parent: bool,
-    path: crate::run::bisect::Subtree,
-    predicate: Predicate,
-    runs: crate::core::evidence::Policy,
-    jobs: usize,
-    endpoints: EndpointCheck,
-    validate: u32,
-    work_dir: PathBuf,
-}
-
-/// The flags of the commit-level bisect (`--good-rev`): the main command's, same meaning.
+/// The flags of the commit-level bisect (`--good-rev`): the main command's, declared once
+/// (`cli::flags`).
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Commit bisect (with --good-rev)")]
 pub struct CommitFlags {
-    /// Follow only the first-parent chain from --rev back to --good-rev (the default).
-    #[arg(long, conflicts_with = "no_first_parent")]
-    pub first_parent: bool,
-    /// Bisect the full ancestry path, like git.
-    #[arg(long)]
-    pub no_first_parent: bool,
-    /// Subtree that decides whether two commits are the same test (auto: `ggml` for llama.cpp,
-    /// `server/deps/llama.cpp/ggml` for lucebox; `--path .` for the whole tree).
-    #[arg(long, value_name = "DIR")]
-    pub path: Option<String>,
-    /// Probe K commits in parallel.
-    #[arg(long, allow_negative_numbers = true, short = 'j', default_value_t = 1, value_name = "K", value_parser = crate::cli::ranges::jobs)]
-    pub jobs: usize,
-    /// Run every probed commit N times.
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = |s: &str| crate::cli::ranges::int(s, 1, 10_000).map(|v| v as u32))]
-    pub repeat: Option<u32>,
-    /// For intermittent faults: hold the answer at confidence C (e.g. 0.95).
-    #[arg(long, allow_negative_numbers = true, value_name = "C", conflicts_with = "repeat", value_parser = crate::cli::ranges::confidence)]
-    pub confidence: Option<f64>,
-    /// With --confidence: stop after N runs in all.
-    #[arg(long, allow_negative_numbers = true, value_name = "N", requires = "confidence", value_parser = |s: &str| crate::cli::ranges::int(s, 1, 10_000_000).map(|v| v as u64))]
-    pub max_runs: Option<u64>,
-    /// Re-run the culprit, its parent and the revert N times each (0 = off).
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 0, value_parser = |s: &str| crate::cli::ranges::int(s, 0, 10_000).map(|v| v as u32))]
-    pub validate: u32,
-    /// Test the endpoints only when the answer depends on them.
-    #[arg(long)]
-    pub lazy_endpoints: bool,
+    /// `--first-parent`, `--no-first-parent`, `--path`, `--lazy-endpoints`.
+    #[command(flatten)]
+    pub walk: Walk,
+    /// `--jobs`.
+    #[command(flatten)]
+    pub jobs: JobsFlag,
+    /// `--repeat`, `--confidence`, `--max-runs`, `--validate`.
+    #[command(flatten)]
+    pub flaky: Flaky,
     /// `--post-to OWNER/REPO#N` (+ connection flags) and `--resume-from-issue`: docs/github.md.
     #[command(flatten)]
     pub github: Box<crate::cli::report::BisectPostArgs>,
+}
+
+/// `config` as the commit bisect runs it: the matrix's probe settings with `--timeout`, the
+/// build question of `--regress build`, and its image unless `--engine none`.
+fn chosen(args: &BisectConfigArgs, m: &Matrix, config: &Config) -> Chosen {
+    let mut probe = m.probe.clone();
+    if let Some(t) = args.run.timeout {
+        probe.timeout_s = Some(t);
+    }
+    let mut cfg = crate::core::config::Resolved::from_matrix(config, &probe, &m.file);
+    cfg.build_only = args.question.regress.build_only();
+    let args_from = format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"));
+    Chosen::new(
+        cfg,
+        Naming {
+            engine: Some(args.run.engine_choice()),
+            image_flag: false,
+            named: true,
+            configured: true,
+            overrides: Vec::new(),
+            args_from,
+        },
+    )
 }
 
 /// The second level: the commit bisect `setrows-bisect --good GOOD --bad REV` runs, in the
@@ -357,42 +347,9 @@ fn bisect_commits_in(
     args: &BisectConfigArgs,
     m: &Matrix,
     config: &Config,
-    level: CommitLevel,
+    mut req: Request,
 ) -> anyhow::Result<(i32, Option<BisectResult>)> {
-    use crate::run::bisect::{Chosen, Mode, Naming, Request};
-    let mut probe = m.probe.clone();
-    if let Some(t) = args.run.timeout {
-        probe.timeout_s = Some(t);
-    }
-    let mut cfg = crate::core::config::Resolved::from_matrix(config, &probe, &m.file);
-    cfg.build_only = args.regress.build_only();
-    let args_from = format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"));
-    let chosen = Chosen::new(
-        cfg,
-        Naming {
-            engine: Some(args.run.engine),
-            image_flag: false,
-            named: true,
-            configured: true,
-            overrides: Vec::new(),
-            args_from,
-        },
-    );
-    let req = Request {
-        repo: level.repo,
-        good: level.good,
-        bad: level.bad,
-        first_parent: level.first_parent,
-        path: level.path,
-        predicate: level.predicate,
-        runs: level.runs,
-        jobs: level.jobs,
-        endpoints: level.endpoints,
-        validate: level.validate,
-        work_dir: level.work_dir,
-        chosen,
-        mode: Mode::Run,
-    };
+    req.chosen = chosen(args, m, config);
     let (json, report) = (
         args.run.out.join("bisect.json"),
         args.run.out.join("bisect.md"),

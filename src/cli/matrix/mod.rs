@@ -6,8 +6,9 @@ mod list;
 pub use config_bisect::run_bisect_config;
 pub use list::github_matrix;
 
+use crate::cli::flags::{EngineFlag, GraphFlag, MatrixFlag, Question, RepoFlag, WorkDirFlag};
 use crate::core::matrix::{self, Config, Matrix, Value};
-use crate::core::outcome::{Outcome, Predicate, Regress};
+use crate::core::outcome::{Outcome, Predicate};
 use crate::core::result::{AnyResult, BisectResult, Conclusion, ConfigDetails};
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
@@ -30,24 +31,23 @@ pub enum ListFormat {
 /// Flags shared by `matrix` and `bisect-config`.
 #[derive(Debug, Args)]
 pub struct RunFlags {
-    /// The matrix file [default: ./matrix.toml, else the copy built into the binary], as for
-    /// `setrows-bisect --matrix`.
-    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE")]
-    pub matrix: Option<PathBuf>,
+    /// `--matrix FILE`.
+    #[command(flatten)]
+    pub matrix: MatrixFlag,
     /// Configuration ids (`matrix --list`), as `setrows-bisect --config ID`: for `matrix` the
     /// configurations to run (like --only), for `bisect-config` the one giving every other
     /// value. A FILE here (the old spelling of --matrix) still works, with a notice.
     #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub config: Vec<String>,
-    /// The ggml (or llama.cpp) repository the revisions come from.
-    #[arg(value_parser = crate::cli::output::absolute, long, default_value = ".")]
-    pub repo: PathBuf,
-    /// Where checkouts, build and ccache directories live.
-    #[arg(value_parser = crate::cli::output::absolute, long, env = "SETROWS_WORK_DIR")]
-    pub work_dir: Option<PathBuf>,
-    /// Which container engine runs the probes (`none`: the host).
-    #[arg(long, value_name = "auto|podman|docker|none", default_value = "auto", value_parser = crate::cli::ranges::engine)]
-    pub engine: EngineChoice,
+    /// `--repo`.
+    #[command(flatten)]
+    pub repo: RepoFlag,
+    /// `--work-dir`.
+    #[command(flatten)]
+    pub work_dir: WorkDirFlag,
+    /// `--engine` (default here: auto).
+    #[command(flatten)]
+    pub engine: EngineFlag,
     /// Probe timeout in seconds (overrides [probe] timeout_s).
     #[arg(long, allow_negative_numbers = true, value_parser = crate::cli::ranges::whole_secs)]
     pub timeout: Option<u64>,
@@ -84,10 +84,9 @@ pub struct MatrixArgs {
     /// Only these configuration ids (repeat or comma-separate).
     #[arg(long = "only", value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Only the configurations of the replay's graph, as `setrows-bisect --graph`: `ds4` (the
-    /// report's DeepSeek-V4-Flash decode attention, `params=decode-ds4`) or `decode-reuse`.
-    #[arg(long, value_name = "GRAPH", value_parser = ["decode-reuse", "ds4"])]
-    pub graph: Option<String>,
+    /// `--graph`: only the configurations of one of the replay's graphs.
+    #[command(flatten)]
+    pub graph: GraphFlag,
     /// Compile-check only: every cell stops after its build and reports `built` or
     /// `build_failed`; no test runs and no GPU is passed to the container, so this runs where
     /// no GPU exists (hosted CI runners). Results are stored apart from full runs. Exits 1
@@ -116,14 +115,10 @@ pub struct BisectConfigArgs {
     /// The fixed commit.
     #[arg(long, default_value = "HEAD")]
     pub rev: String,
-    /// What counts as the failing value: error (any failure), success (the first value that
-    /// works), crash (signals, aborts and GPU faults only), build (the first value whose build
-    /// fails; no test runs).
-    #[arg(long, value_enum, default_value_t = Regress::Error)]
-    pub regress: Regress,
-    /// Count only failures whose output matches this regex.
-    #[arg(long = "match")]
-    pub signature: Option<String>,
+    /// `--regress`, `--match`: what counts as the failing value (and, with --good-rev, the bad
+    /// commit).
+    #[command(flatten)]
+    pub question: Question,
     /// The two-level question: once the first failing value is found at `--rev`, bisect the
     /// commits `--good-rev..--rev` in that configuration for the first bad commit: the commit
     /// bisect of `setrows-bisect --config`, with the flags below.
@@ -146,7 +141,7 @@ impl RunFlags {
     /// the configuration ids given with `--config`. `--config FILE`, this command's spelling
     /// before one vocabulary, is read as `--matrix FILE` with a one-line notice.
     fn load(&self) -> anyhow::Result<(Matrix, Vec<String>)> {
-        let mut file = self.matrix.clone();
+        let mut file = self.matrix.matrix.clone();
         let mut ids = Vec::new();
         for v in &self.config {
             let p = Path::new(v);
@@ -168,11 +163,11 @@ impl RunFlags {
     }
 }
 
-fn work_dir(flags: &RunFlags) -> PathBuf {
-    flags
-        .work_dir
-        .clone()
-        .unwrap_or_else(crate::run::store::default_work_dir)
+impl RunFlags {
+    /// `--engine`, auto unless given: the matrix's configurations name their images.
+    fn engine_choice(&self) -> EngineChoice {
+        self.engine.engine.unwrap_or(EngineChoice::Auto)
+    }
 }
 
 /// The matrix's `[probe]` with `--timeout` applied.
@@ -240,14 +235,14 @@ fn selected(args: &MatrixArgs) -> anyhow::Result<(Matrix, Vec<Config>)> {
         .iter()
         .filter(|c| only.is_empty() || only.contains(&&c.id))
         .filter(|c| {
-            args.graph.as_deref().is_none_or(|g| {
+            args.graph.graph.as_deref().is_none_or(|g| {
                 c.values.get("params").map(|v| v.to_string()).as_deref()
                     == Some(crate::cli::bisect::graph_params(g))
             })
         })
         .cloned()
         .collect();
-    if let (Some(g), true) = (&args.graph, configs.is_empty()) {
+    if let (Some(g), true) = (&args.graph.graph, configs.is_empty()) {
         return Err(CliError::usage(format!(
             "--graph {g}: no configuration{} in {} has params={}",
             if only.is_empty() {
@@ -306,9 +301,9 @@ fn request(
         build_only_probe(m)?;
     }
     Ok(crate::run::matrix::request::Request {
-        repo: args.run.repo.clone(),
-        work_dir: work_dir(&args.run),
-        engine: args.run.engine,
+        repo: args.run.repo.repo.clone(),
+        work_dir: args.run.work_dir.dir(),
+        engine: args.run.engine_choice(),
         probe: probe_of(&args.run, m),
         retries: args.run.retries,
         log_dir: args.run.out.join("logs"),

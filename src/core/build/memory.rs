@@ -56,6 +56,22 @@ impl Memory {
         *self == Memory::Device
     }
 
+    /// THE rule of which placements mean something (one for flags and matrix cells): why this
+    /// placement would test nothing with `backend` and the probe (`decode`: the decode probe;
+    /// `None`: it tests something). On the CPU backend host memory is the same buffer as device
+    /// memory, and ggml's unified switch acts on CUDA/HIP allocations only: both would pass
+    /// without testing anything (`device` on the CPU is the CPU buffer, what every CPU run did).
+    /// The decode probe takes unified memory (the same per-tree knob as the replay) and proves
+    /// it; it has no host placement.
+    pub fn meaningless(self, backend: Backend, decode: bool) -> Option<&'static str> {
+        match (backend, self) {
+            (Backend::Cpu, Memory::Host) => Some("the CPU backend's buffers are host memory already (the same buffer as device)"),
+            (Backend::Cpu, Memory::Unified) => Some("ggml's unified-memory switch (GGML_CUDA_ENABLE_UNIFIED_MEMORY, GGML_HIP_UMA) acts on CUDA/HIP allocations only"),
+            (_, Memory::Host) if decode => Some(DECODE_MEMORY),
+            _ => None,
+        }
+    }
+
     /// What the replay's result line must say of each persistent buffer's pointer
     /// (`cudaPointerGetAttributes`/`hipPointerGetAttributes`) for this placement to have
     /// taken effect.
@@ -67,6 +83,10 @@ impl Memory {
         }
     }
 }
+
+/// Why the decode probe has no host placement: llama.cpp keeps no buffer where a GPU's host
+/// placement would put it.
+pub const DECODE_MEMORY: &str = "llama.cpp keeps its KV cache on the device or the CPU (offload_kqv), never in the GPU's host buffer, and weights overridden into that buffer (tensor_buft_overrides) are computed by the CPU unless the GPU is integrated, so the decode probe has no host placement to test";
 
 /// How a tree turns ggml's device allocations into managed memory (ggml history, D's notes in
 /// LEAD-NOTES: one commit, ff0c43e3 (2025-04-15), swaps the HIP CMake option for the env; the

@@ -1,8 +1,10 @@
 //! Which settings mean something for which backend and probe: THE rule for flags and for a
-//! `--config`'s own values. A setting that means nothing would be stored in the key, answer no
-//! question and never be found again, so it is refused (exit 2) before anything runs.
+//! `--config`'s own values (GPU targets, graphs, wave sizes; a memory placement by
+//! `core::build::Memory::meaningless`, the rule matrix cells use too). A setting that means
+//! nothing would be stored in the key, answer no question and never be found again, so it is
+//! refused (exit 2) before anything runs.
 
-use super::{Flags, Memory, ProbeKind, Resolved};
+use super::{Flags, ProbeKind, Resolved};
 use crate::core::build::Backend;
 
 /// A setting that means nothing for the backend the probes build for: stored in the key it
@@ -78,34 +80,12 @@ impl Resolved {
     /// the flag (bad input: exit 2 before any probe).
     pub fn memory_refused(&self) -> Option<String> {
         let memory = self.recipe.memory;
-        let why = memory_meaningless(self.backend, self.probe.kind(), memory)?;
+        let why = memory.meaningless(self.backend, self.probe.kind() == ProbeKind::Decode)?;
         let instead = match (self.backend, self.probe.kind()) {
             (Backend::Cpu, _) => "use --memory device, or --backend hip|cuda",
             _ => "use --memory device or unified with --probe-kind decode, or --probe-kind replay for host",
         };
         Some(format!("--memory {}: {why}; {instead}", memory.as_str()))
-    }
-}
-
-/// llama.cpp keeps no buffer where a GPU's host placement would put it.
-pub const DECODE_MEMORY: &str = "llama.cpp keeps its KV cache on the device or the CPU (offload_kqv), never in the GPU's host buffer, and weights overridden into that buffer (tensor_buft_overrides) are computed by the CPU unless the GPU is integrated, so the decode probe has no host placement to test";
-
-/// THE rule of which memory placements mean something (one for flags and matrix cells): why
-/// `memory` would test nothing with this backend and probe (`None`: it tests something). On
-/// the CPU backend host memory is the same buffer as device memory, and ggml's unified switch
-/// acts on CUDA/HIP allocations only: both would pass without testing anything; `device` on
-/// the CPU is the CPU buffer, what every CPU run did. The decode probe takes unified memory
-/// (the same per-tree knob as the replay) and proves it; it has no host placement.
-pub fn memory_meaningless(
-    backend: Backend,
-    kind: ProbeKind,
-    memory: Memory,
-) -> Option<&'static str> {
-    match (backend, memory) {
-        (Backend::Cpu, Memory::Host) => Some("the CPU backend's buffers are host memory already (the same buffer as device)"),
-        (Backend::Cpu, Memory::Unified) => Some("ggml's unified-memory switch (GGML_CUDA_ENABLE_UNIFIED_MEMORY, GGML_HIP_UMA) acts on CUDA/HIP allocations only"),
-        (_, Memory::Host) if kind == ProbeKind::Decode => Some(DECODE_MEMORY),
-        _ => None,
     }
 }
 

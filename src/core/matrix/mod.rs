@@ -23,7 +23,7 @@ mod check;
 mod expand;
 mod position;
 mod resolve;
-pub use crate::core::config::DECODE_MEMORY;
+pub use crate::core::build::DECODE_MEMORY;
 pub use check::typed;
 use check::{check_type, scalar};
 use expand::{expand, Axis, Combo};
@@ -143,13 +143,51 @@ struct RawParams {
     args: Vec<String>,
 }
 
+/// Which probe runs: THE typed spelling of `--probe-kind` and `[probe] kind` (`script` is
+/// chosen by `--script` on the command line); compared as this type everywhere, never as text.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    /// The bundled replay reproducer (ggml trees and the trees that vendor ggml).
+    #[default]
+    Replay,
+    /// The bundled decode-probe on the tool's tiny model (llama.cpp trees only).
+    Decode,
+    /// A user's build + test script.
+    Script,
+}
+
+impl ProbeKind {
+    pub const ALL: [ProbeKind; 3] = [ProbeKind::Replay, ProbeKind::Decode, ProbeKind::Script];
+
+    /// The spelling of `[probe] kind` and `--probe-kind`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeKind::Replay => "replay",
+            ProbeKind::Decode => "decode",
+            ProbeKind::Script => "script",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ProbeKind> {
+        ProbeKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// A bundled program of this tool (built from embedded sources), not the user's script.
+    pub fn is_bundled(self) -> bool {
+        self != ProbeKind::Script
+    }
+}
+
 /// How each configuration is tested.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProbe {
     /// `replay` (the bundled reproducer, the default), `decode` or `script`.
     #[serde(default)]
-    pub kind: crate::core::config::ProbeKind,
+    pub kind: ProbeKind,
     /// `script`: build step, run in `$WORK`; sees `$SETROWS_CMAKE_ARGS`.
     pub build: Option<String>,
     /// `script`: the test, run in `$SRC`, `git bisect run` exit codes.
@@ -254,7 +292,7 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
         let one_line = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
         cx.err(span.unwrap_or(0..0), &key, one_line)
     })?;
-    if raw.probe.kind == crate::core::config::ProbeKind::Script && raw.probe.script.is_none() {
+    if raw.probe.kind == ProbeKind::Script && raw.probe.script.is_none() {
         return Err(err_no_span(
             file,
             "probe.script",

@@ -2,7 +2,6 @@
 //! arguments it names, with file:line:col errors for names that do not resolve.
 
 use super::*;
-use crate::core::config::{meaning, ProbeKind};
 
 impl Matrix {
     pub(super) fn resolve(&self, cx: &Ctx<'_>, combo: &Combo) -> Result<Config, MatrixError> {
@@ -50,7 +49,10 @@ impl Matrix {
         recipe.memory = get("memory")
             .and_then(|m| Memory::parse(&m))
             .unwrap_or_default();
-        if let Some(why) = meaning::memory_meaningless(backend, self.probe.kind, recipe.memory) {
+        if let Some(why) = recipe
+            .memory
+            .meaningless(backend, self.probe.kind == ProbeKind::Decode)
+        {
             return Err(cx.err(
                 span("memory"),
                 "memory",

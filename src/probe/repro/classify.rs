@@ -418,5 +418,4 @@ pub fn classify_expected(
 }
 
 #[cfg(test)]
-#[path = "classify_tests.rs"]
 mod tests;

@@ -458,5 +458,4 @@ fn graphs_mismatch(
 }
 
 #[cfg(test)]
-#[path = "expect_tests.rs"]
 mod tests;

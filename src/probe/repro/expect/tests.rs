@@ -4,17 +4,17 @@ use super::*;
 use crate::core::outcome::Outcome;
 use crate::probe::repro::classify::{classify, classify_expected, parse_result};
 
-const CPU2: &str = include_str!("testdata/replay-format2-pass-cpu.txt");
-const CPU1: &str = include_str!("testdata/replay-pass-cpu.txt");
-const CUDA_ON: &str = include_str!("testdata/replay-format2-graphs-on-h200.txt");
-const CUDA_OFF: &str = include_str!("testdata/replay-format2-graphs-off-h200.txt");
-const K32: &str = include_str!("testdata/kernel-format2-w32-h200.txt");
-const K64: &str = include_str!("testdata/kernel-format2-w64-h200.txt");
-const CORRUPT: &str = include_str!("testdata/replay-inject-corrupt-cpu.txt");
-const DECODE_CPU: &str = include_str!("testdata/decode-placement-cpu.txt");
-const DECODE_UNIFIED_H200: &str = include_str!("testdata/decode-unified-h200.txt");
+const CPU2: &str = include_str!("../testdata/replay-format2-pass-cpu.txt");
+const CPU1: &str = include_str!("../testdata/replay-pass-cpu.txt");
+const CUDA_ON: &str = include_str!("../testdata/replay-format2-graphs-on-h200.txt");
+const CUDA_OFF: &str = include_str!("../testdata/replay-format2-graphs-off-h200.txt");
+const K32: &str = include_str!("../testdata/kernel-format2-w32-h200.txt");
+const K64: &str = include_str!("../testdata/kernel-format2-w64-h200.txt");
+const CORRUPT: &str = include_str!("../testdata/replay-inject-corrupt-cpu.txt");
+const DECODE_CPU: &str = include_str!("../testdata/decode-placement-cpu.txt");
+const DECODE_UNIFIED_H200: &str = include_str!("../testdata/decode-unified-h200.txt");
 const DECODE_UNIFIED_NO_ENV_H200: &str =
-    include_str!("testdata/decode-unified-without-env-h200.txt");
+    include_str!("../testdata/decode-unified-without-env-h200.txt");
 
 fn exp(backend: Backend) -> Expectations {
     Expectations {

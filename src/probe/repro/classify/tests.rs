@@ -2,12 +2,12 @@ use super::*;
 
 // Real outputs, captured from the bundled reproducers (see testdata/README.md for the
 // commands that produced each one).
-const PASS: &str = include_str!("testdata/replay-pass-cpu.txt");
-const CORRUPT: &str = include_str!("testdata/replay-inject-corrupt-cpu.txt");
-const UNSUPPORTED: &str = include_str!("testdata/replay-unsupported-cpu.txt");
-const USAGE: &str = include_str!("testdata/replay-usage.txt");
-const ASSERT: &str = include_str!("testdata/replay-ggml-assert-cpu.txt");
-const CUDA_FAULT: &str = include_str!("testdata/kernel-cuda-fault-h200.txt");
+const PASS: &str = include_str!("../testdata/replay-pass-cpu.txt");
+const CORRUPT: &str = include_str!("../testdata/replay-inject-corrupt-cpu.txt");
+const UNSUPPORTED: &str = include_str!("../testdata/replay-unsupported-cpu.txt");
+const USAGE: &str = include_str!("../testdata/replay-usage.txt");
+const ASSERT: &str = include_str!("../testdata/replay-ggml-assert-cpu.txt");
+const CUDA_FAULT: &str = include_str!("../testdata/kernel-cuda-fault-h200.txt");
 
 #[test]
 fn pass_needs_the_result_line() {

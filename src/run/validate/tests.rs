@@ -1,4 +1,4 @@
-//! Unit tests of `validate` (kept apart so the module stays readable).
+//! Unit tests of `validate`: path classes, verdicts from the evidence, the scratch revert, run limits.
 use super::*;
 
 fn ev(old: u32, new: u32) -> Evidence {
