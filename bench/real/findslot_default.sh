@@ -23,7 +23,10 @@ GOOD_UP=64387f6e95434b393ac3df285864692b7fd9c4d2   # parent of #15505
 FIRST_BAD_UP=8a4280ce431da6b33e5a95ae1fd61472c8c3f8cc # #15505 (the thread's "cont #15505")
 BAD_UP=84ab83cc0                                   # last commit before the fix
 FIX_UP=c8d0d14e7                                   # #15638
-export GGML_NO_BACKTRACE=1 CCACHE_DISABLE=${CCACHE_DISABLE:-1}
+export GGML_NO_BACKTRACE=1
+# ccache reads any set CCACHE_DISABLE as a boolean and rejects "0" (every compile fails):
+# CCACHE_DISABLE=0 here means "leave ccache on", so unset it.
+if [ "${CCACHE_DISABLE:-1}" = 0 ]; then unset CCACHE_DISABLE; else export CCACHE_DISABLE=1; fi
 BIN=$root_dir/target/release/setrows-bisect
 [ -x "$BIN" ] || cargo build --release --quiet || exit 2
 W=$root_dir/.work/real/findslot

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Real case 19 (bench/real/README.md): llama.cpp #15798 (fb15d649e, 2025-09-04, EmbeddingGemma)
+# moved the SWA test of the KV cache to llama_hparams::is_masked_swa(p0, p1), which reads the
+# model's swa_type: an iSWA model's full-attention cache then masked (and, in find_slot, freed)
+# cells as if it were sliding-window. #15811 (c610b6c11, the next day; "fix #15808", gpt-oss
+# incoherent) gave the cache its own swa_type back. The thread names no setting, so the user's
+# command is the default decode; the decode probe's tiny model is a plain llama (swa_type NONE,
+# src/core/gguf/tiny_llama.rs writes no sliding-window key), where is_masked_swa returns false on
+# both sides of the change: the probe is expected to pass on the bad tree, and the tool to report
+# that --bad does not reproduce. `git bisect run` trusts --bad instead.
+#
+#   bench/real/swamask_default.sh [tool|git|both] [LLAMA_CPP_GIT_DIR]
+#
+# The window (7 commits: #15798's parent .. #15811) is recommitted from the fetched fork by
+# bench/real/window.sh (default the `fetch github:wangqi/llama.cpp` snapshot) under
+# .work/real/swamask. The user's command runs against --bad = the commit before the fix; git
+# bisect run gets the same build line and decode-probe run (fresh clone, fresh build dir). Cold by
+# default (CCACHE_DISABLE=1, as bench/real/*.sh); CCACHE_DISABLE=0 to let ccache help. BIN=... to
+# use another setrows-bisect binary. State and logs: .work/real/swamask-<mode> (kept; delete for a
+# fresh run).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+root_dir=$PWD
+mode=${1:-both}
+mirror=${2:-/work/.mirror/wangqi+llama.cpp/repo}
+GOOD_UP=856ed0947f27b4ec3ad269fceda0402fbab263d3   # parent of #15798
+FIRST_BAD_UP=fb15d649ed14ab447eeab911e0c9d21e35fb243e # #15798 (#15811: "cont #15798", "a regression ... introduced in #15798")
+BAD_UP=5d6688de0                                   # last commit before the fix
+FIX_UP=c610b6c11                                   # #15811
+export GGML_NO_BACKTRACE=1
+# ccache reads any set CCACHE_DISABLE as a boolean and rejects "0" (every compile fails):
+# CCACHE_DISABLE=0 here means "leave ccache on", so unset it.
+if [ "${CCACHE_DISABLE:-1}" = 0 ]; then unset CCACHE_DISABLE; else export CCACHE_DISABLE=1; fi
+BIN=${BIN:-$root_dir/target/release/setrows-bisect}
+[ -x "$BIN" ] || cargo build --release --quiet || exit 2
+W=$root_dir/.work/real/swamask
+if [ ! -d "$W/repo" ]; then
+  bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$W" >"$W.window.txt" || exit 3
+fi
+up() { git -C "$W/repo" log --format=%H -1 --grep="^Upstream-commit: $1" window; }
+good=$(up "$GOOD_UP") bad=$(up "$(git -C "$mirror" rev-parse "$BAD_UP")") first_bad=$(up "$FIRST_BAD_UP")
+if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "window lacks its endpoints" >&2; exit 3; fi
+now() { date +%s.%N; }
+
+if [ "$mode" = tool ] || [ "$mode" = both ]; then
+  S=$root_dir/.work/real/swamask-tool
+  mkdir -p "$S"
+  echo "command: setrows-bisect --repo <window> --probe-kind decode --good <#15798^> --bad <#15811^>"
+  t0=$(now)
+  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" --work-dir "$S/work" \
+    --json "$S/tool.json" --report "$S/tool.md" >"$S/tool.out" 2>&1
+  rc=$?
+  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
+  python3 - "$S/tool.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no result json:", e); sys.exit()
+print("answer:", r.get("first_bad"), "| term:", r.get("term"), "| status:", r.get("status") or r.get("outcome"))
+for p in r.get("probes", []):
+    print(f"  probe {p['sha'][:10]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
+PY
+  tail -5 "$S/tool.out"
+fi
+
+if [ "$mode" = git ] || [ "$mode" = both ]; then
+  S=$root_dir/.work/real/swamask-git
+  rm -rf "$S"; mkdir -p "$S"
+  # The tool's decode-probe sources and model, as its dry run materialises them.
+  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" --work-dir "$S/dry" --dry-run >"$S/dry-run.txt" 2>&1
+  DP=$(find "$S/dry" "$root_dir/.work/real/swamask-tool/work" -type d -name 'setrows-decode-*' 2>/dev/null | head -1)
+  M=$(find "$S/dry" "$root_dir/.work/real/swamask-tool/work" -name 'tiny-llama-*.gguf' 2>/dev/null | head -1)
+  if [ -z "$DP" ] || [ -z "$M" ]; then echo "no decode-probe sources or model from the tool (run the tool side first)" >&2; exit 3; fi
+  cat >"$S/git-step.sh" <<STEP
+#!/bin/sh
+t0=\$(date +%s.%N); b=$S/build
+cmake -S '$DP/decode-probe' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
+  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGGML_CCACHE=OFF >\$b.configure.log 2>&1 || exit 125
+cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
+t1=\$(date +%s.%N)
+\$b/decode-probe --model '$M' >\$b.run.log 2>&1; rc=\$?
+echo "\$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc" >>'$S/steps.txt'
+case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
+STEP
+  git clone -q -b window "$W/repo" "$S/src"
+  t0=$(now)
+  (cd "$S/src" && git bisect start "$bad" "$good" >/dev/null && git bisect run sh "$S/git-step.sh") >"$S/git.out" 2>&1
+  echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
+  cat "$S/steps.txt" 2>/dev/null
+fi
+echo "the thread's first bad (#15798): $first_bad; the decode probe is expected not to see it (no SWA in its model)"
