@@ -6,6 +6,13 @@ use crate::core::ccache::Ccache;
 use crate::probe::launch::{Launcher, ShellJob};
 use std::path::PathBuf;
 
+/// THE rule for whether a probe's builds go through ccache: in a container always (every image
+/// carries it; the launcher mounts one cache per engine and image), on the host when ccache is
+/// on PATH (the caller's own cache). Recipes, build-dir keys, script probes and plans ask here.
+pub fn used(in_container: bool) -> bool {
+    in_container || crate::probe::exec::which("ccache").is_some()
+}
+
 pub struct StatsLog {
     host: PathBuf,
     in_step: String,

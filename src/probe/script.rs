@@ -61,11 +61,12 @@ impl ScriptProber {
         work_dir: &Path,
     ) -> Self {
         let mut env = Vec::new();
-        if exec::which("ccache").is_some() {
+        let in_container = launcher.identity() != "host";
+        if crate::probe::ccache::used(in_container) {
             // The user's own cache (content-addressed, so sharing it is safe) when the host
             // runs the steps: a private cold one under the work dir would throw away what
             // earlier builds paid for. A container sees only the work dir, so it keeps one there.
-            if launcher.identity() != "host" {
+            if in_container {
                 env.push((
                     "CCACHE_DIR".into(),
                     work_dir.join("ccache").to_string_lossy().into_owned(),

@@ -217,7 +217,7 @@ impl Runner {
     /// Key of the persistent build and ccache directories: (image, recipe).
     fn build_key(&self, config: &Config) -> String {
         let mut recipe = config.recipe.clone();
-        recipe.ccache = self.engine.is_some() || crate::probe::exec::which("ccache").is_some();
+        recipe.ccache = crate::probe::ccache::used(self.engine.is_some());
         // A placement changes a build only through its CMake arguments (an old HIP tree's
         // GGML_HIP_UMA), which key the build tree inside this folder; the env knob and host
         // placement change the run alone. Keyed on the placement, device and unified cells
@@ -273,13 +273,11 @@ impl Runner {
         } else {
             Vec::new()
         };
-        Ok(crate::run::probers::Place {
+        Ok(crate::run::probers::Place::new(
             launcher,
-            in_container: self.engine.is_some(),
+            self.engine.is_some(),
             hip_env,
-            fallback_facts: TreeFacts::default(),
-            fallback_subdir: String::new(),
-        })
+        ))
     }
 
     /// The configuration as `run::probers` takes it (timeout: the runner's).
@@ -293,13 +291,12 @@ impl Runner {
 
     /// The environment a configuration gives a script probe at `rev`.
     pub fn env(&self, config: &Config, rev: &Rev) -> Vec<(String, String)> {
-        let place = crate::run::probers::Place {
-            launcher: Arc::new(HostLauncher),
-            in_container: self.engine.is_some(),
-            hip_env: Vec::new(),
-            fallback_facts: TreeFacts::default(),
-            fallback_subdir: String::new(),
-        };
+        // Only the spellings matter here; whether a container runs the steps decides ccache.
+        let place = crate::run::probers::Place::new(
+            Arc::new(HostLauncher),
+            self.engine.is_some(),
+            Vec::new(),
+        );
         crate::run::probers::script_env(&self.resolved(config), &place, &rev.facts)
     }
 

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Where a configuration's steps run.
+#[derive(Clone)]
 pub struct Place {
     pub launcher: Arc<dyn Launcher>,
     /// Steps run in a container: its image carries ccache and the launcher mounts the cache
@@ -40,9 +41,42 @@ pub struct Place {
 }
 
 impl Place {
+    /// THE construction of a place: steps through `launcher` (a container's when
+    /// `in_container`), with the toolchain that launcher reported (`hip_env`, HIP only) and no
+    /// fallback spellings (`with_fallback` adds the `--bad` tree's).
+    pub fn new(
+        launcher: Arc<dyn Launcher>,
+        in_container: bool,
+        hip_env: Vec<(String, String)>,
+    ) -> Place {
+        Place {
+            launcher,
+            in_container,
+            hip_env,
+            fallback_facts: TreeFacts::default(),
+            fallback_subdir: String::new(),
+        }
+    }
+
+    /// The steps on this machine, no container, no toolchain answer.
+    pub fn host() -> Place {
+        Place::new(
+            Arc::new(crate::probe::launch::HostLauncher),
+            false,
+            Vec::new(),
+        )
+    }
+
+    /// What a checkout that cannot say is taken to be: `layout`'s ggml dir and `facts`.
+    pub fn with_fallback(mut self, layout: crate::core::layout::Layout, facts: TreeFacts) -> Place {
+        self.fallback_subdir = layout.ggml_dir().to_string();
+        self.fallback_facts = facts;
+        self
+    }
+
     /// Whether builds go through ccache here.
     pub fn ccache(&self) -> bool {
-        self.in_container || crate::probe::exec::which("ccache").is_some()
+        crate::probe::ccache::used(self.in_container)
     }
 }
 
@@ -148,7 +182,7 @@ pub fn prober(cfg: &Resolved, place: &Place) -> ConfiguredProber {
                 build_only: cfg.build_only,
             },
             cfg: cfg.clone(),
-            place: place_copy(place),
+            place: place.clone(),
         }),
         ProbeSpec::Replay | ProbeSpec::Decode => Box::new(PerTreeRepro::new(
             repro_options(cfg, place),
@@ -160,16 +194,6 @@ pub fn prober(cfg: &Resolved, place: &Place) -> ConfiguredProber {
         inner,
         config_identity: cfg.identity(),
         config_id: cfg.id.clone(),
-    }
-}
-
-fn place_copy(p: &Place) -> Place {
-    Place {
-        launcher: p.launcher.clone(),
-        in_container: p.in_container,
-        hip_env: p.hip_env.clone(),
-        fallback_facts: p.fallback_facts.clone(),
-        fallback_subdir: p.fallback_subdir.clone(),
     }
 }
 

@@ -56,13 +56,7 @@ pub(super) fn place(
     } else {
         Vec::new()
     };
-    Ok(Place {
-        launcher,
-        in_container,
-        hip_env,
-        fallback_facts: facts,
-        fallback_subdir: layout.ggml_dir().to_string(),
-    })
+    Ok(Place::new(launcher, in_container, hip_env).with_fallback(layout, facts))
 }
 
 /// Where ggml sits in `commit` and its spellings (CMake options, the unified-memory knobs),

@@ -38,7 +38,7 @@ impl Planned {
     pub(super) fn new(chosen: &Chosen, work_dir: &Path) -> Planned {
         let place = match (chosen.engine, chosen.cfg.image.as_deref()) {
             (EngineChoice::None, _) | (_, None) => Where::Host {
-                ccache: crate::probe::exec::which("ccache").is_some(),
+                ccache: crate::probe::ccache::used(false),
             },
             (choice, Some(image)) => match Engine::detect(choice) {
                 Ok(Some(engine)) => {

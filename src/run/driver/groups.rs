@@ -278,7 +278,12 @@ impl Shared<'_> {
         let Ok(mut model) = self.rebuild.lock() else {
             return;
         };
-        let ccache = crate::probe::exec::which("ccache").is_some();
+        // What the build itself reported (a container's builds use the image's ccache even
+        // where the host has none).
+        let ccache = matches!(
+            report.ccache,
+            Some(crate::core::ccache::Ccache::Used { .. })
+        );
         if let Some(mut fresh) = build
             .as_ref()
             .and_then(|b| crate::run::rebuild::RebuildModel::learn(b, ccache))

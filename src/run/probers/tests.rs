@@ -3,15 +3,8 @@
 
 use super::*;
 
-/// Steps on this machine, no container, no toolchain answer.
 fn host_place() -> Place {
-    Place {
-        launcher: Arc::new(crate::probe::launch::HostLauncher),
-        in_container: false,
-        hip_env: Vec::new(),
-        fallback_facts: TreeFacts::default(),
-        fallback_subdir: String::new(),
-    }
+    Place::host()
 }
 
 #[test]
