@@ -473,6 +473,32 @@ fn matrix_and_bisect_config_plans_and_relative_paths() {
     assert!(lines[0].contains("localhost/setrows-nope:1.0"), "{err}");
     assert!(!err.contains("attempts"), "no retries: {err}");
     assert!(!fresh.path().join("o").exists(), "{err}");
+
+    // The matrix too: every cell of the missing image says so, and none was attempted.
+    let o = bin()
+        .current_dir(fresh.path())
+        .args(["matrix", "--rev", "HEAD", "--engine", "podman"])
+        .arg("--matrix")
+        .arg(d.path().join("m.toml"))
+        .arg("--repo")
+        .arg(d.path().join("repo"))
+        .args(["--work-dir", "w2", "--out", "o2"])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fresh.path().join("o2/matrix-results.json")).unwrap(),
+    )
+    .unwrap();
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{r:#}");
+    for c in cells {
+        assert_eq!(c["outcome"], "infra_error", "{c:#}");
+        assert_eq!(c["attempts"], 0, "not retried: {c:#}");
+        let sig = c["signature"].as_str().unwrap_or("");
+        assert!(sig.contains("localhost/setrows-nope:1.0"), "{c:#}");
+    }
 }
 
 /// Item 7: a bisect's relative --repo, --work-dir, --json and --report, and `--probe REV` with

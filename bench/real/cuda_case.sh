@@ -98,8 +98,11 @@ tool_wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
 # git bisect run: the tool's build line and run line (read from its dry run: the decode probe's
 # sources and the model file it materialised in its work dir), a fresh clone, a cold build dir.
 local DP M
-DP=$(find "$S/w" -type d -name 'setrows-decode-*' | head -1)
-M=$(find "$S/w" -name '*.gguf' | head -1)
+# The sources' folder (the one with the probe's CMakeLists.txt, not a build dir of the same
+# prefix) and the tool's tiny model (not a vocabulary-only .gguf of the checked-out tree).
+DP=$(find "$S/w" -path '*/setrows-decode-*/decode-probe/CMakeLists.txt' | head -1)
+DP=${DP%/CMakeLists.txt}
+M=$(find "$S/w" -name 'tiny-llama-*.gguf' | head -1)
 cat >"$S/git-step.sh" <<STEP
 #!/bin/sh
 t0=\$(date +%s.%N); b=$S/git-build

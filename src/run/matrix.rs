@@ -20,7 +20,6 @@ use crate::probe::container::Engine;
 use crate::probe::launch::{HostLauncher, Launcher};
 use crate::probe::{Phase, ProbeReport, Prober, Reads};
 use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
-use probers::Unavailable;
 pub use probers::{hipconfig_env, parse_hip_env, ConfiguredProber};
 
 pub use crate::core::result::{Cell, ConfigRow, MatrixResults, Rev};
@@ -250,6 +249,8 @@ impl Runner {
         if let Some(l) = cache.get(&key) {
             return Ok(l.clone());
         }
+        // A missing image is said before any cell tries it (and never retried).
+        engine.image_digest(image).map_err(|e| e.to_string())?;
         let l: Arc<dyn Launcher> = Arc::new(
             crate::run::probers::container_launcher(
                 engine.clone(),
@@ -372,7 +373,25 @@ impl Runner {
         ));
         let prober: Box<dyn Prober> = match self.prober(config, rev) {
             Ok(p) => Box::new(p),
-            Err(e) => Box::new(Unavailable(e)),
+            // Nothing a retry could change (no image here, no engine): one line, no attempt.
+            Err(e) => {
+                let report = ProbeReport::infra(e, &log);
+                return Cell {
+                    config: config.id.clone(),
+                    rev: rev.rev.clone(),
+                    sha: rev.sha.clone(),
+                    outcome: report.outcome,
+                    signature: report.signature,
+                    duration_s: 0.0,
+                    build_s: 0.0,
+                    test_s: 0.0,
+                    attempts: 0,
+                    log,
+                    provenance: Default::default(),
+                    cached: false,
+                    ccache: None,
+                };
+            }
         };
         let probing = Probing {
             identity: prober.identity(),

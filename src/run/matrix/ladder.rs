@@ -31,7 +31,7 @@ pub enum LadderError {
         why: String,
     },
     /// A cell could not be tested after its retries: the search cannot go on without it.
-    #[error("{label}: infrastructure error after {attempts} attempts: {signature}{log}")]
+    #[error("{label}: infrastructure error{}: {signature}{log}", attempts_note(*.attempts))]
     Infra {
         label: String,
         attempts: u32,
@@ -143,5 +143,13 @@ fn document(
             })
             .collect(),
         commit_bisect: None,
+    }
+}
+
+/// " after N attempts" where any attempt ran (none when the cell could not start at all).
+fn attempts_note(attempts: u32) -> String {
+    match attempts {
+        0 => String::new(),
+        n => format!(" after {n} attempts"),
     }
 }

@@ -1,23 +1,8 @@
-//! The matrix's side of prober construction: configurations whose prober cannot be made.
-//! The construction itself is `run::probers` (one path for matrix cells and commit bisects).
+//! The matrix's side of prober construction: the construction itself is `run::probers` (one
+//! path for matrix cells and commit bisects); a cell whose prober cannot be made (no image, no
+//! engine) is one infrastructure line, not retried (`Runner::run_cell`).
 
-use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
 pub use crate::run::probers::{hipconfig_env, parse_hip_env, ConfiguredProber};
-
-/// A configuration whose prober could not be made (no image, engine unusable): every attempt
-/// is an infrastructure error naming the cause, so the cell is retried and reported like any
-/// other machinery failure instead of being special-cased.
-pub(super) struct Unavailable(pub(super) String);
-
-impl Prober for Unavailable {
-    fn identity(&self) -> String {
-        format!("unavailable: {}", self.0)
-    }
-
-    fn probe(&self, req: &ProbeRequest<'_>, _phase: &dyn Fn(Phase)) -> ProbeReport {
-        ProbeReport::infra(self.0.clone(), req.log_path)
-    }
-}
 
 #[cfg(test)]
 mod tests {
