@@ -14,13 +14,13 @@
 #
 #   bench/real/allocchunks_default.sh [tool|git|both|probe] [GGML_GIT_DIR]
 #
-# `probe` runs only the tool's single probe of --bad (`--probe`), the one thing run so far.
+# `probe` runs only the tool's single probes (`--probe`) of --bad and of --good, what was run so far.
 # Note: the good end 058c3973 and the 32 commits after it (to ecdd3836^) lie inside real case 1's bug window
 # (ggml_scale_bias's x86 SIMD path, 3ae98975 .. ecdd3836^), where the default replay fails with
 # case 1's signature; the user's command over this range meets that bug, not this one.
 #
-# Range: ggml 058c3973 (the parent of #15815) .. 39ac3ea3 (the commit before #16396), 63
-# first-parent commits, from the `fetch github:ggml-org/ggml` snapshot by default. Both sides get a
+# Range: ggml 058c3973 (the parent of #15815) .. 39ac3ea3 (the commit before #16396), 62
+# first-parent commits after the good end, from the `fetch github:ggml-org/ggml` snapshot by default; both get a
 # fresh clone and a fresh build dir, cold (CCACHE_DISABLE=1 as bench/real/*.sh; CCACHE_DISABLE=0
 # leaves ccache on). BIN=... for another setrows-bisect binary. State and logs:
 # .work/real/allocchunks-<mode> (kept; delete for a fresh run).
@@ -51,7 +51,13 @@ if [ "$mode" = probe ]; then
   "$BIN" --repo "$S/src" --good "$GOOD" --bad "$BAD" --probe "$BAD" --work-dir "$S/work" >"$S/probe.out" 2>&1
   echo "probe exit $?, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
   tail -8 "$S/probe.out"
-  grep -h 'SETROWS_RESULT' "$S"/work/logs/*.log 2>/dev/null | tail -1 | cut -c1-400
+  # The good end too: inside case 1's bug, the default replay fails there with case 1's signature.
+  echo "command: setrows-bisect --repo <clone> --good ${GOOD:0:8} --bad ${BAD:0:8} --probe ${GOOD:0:8}"
+  t0=$(now)
+  "$BIN" --repo "$S/src" --good "$GOOD" --bad "$BAD" --probe "$GOOD" --work-dir "$S/work" >"$S/probe-good.out" 2>&1
+  echo "probe exit $?, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
+  tail -8 "$S/probe-good.out"
+  grep -h 'SETROWS_RESULT' "$S"/work/logs/*.log 2>/dev/null | cut -c1-400
 fi
 
 if [ "$mode" = tool ] || [ "$mode" = both ]; then

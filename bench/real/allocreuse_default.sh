@@ -13,8 +13,8 @@
 #
 #   bench/real/allocreuse_default.sh [tool|git|both] [GGML_GIT_DIR]
 #
-# Range: ggml 95e5e82c (the parent of #16679) .. c1974453 (the commit before #17884), 288
-# first-parent commits, from the `fetch github:ggml-org/ggml` snapshot by default. Both sides get a
+# Range: ggml 95e5e82c (the parent of #16679) .. c1974453 (the commit before #17884), 287
+# first-parent commits after the good end, from the `fetch github:ggml-org/ggml` snapshot by default; both get a
 # fresh clone and a fresh build dir, cold (CCACHE_DISABLE=1 as bench/real/*.sh; CCACHE_DISABLE=0
 # leaves ccache on). BIN=... for another setrows-bisect binary. State and logs:
 # .work/real/allocreuse-<mode> (kept; delete for a fresh run).
