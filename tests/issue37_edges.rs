@@ -259,6 +259,11 @@ fn the_reports_graph_is_a_first_class_choice() {
         &t.bisect(&["--engine", "ds4"]),
         &["--engine", "--graph ds4"],
     );
+    // A graph's name where a configuration id goes: the flag that names the graph.
+    refused(
+        &t.bisect(&["--config", "ds4"]),
+        &["--config ds4", "--graph ds4"],
+    );
     // The matrix names the same graph: its rows of the report's graph, and only those.
     let list = bin()
         .args(["matrix", "--list", "--graph", "ds4"])
