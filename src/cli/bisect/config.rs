@@ -146,14 +146,13 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
             let m = load_matrix(args.cfg.matrix.matrix.as_deref())?;
             let c = m.find(id).ok_or_else(|| {
                 // A graph's name where an id goes: the flag that names it, and its configurations.
-                let graph = ["ds4", "decode-ds4", "decode-reuse"]
-                    .contains(&id.as_str())
-                    .then(|| {
-                        let g = id.trim_start_matches("decode-");
-                        let g = if g == "reuse" { "decode-reuse" } else { g };
-                        format!("; the replay's graph is chosen with `--graph {g}` (its configurations: `setrows-bisect matrix --list --graph {g}`)")
-                    })
-                    .unwrap_or_default();
+                let graph = match id.as_str() {
+                    "ds4" | "decode-ds4" => Some("ds4"),
+                    "decode-reuse" => Some("decode-reuse"),
+                    _ => None,
+                }
+                .map(|g| format!("; the replay's graph is chosen with `--graph {g}` (its configurations: `setrows-bisect matrix --list --graph {g}`)"))
+                .unwrap_or_default();
                 CliError::usage(format!(
                     "--config {id}: no configuration with this id in {} (`setrows-bisect matrix --list` shows the ids){graph}",
                     m.file
