@@ -117,6 +117,22 @@ fn every_writer_matches_its_schema_and_reads_back() {
         "{report_md}"
     );
 
+    // A plan (`--dry-run --json FILE`) against `schema plan`: nothing ran, the same checks.
+    bin(d)
+        .args([
+            "bisect", "--good", &shas[0], "--bad", &shas[11], "--repo", "repo",
+        ])
+        .args(["--script", "true", "--dry-run", "--json", "plan.json"])
+        .assert()
+        .code(0);
+    let plan = read(&d.join("plan.json"));
+    check(d, "plan", &plan);
+    assert_eq!(
+        plan["reproducer"],
+        Value::Null,
+        "a script has no reproducer"
+    );
+
     bin(d)
         .args([
             "matrix", "--engine", "none", "--repo", "repo", "--rev", &shas[0], "--rev", &shas[11],

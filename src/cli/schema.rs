@@ -13,6 +13,8 @@ pub enum SchemaKind {
     Matrix,
     /// `bisect-config` (`bisect-config.json`).
     BisectConfig,
+    /// `bisect --dry-run --json FILE` (a plan; nothing ran).
+    Plan,
 }
 
 #[derive(Debug, Args)]
@@ -23,13 +25,16 @@ pub struct SchemaArgs {
 }
 
 pub fn run(args: SchemaArgs) -> anyhow::Result<i32> {
-    let kind = match args.kind {
-        SchemaKind::Bisect => Kind::Bisect,
-        SchemaKind::Matrix => Kind::Matrix,
-        SchemaKind::BisectConfig => Kind::BisectConfig,
+    let (mut schema, tag) = match args.kind {
+        SchemaKind::Bisect => (Kind::Bisect.json_schema(), Kind::Bisect.tag()),
+        SchemaKind::Matrix => (Kind::Matrix.json_schema(), Kind::Matrix.tag()),
+        SchemaKind::BisectConfig => (Kind::BisectConfig.json_schema(), Kind::BisectConfig.tag()),
+        SchemaKind::Plan => (
+            schemars::schema_for!(crate::core::result::PlanDocument),
+            crate::core::result::plan_tag(),
+        ),
     };
-    let mut schema = kind.json_schema();
-    schema.insert("$id".into(), kind.tag().into());
+    schema.insert("$id".into(), tag.into());
     outln!("{}", serde_json::to_string_pretty(&schema)?);
     Ok(crate::error::exit::FOUND)
 }

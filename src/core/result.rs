@@ -25,12 +25,14 @@ mod config;
 mod endpoint;
 mod invocation;
 mod matrix;
+mod plan;
 mod reproducer;
 /// Stored as the search ended it (`core::search`).
 pub use crate::core::search::Conclusion;
 pub use config::{BisectConfigResult, ConfigDetails, ConfigProbe};
 pub use invocation::{web_url, Invocation, Tool};
 pub use matrix::{Cell, ConfigRow, MatrixResults, Rev};
+pub use plan::{plan_tag, PlanDocument, PlanRange, PlannedReproducer};
 pub use reproducer::{
     EndpointAdvice, ReproducerInfo, DECODE_MODEL, DECODE_PROGRAM, FROM_REPRO_ARG,
 };

@@ -2,6 +2,7 @@
 //! uses (`run::bisect::prepare` in `Mode::DryRun`, which makes nothing), so that what it
 //! promises (candidates, probes, store hits, identity) is what a run does.
 
+use crate::core::result::{PlanDocument, PlanRange, PlannedReproducer};
 use crate::core::search::{simulate, EndpointCheck};
 use crate::error::CliError;
 use crate::run::bisect::{Planned, Prepared, Where};
@@ -84,9 +85,6 @@ fn unknown_key(planned: &Planned) -> Option<String> {
     }
 }
 
-/// The schema tag of `--dry-run --json FILE` (README "Plan JSON").
-pub const PLAN_SCHEMA: &str = "setrows-bisect/plan/1";
-
 /// Which endpoints a run tests, in words (a user must know when neither will be).
 fn endpoints_line(p: &Prepared) -> String {
     let confidence = matches!(p.runs, crate::core::evidence::Policy::Confidence { .. });
@@ -99,11 +97,11 @@ fn endpoints_line(p: &Prepared) -> String {
 }
 
 /// `--dry-run`: what the bisection would do, from the same resolution a real run uses: the
-/// text people read and the same facts as JSON (`--dry-run --json FILE`, `PLAN_SCHEMA`).
+/// text people read and the same facts as JSON (`--dry-run --json FILE`: `core::result::PlanDocument`).
 pub(super) fn dry_run(
     p: &Prepared,
     github: &crate::cli::report::BisectPostArgs,
-) -> anyhow::Result<(String, serde_json::Value)> {
+) -> anyhow::Result<(String, PlanDocument)> {
     let r = &p.plan.range;
     let n = r.candidates.len();
     let identity = p.prober.identity();
@@ -233,38 +231,34 @@ pub(super) fn dry_run(
             let _ = writeln!(out, "  {line}");
         }
     }
-    let json = serde_json::json!({
-        "schema": PLAN_SCHEMA,
-        "range": {
-            "good": r.good,
-            "bad": r.bad,
-            "first_parent": r.spec.first_parent,
-            "path": r.spec.path,
-            "commits": r.commits,
-            "candidates": n,
+    let json = PlanDocument {
+        schema: crate::core::result::plan_tag(),
+        range: PlanRange {
+            good: r.good.clone(),
+            bad: r.bad.clone(),
+            first_parent: r.spec.first_parent,
+            path: r.spec.path.clone(),
+            commits: r.commits,
+            candidates: n,
         },
-        "expected_probes": e.total,
-        "endpoints": endpoints_line(p).trim_start_matches("endpoints: "),
-        "stored": unknown.is_none().then_some(stored),
-        "predicate": p.plan.predicate.describe(),
-        "build_only": p.plan.predicate.regress.build_only(),
-        "configuration": p.configuration,
-        "reproducer": p.reproducer.as_ref().map(|r| serde_json::json!({
-            "program": r.program,
-            "args": r.args,
-            "source": r.source,
-            "command": r.command(),
-            "extent": r.extent(),
-        })),
-        "replaced": planned.replaced,
-        "work_dir": p.plan.work_dir,
-        "image": planned.image(),
-        "build": planned.build,
-        "memory": planned.memory,
-        "store_key": unknown
+        expected_probes: e.total,
+        endpoints: endpoints_line(p)
+            .trim_start_matches("endpoints: ")
+            .to_string(),
+        stored: unknown.is_none().then_some(stored),
+        predicate: p.plan.predicate.describe(),
+        build_only: p.plan.predicate.regress.build_only(),
+        configuration: p.configuration.clone(),
+        reproducer: p.reproducer.as_ref().map(PlannedReproducer::of),
+        replaced: planned.replaced.clone(),
+        work_dir: p.plan.work_dir.clone(),
+        image: planned.image().map(str::to_string),
+        build: planned.build.clone(),
+        memory: planned.memory.clone(),
+        store_key: unknown
             .is_none()
             .then(|| crate::run::store::bisect_id(&[&identity])),
-    });
+    };
     Ok((out, json))
 }
 

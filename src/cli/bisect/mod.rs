@@ -196,7 +196,7 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
     if req.mode == Mode::DryRun {
         // A plan has no side effects: the runs are not seeded into the store.
         let (text, json) = dry_run::dry_run(&p, out.github)?;
-        // `--json FILE` gets the plan (`dry_run::PLAN_SCHEMA`), never nothing at all.
+        // `--json FILE` gets the plan (`core::result::PlanDocument`), never nothing at all.
         if let Some(path) = out.json {
             let body = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
             crate::cli::output::write("--json", path, body.as_bytes())?;
