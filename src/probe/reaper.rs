@@ -243,6 +243,12 @@ mod tests {
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(libc::SIGKILL));
         assert!(descendants(child.id() as i32).is_empty());
+        // A SIGKILLed process stays in /proc (its cwd readable) until its exit completes: on
+        // a loaded machine the orphaned `sleep` may still be dying here. Gone within seconds.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while kill_strays_in(&d.path().join("slot")) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         assert_eq!(kill_strays_in(&d.path().join("slot")), 0);
     }
 }
