@@ -32,7 +32,7 @@ pub use crate::core::search::Conclusion;
 pub use config::{BisectConfigResult, ConfigDetails, ConfigProbe};
 pub use invocation::{web_url, Invocation, Tool};
 pub use matrix::{Cell, ConfigRow, MatrixResults, Rev};
-pub use plan::{plan_tag, PlanDocument, PlanRange, PlannedReproducer};
+pub use plan::{plan_tag, PlanDocument, PlannedReproducer};
 pub use reproducer::{
     EndpointAdvice, ReproducerInfo, DECODE_MODEL, DECODE_PROGRAM, FROM_REPRO_ARG,
 };

@@ -2,7 +2,7 @@
 //! uses (`run::bisect::prepare` in `Mode::DryRun`, which makes nothing), so that what it
 //! promises (candidates, probes, store hits, identity) is what a run does.
 
-use crate::core::result::{PlanDocument, PlanRange, PlannedReproducer};
+use crate::core::result::{BisectRange, PlanDocument, PlannedReproducer};
 use crate::core::search::{simulate, EndpointCheck};
 use crate::error::CliError;
 use crate::run::bisect::{Planned, Prepared, Where};
@@ -233,7 +233,7 @@ pub(super) fn dry_run(
     }
     let json = PlanDocument {
         schema: crate::core::result::plan_tag(),
-        range: PlanRange {
+        range: BisectRange {
             good: r.good.clone(),
             bad: r.bad.clone(),
             first_parent: r.spec.first_parent,

@@ -22,7 +22,8 @@ fn plan_tag_schema(_: &mut SchemaGenerator) -> Schema {
 pub struct PlanDocument {
     #[schemars(schema_with = "plan_tag_schema")]
     pub schema: String,
-    pub range: PlanRange,
+    /// The same range a result states (`BisectRange`).
+    pub range: BisectRange,
     /// The worst-case probe count the search keeps (endpoints included).
     pub expected_probes: usize,
     /// Which endpoints a run tests, in words.
@@ -47,16 +48,6 @@ pub struct PlanDocument {
     pub memory: Option<String>,
     /// The bisection's store key (null when unknown before a run).
     pub store_key: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct PlanRange {
-    pub good: String,
-    pub bad: String,
-    pub first_parent: bool,
-    pub path: Option<String>,
-    pub commits: usize,
-    pub candidates: usize,
 }
 
 /// The reproducer as a plan states it: its arguments and the command line they make.
