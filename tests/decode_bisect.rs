@@ -371,6 +371,129 @@ fn quantized_weights_and_other_head_shapes_load_and_pass_in_llama_cpp() {
     }
 }
 
+/// `--sliding-window N` writes a gemma2 file (layer 0 sees the last N positions, layer 1 all):
+/// the real llama.cpp loads it as an iSWA model, reports the window, and decodes it through the
+/// wrapped ring with the graph reused.
+#[test]
+fn a_sliding_window_model_loads_as_iswa_and_passes_with_the_graph_reused() {
+    let Some(b) = bisected() else { return };
+    let m = model_shaped(DType::F16, swa(64));
+    let r = run(b.probe(), &m.path, &["--steps", WRAPPED], &[]);
+    assert_eq!(r.code, 0, "{}", r.output);
+    assert_eq!(outcome(&r).0, Outcome::Pass, "{}", r.output);
+    let res = result_json(&r.output);
+    assert_eq!(res["settings"]["sliding_window"], 64, "{res}");
+    assert_eq!(res["model_bytes"], m.bytes, "{res}");
+    assert_reuse_proven(&res, WRAPPED.parse().unwrap());
+}
+
+/// The good reference (`--compare-good`'s): a run compared with the logits it recorded passes
+/// bit for bit; a model whose attention sees other positions (a window of 128 where the
+/// recording had 64) passes every reference of its own tree, and only the recorded logits tell
+/// it apart, from the first token past the smaller window.
+#[test]
+fn the_good_reference_passes_its_own_logits_and_catches_a_changed_mask_the_tree_cannot() {
+    let Some(b) = bisected() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("good.bin");
+    let (m64, m128) = (
+        model_shaped(DType::F16, swa(64)),
+        model_shaped(DType::F16, swa(128)),
+    );
+    let steps = ["--steps", "300"];
+    let out = [&steps[..], &["--logits-out", rec.to_str().unwrap()]].concat();
+    let r = run(b.probe(), &m64.path, &out, &[]);
+    assert_eq!(r.code, 0, "{}", r.output);
+    // 300 tokens of 128 logits, one sequence, after the 16-byte header
+    assert_eq!(std::fs::metadata(&rec).unwrap().len(), 16 + 300 * 128 * 4);
+    let cmp = [&steps[..], &["--logits-ref", rec.to_str().unwrap()]].concat();
+    let same = run(b.probe(), &m64.path, &cmp, &[]);
+    assert_eq!(same.code, 0, "{}", same.output);
+    let good = &result_json(&same.output)["good_reference"];
+    assert_eq!(good["compared"], true, "{good}");
+    assert_eq!(good["tokens"], 300, "{good}");
+    assert_eq!(good["nmse_worst"], 0.0, "the same binary and model: {good}");
+    // the window-128 model is right by its own tree's references...
+    let own = run(b.probe(), &m128.path, &steps, &[]);
+    assert_eq!(own.code, 0, "{}", own.output);
+    // ...and differs from the recording once a position falls out of the 64-token window
+    let other = run(b.probe(), &m128.path, &cmp, &[]);
+    assert_eq!(other.code, 1, "{}", other.output);
+    let (o, sig) = outcome(&other);
+    assert_eq!(o, Outcome::WrongResult, "{}", other.output);
+    let sig = sig.unwrap();
+    assert!(sig.contains("reference=good what=logits"), "{sig}");
+    let token: i64 = sig["token=".len()..sig.find(' ').unwrap()].parse().unwrap();
+    assert!(token >= 64, "{sig}");
+}
+
+/// `--compare-good` through the tool: one probe of `--good` records its logits (kept under
+/// the work dir, named by what made them), in the slot the bisect's probes build in, and the
+/// probed commit is compared with them.
+#[test]
+fn compare_good_records_the_good_commit_once_and_compares_the_probe_with_it() {
+    let Some(b) = bisected() else { return };
+    let h = &b.history;
+    let work = tempfile::tempdir().unwrap();
+    let probe = |extra: &[&str]| {
+        Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+            .arg("--repo")
+            .arg(&h.repo)
+            .args(["--good", &h.shas[0], "--bad", &h.shas[FAULT_AT]])
+            .args([
+                "--probe-kind",
+                "decode",
+                "--compare-good",
+                "--probe",
+                &h.shas[1],
+            ])
+            .arg("--work-dir")
+            .arg(work.path())
+            .args(extra)
+            .env_remove("SETROWS_WORK_DIR")
+            .env_remove("LLAMA_GRAPH_REUSE_DISABLE")
+            .env("GGML_NO_BACKTRACE", "1")
+            .output()
+            .expect("run setrows-bisect")
+    };
+    let out = probe(&[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(t.contains("--compare-good: recorded"), "{t}");
+    let kept: Vec<_> = std::fs::read_dir(work.path().join("good-logits"))
+        .unwrap()
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let j: Value = serde_json::from_slice(&out.stdout).expect("--probe prints JSON");
+    assert_eq!(j["outcome"], "pass", "{j}");
+    let run = Path::new(j["result_dir"].as_str().unwrap()).join("run-0000.json");
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+    let log =
+        std::fs::read_to_string(stored["report"]["log_path"].as_str().unwrap()).expect("its log");
+    let good = &result_json(&log)["good_reference"];
+    assert_eq!(good["compared"], true, "{good}");
+    assert_eq!(good["tokens"], 10_000, "{good}");
+    // one build tree: the recording built in the slot the probe then reused
+    let builds: Vec<PathBuf> = std::fs::read_dir(work.path().join("checkouts"))
+        .unwrap()
+        .flat_map(|k| std::fs::read_dir(k.unwrap().path()).unwrap())
+        .map(|s| s.unwrap().path())
+        .filter(|s| s.join("build").is_dir())
+        .collect();
+    assert_eq!(builds.len(), 1, "{builds:?}");
+    // a second run records nothing: the logits are kept
+    let again = probe(&["--run-index", "1"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(!text(&again).contains("recording"), "{}", text(&again));
+}
+
+fn swa(window: u32) -> Shape {
+    Shape {
+        n_swa: window,
+        ..Shape::default()
+    }
+}
+
 /// The placement report (placement.h's format, read by the replay's parser): on the CPU the
 /// KV cache the SET_ROWS node writes is a host buffer, the weights a host or CPU extra buffer, and no GPU runtime was
 /// asked about their pointers.

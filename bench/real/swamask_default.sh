@@ -10,6 +10,14 @@
 # that --bad does not reproduce. `git bisect run` trusts --bad instead.
 #
 #   bench/real/swamask_default.sh [tool|git|both] [LLAMA_CPP_GIT_DIR]
+#   GROWN=1 bench/real/swamask_default.sh ...
+#
+# GROWN=1 runs the probe grown for this case (2026-12-03): the model the thread names, an iSWA
+# one with gpt-oss's 128-token window (--sliding-window 128), compared with the --good commit's
+# own logits (--compare-good), since every path of a bad tree builds the same wrong mask. git's
+# step then records the good commit's logits first (the same decode-probe run with --logits-out)
+# and compares each step with them (--logits-ref), as the tool does. State under
+# .work/real/swamask-grown-<mode>.
 #
 # The window (7 commits: #15798's parent .. #15811) is recommitted from the fetched fork by
 # bench/real/window.sh (default the `fetch github:wangqi/llama.cpp` snapshot) under
@@ -34,6 +42,11 @@ if [ "${CCACHE_DISABLE:-1}" = 0 ]; then unset CCACHE_DISABLE; else export CCACHE
 BIN=${BIN:-$root_dir/target/release/setrows-bisect}
 [ -x "$BIN" ] || cargo build --release --quiet || exit 2
 W=$root_dir/.work/real/swamask
+if [ "${GROWN:-0}" = 1 ]; then
+  SETTINGS=(--sliding-window 128 --compare-good) TAG=swamask-grown MODEL_GLOB='tiny-gemma2-*swa128*.gguf'
+else
+  SETTINGS=() TAG=swamask MODEL_GLOB='tiny-llama-*.gguf'
+fi
 if [ ! -d "$W/repo" ]; then
   bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$W" >"$W.window.txt" || exit 3
 fi
@@ -43,11 +56,11 @@ if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "window lac
 now() { date +%s.%N; }
 
 if [ "$mode" = tool ] || [ "$mode" = both ]; then
-  S=$root_dir/.work/real/swamask-tool
+  S=$root_dir/.work/real/$TAG-tool
   mkdir -p "$S"
-  echo "command: setrows-bisect --repo <window> --probe-kind decode --good <#15798^> --bad <#15811^>"
+  echo "command: setrows-bisect --repo <window> --probe-kind decode --good <#15798^> --bad <#15811^> ${SETTINGS[*]}"
   t0=$(now)
-  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" --work-dir "$S/work" \
+  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/work" \
     --json "$S/tool.json" --report "$S/tool.md" >"$S/tool.out" 2>&1
   rc=$?
   echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
@@ -65,12 +78,16 @@ PY
 fi
 
 if [ "$mode" = git ] || [ "$mode" = both ]; then
-  S=$root_dir/.work/real/swamask-git
+  S=$root_dir/.work/real/$TAG-git
   rm -rf "$S"; mkdir -p "$S"
   # The tool's decode-probe sources and model, as its dry run materialises them.
-  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" --work-dir "$S/dry" --dry-run >"$S/dry-run.txt" 2>&1
-  DP=$(find "$S/dry" "$root_dir/.work/real/swamask-tool/work" -type d -name 'setrows-decode-*' 2>/dev/null | head -1)
-  M=$(find "$S/dry" "$root_dir/.work/real/swamask-tool/work" -name 'tiny-llama-*.gguf' 2>/dev/null | head -1)
+  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/dry" --dry-run >"$S/dry-run.txt" 2>&1
+  DP=$(find "$S/dry" "$root_dir/.work/real/$TAG-tool/work" -type d -name 'setrows-decode-*' 2>/dev/null | head -1)
+  M=$(find "$S/dry" "$root_dir/.work/real/$TAG-tool/work" -name "$MODEL_GLOB" 2>/dev/null | head -1)
+  # --compare-good: the step compares with the good commit's logits, recorded by the same run
+  # line with --logits-out (REF_ARGS stays empty for the default decode)
+  REF_ARGS=""
+  case " ${SETTINGS[*]} " in *" --compare-good "*) REF_ARGS="--logits-ref $S/good-logits.bin" ;; esac
   if [ -z "$DP" ] || [ -z "$M" ]; then echo "no decode-probe sources or model from the tool (run the tool side first)" >&2; exit 3; fi
   cat >"$S/git-step.sh" <<STEP
 #!/bin/sh
@@ -79,14 +96,23 @@ cmake -S '$DP/decode-probe' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_E
   -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGGML_CCACHE=OFF >\$b.configure.log 2>&1 || exit 125
 cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
 t1=\$(date +%s.%N)
-\$b/decode-probe --model '$M' >\$b.run.log 2>&1; rc=\$?
+\$b/decode-probe --model '$M' \${STEP_ARGS-$REF_ARGS} >\$b.run.log 2>&1; rc=\$?
 echo "\$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc" >>'$S/steps.txt'
 case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
 STEP
   git clone -q -b window "$W/repo" "$S/src"
   t0=$(now)
+  if [ -n "$REF_ARGS" ]; then
+    # the recording, timed with git's side: the good commit through the same step
+    (cd "$S/src" && git checkout -q "$good" && STEP_ARGS="--logits-out $S/good-logits.bin" sh "$S/git-step.sh") >"$S/record.out" 2>&1 ||
+      { echo "the good commit did not pass the recording step" >&2; cat "$S/steps.txt" >&2; exit 3; }
+  fi
   (cd "$S/src" && git bisect start "$bad" "$good" >/dev/null && git bisect run sh "$S/git-step.sh") >"$S/git.out" 2>&1
   echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
   cat "$S/steps.txt" 2>/dev/null
 fi
-echo "the thread's first bad (#15798): $first_bad; the decode probe is expected not to see it (no SWA in its model)"
+if [ "${GROWN:-0}" = 1 ]; then
+  echo "the thread's first bad (#15798): $first_bad; expected from both sides with the grown probe"
+else
+  echo "the thread's first bad (#15798): $first_bad; the decode probe is expected not to see it (no SWA in its model)"
+fi

@@ -17,6 +17,11 @@
 //          the same tokens with flash attention off, an f32 (or f16) cache, token by token, each
 //          sequence alone; logits within the settings' stated NMSE, per chunk (a reference must
 //          not share the path it checks)
+//   good   only with --logits-ref FILE: the logits another tree's probe wrote with --logits-out
+//          FILE under the same settings (the orchestrator records them at the bisect's --good
+//          commit); within --good-nmse, per chunk. The only reference that does not share a
+//          fault every path of this tree has (a wrong mask, a lost hyperparameter), since it
+//          was computed by other code
 // The settings are llama.cpp's own (common/arg.cpp); a setting this tree cannot express (the
 // configure-time API probes) is untestable, naming it; the result's `settings` object states what
 // the decode graph computed with (flash attention, cache and weight types) and the model's shape.
@@ -48,6 +53,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <condition_variable>
 #include <cstdarg>
@@ -128,6 +134,9 @@ struct Args {
     int parallel = 1;               // sequences decoded together, one llama_decode for all
     int n_gpu_layers = -1;          // -1: all
     double path_nmse = -1;          // the path reference's threshold; < 0: from the cache types
+    std::string logits_out;         // writes the probe stream's logits here (GoodLogits)
+    std::string logits_ref;         // compares them with a file --logits-out wrote (reference `good`)
+    double good_nmse = 1e-4;        // the good reference's threshold, per chunk and sequence
 };
 
 struct Result {
@@ -146,6 +155,7 @@ struct Result {
     long long model_bytes = -1;
     std::string memory_json = ",\"memory\":null";  // placement.h's object once proven
     std::string settings_json = "null";               // the effective settings (settings_json())
+    std::string good_json;                            // ,"good_reference":{...} with --logits-out/-ref
 };
 
 std::string json_str_or_null(bool known, const std::string & s) {
@@ -171,7 +181,7 @@ void print_result(const Result & r) {
            r.first_failing_step >= 0 ? std::to_string(r.first_failing_step).c_str() : "null", r.n_cells, r.model_bytes,
            feats.c_str(), r.features_source.c_str(), json_str_or_null(r.have_device, r.backend_reg).c_str(),
            json_str_or_null(r.have_device, r.dev_name).c_str(), json_str_or_null(r.have_device, r.dev_description).c_str(),
-           r.settings_json.c_str(), r.streams_json.c_str(), r.mismatch_json.c_str(), r.memory_json.c_str(), r.total_s, r.load_s, r.loop_s - r.check_s, r.check_s, rate,
+           r.settings_json.c_str(), r.streams_json.c_str(), r.mismatch_json.c_str(), (r.memory_json + r.good_json).c_str(), r.total_s, r.load_s, r.loop_s - r.check_s, r.check_s, rate,
            r.loop_s, rate);
     fflush(stdout);
 }
@@ -192,6 +202,7 @@ void usage(Result & r, const std::string & why) {
             "                    [--seed N] [--memory device|unified] [--verbose]\n"
             "                    [--flash-attn off|on|auto] [--cache-type-k T] [--cache-type-v T] [--batch-size N]\n"
             "                    [--ubatch-size N] [--parallel N] [--n-gpu-layers N|all] [--path-nmse X]\n"
+            "                    [--logits-out FILE] [--logits-ref FILE] [--good-nmse X]\n"
             "  T: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl\n");
     finish(r, "usage", EXIT_USAGE, why);
 }
@@ -233,6 +244,9 @@ Args parse_args(int argc, char ** argv, Result & r) {
         else if (k == "--seed") a.seed = (uint64_t) num(0);
         else if (k == "--cpu-nmse") a.cpu_nmse = atof(val().c_str());
         else if (k == "--path-nmse") a.path_nmse = atof(val().c_str());
+        else if (k == "--logits-out") a.logits_out = val();
+        else if (k == "--logits-ref") a.logits_ref = val();
+        else if (k == "--good-nmse") a.good_nmse = atof(val().c_str());
         else if (k == "--batch-size") a.batch = (int) num(1);
         else if (k == "--ubatch-size") a.ubatch = (int) num(1);
         else if (k == "--parallel") a.parallel = (int) num(1);
@@ -267,8 +281,62 @@ Args parse_args(int argc, char ** argv, Result & r) {
     }
     if (a.model.empty()) usage(r, "--model is required");
     if (a.ubatch == 0) a.ubatch = a.batch;
+    if (!a.check && !a.logits_ref.empty()) usage(r, "--logits-ref needs --check full (it is a reference)");
     if (a.ubatch > a.batch) usage(r, "--ubatch-size " + std::to_string(a.ubatch) + " exceeds --batch-size " + std::to_string(a.batch));
     return a;
+}
+
+// ---- the good reference: logits another tree's probe recorded ---------------------------------
+// --logits-out FILE writes the probe stream's logits; --logits-ref FILE compares with them. The
+// file: the magic "DPLOGIT1", u32 n_vocab, u32 sequences, then per token (in order) per sequence
+// n_vocab f32 (host order: it is read back on the machine that wrote it). The header holds what
+// the two runs must share for their logits to be comparable at all; the model, the settings and
+// the steps are the orchestrator's to match (it keys the file by them).
+struct GoodLogits {
+    FILE * out = nullptr;
+    std::vector<float> ref;  // token x sequence x n_vocab
+    long ref_tokens = 0;
+    int n_vocab = 0, n_seq = 0;
+    double nmse_max = 1e-4, nmse_worst = 0;
+    long tokens_compared = 0;
+};
+
+const char GOOD_MAGIC[8] = {'D', 'P', 'L', 'O', 'G', 'I', 'T', '1'};
+
+// Opens --logits-out; false (err says why) when it cannot be written.
+bool good_open_out(GoodLogits & g, const std::string & path, std::string & err) {
+    g.out = fopen(path.c_str(), "wb");
+    const uint32_t hdr[2] = {(uint32_t) g.n_vocab, (uint32_t) g.n_seq};
+    if (!g.out || fwrite(GOOD_MAGIC, 1, 8, g.out) != 8 || fwrite(hdr, sizeof hdr, 1, g.out) != 1) {
+        err = "--logits-out " + path + ": cannot write (" + strerror(errno) + ")";
+        return false;
+    }
+    return true;
+}
+
+// Reads --logits-ref; false (err says why) when it is not a file --logits-out wrote for this
+// vocabulary and these sequences.
+bool good_load(GoodLogits & g, const std::string & path, std::string & err) {
+    FILE * f = fopen(path.c_str(), "rb");
+    if (!f) { err = "--logits-ref " + path + ": cannot open (" + strerror(errno) + ")"; return false; }
+    char magic[8];
+    uint32_t hdr[2] = {0, 0};
+    const bool ok = fread(magic, 1, 8, f) == 8 && memcmp(magic, GOOD_MAGIC, 8) == 0 && fread(hdr, sizeof hdr, 1, f) == 1;
+    if (!ok || hdr[0] != (uint32_t) g.n_vocab || hdr[1] != (uint32_t) g.n_seq) {
+        fclose(f);
+        err = "--logits-ref " + path + ": " + (ok ? "recorded with " + std::to_string(hdr[0]) + " vocab and " + std::to_string(hdr[1]) +
+                                                       " sequences, this run has " + std::to_string(g.n_vocab) + " and " + std::to_string(g.n_seq)
+                                                 : std::string("not a --logits-out file"));
+        return false;
+    }
+    const size_t row = (size_t) g.n_vocab * g.n_seq;
+    std::vector<float> buf(row);
+    while (fread(buf.data(), sizeof(float), row, f) == row) {
+        g.ref.insert(g.ref.end(), buf.begin(), buf.end());
+        g.ref_tokens++;
+    }
+    fclose(f);
+    return true;
 }
 
 // The probe's tokens: fixed by the seed, independent of what the model predicts, so a wrong
@@ -696,7 +764,7 @@ bool placement_cb(struct ggml_tensor * t, bool ask, void * user) {
 // ---- the settings a run proves ----------------------------------------------------------------
 // The model's shape as its file states it (the architecture's own metadata keys, read through
 // llama.cpp), for any head size and KV head count.
-struct ModelFacts { long n_embd = -1, n_head = -1, n_head_kv = -1, head_dim = -1; };
+struct ModelFacts { long n_embd = -1, n_head = -1, n_head_kv = -1, head_dim = -1, sliding_window = 0; };
 
 long meta_long(const llama_model * m, const std::string & key) {
     char buf[128];
@@ -717,6 +785,7 @@ ModelFacts model_facts(const llama_model * m) {
     if (f.n_head_kv < 0) f.n_head_kv = f.n_head;  // llama.cpp's default when the key is absent
     f.head_dim = meta_long(m, a + ".attention.key_length");
     if (f.head_dim < 0 && f.n_head > 0 && f.n_embd > 0) f.head_dim = f.n_embd / f.n_head;
+    f.sliding_window = std::max(0L, meta_long(m, a + ".attention.sliding_window"));  // 0: none
     return f;
 }
 
@@ -767,6 +836,7 @@ std::string settings_json(const Args & a, const SettingsOut & o) {
            ",\"weight_type\":" + str(o.weight_type) + ",\"head_dim\":" + num(o.model.head_dim) +
            ",\"gqa\":" + (o.model.n_head > 0 && o.model.n_head_kv > 0 ? num(o.model.n_head / o.model.n_head_kv) : "null") +
            ",\"n_head\":" + num(o.model.n_head) + ",\"n_head_kv\":" + num(o.model.n_head_kv) +
+           ",\"sliding_window\":" + num(o.model.sliding_window) +
            ",\"path_nmse\":" + (o.path_nmse >= 0 ? std::string(nm) : "null") + "}";
 }
 
@@ -1024,6 +1094,17 @@ int main(int argc, char ** argv) {
             a.model.c_str(), r.model_bytes, n_vocab, r.dev_name.c_str(), r.dev_description.c_str(), window, streams.size(), n_threads,
             ref_workers, pools.empty() || !segmented ? "" : (" (segments of " + std::to_string(pools[0]->block) + " tokens after " + std::to_string(pools[0]->warmup) + " warm-up)").c_str());
     fprintf(stderr, "decode-probe: settings %s\n", r.settings_json.c_str());
+    GoodLogits good;
+    good.n_vocab = n_vocab;
+    good.n_seq = n_seq;
+    good.nmse_max = a.good_nmse;
+    {
+        std::string err;
+        if (!a.logits_out.empty() && !good_open_out(good, a.logits_out, err)) usage(r, err);
+        if (!a.logits_ref.empty() && !good_load(good, a.logits_ref, err)) usage(r, err);
+        if (!a.logits_ref.empty() && good.ref_tokens < a.steps)
+            usage(r, "--logits-ref " + a.logits_ref + ": holds " + std::to_string(good.ref_tokens) + " tokens, this run decodes " + std::to_string(a.steps));
+    }
 
     // ---- the loop -------------------------------------------------------------------------------
     const double tl = now_s();
@@ -1051,6 +1132,11 @@ int main(int argc, char ** argv) {
             finish(r, "unsupported", EXIT_UNSUPPORTED, "probe: " + streams[0].error + (g_last_error.empty() ? "" : ": " + g_last_error));
         }
         r.steps_run = to;
+        if (good.out) {
+            for (long t = from; t < to; t++)
+                for (int k = 0; k < n_seq; k++)
+                    fwrite(&streams[0].logits[((size_t) k * chunk + (t - from)) * n_vocab], sizeof(float), n_vocab, good.out);
+        }
         if (!a.check) continue;
         const double tc = now_s();
         const Stream & p = streams[0];
@@ -1137,9 +1223,50 @@ int main(int argc, char ** argv) {
                 r.mismatch_json = buf;
             }
         }
+        // The good reference: per chunk and sequence, as `path` (its code is another tree's, so
+        // its rounding differs from this tree's by whatever the commits between changed).
+        for (int k = 0; k < n_seq && mismatch.empty() && !good.ref.empty(); k++) {
+            double err = 0, z = 0, worst_d = -1;
+            long worst_t = from;
+            for (long t = from; t < to; t++) {
+                const float * want = &good.ref[((size_t) t * n_seq + k) * n_vocab];
+                const float * got = &p.logits[((size_t) k * chunk + (t - from)) * n_vocab];
+                double d = 0;
+                for (int i = 0; i < n_vocab; i++) { d += (double) (want[i] - got[i]) * (want[i] - got[i]); z += (double) want[i] * want[i]; }
+                err += d;
+                if (d > worst_d) { worst_d = d; worst_t = t; }
+            }
+            good.tokens_compared += k == 0 ? to - from : 0;
+            const double e = z > 0 ? err / z : err;
+            if (e > good.nmse_worst) good.nmse_worst = e;
+            if (e <= good.nmse_max) continue;
+            const long t = worst_t;
+            const float * want = &good.ref[((size_t) t * n_seq + k) * n_vocab];
+            const float * got = &p.logits[((size_t) k * chunk + (t - from)) * n_vocab];
+            int i = 0;
+            while (i < n_vocab && want[i] == got[i]) i++;
+            if (i == n_vocab) i = 0;
+            const long cell = cell_of(L[k], t);
+            char buf[512];
+            snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=good what=logits index=%d expected=%.9g got=%.9g nmse=%.3g%s",
+                     t, t, cell >= 0 ? std::to_string(cell).c_str() : "unknown", i, want[i], got[i], e, seq_tag(k, false).c_str());
+            mismatch = buf;
+            r.first_failing_step = t;
+            snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"good\",\"what\":\"logits\",\"index\":%d,\"expected\":%.9g,\"got\":%.9g,\"nmse\":%.6g%s}",
+                     t, t, cell >= 0 ? std::to_string(cell).c_str() : "null", i, want[i], got[i], e, seq_tag(k, true).c_str());
+            r.mismatch_json = buf;
+        }
         check_s += now_s() - tc;
     }
     stop_pools();
+    if (good.out && fclose(good.out) != 0) finish(r, "unsupported", EXIT_UNSUPPORTED, "--logits-out " + a.logits_out + ": cannot write (" + strerror(errno) + ")");
+    good.out = nullptr;
+    if (!a.logits_out.empty() || !good.ref.empty()) {
+        char buf[256];
+        snprintf(buf, sizeof buf, ",\"good_reference\":{\"recorded\":%s,\"compared\":%s,\"tokens\":%ld,\"nmse_threshold\":%.6g,\"nmse_worst\":%.6g}",
+                 a.logits_out.empty() ? "false" : "true", good.ref.empty() ? "false" : "true", good.tokens_compared, good.nmse_max, good.nmse_worst);
+        r.good_json = buf;
+    }
     r.loop_s = now_s() - tl;
     r.check_s = check_s;
 

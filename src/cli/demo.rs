@@ -101,6 +101,7 @@ pub fn request(
         jobs,
         endpoints: EndpointCheck::First,
         validate: 0,
+        compare_good: false,
         work_dir: work_dir.to_path_buf(),
         chosen,
         mode: Mode::Run,

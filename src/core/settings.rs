@@ -56,7 +56,7 @@ const HEAD_DIMS: &[i64] = &[64, 128, 256];
 const GQA_RATIOS: &[i64] = &[1, 2, 4, 8];
 
 /// Every setting, in the order the report and the command line list them.
-pub const SETTINGS: [Setting; 11] = [
+pub const SETTINGS: [Setting; 12] = [
     Setting {
         axis: "flash_attn",
         flag: "--flash-attn",
@@ -132,6 +132,14 @@ pub const SETTINGS: [Setting; 11] = [
         flag: "--gqa",
         values: Values::Ints(GQA_RATIOS),
         default: Some("1"),
+        acts: Acts::Model,
+    },
+    // An interleaved sliding-window model (gpt-oss, Gemma 2/3): `tiny_llama`'s gemma2 file.
+    Setting {
+        axis: "sliding_window",
+        flag: "--sliding-window",
+        values: Values::AtLeast(0),
+        default: Some("0"),
         acts: Acts::Model,
     },
 ];
@@ -289,7 +297,8 @@ impl DecodeSettings {
             int("gqa").unwrap_or(tiny_llama::DEFAULT_GQA),
         )
         .unwrap_or_default();
-        (dtype, shape)
+        let n_swa = int("sliding_window").unwrap_or(0);
+        (dtype, Shape { n_swa, ..shape })
     }
 
     /// `axis=value` for each value other than the default: the report's Configuration line,
@@ -396,7 +405,14 @@ mod tests {
         assert!(d.probe_args().is_empty());
         let (dtype, shape) = d.model();
         assert_eq!(dtype, DType::Q4_0);
-        assert_eq!((shape.head_dim(), shape.gqa()), (64, 4));
+        assert_eq!((shape.head_dim(), shape.gqa(), shape.n_swa), (64, 4, 0));
+        let w = by_flag("--sliding-window").unwrap();
+        d.set(w, w.parse("128").unwrap());
+        assert!(d.probe_args().is_empty());
+        assert_eq!(d.model().1.n_swa, 128);
+        assert_eq!(d.labels().last().unwrap(), "sliding_window=128");
+        d.set(w, w.parse("0").unwrap());
+        assert_eq!(d.model().1, shape, "0 is the default: no window");
         let ub = by_axis("ubatch_size").unwrap();
         d.set(ub, "4".into());
         assert!(d

@@ -69,6 +69,45 @@ pub fn prepare(work: &Path, settings: &DecodeSettings) -> std::io::Result<Decode
     })
 }
 
+/// The decode probe's comparison with another tree's logits (`--compare-good`): the one
+/// reference that does not share a fault every path of the probed tree has (a wrong mask, a
+/// lost hyperparameter), since another tree's code computed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum GoodLogits {
+    /// No comparison (every probe but `--compare-good`'s).
+    #[default]
+    Off,
+    /// Write the probe stream's logits to `$WORK/RECORDED` (the `--good` commit's probe).
+    Record,
+    /// Compare with a recorded file: its path here and its hex sha256 (the identity: probes
+    /// compared with other logits are other tests).
+    Compare {
+        file: std::path::PathBuf,
+        sha256: String,
+    },
+}
+
+impl GoodLogits {
+    /// Where a recording probe's logits are, under its work directory.
+    pub const RECORDED: &'static str = "good-logits.bin";
+
+    /// The file name a compared-with file is copied to under a probe's work directory.
+    pub fn compared_name(sha256: &str) -> String {
+        format!("good-logits-{}.bin", &sha256[..16])
+    }
+}
+
+/// Copies the logits a `--compare-good` probe compares with under `work`, under the name its
+/// run line gives (`GoodLogits::compared_name`): the work directory is what a container sees.
+pub fn place_good_logits(work: &Path, good: &GoodLogits) -> std::io::Result<()> {
+    if let GoodLogits::Compare { file, sha256 } = good {
+        let bytes = std::fs::read(file)?;
+        let name = GoodLogits::compared_name(sha256);
+        write_once(work, &name, &bytes)?;
+    }
+    Ok(())
+}
+
 /// The default model's bytes and their hex sha256, made once per process.
 fn default_model() -> &'static (Vec<u8>, String) {
     static MODEL: std::sync::OnceLock<(Vec<u8>, String)> = std::sync::OnceLock::new();

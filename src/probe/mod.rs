@@ -180,6 +180,13 @@ pub trait Prober: Send + Sync {
         self.identity()
     }
 
+    /// What names this prober's checkouts and build trees: the identity without what only a
+    /// run reads and no build depends on, so probers that build alike share their builds
+    /// (`--compare-good`'s recording of the good commit and the probes compared with it).
+    fn slot_identity(&self) -> String {
+        self.identity()
+    }
+
     /// Build and test one revision. Never panics; failures of the machinery come back as
     /// `Outcome::InfraError`.
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport;

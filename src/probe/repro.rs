@@ -42,6 +42,7 @@ pub use sources::{materialize_sources, sources_hash, SOURCES};
 use crate::core::ccache::Ccache;
 use crate::core::outcome::{Outcome, SkipScope};
 use crate::probe::ccache::StatsLog;
+use crate::probe::decode::GoodLogits;
 use crate::probe::launch::ShellJob;
 use crate::probe::{artifacts, exec};
 use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober};
@@ -151,6 +152,17 @@ impl ReproProber {
             // the model `probe::decode::prepare` wrote into the work directory
             let model = crate::probe::decode::model_file_name(&self.opts.settings);
             args.insert(0, format!("--model \"$WORK/{model}\""));
+            match &self.opts.good_logits {
+                GoodLogits::Off => {}
+                GoodLogits::Record => {
+                    args.push(format!("--logits-out \"$WORK/{}\"", GoodLogits::RECORDED))
+                }
+                // the copy `probe::decode::place_good_logits` put there
+                GoodLogits::Compare { sha256, .. } => args.push(format!(
+                    "--logits-ref \"$WORK/{}\"",
+                    GoodLogits::compared_name(sha256)
+                )),
+            }
         }
         format!(
             "exec \"$WORK/{}/{}\" {}\n",
@@ -207,6 +219,17 @@ impl ReproProber {
 
 impl Prober for ReproProber {
     fn identity(&self) -> String {
+        // The logits a decode probe records or compares with are another test of the same
+        // build (named by their content).
+        let good = match &self.opts.good_logits {
+            GoodLogits::Off => String::new(),
+            GoodLogits::Record => " good-logits=record".to_string(),
+            GoodLogits::Compare { sha256, .. } => format!(" good-logits={}", &sha256[..16]),
+        };
+        format!("{}{good}", self.slot_identity())
+    }
+
+    fn slot_identity(&self) -> String {
         // Cache locations (CCACHE_DIR sits under the work dir) change nothing that is tested; keeping
         // them out lets runners with different work dirs share results (`--resume-from-issue`).
         let env = |v: &[(String, String)]| {

@@ -113,7 +113,7 @@ pub fn probe_one(
     let dir = Slot::dir(
         &plan.work_dir,
         &plan.repo_path,
-        &probing.identity,
+        &probing.slot_identity,
         "planned",
     );
     let slot = Slot::lock(dir).map_err(fail)?;

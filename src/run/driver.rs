@@ -110,7 +110,7 @@ fn drive(
             let dir = Slot::dir(
                 &plan.work_dir,
                 &plan.repo_path,
-                &probing.identity,
+                &probing.slot_identity,
                 &s.to_string(),
             );
             Slot::lock(dir)

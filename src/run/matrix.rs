@@ -395,6 +395,7 @@ impl Runner {
         };
         let probing = Probing {
             identity: prober.identity(),
+            slot_identity: prober.slot_identity(),
             prober: prober.as_ref(),
             store: self.store.as_ref().filter(|_| !rev.tree.is_empty()),
             attempts: self.retries + 1,

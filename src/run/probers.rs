@@ -13,6 +13,7 @@
 use crate::core::build::{Backend, Recipe, TreeFacts};
 use crate::core::config::{ProbeSpec, Resolved};
 use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
+use crate::probe::decode::GoodLogits;
 use crate::probe::exec::shell_words;
 use crate::probe::launch::Launcher;
 use crate::probe::repro::{ReproOptions, ReproProber};
@@ -171,6 +172,12 @@ fn timeout(cfg: &Resolved) -> Option<Duration> {
 /// The prober of `cfg` at `place`. Infallible: what could fail (the engine, the image, the ROCm
 /// toolchain) was settled when `place` was made.
 pub fn prober(cfg: &Resolved, place: &Place) -> ConfiguredProber {
+    prober_comparing(cfg, place, GoodLogits::Off)
+}
+
+/// `prober`, with the decode probe's comparison with the `--good` commit's logits
+/// (`run::bisect::good`); ignored by other probes.
+pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> ConfiguredProber {
     let inner: Box<dyn Prober> = match &cfg.probe {
         ProbeSpec::Script { build, script } => Box::new(PerTreeScript {
             base: ScriptProber {
@@ -185,7 +192,10 @@ pub fn prober(cfg: &Resolved, place: &Place) -> ConfiguredProber {
             place: place.clone(),
         }),
         ProbeSpec::Replay | ProbeSpec::Decode => Box::new(PerTreeRepro::new(
-            repro_options(cfg, place),
+            ReproOptions {
+                good_logits: good,
+                ..repro_options(cfg, place)
+            },
             recipe_at(cfg, place),
             place.fallback_facts.clone(),
         )),
@@ -240,6 +250,7 @@ pub struct PerTreeRepro {
     fallback: TreeFacts,
     identity: String,
     for_people: String,
+    slot_identity: String,
 }
 
 impl PerTreeRepro {
@@ -250,12 +261,14 @@ impl PerTreeRepro {
         let tail = format!(" cmake_spellings=per-tree recipe={}", recipe.identity());
         let identity = format!("{}{tail}", named.identity());
         let for_people = format!("{}{tail}", opts.expect.readable_in(&named.identity()));
+        let slot_identity = format!("{}{tail}", named.slot_identity());
         PerTreeRepro {
             opts,
             recipe,
             fallback,
             identity,
             for_people,
+            slot_identity,
         }
     }
 
@@ -275,6 +288,10 @@ impl PerTreeRepro {
 impl Prober for PerTreeRepro {
     fn identity(&self) -> String {
         self.identity.clone()
+    }
+
+    fn slot_identity(&self) -> String {
+        self.slot_identity.clone()
     }
 
     fn identity_for_people(&self) -> String {
@@ -390,6 +407,14 @@ impl Prober for ConfiguredProber {
         format!(
             "{}\nconfig:\n{}",
             self.inner.identity_for_people(),
+            self.config_identity
+        )
+    }
+
+    fn slot_identity(&self) -> String {
+        format!(
+            "{}\nconfig:\n{}",
+            self.inner.slot_identity(),
             self.config_identity
         )
     }

@@ -179,6 +179,8 @@ pub struct Probing<'a> {
     pub prober: &'a dyn Prober,
     /// `prober.identity()`, computed once: it keys the store and can be costly to build.
     pub identity: String,
+    /// `prober.slot_identity()`: it names the slots (`Slot::dir`).
+    pub slot_identity: String,
     /// `None` only for the matrix's `--fresh`: runs nothing from, and stores nothing into, it.
     pub store: Option<&'a Store>,
     pub attempts: u32,
@@ -201,6 +203,7 @@ impl<'a> Probing<'a> {
         Probing {
             prober,
             identity: prober.identity(),
+            slot_identity: prober.slot_identity(),
             store: Some(store),
             attempts: INFRA_RETRIES,
             backoff: None,

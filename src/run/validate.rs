@@ -365,7 +365,7 @@ pub fn validate_culprit(
     let dir = Slot::dir(
         setup.work_dir,
         setup.repo_path,
-        &probing.identity,
+        &probing.slot_identity,
         "validate",
     );
     let runs = Runs {

@@ -73,6 +73,12 @@ pub struct BisectArgs {
     /// CPU; llama.cpp trees only). Default: the configuration's, else replay.
     #[arg(long, value_name = "KIND", value_parser = bundled_kind(), help_heading = PROBE)]
     pub probe_kind: Option<crate::core::config::ProbeKind>,
+    /// The decode probe also compares every commit's logits with the --good commit's own,
+    /// recorded by one probe of --good before the search: sees a change of model math that
+    /// every path of a tree shares (a wrong attention mask, a hyperparameter no longer read),
+    /// which its other references, the tree itself, cannot.
+    #[arg(long, help_heading = PROBE)]
+    pub compare_good: bool,
     /// Backend the bundled reproducer targets (used when --script is absent).
     #[arg(long, value_parser = ["cpu", "cuda", "hip"], help_heading = PROBE)]
     pub backend: Option<String>,

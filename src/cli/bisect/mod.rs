@@ -75,6 +75,18 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         ));
     }
     placement::check_flags(chosen.engine, chosen.cfg.image.as_deref())?;
+    if args.compare_good {
+        if chosen.cfg.probe != crate::core::config::ProbeSpec::Decode {
+            return Err(CliError::usage(
+                "--compare-good compares the decode probe's logits: add --probe-kind decode (llama.cpp trees), or drop --compare-good",
+            ));
+        }
+        if chosen.cfg.build_only {
+            return Err(CliError::usage(
+                "--compare-good and --regress build: a build-only probe decodes nothing to compare; drop one",
+            ));
+        }
+    }
     let work_dir = args.work_dir.dir();
     if !args.dry_run {
         crate::cli::output::check_dir_writable("--work-dir", &work_dir)?;
@@ -136,6 +148,7 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         jobs: args.jobs.jobs,
         endpoints: args.walk.endpoints(),
         validate: args.flaky.validate,
+        compare_good: args.compare_good,
         work_dir,
         chosen,
         mode,

@@ -51,6 +51,10 @@ pub struct SettingsFlags {
     /// The tiny model's GQA ratio n_head / n_head_kv: 1 2 4 8 [default: 1].
     #[arg(long, value_name = "N", value_parser = setting::<10>, help_heading = DECODE)]
     pub gqa: Option<String>,
+    /// An interleaved sliding-window model (gpt-oss, Gemma 2/3: layer 0 sees the last N
+    /// positions, layer 1 all), written as a gemma2 file; 0: none [default: 0].
+    #[arg(long, value_name = "N", value_parser = setting::<11>, help_heading = DECODE)]
+    pub sliding_window: Option<String>,
 }
 
 impl SettingsFlags {
@@ -68,6 +72,7 @@ impl SettingsFlags {
             &self.weight_type,
             &self.head_dim,
             &self.gqa,
+            &self.sliding_window,
         ];
         SETTINGS
             .iter()

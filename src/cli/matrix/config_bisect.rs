@@ -293,6 +293,7 @@ fn commit_level(
         jobs: c.jobs.jobs,
         endpoints: c.walk.endpoints(),
         validate: c.flaky.validate,
+        compare_good: false,
         work_dir,
         chosen: chosen(args, m, base),
         mode: Mode::Run,

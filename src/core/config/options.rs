@@ -76,7 +76,7 @@ pub const REPLAY_OPTIONS: &[ReproOption] = &[
 pub const DECODE_OPTIONS: &[ReproOption] = &[
     owned(
         "--model",
-        "the model is written by the tool (MODEL.gguf; --weight-type, --head-dim, --gqa shape it); drop --repro-arg --model",
+        "the model is written by the tool (MODEL.gguf; --weight-type, --head-dim, --gqa, --sliding-window shape it); drop --repro-arg --model",
     ),
     opt("--backend"),
     opt("--steps"),
@@ -104,6 +104,15 @@ pub const DECODE_OPTIONS: &[ReproOption] = &[
     opt("--check"),
     opt("--cpu-reference"),
     owned("--memory", MEMORY_HINT),
+    opt("--good-nmse"),
+    owned(
+        "--logits-out",
+        "the tool records the --good commit's logits itself with --compare-good; drop --repro-arg --logits-out",
+    ),
+    owned(
+        "--logits-ref",
+        "the tool compares with the --good commit's logits with --compare-good; drop --repro-arg --logits-ref",
+    ),
     ReproOption {
         takes_value: false,
         ..opt("--verbose")

@@ -1,4 +1,4 @@
-use super::tiny_llama::{tiny_llama, Shape};
+use super::tiny_llama::{file_name, tiny_llama, Shape};
 use super::*;
 use proptest::prelude::*;
 
@@ -173,4 +173,64 @@ fn quantized_models_quantize_every_matrix_and_keep_the_norms_f32() {
         let ft = g.kv.iter().find(|(k, _)| k == "general.file_type").unwrap();
         assert_eq!(ft.1, Value::U32(dtype.file_type()));
     }
+}
+
+/// A sliding window makes the gemma2 file llama.cpp's loader reads as an iSWA model: its window
+/// key, the post-norms, no output tensor (tied to token_embd), the same weights under the same
+/// names; without one the file is the llama model it always was (same name, same bytes).
+#[test]
+fn a_sliding_window_writes_the_gemma2_file_and_none_keeps_the_llama_one() {
+    let plain = tiny_llama(Shape::default(), 42, DType::F16);
+    let swa = tiny_llama(
+        Shape {
+            n_swa: 64,
+            ..Shape::default()
+        },
+        42,
+        DType::F16,
+    );
+    let key = |g: &Gguf, k: &str| g.kv.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(
+        key(&plain, "general.architecture"),
+        Some(Value::Str("llama".into()))
+    );
+    assert_eq!(
+        key(&swa, "general.architecture"),
+        Some(Value::Str("gemma2".into()))
+    );
+    assert_eq!(
+        key(&swa, "gemma2.attention.sliding_window"),
+        Some(Value::U32(64))
+    );
+    assert!(plain.kv.iter().all(|(k, _)| !k.starts_with("gemma2.")));
+    assert!(swa.kv.iter().all(|(k, _)| !k.starts_with("llama.")));
+    let names = |g: &Gguf| g.tensors.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    let (p, s) = (names(&plain), names(&swa));
+    assert!(p.contains(&"output.weight".to_string()));
+    assert!(!s.contains(&"output.weight".to_string()));
+    for i in 0..2 {
+        assert!(s.contains(&format!("blk.{i}.post_attention_norm.weight")));
+        assert!(s.contains(&format!("blk.{i}.post_ffw_norm.weight")));
+    }
+    // every weight the two share is the same tensor
+    for t in &swa.tensors {
+        if let Some(q) = plain.tensors.iter().find(|q| q.name == t.name) {
+            assert_eq!(q, t, "{}", t.name);
+        }
+    }
+    assert_eq!(
+        file_name(42, DType::F16, Shape::default()),
+        "tiny-llama-s42-f16.gguf"
+    );
+    assert_eq!(
+        file_name(
+            42,
+            DType::F16,
+            Shape {
+                n_swa: 64,
+                ..Shape::default()
+            }
+        ),
+        "tiny-gemma2-s42-f16-swa64.gguf"
+    );
 }

@@ -11,6 +11,13 @@
 //!
 //! The attention shape a kernel path depends on (head size, GQA ratio) is `Shape::with_heads`;
 //! its default is the 256-dim, 2-head model above.
+//!
+//! With a sliding window (`Shape::n_swa`, `--sliding-window N`) the same weights become an
+//! interleaved sliding-window (iSWA) model, the attention of gpt-oss and Gemma 2/3: llama.cpp
+//! has no llama-architecture key for a window, so the file is a `gemma2` model, whose loader
+//! reads `gemma2.attention.sliding_window` and alternates its layers (layer 0 sliding, layer 1
+//! full, `set_swa_pattern(2)`), and whose KV cache is llama.cpp's iSWA pair of caches. Gemma 2
+//! adds post-norms (ones, as every norm here) and ties the output to the token embedding.
 
 use super::{f32_to_f16, quant, DType, Gguf, Tensor, Value};
 
@@ -26,6 +33,8 @@ pub struct Shape {
     /// `llama.context_length`: the training context the file claims (positions past it still
     /// decode; the probe's KV cache is sized by the probe).
     pub n_ctx_train: u32,
+    /// The sliding window of the iSWA layers; 0: none (the llama architecture).
+    pub n_swa: u32,
 }
 
 impl Default for Shape {
@@ -38,6 +47,7 @@ impl Default for Shape {
             n_ff: 384,
             n_layer: 2,
             n_ctx_train: 256,
+            n_swa: 0,
         }
     }
 }
@@ -141,43 +151,48 @@ fn ones(name: &str, n: u64) -> Tensor {
     }
 }
 
-/// The model: metadata llama.cpp's llama loader reads, then the tensors it creates.
+/// The model: metadata llama.cpp's loader for its architecture reads (`llama`, or `gemma2`
+/// with a sliding window), then the tensors it creates.
 pub fn tiny_llama(shape: Shape, seed: u64, dtype: DType) -> Gguf {
     let s = shape;
     let (embd, ff, vocab) = (u64::from(s.n_embd), u64::from(s.n_ff), u64::from(s.n_vocab));
     let head_dim = s.n_embd / s.n_head;
     let embd_kv = u64::from(head_dim * s.n_head_kv);
-    let kv = vec![
-        ("general.architecture".into(), Value::Str("llama".into())),
+    let swa = s.n_swa > 0;
+    let arch = if swa { "gemma2" } else { "llama" };
+    let key = |k: &str| format!("{arch}.{k}");
+    let mut kv = vec![
+        ("general.architecture".into(), Value::Str(arch.into())),
         (
             "general.name".into(),
-            Value::Str(format!("setrows-bisect tiny llama seed {seed}")),
+            Value::Str(format!("setrows-bisect tiny {arch} seed {seed}")),
         ),
         ("general.file_type".into(), Value::U32(dtype.file_type())),
-        ("llama.vocab_size".into(), Value::U32(s.n_vocab)),
-        ("llama.context_length".into(), Value::U32(s.n_ctx_train)),
-        ("llama.embedding_length".into(), Value::U32(s.n_embd)),
-        ("llama.block_count".into(), Value::U32(s.n_layer)),
-        ("llama.feed_forward_length".into(), Value::U32(s.n_ff)),
-        ("llama.attention.head_count".into(), Value::U32(s.n_head)),
-        (
-            "llama.attention.head_count_kv".into(),
-            Value::U32(s.n_head_kv),
-        ),
-        (
-            "llama.attention.layer_norm_rms_epsilon".into(),
-            Value::F32(1e-5),
-        ),
-        ("llama.rope.dimension_count".into(), Value::U32(head_dim)),
-        ("llama.rope.freq_base".into(), Value::F32(10000.0)),
-        // No tokenizer: the probe feeds token ids; llama.cpp adds `vocab_size` dummy tokens.
-        ("tokenizer.ggml.model".into(), Value::Str("no_vocab".into())),
+        (key("vocab_size"), Value::U32(s.n_vocab)),
+        (key("context_length"), Value::U32(s.n_ctx_train)),
+        (key("embedding_length"), Value::U32(s.n_embd)),
+        (key("block_count"), Value::U32(s.n_layer)),
+        (key("feed_forward_length"), Value::U32(s.n_ff)),
+        (key("attention.head_count"), Value::U32(s.n_head)),
+        (key("attention.head_count_kv"), Value::U32(s.n_head_kv)),
+        (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
+        (key("rope.dimension_count"), Value::U32(head_dim)),
+        (key("rope.freq_base"), Value::F32(10000.0)),
     ];
+    if swa {
+        kv.push((key("attention.sliding_window"), Value::U32(s.n_swa)));
+    }
+    // No tokenizer: the probe feeds token ids; llama.cpp adds `vocab_size` dummy tokens.
+    kv.push(("tokenizer.ggml.model".into(), Value::Str("no_vocab".into())));
     let mut tensors = vec![
         random_tensor(seed, "token_embd.weight", &[embd, vocab], dtype),
         ones("output_norm.weight", embd),
-        random_tensor(seed, "output.weight", &[embd, vocab], dtype),
     ];
+    if !swa {
+        // gemma2 has no output tensor: its loader ties the output to token_embd, and a tensor
+        // it does not create fails the load ("wrong number of tensors")
+        tensors.push(random_tensor(seed, "output.weight", &[embd, vocab], dtype));
+    }
     for i in 0..s.n_layer {
         let t = |n: &str| format!("blk.{i}.{n}.weight");
         tensors.push(ones(&t("attn_norm"), embd));
@@ -185,10 +200,16 @@ pub fn tiny_llama(shape: Shape, seed: u64, dtype: DType) -> Gguf {
         tensors.push(random_tensor(seed, &t("attn_k"), &[embd, embd_kv], dtype));
         tensors.push(random_tensor(seed, &t("attn_v"), &[embd, embd_kv], dtype));
         tensors.push(random_tensor(seed, &t("attn_output"), &[embd, embd], dtype));
+        if swa {
+            tensors.push(ones(&t("post_attention_norm"), embd));
+        }
         tensors.push(ones(&t("ffn_norm"), embd));
         tensors.push(random_tensor(seed, &t("ffn_gate"), &[embd, ff], dtype));
         tensors.push(random_tensor(seed, &t("ffn_down"), &[ff, embd], dtype));
         tensors.push(random_tensor(seed, &t("ffn_up"), &[embd, ff], dtype));
+        if swa {
+            tensors.push(ones(&t("post_ffw_norm"), embd));
+        }
     }
     Gguf { kv, tensors }
 }
@@ -196,10 +217,15 @@ pub fn tiny_llama(shape: Shape, seed: u64, dtype: DType) -> Gguf {
 /// The file name a model is written under: its identity (the default shape adds nothing, so the
 /// default model keeps the name it always had).
 pub fn file_name(seed: u64, dtype: DType, shape: Shape) -> String {
-    let heads = if shape == Shape::default() {
+    let plain = Shape { n_swa: 0, ..shape };
+    let heads = if plain == Shape::default() {
         String::new()
     } else {
         format!("-h{}-g{}", shape.head_dim(), shape.gqa())
     };
-    format!("tiny-llama-s{seed}-{}{heads}.gguf", dtype.name())
+    let (arch, swa) = match shape.n_swa {
+        0 => ("llama", String::new()),
+        w => ("gemma2", format!("-swa{w}")),
+    };
+    format!("tiny-{arch}-s{seed}-{}{heads}{swa}.gguf", dtype.name())
 }

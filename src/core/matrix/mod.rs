@@ -117,6 +117,7 @@ axes!(
     weight_type,
     head_dim,
     gqa,
+    sliding_window,
 );
 
 #[derive(Debug, Default, Deserialize)]

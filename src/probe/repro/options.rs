@@ -60,6 +60,8 @@ pub struct ReproOptions {
     /// The decode probe's settings: its model is written from them (`probe::decode::prepare`);
     /// its options are in `repro_args` already (`run::probers::repro_options`).
     pub settings: crate::core::settings::DecodeSettings,
+    /// The decode probe's comparison with the `--good` commit's logits.
+    pub good_logits: crate::probe::decode::GoodLogits,
 }
 
 impl ReproOptions {
@@ -79,6 +81,7 @@ impl ReproOptions {
             build_only: false,
             unavailable: None,
             settings: Default::default(),
+            good_logits: crate::probe::decode::GoodLogits::Off,
         }
     }
 }

@@ -183,7 +183,10 @@ impl ReproProber {
     ) -> Result<exec::RunResult, Box<ProbeReport>> {
         let materialized = match self.opts.reproducer {
             Reproducer::Decode => crate::probe::decode::prepare(req.build_dir, &self.opts.settings)
-                .map(|p| p.sources_dir),
+                .and_then(|p| {
+                    crate::probe::decode::place_good_logits(req.build_dir, &self.opts.good_logits)?;
+                    Ok(p.sources_dir)
+                }),
             _ => materialize_sources(req.build_dir),
         };
         let src_name = materialized.map_err(|e| {

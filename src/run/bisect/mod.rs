@@ -12,6 +12,7 @@
 
 pub mod check;
 mod document;
+mod good;
 mod place;
 mod planned;
 
@@ -27,6 +28,7 @@ use crate::core::result::{BisectResult, ConfigurationInfo, ReproducerInfo};
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
 use crate::probe::container::EngineChoice;
+use crate::probe::decode::GoodLogits;
 use crate::probe::launch::{HostLauncher, Launcher};
 use crate::probe::script::ScriptProber;
 use crate::probe::Prober;
@@ -147,6 +149,9 @@ pub struct Request {
     pub endpoints: EndpointCheck,
     /// `--validate N`: re-runs of the culprit, its parent and the revert (0 = off).
     pub validate: u32,
+    /// `--compare-good`: the decode probe also compares with the `--good` commit's logits
+    /// (`good`), recorded before the search.
+    pub compare_good: bool,
     pub work_dir: PathBuf,
     pub chosen: Chosen,
     pub mode: Mode,
@@ -235,7 +240,31 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         (None, None) => None,
     };
     let place = place::place(&chosen.cfg, &repo, req.bad, container, !dry)?;
-    let prober: Box<dyn Prober> = Box::new(crate::run::probers::prober(&chosen.cfg, &place));
+    let good_logits = match req.compare_good && !dry {
+        false => GoodLogits::Off,
+        true => {
+            let recorder =
+                crate::run::probers::prober_comparing(&chosen.cfg, &place, GoodLogits::Record);
+            good::recorded(&canon_repo, &range.good, &work_dir, &recorder, events)?
+        }
+    };
+    // The report names what every probe ran, the comparison with the good logits included.
+    let mut reproducer = chosen.reproducer.clone();
+    if let (Some(r), GoodLogits::Compare { sha256, .. }) = (reproducer.as_mut(), &good_logits) {
+        r.args.extend([
+            "--logits-ref".to_string(),
+            GoodLogits::compared_name(sha256),
+        ]);
+        r.source.push_str(&format!(
+            "; --compare-good: logits recorded at --good {}",
+            crate::core::range::short_sha(&range.good)
+        ));
+    }
+    let prober: Box<dyn Prober> = Box::new(crate::run::probers::prober_comparing(
+        &chosen.cfg,
+        &place,
+        good_logits,
+    ));
     let reproduce = match &chosen.cfg.probe {
         ProbeSpec::Script { build, script } => {
             let p = ScriptProber {
@@ -287,7 +316,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         id,
         reproduce,
         configuration: chosen.info.clone(),
-        reproducer: chosen.reproducer.clone(),
+        reproducer,
         backend,
         planned,
     })

@@ -1,0 +1,122 @@
+//! `--compare-good`: the decode probe compares each commit's logits with the `--good`
+//! commit's own. Every other reference of the decode probe is the probed tree itself (graph
+//! reuse off, another path), so a change of model math that all its paths share (a wrong
+//! attention mask, a hyperparameter no longer read) is invisible to them; the good commit's
+//! logits were computed by the code before the change.
+//!
+//! The logits are recorded by one probe of `--good` before the search, kept under the work
+//! directory named by what produced them (repository, commit, the recording prober's identity),
+//! so a resumed run or a second bisect with the same good end records nothing again. A good
+//! end that does not pass the probe cannot be the reference: the run stops there, naming it.
+
+use crate::core::progress::{Event, Sink};
+use crate::error::CliError;
+use crate::probe::decode::GoodLogits;
+use crate::probe::{Phase, ProbeRequest, Prober};
+use crate::run::slots::Slot;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// The recorded logits of `good` (recording them first when they are not kept yet), as the
+/// comparison every probe of the bisect makes. `recorder` is the configuration's prober with
+/// `GoodLogits::Record`.
+pub fn recorded(
+    repo_path: &Path,
+    good: &str,
+    work_dir: &Path,
+    recorder: &dyn Prober,
+    events: &dyn Sink,
+) -> anyhow::Result<GoodLogits> {
+    let identity = recorder.identity();
+    let canon = std::fs::canonicalize(repo_path).unwrap_or(repo_path.to_path_buf());
+    let key = crate::run::store::bisect_id(&[&canon.to_string_lossy(), good, &identity]);
+    let file = work_dir.join("good-logits").join(format!("{key}.bin"));
+    if !file.exists() {
+        record(repo_path, good, work_dir, recorder, &file, events)?;
+    }
+    let bytes = std::fs::read(&file).map_err(|e| {
+        CliError::infra(format!(
+            "--compare-good: cannot read {}: {e}",
+            file.display()
+        ))
+    })?;
+    Ok(GoodLogits::Compare {
+        sha256: hex::encode(Sha256::digest(&bytes)),
+        file,
+    })
+}
+
+/// One probe of `good` in its own slot; its logits are copied to `file` only when it passed.
+fn record(
+    repo_path: &Path,
+    good: &str,
+    work_dir: &Path,
+    recorder: &dyn Prober,
+    file: &Path,
+    events: &dyn Sink,
+) -> anyhow::Result<()> {
+    let short = crate::core::range::short_sha(good);
+    events.emit(Event::Note {
+        text: format!("--compare-good: recording the logits of --good {short} (one probe before the search; every probe is compared with them)"),
+    });
+    let infra = |e: String| CliError::infra(format!("--compare-good: {e}"));
+    // The bisect's first slot: the build is the one its probes make (only the run differs),
+    // so the first probe after the recording rebuilds incrementally.
+    let dir = Slot::dir(work_dir, repo_path, &recorder.slot_identity(), "0");
+    let slot = Slot::lock(dir).map_err(|e| infra(e.to_string()))?;
+    let repo = crate::run::git::open(repo_path).map_err(|e| infra(e.to_string()))?;
+    slot.checkout(&repo, good)
+        .map_err(|e| infra(e.to_string()))?;
+    let build = slot.build();
+    std::fs::create_dir_all(&build).map_err(|e| infra(format!("{}: {e}", build.display())))?;
+    let log = work_dir
+        .join("logs")
+        .join(format!("good-logits-{short}.log"));
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| infra(format!("{}: {e}", dir.display())))?;
+    }
+    let run_name = format!("setrows-good-{short}-{}", std::process::id());
+    let events_of = crate::run::events::Probe::new(events, 0, good, "--good (recording)");
+    let report = recorder.probe(
+        &ProbeRequest {
+            commit: good,
+            checkout: slot.src(),
+            build_dir: &build,
+            log_path: &log,
+            run_name: &run_name,
+            artifacts: None,
+        },
+        &|p: Phase| events_of.phase(p),
+    );
+    if report.outcome != crate::core::outcome::Outcome::Pass {
+        let why = format!(
+            "--good {short} does not pass the decode probe ({}{}), so its logits cannot be the reference; log: {}",
+            report.outcome.as_str(),
+            report
+                .signature
+                .as_deref()
+                .map(|s| format!(": {s}"))
+                .unwrap_or_default(),
+            report.log_path.display()
+        );
+        return Err(match report.outcome {
+            crate::core::outcome::Outcome::InfraError => infra(why),
+            _ => CliError::usage(format!("--compare-good: {why}")),
+        });
+    }
+    let written = std::fs::read(build.join(GoodLogits::RECORDED))
+        .map_err(|e| infra(format!("the recording probe wrote no logits ({e})")))?;
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| infra(format!("{}: {e}", dir.display())))?;
+    }
+    crate::run::store::write_atomic(file, &written)
+        .map_err(|e| infra(format!("{}: {e}", file.display())))?;
+    events.emit(Event::Note {
+        text: format!(
+            "--compare-good: recorded {} KiB of logits at --good {short} ({:.0} s)",
+            written.len() / 1024,
+            report.duration_s
+        ),
+    });
+    Ok(())
+}
