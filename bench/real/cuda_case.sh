@@ -21,10 +21,12 @@
 #       binary there too: cargo build --release && strip -o .work/real/setrows-bisect target/release/setrows-bisect
 #   run [SECONDS]
 #       on the H200, in the device's copy of the checkout, no network: carry `.work/real`. The
-#       user's command (its probes with ccache, from an empty cache), then `git bisect run` with
-#       the same build line and decode-probe run (uncached: CCACHE_DISABLE=1, a fresh clone and
-#       build dir; GIT_SIDE=0 leaves it out), within SECONDS (default 560). Results under $OUT
-#       (or .work/real/out). State under $STATE: a second call resumes the tool's bisect.
+#       user's command (its probes with ccache, from an empty cache; TOOL_SIDE=0 leaves it out),
+#       then `git bisect run` with the same build line and decode-probe run (uncached:
+#       -DGGML_CCACHE=OFF and CCACHE_DISABLE=1, a fresh clone and build dir; GIT_SIDE=0 leaves it
+#       out), within SECONDS (default 560). Results under $OUT (or .work/real/out). State under
+#       $STATE: a second call resumes the tool's bisect and git's (GIT_STEP_NEED, GIT_FRESH:
+#       see the git part below).
 # shellcheck disable=SC2154  # CASE, STATE, *_UP, *_NAME and SETTINGS come from the case script
 
 cuda_case_main() {
@@ -84,49 +86,131 @@ ph clone
 local good bad first_bad
 good=$(up "$S/tool-src" "$GOOD_UP") bad=$(up "$S/tool-src" "$BAD_UP") first_bad=$(up "$S/tool-src" "$FIRST_BAD_UP")
 if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "the bundle lacks the window's endpoints" >&2; exit 3; fi
-local A=(--repo "$S/tool-src" --probe-kind decode --backend cuda --gpu-target 90 --engine none
-   --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/w")
+local A0=(--repo "$S/tool-src" --probe-kind decode --backend cuda --gpu-target 90 --engine none
+   --good "$good" --bad "$bad" "${SETTINGS[@]}")
+local A=("${A0[@]}" --work-dir "$S/w")
 "$BIN" "${A[@]}" --dry-run >"$OUT/dry-run.txt" 2>&1
-ph "tool starts: setrows-bisect --repo <bundle clone> --probe-kind decode --backend cuda --gpu-target 90 --good <$GOOD_NAME> --bad <$BAD_NAME> ${SETTINGS[*]}"
-local t0
-t0=$(date +%s.%N)
-timeout -s INT $((stop_at - $(date +%s) - 30)) "$BIN" "${A[@]}" --json "$OUT/tool.json" --report "$OUT/tool.md" >"$OUT/tool.log" 2>&1
-ph "tool exits rc=$?"
-local tool_wall
-tool_wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
+local tool_wall='' t0
+if [ "${TOOL_SIDE:-1}" = 0 ]; then
+  ph "tool not run (TOOL_SIDE=0)"
+else
+  ph "tool starts: setrows-bisect --repo <bundle clone> --probe-kind decode --backend cuda --gpu-target 90 --good <$GOOD_NAME> --bad <$BAD_NAME> ${SETTINGS[*]}"
+  t0=$(date +%s.%N)
+  timeout -s INT $((stop_at - $(date +%s) - 30)) "$BIN" "${A[@]}" --json "$OUT/tool.json" --report "$OUT/tool.md" >"$OUT/tool.log" 2>&1
+  ph "tool exits rc=$?"
+  tool_wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
+fi
 
-# git bisect run: the tool's build line and run line (read from its dry run: the decode probe's
-# sources and the model file it materialised in its work dir), a fresh clone, a cold build dir.
-local DP M
-# The sources' folder (the one with the probe's CMakeLists.txt, not a build dir of the same
-# prefix) and the tool's tiny model (not a vocabulary-only .gguf of the checked-out tree).
-DP=$(find "$S/w" -path '*/setrows-decode-*/decode-probe/CMakeLists.txt' | head -1)
-DP=${DP%/CMakeLists.txt}
-M=$(find "$S/w" -name 'tiny-llama-*.gguf' | head -1)
-cat >"$S/git-step.sh" <<STEP
-#!/bin/sh
-t0=\$(date +%s.%N); b=$S/git-build
-cmake -S '$DP' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
-  -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >\$b.configure.log 2>&1 || exit 125
-cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
-t1=\$(date +%s.%N)
-\$b/decode-probe --model '$M' ${SETTINGS[*]} >\$b.run.log 2>&1; rc=\$?
-echo "git-step \$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc \$(grep -h -o -e 'SETROWS_MISMATCH.*' -e 'GGML_ASSERT.*' \$b.run.log | head -1 | cut -c1-160)" >>'$OUT/git-steps.txt'
-case \$rc in 0) exit 0 ;; ${GIT_BAD_RCS:-1}) exit 1 ;; *) exit 125 ;; esac
-STEP
+# git bisect run: the tool's build line (less its ccache launchers: -DGGML_CCACHE=OFF and
+# CCACHE_DISABLE=1) and run line, on the decode probe's sources and the tiny model the tool
+# writes, a fresh clone and a cold build dir. Resumable: the clone (with git's bisect state), the
+# build dir and the step log stay under $S; a step starts only if GIT_STEP_NEED seconds (default
+# 190: a cold CUDA build of the probe, ~160 s on the H200, and its run) are left before the
+# call's end, else it exits 255 (git bisect run stops, the state stays) and the next call's `git
+# bisect run` goes on from the commit git checked out. GIT_FRESH=1 starts over.
+local G=$S/git-src I=$S/git-inputs need=${GIT_STEP_NEED:-190}
 local left=$((stop_at - $(date +%s)))
-local git_wall=
+local git_wall='' git_calls=''
 if [ "${GIT_SIDE:-1}" = 0 ]; then
   ph "git bisect run not run (GIT_SIDE=0)"
-elif [ -n "$DP" ] && [ -n "$M" ] && [ $left -gt 120 ]; then
-  ph "git bisect run starts (${left}s left)"
-  rm -rf "$S/git-src" "$S/git-build"*; git clone -q -b window "$bundle" "$S/git-src"
-  t0=$(date +%s.%N)
-  (export CCACHE_DISABLE=1; cd "$S/git-src" && git bisect start "$bad" "$good" >/dev/null && timeout -s INT $((left - 20)) git bisect run sh "$S/git-step.sh") >"$OUT/git-bisect.log" 2>&1
-  ph "git bisect run exits rc=$?"
-  git_wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
 else
-  ph "git bisect run skipped (${left}s left; decode sources '$DP', model '$M')"
+  if [ "${GIT_FRESH:-0}" = 1 ] || [ ! -f "$G/.git/BISECT_START" ] || [ ! -f "$S/git-step.sh" ]; then
+    ph "git side: fresh (clone, inputs, bisect start)"
+    rm -rf "$G" "$I" "$S/git-build" "$S/git-logs" "$S/git-steps.txt" "$S/git-bisect.log" "$S/git-calls.txt" "$S/git-step.sh"
+    mkdir -p "$I"
+    # The inputs: the decode probe's sources folder (the one with its CMakeLists.txt, not a
+    # build dir of the same prefix) and the tool's tiny model (not a vocabulary-only .gguf of
+    # the tree), both named by content. From the tool's work dir when it ran; else the tool
+    # writes them (one planned probe whose cmake is a stand-in that fails: no build, no store
+    # entry under $S/w), in a work dir of their own.
+    local dp m src
+    dp=$(find "$S/w" -path '*/setrows-decode-*/decode-probe/CMakeLists.txt' 2>/dev/null | head -1)
+    m=$(find "$S/w" -name 'tiny-llama-*.gguf' 2>/dev/null | head -1)
+    src="the tool's work dir"
+    if [ -z "$dp" ] || [ -z "$m" ]; then
+      src="written by the tool for git's side (--probe with a stand-in cmake)"
+      mkdir -p "$I/nocmake"
+      printf '#!/bin/sh\necho "cmake stand-in (bench/real/cuda_case.sh): the inputs only, no build" >&2\nexit 1\n' >"$I/nocmake/cmake"
+      chmod +x "$I/nocmake/cmake"
+      local psha
+      psha=$("$BIN" "${A0[@]}" --work-dir "$I/w" --plan-only 2>>"$OUT/git-inputs.log" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["probes"][0]["sha"])' 2>>"$OUT/git-inputs.log")
+      [ -z "$psha" ] || PATH=$I/nocmake:$PATH "$BIN" "${A0[@]}" --work-dir "$I/w" --probe "$psha" >>"$OUT/git-inputs.log" 2>&1
+      dp=$(find "$I/w" -path '*/setrows-decode-*/decode-probe/CMakeLists.txt' 2>/dev/null | head -1)
+      m=$(find "$I/w" -name 'tiny-llama-*.gguf' 2>/dev/null | head -1)
+    fi
+    if [ -n "$dp" ] && [ -n "$m" ]; then
+      dp=$(dirname "$(dirname "$dp")")   # setrows-decode-<hash>: decode-probe/ needs its siblings
+      cp -r "$dp" "$I/" && cp "$m" "$I/"
+      echo "inputs ($src): $(basename "$dp")/decode-probe, $(basename "$m") sha256 $(sha256sum "$m" | cut -c1-16)" | tee -a "$OUT/git-inputs.log"
+      if ! { git clone -q -b window "$bundle" "$G" && (cd "$G" && git bisect start "$bad" "$good"); } >"$S/git-bisect.log" 2>&1; then
+        echo "git side: clone or bisect start failed" | tee -a "$S/git-bisect.log"; rm -f "$G/.git/BISECT_START"
+      fi
+    else
+      echo "git side: no probe sources or model ($src): see git-inputs.log" | tee -a "$OUT/git-inputs.log"
+    fi
+  else
+    ph "git side: resumes ($(nlines "$S/git-steps.txt" '^git-step ') steps done, at $(git -C "$G" log -1 --format='%h %s' | cut -c1-60))"
+  fi
+  local DP M
+  DP=$(find "$I" -maxdepth 3 -path "$I/setrows-decode-*/decode-probe/CMakeLists.txt" 2>/dev/null | head -1)
+  DP=${DP%/CMakeLists.txt}
+  M=$(find "$I" -maxdepth 1 -name 'tiny-llama-*.gguf' 2>/dev/null | head -1)
+  if [ -n "$DP" ] && [ -n "$M" ] && [ -f "$G/.git/BISECT_START" ] && [ ! -f "$S/git-step.sh" ]; then
+    cat >"$S/git-step.sh" <<STEP
+#!/bin/sh
+# git bisect run's step (bench/real/cuda_case.sh): 0 good, 1 bad, 125 skip; 255 stops the run
+# (not enough time left in this call for a cold build), the next call resumes.
+S='$S'; b=\$S/git-build
+now=\$(date +%s)
+h=\$(git rev-parse --short=8 HEAD)
+if [ -n "\${GIT_STEP_DEADLINE:-}" ] && [ \$((now + \${GIT_STEP_NEED:-$need})) -gt "\$GIT_STEP_DEADLINE" ]; then
+  echo "git-stop \$h \$(date -u +%T): \$((GIT_STEP_DEADLINE - now)) s left in this call < \${GIT_STEP_NEED:-$need} s a step may need; the next call resumes" >>"\$S/git-steps.txt"
+  exit 255
+fi
+n=\$(grep -c '^git-step ' "\$S/git-steps.txt" 2>/dev/null); n=\$((\${n:-0} + 1))
+up=\$(git log -1 --format=%B | sed -n 's/^Upstream-commit: //p' | cut -c1-9); up=\${up:-none}
+mkdir -p "\$S/git-logs"; p=\$S/git-logs/\$n-\$h; start=\$(date -u +%T)
+t0=\$(date +%s.%N)
+cmake -S '$DP' -B "\$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
+  -DGGML_CCACHE=OFF -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >"\$p.configure.log" 2>&1 &&
+  cmake --build "\$b" --target decode-probe >"\$p.build.log" 2>&1; brc=\$?
+t1=\$(date +%s.%N)
+if [ \$brc -ne 0 ]; then
+  rc=build-failed v=skip ec=125
+else
+  "\$b/decode-probe" --model '$M' ${SETTINGS[*]} >"\$p.run.log" 2>&1; rc=\$?
+  case \$rc in 0) v=good ec=0 ;; ${GIT_BAD_RCS:-1}) v=bad ec=1 ;; *) v=skip ec=125 ;; esac
+fi
+t2=\$(date +%s.%N)
+sig=\$(grep -h -o -e 'SETROWS_MISMATCH.*' -e 'GGML_ASSERT.*' -e '"status":"[a-z_]*"' "\$p.run.log" 2>/dev/null | head -1 | cut -c1-120)
+echo "git-step \$n \$h upstream \$up start \$start build_s \$(awk "BEGIN{printf \\"%.1f\\", \$t1 - \$t0}") run_s \$(awk "BEGIN{printf \\"%.1f\\", \$t2 - \$t1}") rc \$rc verdict \$v | \$(git log -1 --format=%s | cut -c1-60) | \$sig" >>"\$S/git-steps.txt"
+exit \$ec
+STEP
+  fi
+  left=$((stop_at - $(date +%s)))
+  if [ ! -f "$S/git-step.sh" ] || [ ! -f "$G/.git/BISECT_START" ]; then
+    ph "git bisect run skipped (no step script or bisect state: see git-inputs.log)"
+  elif git -C "$G" bisect log 2>/dev/null | grep -q '^# first bad commit'; then
+    ph "git bisect run already done (GIT_FRESH=1 starts over)"
+  elif [ "$left" -le $((need + 20)) ]; then
+    ph "git bisect run skipped (${left}s left, a step needs ${need}s)"
+  else
+    ph "git bisect run starts (${left}s left)"
+    local k0 k1 call
+    k0=$(nlines "$S/git-steps.txt" '^git-step ')
+    call=$(($(nlines "$S/git-calls.txt" '^call ') + 1))
+    echo "== call $call $(date -u +%FT%T) ==" >>"$S/git-bisect.log"
+    t0=$(date +%s.%N)
+    (export CCACHE_DISABLE=1 GIT_STEP_DEADLINE=$((stop_at - 15)) GIT_STEP_NEED=$need
+     cd "$G" && timeout -s INT $((stop_at - $(date +%s) - 5)) git bisect run sh "$S/git-step.sh") >>"$S/git-bisect.log" 2>&1
+    local grc=$?
+    git_wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
+    k1=$(nlines "$S/git-steps.txt" '^git-step ')
+    echo "call $call wall_s $git_wall steps $((k1 - k0)) rc $grc" >>"$S/git-calls.txt"
+    ph "git bisect run exits rc=$grc (${git_wall}s, $((k1 - k0)) steps)"
+  fi
+  git_calls=$(awk '/^call /{w += $4; n++} END {if (n) printf "%.1f s over %d call(s)", w, n}' "$S/git-calls.txt" 2>/dev/null)
 fi
 {
   echo "expected first bad ($FIRST_BAD_NAME): $first_bad"
@@ -135,7 +219,7 @@ import json, sys
 try:
     r = json.load(open(sys.argv[1]))
 except Exception as e:
-    print("tool: no result", e); sys.exit()
+    print("tool: not run (TOOL_SIDE=0)" if sys.argv[2] == "" else f"tool: no result {e}"); sys.exit()
 hits = sum(p['ccache'].get('hits', 0) for p in r['probes'] if p.get('ccache'))
 miss = sum(p['ccache'].get('misses', 0) for p in r['probes'] if p.get('ccache'))
 print(f"tool: ccache hits {hits} misses {miss} over the probes built now")
@@ -146,12 +230,24 @@ PY
   local ans
   ans=$(python3 -c "import json; print(json.load(open('$OUT/tool.json')).get('first_bad') or '')" 2>/dev/null)
   [ -z "$ans" ] || echo "tool answer upstream: $(git -C "$S/tool-src" log -1 --format=%B "$ans" | sed -n 's/^Upstream-commit: //p') ($FIRST_BAD_NAME is $FIRST_BAD_UP)"
-  echo "git: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$OUT/git-bisect.log" 2>/dev/null || echo 'no answer') steps $(grep -c . "$OUT/git-steps.txt" 2>/dev/null || echo 0) wall ${git_wall:-not run} s"
+  if [ "${GIT_SIDE:-1}" != 0 ]; then
+    local gans gtxt='no answer yet'
+    gans=$(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git-bisect.log" 2>/dev/null | tail -1 | cut -c1-40)
+    [ -z "$gans" ] || gtxt="first bad $gans = upstream $(git -C "$G" log -1 --format=%B "$gans" | sed -n 's/^Upstream-commit: //p') ($FIRST_BAD_NAME is $FIRST_BAD_UP)"
+    echo "git: $gtxt; steps $(nlines "$S/git-steps.txt" '^git-step '), wall ${git_calls:-not run} (this call ${git_wall:-not run} s)"
+    awk '/^git-step /{b += $9; r += $11} END {if (NR) printf "git: build_s %.1f run_s %.1f over the steps\n", b, r}' "$S/git-steps.txt" 2>/dev/null
+    cat "$S/git-steps.txt" 2>/dev/null
+  fi
 } | tee "$OUT/summary.txt"
 tar -czf "$OUT/tool-logs.tar.gz" -C "$S/w" logs journal 2>/dev/null || true
-cp "$S"/git-build.*.log "$OUT/" 2>/dev/null || true
+if [ -d "$S/git-logs" ]; then
+  cp "$S/git-steps.txt" "$S/git-bisect.log" "$S/git-calls.txt" "$S/git-step.sh" "$OUT/" 2>/dev/null
+  git -C "$G" bisect log >"$OUT/git-bisect-log.txt" 2>&1
+  tar -czf "$OUT/git-logs.tar.gz" -C "$S" git-logs 2>/dev/null || true
+fi
 # $S is kept: a later call resumes; remove $STATE for a cold run.
 }
 
 ph() { echo "$(date -u +%T) +$(($(date +%s) - T0))s $*" | tee -a "$OUT/phases.txt"; }
+nlines() { local n; n=$(grep -c "$2" "$1" 2>/dev/null); echo "${n:-0}"; }
 up() { git -C "$1" log --format=%H -1 --grep="^Upstream-commit: $2" window; }

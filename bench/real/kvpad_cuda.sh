@@ -15,12 +15,19 @@
 #       into .work/real/bin; then strip -o .work/real/setrows-bisect target/release/setrows-bisect
 #   bench/real/kvpad_cuda.sh run [SECONDS]
 #       on the H200, carrying `.work/real`: the user's command, then `git bisect run` with the
-#       same build and run lines (GIT_SIDE=0 leaves it out), within SECONDS (default 560).
-#       State under .work/real-state-kvpad: a second call resumes the tool's bisect.
+#       same build and run lines, within SECONDS (default 560). GIT_SIDE=0 leaves git out,
+#       TOOL_SIDE=0 the tool (git's step then has the tool write the probe's sources and model).
+#       State under .work/real-state-kvpad: a second call on the still-warm machine resumes the
+#       tool's bisect and git's (its clone and bisect state; a git step starts only with
+#       GIT_STEP_NEED, default 190 s, left). GIT_FRESH=1 restarts git's side.
 # Both steps are bench/real/cuda_case.sh's (shared with fwht_pdl_cuda.sh); this file names the case.
 #
-# Example device call: run(command="GIT_SIDE=0 bash bench/real/kvpad_cuda.sh run 560",
-#   carry=[".work/real"], kind="nvidia-h200").
+# Example device calls: run(command="GIT_SIDE=0 bash bench/real/kvpad_cuda.sh run 560",
+#   carry=[".work/real"], kind="nvidia-h200"); git's side alone, cut over two calls made back to
+#   back: run(command="TOOL_SIDE=0 bash bench/real/kvpad_cuda.sh run 585", timeout_s=600,
+#   carry=[".work/real/kvpad.bundle", ".work/real/setrows-bisect", ".work/real/bin",
+#   ".work/real/lib"]), twice (the carry names the files: .work/real as a whole, with other
+#   cases' bundles in it, can pass the 64 MiB limit).
 set -uo pipefail
 CASE=kvpad
 STATE=.work/real-state-kvpad
