@@ -199,6 +199,55 @@ fn a_setting_for_another_probe_or_a_bad_value_is_one_line_before_any_work() {
     assert!(!r.work().exists(), "nothing ran, nothing was written");
 }
 
+/// `--compare-good` compares the decode probe's logits: refused in one line with the replay, a
+/// script or a build-only question; its dry run says a run records `--good` first and that the
+/// store key is not known before that; `--sliding-window` reaches the configuration.
+#[test]
+fn compare_good_is_the_decode_probes_and_its_dry_run_says_it_records_good_first() {
+    let r = Repo::new();
+    let line = one_line_refusal(&r.bisect(&["--compare-good", "--dry-run"]));
+    assert!(
+        line.contains("--compare-good") && line.contains("--probe-kind decode"),
+        "{line}"
+    );
+    let line = one_line_refusal(&r.bisect(&["--compare-good", "--script", "true"]));
+    assert!(line.contains("--compare-good"), "{line}");
+    let line = one_line_refusal(&r.bisect(&[
+        "--probe-kind",
+        "decode",
+        "--compare-good",
+        "--regress",
+        "build",
+    ]));
+    assert!(line.contains("--regress build"), "{line}");
+    let line = one_line_refusal(&r.bisect(&["--probe-kind", "decode", "--sliding-window", "x"]));
+    assert!(line.contains("--sliding-window"), "{line}");
+    assert!(!r.work().exists(), "nothing ran, nothing was written");
+    let o = r.bisect(&[
+        "--probe-kind",
+        "decode",
+        "--compare-good",
+        "--sliding-window",
+        "128",
+        "--dry-run",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.contains(&format!(
+            "--compare-good: a run first probes --good {}",
+            &r.good[..10]
+        )),
+        "{out}"
+    );
+    assert!(out.contains("sliding_window=128"), "{out}");
+    assert!(
+        out.contains("already in the store: not counted (the key names the --good commit's logits"),
+        "{out}"
+    );
+    assert!(!out.contains("store key of these probes: "), "{out}");
+}
+
 const MATRIX: &str = "[probe]\nkind = \"decode\"\n[matrix]\nbackend = [\"cpu\"]\nflash_attn = [\"off\", \"on\"]\ncache_type_k = [\"f16\", \"q8_0\"]\n";
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {

@@ -71,6 +71,12 @@ fn place_lines(planned: &Planned, out: &mut String) {
 
 /// Why stored results cannot be counted before a run starts (`None`: they can).
 fn unknown_key(planned: &Planned) -> Option<String> {
+    if planned.records_good {
+        return Some(
+            "the key names the --good commit's logits, which a run records first (--compare-good)"
+                .into(),
+        );
+    }
     match &planned.place {
         Where::NoEngine { .. } => {
             Some("the key names the container, and none can start here".into())
@@ -160,6 +166,13 @@ pub(super) fn dry_run(
         }
     );
     let _ = writeln!(out, "{}", endpoints_line(p));
+    if planned.records_good {
+        let _ = writeln!(
+            out,
+            "--compare-good: a run first probes --good {} to record its logits (one probe more), then compares every probe's with them",
+            crate::core::range::short_sha(&r.good)
+        );
+    }
     let _ = writeln!(out, "{}", lying_bad(n, p.plan.jobs, p.plan.endpoints, &e));
     match &unknown {
         None => {

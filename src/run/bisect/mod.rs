@@ -288,7 +288,10 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         }
         ProbeSpec::Replay | ProbeSpec::Decode => None,
     };
-    let planned = planned.map(|p| p.with_build(&chosen.cfg, &place));
+    let planned = planned.map(|p| Planned {
+        records_good: req.compare_good,
+        ..p.with_build(&chosen.cfg, &place)
+    });
     let id = crate::run::store::bisect_id(&[
         &canon_repo.to_string_lossy(),
         &range.good,

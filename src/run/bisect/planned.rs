@@ -32,6 +32,8 @@ pub struct Planned {
     pub memory: Option<String>,
     /// What the user's `--repro-arg`s replaced of the default arguments, one line each.
     pub replaced: Vec<String>,
+    /// `--compare-good`: a run first probes `--good` to record its logits.
+    pub records_good: bool,
 }
 
 impl Planned {
@@ -61,6 +63,7 @@ impl Planned {
             build: None,
             memory: None,
             replaced: chosen.cfg.replaced.clone(),
+            records_good: false,
         }
     }
 
@@ -85,6 +88,6 @@ impl Planned {
     /// Whether the store key is known before a run starts: it names the container and HIP's
     /// clang, which only a started run learns.
     pub fn key_known(&self) -> bool {
-        matches!(self.place, Where::Host { .. }) && !self.asks_toolchain
+        matches!(self.place, Where::Host { .. }) && !self.asks_toolchain && !self.records_good
     }
 }
