@@ -481,6 +481,20 @@ fn compare_good_records_the_good_commit_once_and_compares_the_probe_with_it() {
         .filter(|s| s.join("build").is_dir())
         .collect();
     assert_eq!(builds.len(), 1, "{builds:?}");
+    // the recording is also the good end's run under the comparison: the search never decodes
+    // --good twice (two runs stored: --good's, marked as the recording, and the probe's)
+    let runs: Vec<Value> = std::fs::read_dir(work.path().join("results"))
+        .unwrap()
+        .map(|k| k.unwrap().path().join("run-0000.json"))
+        .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let good_run = runs
+        .iter()
+        .find(|r| r["commit"] == h.shas[0].as_str())
+        .expect("--good's run");
+    assert_eq!(good_run["report"]["outcome"], "pass");
+    assert!(good_run["report"]["provenance"]["good_logits"].is_string());
     // a second run records nothing: the logits are kept
     let again = probe(&["--run-index", "1"]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));

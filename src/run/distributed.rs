@@ -77,6 +77,9 @@ pub fn plan_next(
     })
 }
 
+/// The slot `--probe` runs in (one per prober and repository: a runner probes one commit).
+pub const PLANNED_SLOT: &str = "planned";
+
 /// `--probe SHA --run-index R`: one run of one planned candidate through the one slot loop,
 /// stored under run index R (the driver's numbering), reported as JSON. Its slot is private to
 /// planned probes (`planned`), so a runner can also hold a normal bisection, and locked like
@@ -114,7 +117,7 @@ pub fn probe_one(
         &plan.work_dir,
         &plan.repo_path,
         &probing.slot_identity,
-        "planned",
+        PLANNED_SLOT,
     );
     let slot = Slot::lock(dir).map_err(fail)?;
     let repo = crate::run::git::open(&plan.repo_path).map_err(|e| fail(e.into()))?;

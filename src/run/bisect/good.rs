@@ -8,22 +8,28 @@
 //! directory named by what produced them (repository, commit, the recording prober's identity),
 //! so a resumed run or a second bisect with the same good end records nothing again. A good
 //! end that does not pass the probe cannot be the reference: the run stops there, naming it.
+//! The recording is also the `--good` end's run under the comparison (`answer_good_end`): the
+//! good commit's logits compared with themselves are equal by construction, so the search never
+//! builds and decodes the good end a second time.
 
 use crate::core::progress::{Event, Sink};
 use crate::error::CliError;
 use crate::probe::decode::GoodLogits;
 use crate::probe::{Phase, ProbeRequest, Prober};
 use crate::run::slots::Slot;
+use crate::run::store::{Store, StoreKey, StoredRun};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// The recorded logits of `good` (recording them first when they are not kept yet), as the
 /// comparison every probe of the bisect makes. `recorder` is the configuration's prober with
-/// `GoodLogits::Record`.
+/// `GoodLogits::Record`; it records in `slot`, the one the first probe after it will use, so
+/// that probe's build is incremental.
 pub fn recorded(
     repo_path: &Path,
     good: &str,
     work_dir: &Path,
+    slot: &str,
     recorder: &dyn Prober,
     events: &dyn Sink,
 ) -> anyhow::Result<GoodLogits> {
@@ -31,8 +37,8 @@ pub fn recorded(
     let canon = std::fs::canonicalize(repo_path).unwrap_or(repo_path.to_path_buf());
     let key = crate::run::store::bisect_id(&[&canon.to_string_lossy(), good, &identity]);
     let file = work_dir.join("good-logits").join(format!("{key}.bin"));
-    if !file.exists() {
-        record(repo_path, good, work_dir, recorder, &file, events)?;
+    if !file.exists() || !report_of(&file).exists() {
+        record(repo_path, good, work_dir, slot, recorder, &file, events)?;
     }
     let bytes = std::fs::read(&file).map_err(|e| {
         CliError::infra(format!(
@@ -46,11 +52,55 @@ pub fn recorded(
     })
 }
 
+/// Where the recording probe's report is kept, beside its logits.
+fn report_of(file: &Path) -> std::path::PathBuf {
+    file.with_extension("report.json")
+}
+
+/// Stores the recording as the run of the good end (`good_tree`, the range's first candidate)
+/// under `prober`, the comparing one, unless a run of it is stored already.
+pub fn answer_good_end(
+    store: &Store,
+    good: &str,
+    good_tree: &str,
+    prober: &dyn Prober,
+    logits: &GoodLogits,
+) -> anyhow::Result<()> {
+    let GoodLogits::Compare { file, .. } = logits else {
+        return Ok(());
+    };
+    let key = StoreKey::new(good_tree, &prober.identity());
+    if store.has_run(&key, 0) {
+        return Ok(());
+    }
+    let infra = |e: String| CliError::infra(format!("--compare-good: {e}"));
+    let text = std::fs::read_to_string(report_of(file))
+        .map_err(|e| infra(format!("{}: {e}", report_of(file).display())))?;
+    let mut report: crate::probe::ProbeReport =
+        serde_json::from_str(&text).map_err(|e| infra(e.to_string()))?;
+    report.provenance.insert(
+        "good_logits".into(),
+        "the recording of the reference: these logits are what every probe is compared with".into(),
+    );
+    let run = StoredRun {
+        tree: good_tree.to_string(),
+        identity: prober.identity(),
+        commit: good.to_string(),
+        recorded_at: chrono::Utc::now().to_rfc3339(),
+        report,
+    };
+    store
+        .save(&key, 0, &run)
+        .map_err(|e| infra(e.to_string()))?;
+    Ok(())
+}
+
 /// One probe of `good` in its own slot; its logits are copied to `file` only when it passed.
 fn record(
     repo_path: &Path,
     good: &str,
     work_dir: &Path,
+    slot: &str,
     recorder: &dyn Prober,
     file: &Path,
     events: &dyn Sink,
@@ -60,9 +110,8 @@ fn record(
         text: format!("--compare-good: recording the logits of --good {short} (one probe before the search; every probe is compared with them)"),
     });
     let infra = |e: String| CliError::infra(format!("--compare-good: {e}"));
-    // The bisect's first slot: the build is the one its probes make (only the run differs),
-    // so the first probe after the recording rebuilds incrementally.
-    let dir = Slot::dir(work_dir, repo_path, &recorder.slot_identity(), "0");
+    // The build is the one the probes make (only the run differs): named by the slot identity.
+    let dir = Slot::dir(work_dir, repo_path, &recorder.slot_identity(), slot);
     let slot = Slot::lock(dir).map_err(|e| infra(e.to_string()))?;
     let repo = crate::run::git::open(repo_path).map_err(|e| infra(e.to_string()))?;
     slot.checkout(&repo, good)
@@ -111,6 +160,9 @@ fn record(
     }
     crate::run::store::write_atomic(file, &written)
         .map_err(|e| infra(format!("{}: {e}", file.display())))?;
+    let kept = serde_json::to_vec_pretty(&report).unwrap_or_default();
+    crate::run::store::write_atomic(&report_of(file), &kept)
+        .map_err(|e| infra(format!("{}: {e}", report_of(file).display())))?;
     events.emit(Event::Note {
         text: format!(
             "--compare-good: recorded {} KiB of logits at --good {short} ({:.0} s)",

@@ -245,7 +245,12 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         true => {
             let recorder =
                 crate::run::probers::prober_comparing(&chosen.cfg, &place, GoodLogits::Record);
-            good::recorded(&canon_repo, &range.good, &work_dir, &recorder, events)?
+            // `--probe` runs in the planned slot, a bisection's first probe in slot 0
+            let slot = match req.mode {
+                Mode::Probe { .. } => crate::run::distributed::PLANNED_SLOT,
+                _ => "0",
+            };
+            good::recorded(&canon_repo, &range.good, &work_dir, slot, &recorder, events)?
         }
     };
     // The report names what every probe ran, the comparison with the good logits included.
@@ -263,8 +268,17 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     let prober: Box<dyn Prober> = Box::new(crate::run::probers::prober_comparing(
         &chosen.cfg,
         &place,
-        good_logits,
+        good_logits.clone(),
     ));
+    if let Some(first) = range.candidates.first() {
+        good::answer_good_end(
+            &store,
+            &range.good,
+            &first.tree,
+            prober.as_ref(),
+            &good_logits,
+        )?;
+    }
     let reproduce = match &chosen.cfg.probe {
         ProbeSpec::Script { build, script } => {
             let p = ScriptProber {
