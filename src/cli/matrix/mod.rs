@@ -202,13 +202,16 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     }
     let request = request(&args, &m, &configs)?;
     use crate::run::matrix::request::{execute, prepare};
+    // One preparation: a dry run makes nothing and says what a run would do.
+    let prepared = prepare(request, args.dry_run).map_err(run_error)?;
     if args.dry_run {
-        let p = prepare(request, true).map_err(run_error)?;
-        out!("{}", dry_run(&p.runner, &p.configs, &p.revs));
+        out!(
+            "{}",
+            dry_run(&prepared.runner, &prepared.configs, &prepared.revs)
+        );
         return Ok(0);
     }
     crate::probe::exec::install_interrupt_handler();
-    let prepared = prepare(request, false).map_err(run_error)?;
     let results = execute(prepared, crate::cli::progress::stderr()?).map_err(run_error)?;
     finish(&args, results)
 }
