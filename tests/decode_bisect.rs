@@ -460,10 +460,17 @@ fn compare_good_records_the_good_commit_once_and_compares_the_probe_with_it() {
     let t = text(&out);
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(t.contains("--compare-good: recorded"), "{t}");
-    let kept: Vec<_> = std::fs::read_dir(work.path().join("good-logits"))
+    // the logits and the recording probe's report beside them
+    let mut kept: Vec<String> = std::fs::read_dir(work.path().join("good-logits"))
         .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(kept.len(), 1, "{kept:?}");
+    kept.sort();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(
+        kept[0].ends_with(".bin") && kept[1] == kept[0].replace(".bin", ".report.json"),
+        "{kept:?}"
+    );
     let j: Value = serde_json::from_slice(&out.stdout).expect("--probe prints JSON");
     assert_eq!(j["outcome"], "pass", "{j}");
     let run = Path::new(j["result_dir"].as_str().unwrap()).join("run-0000.json");
