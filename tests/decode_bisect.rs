@@ -114,12 +114,17 @@ fn history() -> Option<History> {
 impl History {
     fn bisect(&self, extra: &[&str]) -> Output {
         std::fs::create_dir_all(&self.out).expect("out dir");
+        self.run_tool(&self.work, extra)
+    }
+
+    /// The tool on revision 0 .. the planted one, in `work`, with `extra`.
+    fn run_tool(&self, work: &Path, extra: &[&str]) -> Output {
         Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
             .arg("--repo")
             .arg(&self.repo)
             .args(["--good", &self.shas[0], "--bad", &self.shas[FAULT_AT]])
             .arg("--work-dir")
-            .arg(&self.work)
+            .arg(work)
             .args(extra)
             .env_remove("SETROWS_WORK_DIR")
             .env_remove("LLAMA_GRAPH_REUSE_DISABLE")
@@ -436,25 +441,14 @@ fn compare_good_records_the_good_commit_once_and_compares_the_probe_with_it() {
     let h = &b.history;
     let work = tempfile::tempdir().unwrap();
     let probe = |extra: &[&str]| {
-        Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
-            .arg("--repo")
-            .arg(&h.repo)
-            .args(["--good", &h.shas[0], "--bad", &h.shas[FAULT_AT]])
-            .args([
-                "--probe-kind",
-                "decode",
-                "--compare-good",
-                "--probe",
-                &h.shas[1],
-            ])
-            .arg("--work-dir")
-            .arg(work.path())
-            .args(extra)
-            .env_remove("SETROWS_WORK_DIR")
-            .env_remove("LLAMA_GRAPH_REUSE_DISABLE")
-            .env("GGML_NO_BACKTRACE", "1")
-            .output()
-            .expect("run setrows-bisect")
+        let args = [
+            "--probe-kind",
+            "decode",
+            "--compare-good",
+            "--probe",
+            &h.shas[1],
+        ];
+        h.run_tool(work.path(), &[&args[..], extra].concat())
     };
     let out = probe(&[]);
     let t = text(&out);

@@ -1147,6 +1147,22 @@ int main(int argc, char ** argv) {
         auto seq_tag = [&](int k, bool json) {
             return n_seq == 1 ? std::string() : json ? ",\"seq\":" + std::to_string(k) : " seq=" + std::to_string(k);
         };
+        // A logits mismatch at token t of sequence k against reference `ref`, as the line and the
+        // object (one format for every reference): the first logit that differs, the chunk's NMSE.
+        auto logits_mismatch = [&](long t, int k, const std::string & ref, const float * want, const float * got, double e) {
+            int i = 0;
+            while (i < n_vocab && want[i] == got[i]) i++;
+            if (i == n_vocab) i = 0;
+            const long cell = cell_of(L[k], t);
+            char buf[512];
+            snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=%s what=logits index=%d expected=%.9g got=%.9g nmse=%.3g%s",
+                     t, t, cell >= 0 ? std::to_string(cell).c_str() : "unknown", ref.c_str(), i, want[i], got[i], e, seq_tag(k, false).c_str());
+            mismatch = buf;
+            r.first_failing_step = t;
+            snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"%s\",\"what\":\"logits\",\"index\":%d,\"expected\":%.9g,\"got\":%.9g,\"nmse\":%.6g%s}",
+                     t, t, cell >= 0 ? std::to_string(cell).c_str() : "null", ref.c_str(), i, want[i], got[i], e, seq_tag(k, true).c_str());
+            r.mismatch_json = buf;
+        };
         for (size_t si = 0; si < pools.size() && mismatch.empty(); si++) {
             RefPool & P = *pools[si];
             const ChunkOut & q = taken[si];
@@ -1186,19 +1202,7 @@ int main(int argc, char ** argv) {
                         const bool bad = same ? memcmp(want, got, sizeof(float) * n_vocab) != 0 : !(e <= P.nmse_max);
                         if (!bad) continue;
                     }
-                    t = tt;
-                    int i = 0;
-                    while (i < n_vocab && want[i] == got[i]) i++;
-                    if (i == n_vocab) i = 0;
-                    const long cell = cell_of(L[k], t);
-                    char buf[512];
-                    snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=%s what=logits index=%d expected=%.9g got=%.9g nmse=%.3g%s",
-                             t, t, cell >= 0 ? std::to_string(cell).c_str() : "unknown", q_name.c_str(), i, want[i], got[i], e, seq_tag(k, false).c_str());
-                    mismatch = buf;
-                    r.first_failing_step = t;
-                    snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"%s\",\"what\":\"logits\",\"index\":%d,\"expected\":%.9g,\"got\":%.9g,\"nmse\":%.6g%s}",
-                             t, t, cell >= 0 ? std::to_string(cell).c_str() : "null", q_name.c_str(), i, want[i], got[i], e, seq_tag(k, true).c_str());
-                    r.mismatch_json = buf;
+                    logits_mismatch(tt, k, q_name, want, got, e);
                     break;
                 }
             }
@@ -1241,20 +1245,8 @@ int main(int argc, char ** argv) {
             if (e > good.nmse_worst) good.nmse_worst = e;
             if (e <= good.nmse_max) continue;
             const long t = worst_t;
-            const float * want = &good.ref[((size_t) t * n_seq + k) * n_vocab];
-            const float * got = &p.logits[((size_t) k * chunk + (t - from)) * n_vocab];
-            int i = 0;
-            while (i < n_vocab && want[i] == got[i]) i++;
-            if (i == n_vocab) i = 0;
-            const long cell = cell_of(L[k], t);
-            char buf[512];
-            snprintf(buf, sizeof buf, "token=%ld pos=%ld kv_cell=%s reference=good what=logits index=%d expected=%.9g got=%.9g nmse=%.3g%s",
-                     t, t, cell >= 0 ? std::to_string(cell).c_str() : "unknown", i, want[i], got[i], e, seq_tag(k, false).c_str());
-            mismatch = buf;
-            r.first_failing_step = t;
-            snprintf(buf, sizeof buf, "{\"token\":%ld,\"pos\":%ld,\"kv_cell\":%s,\"reference\":\"good\",\"what\":\"logits\",\"index\":%d,\"expected\":%.9g,\"got\":%.9g,\"nmse\":%.6g%s}",
-                     t, t, cell >= 0 ? std::to_string(cell).c_str() : "null", i, want[i], got[i], e, seq_tag(k, true).c_str());
-            r.mismatch_json = buf;
+            logits_mismatch(t, k, "good", &good.ref[((size_t) t * n_seq + k) * n_vocab],
+                            &p.logits[((size_t) k * chunk + (t - from)) * n_vocab], e);
         }
         check_s += now_s() - tc;
     }
