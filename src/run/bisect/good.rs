@@ -15,8 +15,8 @@
 use crate::core::progress::{Event, Sink};
 use crate::error::CliError;
 use crate::probe::decode::GoodLogits;
-use crate::probe::{Phase, ProbeRequest, Prober};
-use crate::run::slots::Slot;
+use crate::probe::{Phase, Prober};
+use crate::run::slots::{Hooks, Probing, RunSpec, Slot};
 use crate::run::store::{Store, StoreKey, StoredRun};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -95,7 +95,7 @@ pub fn answer_good_end(
     Ok(())
 }
 
-/// One probe of `good` in its own slot; its logits are copied to `file` only when it passed.
+/// One probe of `good` in `slot`; its logits are copied to `file` only when it passed.
 fn record(
     repo_path: &Path,
     good: &str,
@@ -114,10 +114,6 @@ fn record(
     let dir = Slot::dir(work_dir, repo_path, &recorder.slot_identity(), slot);
     let slot = Slot::lock(dir).map_err(|e| infra(e.to_string()))?;
     let repo = crate::run::git::open(repo_path).map_err(|e| infra(e.to_string()))?;
-    slot.checkout(&repo, good)
-        .map_err(|e| infra(e.to_string()))?;
-    let build = slot.build();
-    std::fs::create_dir_all(&build).map_err(|e| infra(format!("{}: {e}", build.display())))?;
     let log = work_dir
         .join("logs")
         .join(format!("good-logits-{short}.log"));
@@ -126,17 +122,38 @@ fn record(
     }
     let run_name = format!("setrows-good-{short}-{}", std::process::id());
     let events_of = crate::run::events::Probe::new(events, 0, good, "--good (recording)");
-    let report = recorder.probe(
-        &ProbeRequest {
-            commit: good,
-            checkout: slot.src(),
-            build_dir: &build,
-            log_path: &log,
-            run_name: &run_name,
-            artifacts: None,
-        },
-        &|p: Phase| events_of.phase(p),
-    );
+    // THE slot loop (checkout of what the prober reads, infrastructure retries), storing
+    // nothing: the recording is kept beside its logits, and stored as the good end's run
+    // under the comparison (`answer_good_end`).
+    let opened_nothing = Store::at(work_dir);
+    let probing = Probing {
+        store: None,
+        ..Probing::new(recorder, &opened_nothing)
+    };
+    let run = RunSpec {
+        repo: &repo,
+        sha: good,
+        tree: "",
+        index: 0,
+        name: &run_name,
+        build: None,
+        log: Some(&log),
+    };
+    let phase = |p: Phase| events_of.phase(p);
+    let on_infra = |attempt: u32, msg: &str| {
+        events.emit(Event::Note {
+            text: format!("--compare-good: infrastructure error (attempt {attempt}): {msg}"),
+        })
+    };
+    let hooks = Hooks {
+        phase: &phase,
+        infra: &on_infra,
+    };
+    let report = probing
+        .attempt_in(&slot, &run, &hooks)
+        .map_err(|e| infra(e.to_string()))?
+        .report;
+    let build = slot.build();
     if report.outcome != crate::core::outcome::Outcome::Pass {
         let why = format!(
             "--good {short} does not pass the decode probe ({}{}), so its logits cannot be the reference; log: {}",
@@ -148,8 +165,10 @@ fn record(
                 .unwrap_or_default(),
             report.log_path.display()
         );
+        // the machinery's failure, or a reason of this machine for every commit: exit 3
         return Err(match report.outcome {
             crate::core::outcome::Outcome::InfraError => infra(why),
+            _ if report.is_systematic() => infra(why),
             _ => CliError::usage(format!("--compare-good: {why}")),
         });
     }
