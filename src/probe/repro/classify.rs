@@ -278,6 +278,38 @@ fn abort_text(output: &str) -> Option<String> {
     first_line_with(output, |l| abort_line.is_match(l)).map(clip)
 }
 
+/// The first line of a sanitizer's report (`ERROR: AddressSanitizer: stack-use-after-return on
+/// address 0x...`, UBSan's `file:line: runtime error: ...`), without the addresses, which differ
+/// from run to run: the signature must name the same fault the same way at every commit.
+fn sanitizer_report(output: &str) -> Option<String> {
+    let line = first_line_with(output, |l| {
+        l.contains("ERROR: AddressSanitizer:")
+            || l.contains("ERROR: LeakSanitizer:")
+            || l.contains("WARNING: ThreadSanitizer:")
+            || l.contains(": runtime error: ")
+    })?;
+    if let Some((_, what)) = line.split_once(": runtime error: ") {
+        return Some(clip(&format!(
+            "UndefinedBehaviorSanitizer: runtime error: {what}"
+        )));
+    }
+    let line = line
+        .find("ERROR: ")
+        .map_or(line, |i| &line[i + "ERROR: ".len()..]);
+    let kind = line.split(" on address ").next().unwrap_or(line);
+    let kind = kind.split(" on unknown address").next().unwrap_or(kind);
+    let kind = kind.split(" (pid=").next().unwrap_or(kind).trim();
+    // The function, from the report's SUMMARY line (its path is the checkout's, so left out).
+    let function = first_line_with(output, |l| l.starts_with("SUMMARY: "))
+        .and_then(|l| l.rsplit_once(" in "))
+        .map(|(_, f)| f.trim())
+        .filter(|f| !f.is_empty());
+    Some(clip(&match function {
+        Some(f) => format!("{kind} in {f}"),
+        None => kind.to_string(),
+    }))
+}
+
 fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGABRT => "SIGABRT",
@@ -324,6 +356,13 @@ pub fn classify(
     if let Some(line) = fault {
         if signal.is_some() || exit_code != Some(code::PASS) {
             return Classified::new(Outcome::GpuFault, clip(line));
+        }
+    }
+    // A sanitizer's report in a failed run is a memory fault: ASan exits 1 by default, which
+    // would otherwise read as the probe's "wrong result".
+    if let Some(report) = sanitizer_report(output) {
+        if signal.is_some() || exit_code != Some(code::PASS) {
+            return Classified::new(Outcome::Crash, report);
         }
     }
     if let Some(sig) = signal {

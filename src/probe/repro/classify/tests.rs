@@ -78,6 +78,48 @@ fn abort_signature_is_the_assert_text() {
     assert_eq!(c.signature.as_deref(), Some("killed by SIGSEGV (11)"));
 }
 
+/// AddressSanitizer's report as the decode probe printed it at llama.cpp 01612b740 (#14482) with
+/// `LLAMA_SET_ROWS=1` (bench/real/README.md case 23), shortened; paths as a checkout has them.
+const ASAN: &str = "decode-probe: settings {}
+=================================================================
+==1693==ERROR: AddressSanitizer: stack-use-after-return on address 0x7f8c54613da9 at pc 0x7f8c56a3189c bp 0x7fffa9448b60 sp 0x7fffa9448b50
+READ of size 1 at 0x7f8c54613da9 thread T0
+    #0 0x7f8c56a3189b in llm_graph_input_attn_kv_unified::set_input(llama_ubatch const*) /tmp/w/checkouts/ab/0/src/llama-graph.cpp:312
+    [32, 7832) 'gparams' (line 709) <== Memory access at offset 7593 is inside this variable
+SUMMARY: AddressSanitizer: stack-use-after-return /tmp/w/checkouts/ab/0/src/llama-graph.cpp:312 in llm_graph_input_attn_kv_unified::set_input(llama_ubatch const*)
+==1693==ABORTING
+";
+
+#[test]
+fn a_sanitizer_report_is_a_crash_named_without_addresses() {
+    let want = "AddressSanitizer: stack-use-after-return in llm_graph_input_attn_kv_unified::set_input(llama_ubatch const*)";
+    // ASan's own exit status (1) is the probe's "mismatch" code: the report decides, not the code
+    let c = classify(Some(1), None, false, ASAN);
+    assert_eq!(c.outcome, Outcome::Crash);
+    assert_eq!(c.signature.as_deref(), Some(want));
+    // abort_on_error=1: the same fault by SIGABRT, the same signature at every commit
+    let other_run = ASAN
+        .replace("0x7f8c54613da9", "0x7f0000001234")
+        .replace("/ab/", "/cd/");
+    let c = classify(None, Some(libc::SIGABRT), false, &other_run);
+    assert_eq!(
+        (c.outcome, c.signature.as_deref()),
+        (Outcome::Crash, Some(want))
+    );
+    // UBSan names the check; its path and line are the checkout's
+    let ub = "src/llama-graph.cpp:312:9: runtime error: load of value 190, which is not a valid value for type 'bool'";
+    let c = classify(Some(1), None, false, ub);
+    assert_eq!(
+        c.signature.as_deref(),
+        Some("UndefinedBehaviorSanitizer: runtime error: load of value 190, which is not a valid value for type 'bool'")
+    );
+    // a report that did not fail the run (UBSan without halt_on_error) is no verdict of its own
+    assert_eq!(
+        classify(Some(0), None, false, ub).outcome,
+        Outcome::InfraError
+    );
+}
+
 #[test]
 fn gpu_fault_text_wins_over_the_signal() {
     // HIP's wording (no HIP machine was available to capture one; this is the text ROCm prints)

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Real case 23 (bench/real/README.md): llama.cpp #14482 (01612b740, 2025-07-17, "llama : reuse
+# compute graphs") let a reused graph's inputs keep references to the llm_graph_params of the
+# llama_decode call that built it; the next call reads them after that frame returned.
+# #14960 (1e15bfd42, 2025-07-30, "graph : fix stack-use-after-return"): "The graph reuse logic
+# (#14482) was broken because the graph inputs could hold dangling references to llama_hparams
+# and llama_cparams. This was spotted after enabling LLAMA_SET_ROWS=1 in the CI". The thread's
+# settings, then: graph reuse on (LLAMA_SET_ROWS=1, which trees of that month need for it) and
+# a build with AddressSanitizer, as CI's sanitizer job. The user's command:
+#
+#   setrows-bisect --repo <llama.cpp> --probe-kind decode --good 01612b740^ --bad 1e15bfd42^ \
+#     --cmake-arg=-DCMAKE_C_FLAGS=-fsanitize=address --cmake-arg=-DCMAKE_CXX_FLAGS=-fsanitize=address \
+#     --launch-env LLAMA_SET_ROWS=1 --launch-env ASAN_OPTIONS=detect_stack_use_after_return=1
+#
+# (GCC's ASan checks use-after-return only with detect_stack_use_after_return=1.)
+#
+#   bench/real/stackreuse_asan.sh [tool|git|both] [LLAMA_CPP_GIT_DIR]
+#
+# The window (110 commits: #14482's parent .. #14960) is recommitted from the fetched fork by
+# bench/real/window.sh under .work/real/stackreuse, or cloned from .work/real/stackreuse/window.bundle
+# where no mirror is (a device run carries the bundle). git bisect run gets the same build line
+# (the tool's, with the same two CMake flags) and decode-probe run (fresh clone, fresh build dir).
+# Cold by default (CCACHE_DISABLE=1); CCACHE_DISABLE=0 lets ccache help. BIN=... for another
+# binary. State and logs: .work/real/stackreuse-<mode> (the tool's is kept and resumes; git's is
+# fresh each call).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+root_dir=$PWD
+mode=${1:-both}
+mirror=${2:-/work/.mirror/wangqi+llama.cpp/repo}
+GOOD_UP=086cf81e88fb75287b71ff19c08a206b7bc2e02f      # parent of #14482
+FIRST_BAD_UP=01612b74090df592663cfa01f661c9628f403b59 # #14482 (#14960: "The graph reuse logic (#14482) was broken")
+BAD_UP=a118d80233d3bf92569c051346fd2638f87bf202       # last commit before the fix
+FIX_UP=1e15bfd42c3938506e0da5939bf7f42780965f01       # #14960
+export GGML_NO_BACKTRACE=1
+if [ "${CCACHE_DISABLE:-1}" = 0 ]; then unset CCACHE_DISABLE; else export CCACHE_DISABLE=1; fi
+BIN=${BIN:-$root_dir/target/release/setrows-bisect}
+[ -x "$BIN" ] || cargo build --release --quiet || exit 2
+SETTINGS=(--cmake-arg=-DCMAKE_C_FLAGS=-fsanitize=address --cmake-arg=-DCMAKE_CXX_FLAGS=-fsanitize=address
+          --launch-env LLAMA_SET_ROWS=1 --launch-env ASAN_OPTIONS=detect_stack_use_after_return=1)
+W=$root_dir/.work/real/stackreuse
+if [ ! -d "$W/repo" ]; then
+  if [ -f "$W/window.bundle" ]; then
+    git clone -q -b window "$W/window.bundle" "$W/repo" || exit 3
+  else
+    bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$W" >"$W.window.txt" || exit 3
+  fi
+fi
+up() { git -C "$W/repo" log --format=%H -1 --grep="^Upstream-commit: $1" window; }
+good=$(up "$GOOD_UP") bad=$(up "$BAD_UP") first_bad=$(up "$FIRST_BAD_UP")
+if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "window lacks its endpoints" >&2; exit 3; fi
+now() { date +%s.%N; }
+nproc_=$(nproc)
+
+if [ "$mode" = tool ] || [ "$mode" = both ]; then
+  S=$root_dir/.work/real/stackreuse-tool
+  mkdir -p "$S"
+  echo "command: setrows-bisect --repo <window> --probe-kind decode --good <#14482^> --bad <#14960^> ${SETTINGS[*]}"
+  t0=$(now)
+  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/work" \
+    --json "$S/tool.json" --report "$S/tool.md" >>"$S/tool.out" 2>&1
+  rc=$?
+  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($nproc_ cores)"
+  python3 - "$S/tool.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no result json:", e); sys.exit()
+print("answer:", r.get("first_bad"), "| term:", r.get("term"), "| status:", r.get("status") or r.get("outcome"))
+for p in r.get("probes", []):
+    print(f"  probe {p['sha'][:10]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
+PY
+  tail -5 "$S/tool.out"
+fi
+
+if [ "$mode" = git ] || [ "$mode" = both ]; then
+  S=$root_dir/.work/real/stackreuse-git
+  rm -rf "$S"; mkdir -p "$S"
+  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/dry" --dry-run >"$S/dry-run.txt" 2>&1
+  DP=$(find "$S/dry" "$root_dir/.work/real/stackreuse-tool/work" -type d -name 'setrows-decode-*' 2>/dev/null | head -1)
+  M=$(find "$S/dry" "$root_dir/.work/real/stackreuse-tool/work" -name 'tiny-llama-*.gguf' 2>/dev/null | head -1)
+  if [ -z "$DP" ] || [ -z "$M" ]; then echo "no decode-probe sources or model from the tool (run the tool side first)" >&2; exit 3; fi
+  cat >"$S/git-step.sh" <<STEP
+#!/bin/sh
+t0=\$(date +%s.%N); b=$S/build
+# the tool's launcher rule: ccache where the machine has it (cold either way with CCACHE_DISABLE=1)
+launcher=''; command -v ccache >/dev/null 2>&1 && launcher='-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache'
+cmake -S '$DP/decode-probe' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
+  \$launcher -DGGML_CCACHE=OFF \\
+  -DCMAKE_C_FLAGS=-fsanitize=address -DCMAKE_CXX_FLAGS=-fsanitize=address >\$b.configure.log 2>&1 || exit 125
+cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
+t1=\$(date +%s.%N)
+LLAMA_SET_ROWS=1 ASAN_OPTIONS=detect_stack_use_after_return=1 \$b/decode-probe --model '$M' >\$b.run.log 2>&1; rc=\$?
+echo "\$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc \$(grep -m1 -o 'AddressSanitizer: [a-z-]*' \$b.run.log)" >>'$S/steps.txt'
+case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
+STEP
+  git clone -q -b window "$W/repo" "$S/src"
+  t0=$(now)
+  (cd "$S/src" && git bisect start "$bad" "$good" >/dev/null && git bisect run sh "$S/git-step.sh") >"$S/git.out" 2>&1
+  echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($nproc_ cores)"
+  cat "$S/steps.txt" 2>/dev/null
+fi
+echo "the thread's first bad (#14482): $first_bad"
