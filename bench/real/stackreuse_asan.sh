@@ -21,7 +21,7 @@
 # where no mirror is (a device run carries the bundle). git bisect run gets the same build line
 # (the tool's, with the same two CMake flags) and decode-probe run (fresh clone, fresh build dir).
 # Cold by default (CCACHE_DISABLE=1); CCACHE_DISABLE=0 lets ccache help. BIN=... for another
-# binary. State and logs: .work/real/stackreuse-<mode> (the tool's is kept and resumes; git's is
+# binary; WINDOW_DIR=... for another place of the window (a device run carries only the bundle). State and logs: .work/real/stackreuse-<mode> (the tool's is kept and resumes; git's is
 # fresh each call).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -38,7 +38,7 @@ BIN=${BIN:-$root_dir/target/release/setrows-bisect}
 [ -x "$BIN" ] || cargo build --release --quiet || exit 2
 SETTINGS=(--cmake-arg=-DCMAKE_C_FLAGS=-fsanitize=address --cmake-arg=-DCMAKE_CXX_FLAGS=-fsanitize=address
           --launch-env LLAMA_SET_ROWS=1 --launch-env ASAN_OPTIONS=detect_stack_use_after_return=1)
-W=$root_dir/.work/real/stackreuse
+W=${WINDOW_DIR:-$root_dir/.work/real/stackreuse}
 if [ ! -d "$W/repo" ]; then
   if [ -f "$W/window.bundle" ]; then
     git clone -q -b window "$W/window.bundle" "$W/repo" || exit 3
