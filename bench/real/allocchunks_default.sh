@@ -34,12 +34,12 @@ FIRST_BAD=254ea3e588432e6b2814b82f324fe6bb25d78a25 # #15815 (#16396 fixes the ch
 BAD=39ac3ea392ffdc9689ca11122af40ce2ed46b8ec       # last commit before the fix
 FIX=b3f27f37aeb76b6cd5df332f6c0206e01f8437b2       # #16396
 export GGML_NO_BACKTRACE=1
+. bench/real/case_lib.sh
 # ccache reads any set CCACHE_DISABLE as a boolean and rejects "0": CCACHE_DISABLE=0 here means
 # "leave ccache on", so unset it.
 if [ "${CCACHE_DISABLE:-1}" = 0 ]; then unset CCACHE_DISABLE; else export CCACHE_DISABLE=1; fi
 BIN=${BIN:-$root_dir/target/release/setrows-bisect}
 [ -x "$BIN" ] || cargo build --release --quiet || exit 2
-now() { date +%s.%N; }
 git -C "$src" merge-base --is-ancestor "$FIRST_BAD" "$FIX" || { echo "$src lacks the range" >&2; exit 3; }
 
 if [ "$mode" = probe ]; then
@@ -65,22 +65,7 @@ if [ "$mode" = tool ] || [ "$mode" = both ]; then
   rm -rf "$S"; mkdir -p "$S"
   git clone -q "$src" "$S/src"
   echo "command: setrows-bisect --repo <clone> --good ${GOOD:0:8} --bad ${BAD:0:8}  ($(git -C "$S/src" rev-list --count --first-parent "$GOOD..$BAD") commits)"
-  t0=$(now)
-  "$BIN" --repo "$S/src" --good "$GOOD" --bad "$BAD" --work-dir "$S/work" \
-    --json "$S/tool.json" --report "$S/tool.md" >"$S/tool.out" 2>&1
-  rc=$?
-  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
-  python3 - "$S/tool.json" <<'PY'
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no result json:", e); sys.exit()
-print("answer:", r.get("first_bad"), "| executed:", r.get("executed"))
-for p in r.get("probes", []):
-    print(f"  probe {p['sha'][:10]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
-PY
-  tail -5 "$S/tool.out"
+  run_tool "$S" --repo "$S/src" --good "$GOOD" --bad "$BAD"
 fi
 
 if [ "$mode" = git ] || [ "$mode" = both ]; then

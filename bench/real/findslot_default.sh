@@ -24,6 +24,7 @@ FIRST_BAD_UP=8a4280ce431da6b33e5a95ae1fd61472c8c3f8cc # #15505 (the thread's "co
 BAD_UP=84ab83cc0                                   # last commit before the fix
 FIX_UP=c8d0d14e7                                   # #15638
 export GGML_NO_BACKTRACE=1
+. bench/real/case_lib.sh
 # ccache reads any set CCACHE_DISABLE as a boolean and rejects "0" (every compile fails):
 # CCACHE_DISABLE=0 here means "leave ccache on", so unset it.
 if [ "${CCACHE_DISABLE:-1}" = 0 ]; then unset CCACHE_DISABLE; else export CCACHE_DISABLE=1; fi
@@ -36,38 +37,19 @@ fi
 up() { git -C "$W/repo" log --format=%H -1 --grep="^Upstream-commit: $1" window; }
 good=$(up "$GOOD_UP") bad=$(up "$(git -C "$mirror" rev-parse "$BAD_UP")") first_bad=$(up "$FIRST_BAD_UP")
 [ -n "$good" ] && [ -n "$bad" ] && [ -n "$first_bad" ] || { echo "window lacks its endpoints" >&2; exit 3; }
-now() { date +%s.%N; }
 
 if [ "$mode" = tool ] || [ "$mode" = both ]; then
   S=$root_dir/.work/real/findslot-tool
   mkdir -p "$S"
   echo "command: setrows-bisect --repo <window> --probe-kind decode --good <#15505^> --bad <#15638^>"
-  t0=$(now)
-  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" --work-dir "$S/work" \
-    --json "$S/tool.json" --report "$S/tool.md" >"$S/tool.out" 2>&1
-  rc=$?
-  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
-  python3 - "$S/tool.json" <<'PY'
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no result json:", e); sys.exit()
-print("answer:", r.get("first_bad"), "| term:", r.get("term"), "| status:", r.get("status") or r.get("outcome"))
-for p in r.get("probes", []):
-    print(f"  probe {p['sha'][:10]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
-PY
-  tail -5 "$S/tool.out"
+  run_tool "$S" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad"
 fi
 
 if [ "$mode" = git ] || [ "$mode" = both ]; then
   S=$root_dir/.work/real/findslot-git
   rm -rf "$S"; mkdir -p "$S"
-  # The tool's decode-probe sources and model, as its dry run materialises them.
-  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" --work-dir "$S/dry" --dry-run >"$S/dry-run.txt" 2>&1
-  DP=$(find "$S/dry" "$root_dir/.work/real/findslot-tool/work" -type d -name 'setrows-decode-*' 2>/dev/null | head -1)
-  M=$(find "$S/dry" "$root_dir/.work/real/findslot-tool/work" -name 'tiny-llama-*.gguf' 2>/dev/null | head -1)
-  [ -n "$DP" ] && [ -n "$M" ] || { echo "no decode-probe sources or model from the tool (run the tool side first)" >&2; exit 3; }
+  # The decode-probe sources and model the tool's probes used.
+  decode_inputs "$root_dir/.work/real/findslot-tool" 'tiny-llama-*.gguf' || exit 3
   cat >"$S/git-step.sh" <<STEP
 #!/bin/sh
 t0=\$(date +%s.%N); b=$S/build

@@ -33,6 +33,7 @@ FIRST_BAD_UP=01612b74090df592663cfa01f661c9628f403b59 # #14482 (#14960: "The gra
 BAD_UP=a118d80233d3bf92569c051346fd2638f87bf202       # last commit before the fix
 FIX_UP=1e15bfd42c3938506e0da5939bf7f42780965f01       # #14960
 export GGML_NO_BACKTRACE=1
+. bench/real/case_lib.sh
 if [ "${CCACHE_DISABLE:-1}" = 0 ]; then unset CCACHE_DISABLE; else export CCACHE_DISABLE=1; fi
 BIN=${BIN:-$root_dir/target/release/setrows-bisect}
 [ -x "$BIN" ] || cargo build --release --quiet || exit 2
@@ -49,38 +50,17 @@ fi
 up() { git -C "$W/repo" log --format=%H -1 --grep="^Upstream-commit: $1" window; }
 good=$(up "$GOOD_UP") bad=$(up "$BAD_UP") first_bad=$(up "$FIRST_BAD_UP")
 if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "window lacks its endpoints" >&2; exit 3; fi
-now() { date +%s.%N; }
-nproc_=$(nproc)
+TOOL_S=$root_dir/.work/real/stackreuse-tool
 
 if [ "$mode" = tool ] || [ "$mode" = both ]; then
-  S=$root_dir/.work/real/stackreuse-tool
-  mkdir -p "$S"
   echo "command: setrows-bisect --repo <window> --probe-kind decode --good <#14482^> --bad <#14960^> ${SETTINGS[*]}"
-  t0=$(now)
-  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/work" \
-    --json "$S/tool.json" --report "$S/tool.md" >>"$S/tool.out" 2>&1
-  rc=$?
-  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($nproc_ cores)"
-  python3 - "$S/tool.json" <<'PY'
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no result json:", e); sys.exit()
-print("answer:", r.get("first_bad"), "| term:", r.get("term"), "| status:", r.get("status") or r.get("outcome"))
-for p in r.get("probes", []):
-    print(f"  probe {p['sha'][:10]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
-PY
-  tail -5 "$S/tool.out"
+  run_tool "$TOOL_S" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}"
 fi
 
 if [ "$mode" = git ] || [ "$mode" = both ]; then
   S=$root_dir/.work/real/stackreuse-git
   rm -rf "$S"; mkdir -p "$S"
-  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/dry" --dry-run >"$S/dry-run.txt" 2>&1
-  DP=$(find "$S/dry" "$root_dir/.work/real/stackreuse-tool/work" -type d -name 'setrows-decode-*' 2>/dev/null | head -1)
-  M=$(find "$S/dry" "$root_dir/.work/real/stackreuse-tool/work" -name 'tiny-llama-*.gguf' 2>/dev/null | head -1)
-  if [ -z "$DP" ] || [ -z "$M" ]; then echo "no decode-probe sources or model from the tool (run the tool side first)" >&2; exit 3; fi
+  decode_inputs "$TOOL_S" 'tiny-llama-*.gguf' || exit 3
   cat >"$S/git-step.sh" <<STEP
 #!/bin/sh
 t0=\$(date +%s.%N); b=$S/build
@@ -98,7 +78,7 @@ STEP
   git clone -q -b window "$W/repo" "$S/src"
   t0=$(now)
   (cd "$S/src" && git bisect start "$bad" "$good" >/dev/null && git bisect run sh "$S/git-step.sh") >"$S/git.out" 2>&1
-  echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($nproc_ cores)"
+  echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($(nproc) cores)"
   cat "$S/steps.txt" 2>/dev/null
 fi
 echo "the thread's first bad (#14482): $first_bad"

@@ -36,6 +36,7 @@ FIRST_BAD_UP=fb15d649ed14ab447eeab911e0c9d21e35fb243e # #15798 (#15811: "cont #1
 BAD_UP=5d6688de0                                   # last commit before the fix
 FIX_UP=c610b6c11                                   # #15811
 export GGML_NO_BACKTRACE=1
+. bench/real/case_lib.sh
 # ccache reads any set CCACHE_DISABLE as a boolean and rejects "0" (every compile fails):
 # CCACHE_DISABLE=0 here means "leave ccache on", so unset it.
 if [ "${CCACHE_DISABLE:-1}" = 0 ]; then unset CCACHE_DISABLE; else export CCACHE_DISABLE=1; fi
@@ -53,42 +54,23 @@ fi
 up() { git -C "$W/repo" log --format=%H -1 --grep="^Upstream-commit: $1" window; }
 good=$(up "$GOOD_UP") bad=$(up "$(git -C "$mirror" rev-parse "$BAD_UP")") first_bad=$(up "$FIRST_BAD_UP")
 if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "window lacks its endpoints" >&2; exit 3; fi
-now() { date +%s.%N; }
 
 if [ "$mode" = tool ] || [ "$mode" = both ]; then
   S=$root_dir/.work/real/$TAG-tool
   mkdir -p "$S"
   echo "command: setrows-bisect --repo <window> --probe-kind decode --good <#15798^> --bad <#15811^> ${SETTINGS[*]}"
-  t0=$(now)
-  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/work" \
-    --json "$S/tool.json" --report "$S/tool.md" >"$S/tool.out" 2>&1
-  rc=$?
-  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
-  python3 - "$S/tool.json" <<'PY'
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no result json:", e); sys.exit()
-print("answer:", r.get("first_bad"), "| term:", r.get("term"), "| status:", r.get("status") or r.get("outcome"))
-for p in r.get("probes", []):
-    print(f"  probe {p['sha'][:10]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
-PY
-  tail -5 "$S/tool.out"
+  run_tool "$S" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}"
 fi
 
 if [ "$mode" = git ] || [ "$mode" = both ]; then
   S=$root_dir/.work/real/$TAG-git
   rm -rf "$S"; mkdir -p "$S"
-  # The tool's decode-probe sources and model, as its dry run materialises them.
-  "$BIN" --repo "$W/repo" --probe-kind decode --good "$good" --bad "$bad" "${SETTINGS[@]}" --work-dir "$S/dry" --dry-run >"$S/dry-run.txt" 2>&1
-  DP=$(find "$S/dry" "$root_dir/.work/real/$TAG-tool/work" -type d -name 'setrows-decode-*' 2>/dev/null | head -1)
-  M=$(find "$S/dry" "$root_dir/.work/real/$TAG-tool/work" -name "$MODEL_GLOB" 2>/dev/null | head -1)
+  # The decode-probe sources and model the tool's probes used.
+  decode_inputs "$root_dir/.work/real/$TAG-tool" "$MODEL_GLOB" || exit 3
   # --compare-good: the step compares with the good commit's logits, recorded by the same run
   # line with --logits-out (REF_ARGS stays empty for the default decode)
   REF_ARGS=""
   case " ${SETTINGS[*]} " in *" --compare-good "*) REF_ARGS="--logits-ref $S/good-logits.bin" ;; esac
-  if [ -z "$DP" ] || [ -z "$M" ]; then echo "no decode-probe sources or model from the tool (run the tool side first)" >&2; exit 3; fi
   cat >"$S/git-step.sh" <<STEP
 #!/bin/sh
 t0=\$(date +%s.%N); b=$S/build

@@ -1,0 +1,46 @@
+# shellcheck shell=bash
+# What every bench/real/*.sh case script does the same way, sourced by them: the tool's side (the
+# user's command, timed, its result summarised) and, for the decode probe, the inputs git's side
+# needs (the decode-probe sources and model the tool's probes used). Each script
+# keeps what is its own: the window, the thread's settings, git's step.
+# Expects BIN (the setrows-bisect binary) and defines `now`.
+
+now() { date +%s.%N; }
+
+# run_tool STATE_DIR ARGS...: setrows-bisect ARGS with its work dir, JSON and report under
+# STATE_DIR (a resumed run appends to tool.out), then the answer and every probe, one line each.
+run_tool() {
+  local S=$1 t0 rc
+  shift
+  mkdir -p "$S"
+  t0=$(now)
+  "$BIN" "$@" --work-dir "$S/work" --json "$S/tool.json" --report "$S/tool.md" >>"$S/tool.out" 2>&1
+  rc=$?
+  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($(nproc) cores)"
+  python3 - "$S/tool.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no result json:", e); sys.exit()
+print("answer:", r.get("first_bad"), "| term:", r.get("term"), "| executed:", r.get("executed"))
+for p in r.get("probes", []):
+    print(f"  probe {p['sha'][:10]} {p['outcome']} {p['verdict']} {p.get('duration_s') or 0:.1f}s {p.get('signature') or ''}")
+PY
+  tail -5 "$S/tool.out"
+  return $rc
+}
+
+# decode_inputs TOOL_STATE_DIR MODEL_GLOB: sets DP (the decode-probe sources the tool built) and M
+# (its model) from the tool side's work dir, so git's steps build and run exactly what the tool's
+# probes did (a dry run writes neither: run the tool side first, on the same machine).
+decode_inputs() {
+  local T=$1 glob=$2
+  # the newest, where a later tool run built other sources beside older ones
+  DP=$(find "$T/work" -type d -name 'setrows-decode-*' -printf '%T@ %p\n' 2>/dev/null | sort -rn | head -1 | cut -d' ' -f2-)
+  M=$(find "$T/work" -name "$glob" -printf '%T@ %p\n' 2>/dev/null | sort -rn | head -1 | cut -d' ' -f2-)
+  if [ -z "$DP" ] || [ -z "$M" ]; then
+    echo "no decode-probe sources or model in $T/work (run the tool side first)" >&2
+    return 3
+  fi
+}
