@@ -88,8 +88,6 @@ echo "\$(git rev-parse --short=8 HEAD) build_s \$(python3 -c "print(round(\$t1 -
 case \$rc in 0) exit 0 ;; 1) exit 1 ;; 129|13[0-9]|14[0-9]|15[0-9]) exit 1 ;; *) exit 125 ;; esac
 STEP
   t0=$(now)
-  (cd "$S/src" && git bisect start "$BAD" "$GOOD" >/dev/null && git bisect run sh "$S/git-step.sh") >"$S/git.out" 2>&1
-  echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
-  cat "$S/steps.txt" 2>/dev/null
+  git_bisect_run "$S" "$GOOD" "$BAD" "$t0"
 fi
 echo "the thread's first bad (#15815): ${FIRST_BAD:0:8}; fix (#16396): ${FIX:0:8}; the replay is expected not to see it"

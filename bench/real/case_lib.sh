@@ -44,3 +44,13 @@ decode_inputs() {
     return 3
   fi
 }
+
+# git_bisect_run STATE_DIR GOOD BAD T0: `git bisect run` of STATE_DIR/git-step.sh in the clone
+# STATE_DIR/src (each step appends a line to STATE_DIR/steps.txt), then its answer, steps and wall
+# since T0 (the caller's start: a recording before the bisect counts on git's side too).
+git_bisect_run() {
+  local S=$1 good=$2 bad=$3 t0=$4
+  (cd "$S/src" && git bisect start "$bad" "$good" >/dev/null && git bisect run sh "$S/git-step.sh") >"$S/git.out" 2>&1
+  echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($(nproc) cores)"
+  cat "$S/steps.txt" 2>/dev/null
+}

@@ -77,8 +77,6 @@ case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
 STEP
   git clone -q -b window "$W/repo" "$S/src"
   t0=$(now)
-  (cd "$S/src" && git bisect start "$bad" "$good" >/dev/null && git bisect run sh "$S/git-step.sh") >"$S/git.out" 2>&1
-  echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($(nproc) cores)"
-  cat "$S/steps.txt" 2>/dev/null
+  git_bisect_run "$S" "$good" "$bad" "$t0"
 fi
 echo "the thread's first bad (#14482): $first_bad"

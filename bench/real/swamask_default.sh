@@ -89,9 +89,7 @@ STEP
     (cd "$S/src" && git checkout -q "$good" && STEP_ARGS="--logits-out $S/good-logits.bin" sh "$S/git-step.sh") >"$S/record.out" 2>&1 ||
       { echo "the good commit did not pass the recording step" >&2; cat "$S/steps.txt" >&2; exit 3; }
   fi
-  (cd "$S/src" && git bisect start "$bad" "$good" >/dev/null && git bisect run sh "$S/git-step.sh") >"$S/git.out" 2>&1
-  echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s"
-  cat "$S/steps.txt" 2>/dev/null
+  git_bisect_run "$S" "$good" "$bad" "$t0"
 fi
 if [ "${GROWN:-0}" = 1 ]; then
   echo "the thread's first bad (#15798): $first_bad; expected from both sides with the grown probe"
