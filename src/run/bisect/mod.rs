@@ -28,7 +28,6 @@ use crate::core::result::{BisectResult, ConfigurationInfo, ReproducerInfo};
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
 use crate::probe::container::EngineChoice;
-use crate::probe::decode::GoodLogits;
 use crate::probe::launch::{HostLauncher, Launcher};
 use crate::probe::script::ScriptProber;
 use crate::probe::Prober;
@@ -240,45 +239,14 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         (None, None) => None,
     };
     let place = place::place(&chosen.cfg, &repo, req.bad, container, !dry)?;
-    let good_logits = match req.compare_good && !dry {
-        false => GoodLogits::Off,
-        true => {
-            let recorder =
-                crate::run::probers::prober_comparing(&chosen.cfg, &place, GoodLogits::Record);
-            // `--probe` runs in the planned slot, a bisection's first probe in slot 0
-            let slot = match req.mode {
-                Mode::Probe { .. } => crate::run::distributed::PLANNED_SLOT,
-                _ => "0",
-            };
-            good::recorded(&canon_repo, &range.good, &work_dir, slot, &recorder, events)?
-        }
-    };
-    // The report names what every probe ran, the comparison with the good logits included.
-    let mut reproducer = chosen.reproducer.clone();
-    if let (Some(r), GoodLogits::Compare { sha256, .. }) = (reproducer.as_mut(), &good_logits) {
-        r.args.extend([
-            "--logits-ref".to_string(),
-            GoodLogits::compared_name(sha256),
-        ]);
-        r.source.push_str(&format!(
-            "; --compare-good: logits recorded at --good {}",
-            crate::core::range::short_sha(&range.good)
-        ));
-    }
-    let prober: Box<dyn Prober> = Box::new(crate::run::probers::prober_comparing(
-        &chosen.cfg,
+    let (prober, reproducer) = good::comparing(
+        req,
         &place,
-        good_logits.clone(),
-    ));
-    if let Some(first) = range.candidates.first() {
-        good::answer_good_end(
-            &store,
-            &range.good,
-            &first.tree,
-            prober.as_ref(),
-            &good_logits,
-        )?;
-    }
+        (&canon_repo, &work_dir),
+        &range,
+        &store,
+        events,
+    )?;
     let reproduce = match &chosen.cfg.probe {
         ProbeSpec::Script { build, script } => {
             let p = ScriptProber {
