@@ -7,17 +7,19 @@
 //! ```text
 //! Request --prepare--> Prepared --execute--> BisectResult     (Mode::Run)
 //!                               --plan_next / probe_one-->    (--plan-only, --probe: JSON)
-//!                               .planned                      (--dry-run: facts, nothing made)
+//!                               .planned, plan_document       (--dry-run: facts, nothing made)
 //! ```
 
 pub mod check;
 mod document;
 mod good;
 mod place;
+mod plan_document;
 mod planned;
 
 pub use document::exit_code;
 pub use place::facts_at;
+pub use plan_document::PlanFacts;
 pub use planned::{Planned, Where};
 
 use crate::core::config::{ProbeSpec, Resolved};
@@ -305,6 +307,29 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         backend,
         planned,
     })
+}
+
+/// What carrying out a prepared request gives back, for the command line to render, write
+/// and publish (run writes and prints nothing of it).
+pub enum Done {
+    /// A bisection's result document (`Mode::Run`), stamped and saved for `show`.
+    Result(Box<BisectResult>),
+    /// `--plan-only`'s next wave, `--probe`'s stored run: JSON.
+    Json(serde_json::Value),
+    /// `--dry-run`: the plan (`plan_document`); nothing was made.
+    Planned(Box<PlanFacts>),
+}
+
+/// Carries out what `mode` asks of a prepared request: bisect to the result document, plan
+/// the next wave, probe one planned run, or (`Mode::DryRun`) assemble the plan, making
+/// nothing.
+pub fn carry_out(p: &Prepared, mode: &Mode, events: &dyn Sink) -> anyhow::Result<Done> {
+    match mode {
+        Mode::Run => execute(p, events).map(|r| Done::Result(Box::new(r))),
+        Mode::Probe { sha, run_index } => probe_one(p, sha, *run_index, events).map(Done::Json),
+        Mode::PlanOnly => plan_next(p).map(Done::Json),
+        Mode::DryRun => plan_document::facts(p).map(|f| Done::Planned(Box::new(f))),
+    }
 }
 
 /// `--plan-only`: the next wave for `--jobs K` slots from the stored results alone (JSON).

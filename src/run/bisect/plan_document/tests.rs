@@ -1,4 +1,4 @@
-//! The dry run's promises against the real search (`dry_run::estimate`, `lying_bad`).
+//! The dry run's promises against the real search (`plan_document::estimate`, `lying_bad`).
 use super::{estimate, lying_bad};
 use crate::core::outcome::Verdict;
 use crate::core::search::{budget, BuildCosts, Conclusion, EndpointCheck, Search, Step};
