@@ -3,6 +3,7 @@
 //! assembles from it (`run::bisect::plan_document`: the promises of the search, the store
 //! hits, the identity), so that what it promises is what a run does. Rendering only.
 
+use crate::core::search::EndpointCheck;
 use crate::error::CliError;
 use crate::run::bisect::{PlanFacts, Planned, Prepared, Where};
 use std::fmt::Write;
@@ -110,7 +111,7 @@ pub(super) fn dry_run(
         "expected probes: up to {} with {} slot(s): {}{}",
         doc.expected_probes,
         p.plan.jobs,
-        facts.estimate,
+        estimate(facts, n, p.plan.jobs, p.plan.endpoints),
         if confidence {
             "; --confidence re-runs passes, so more"
         } else {
@@ -125,7 +126,7 @@ pub(super) fn dry_run(
             crate::core::range::short_sha(&r.good)
         );
     }
-    let _ = writeln!(out, "{}", facts.lying_bad);
+    let _ = writeln!(out, "{}", lying_bad(facts, p.plan.jobs, p.plan.endpoints));
     match (&facts.unknown, doc.stored) {
         (Some(why), _) => {
             let _ = writeln!(out, "already in the store: not counted ({why})");
@@ -197,4 +198,60 @@ pub(super) fn dry_run(
         }
     }
     Ok(out)
+}
+
+/// Where the worst-case probe count comes from, in words. The endpoints are not a flat "+2":
+/// with one slot the first midpoint goes first and `--bad` is built only when it does not
+/// reproduce (or the answer touches it); with a free slot both endpoints share the first wave;
+/// with --lazy-endpoints only the endpoint next to the answer is tested. With one slot and
+/// Ninja builds the search may cut off-centre to skip a rebuild (`core::search::budget`): one
+/// midpoint more, never past git's fewest on the commits.
+fn estimate(facts: &PlanFacts, n: usize, jobs: usize, ends: EndpointCheck) -> String {
+    let w = &facts.worst;
+    if w.midpoints == 0 {
+        return "the endpoints, no commit between them".to_string();
+    }
+    let how = if jobs <= 1 {
+        format!("ceil(log2 {})", n - 1)
+    } else {
+        format!("{} wave(s) of up to {jobs}", w.waves)
+    };
+    let why = match (ends == EndpointCheck::Lazy, w.endpoints) {
+        (true, _) => "plus the endpoint next to the answer (--lazy-endpoints)",
+        (false, 1) => {
+            "plus --bad once the walk toward it makes that worth a build, or the endpoint \
+             next to the answer"
+        }
+        (false, _) => "plus --good and --bad in the first wave",
+    };
+    let mids = w.midpoints;
+    if w.off_centre {
+        format!(
+            "{mids} midpoint(s), {how}, {why}; one more where cutting off-centre saves a \
+             rebuild (never more than git's {})",
+            facts.git_fewest
+        )
+    } else {
+        format!("{mids} midpoint(s), {how}, {why}")
+    }
+}
+
+/// The worst case of a `--bad` that does not show the new behaviour: every midpoint is then
+/// old, and the search walks toward `--bad` until it builds it (`core::search::endpoint`).
+/// With equal probe costs that point is exact (the real search, replayed); with build costs it
+/// comes earlier when `--bad` is an incremental build, never later than the whole walk, which
+/// the estimate bounds.
+fn lying_bad(facts: &PlanFacts, jobs: usize, ends: EndpointCheck) -> String {
+    let lazy = ends == EndpointCheck::Lazy;
+    let probes = facts.lying_bad;
+    format!(
+        "if --bad does not reproduce: reported after {probes} probe(s) when builds cost alike, \
+         at most {} (the walk all the way to it){}",
+        facts.worst.total.max(probes),
+        if lazy || jobs > 1 {
+            ""
+        } else {
+            "; --confidence tests it first"
+        }
+    )
 }
