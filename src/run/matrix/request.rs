@@ -108,18 +108,20 @@ pub fn prepare(req: Request, dry: bool) -> Result<Prepared, RunError> {
 /// Every cell of a dry run, revision by revision, with each revision's own CMake and
 /// unified-memory spellings read from its commit (as a run reads them from its checkout).
 fn planned(runner: &Runner, configs: &[Config], revs: &[Rev]) -> Vec<PlannedCell> {
-    revs.iter()
-        .flat_map(|rev| {
-            configs.iter().map(move |c| PlannedCell {
+    let mut cells = Vec::with_capacity(revs.len() * configs.len());
+    for rev in revs {
+        for c in configs {
+            cells.push(PlannedCell {
                 sha: rev.sha.clone(),
                 rev: rev.rev.clone(),
                 id: c.id.clone(),
                 label: c.label(),
                 image: c.image.clone(),
                 env: runner.env(c, rev),
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    cells
 }
 
 /// Every cell, revision by revision (one checkout each), as events; then the result document.
