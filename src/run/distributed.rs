@@ -22,7 +22,7 @@ use crate::core::plan::Plan;
 use crate::core::progress::{Event, Sink};
 use crate::error::CliError;
 use crate::probe::Prober;
-use crate::run::slots::{DriverError, Hooks, Probing, RunSpec, Slot};
+use crate::run::slots::{DriverError, Noting, Probing, RunSpec, Slot};
 use crate::run::store::{Store, StoreKey};
 use serde_json::json;
 
@@ -150,16 +150,8 @@ pub fn probe_one(
             });
         }
     };
-    let infra = |attempt: u32, msg: &str| {
-        events.emit(Event::Note {
-            text: format!("probe {short}: infrastructure error (attempt {attempt}): {msg}"),
-        })
-    };
-    let hooks = Hooks {
-        phase: &phase,
-        infra: &infra,
-    };
-    let report = probing.run_in(&slot, &run, &hooks).map_err(fail)?;
+    let hooks = Noting::new(events, format!("probe {short}"), phase);
+    let report = probing.run_in(&slot, &run, &hooks.hooks()).map_err(fail)?;
     let verdict = plan.predicate.judge(report.outcome, &report.output_tail);
     let key = StoreKey::new(&cand.tree, &probing.identity);
     Ok(json!({

@@ -168,6 +168,42 @@ impl Hooks<'_> {
     };
 }
 
+/// The hooks of a probe run outside the driver (the `--compare-good` recording, `--probe`):
+/// no journal and no retry event of its own, so each infrastructure retry is a note,
+/// `"{who}: infrastructure error (attempt N): MSG"`; the phases go where the caller says.
+/// `Hooks` borrows its closures, so these own them and lend them out (`hooks`).
+pub struct Noting<'a> {
+    phase: Box<dyn Fn(Phase) + 'a>,
+    infra: Box<InfraHook<'a>>,
+}
+
+/// `Hooks::infra`'s shape: `(attempt, message)`.
+type InfraHook<'a> = dyn Fn(u32, &str) + 'a;
+
+impl<'a> Noting<'a> {
+    pub fn new(
+        events: &'a dyn crate::core::progress::Sink,
+        who: String,
+        phase: impl Fn(Phase) + 'a,
+    ) -> Self {
+        Noting {
+            phase: Box::new(phase),
+            infra: Box::new(move |attempt, msg| {
+                events.emit(crate::core::progress::Event::Note {
+                    text: format!("{who}: infrastructure error (attempt {attempt}): {msg}"),
+                })
+            }),
+        }
+    }
+
+    pub fn hooks(&self) -> Hooks<'_> {
+        Hooks {
+            phase: &*self.phase,
+            infra: &*self.infra,
+        }
+    }
+}
+
 /// The last report (an `InfraError` when every attempt failed) and how many attempts it took.
 pub struct Attempted {
     pub report: ProbeReport,

@@ -1,11 +1,11 @@
 //! `--dry-run`: what a bisection would do, in English, from the same preparation a real run
-//! uses (`run::bisect::prepare` in `Mode::DryRun`, which makes nothing), so that what it
-//! promises (candidates, probes, store hits, identity) is what a run does.
+//! uses (`run::bisect::prepare` in `Mode::DryRun`, which makes nothing) and the plan run
+//! assembles from it (`run::bisect::plan_document`: the promises of the search, the store
+//! hits, the identity), so that what it promises is what a run does. Rendering only.
 
-use crate::core::result::{BisectRange, PlanDocument, PlannedReproducer};
-use crate::core::search::{simulate, EndpointCheck};
+use crate::core::search::EndpointCheck;
 use crate::error::CliError;
-use crate::run::bisect::{Planned, Prepared, Where};
+use crate::run::bisect::{PlanFacts, Planned, Prepared, Where};
 use std::fmt::Write;
 
 /// Where the steps would run, ccache, the toolchain and the build, in words.
@@ -69,67 +69,21 @@ fn place_lines(planned: &Planned, out: &mut String) {
     }
 }
 
-/// Why stored results cannot be counted before a run starts (`None`: they can).
-fn unknown_key(planned: &Planned) -> Option<String> {
-    if planned.records_good {
-        return Some(
-            "the key names the --good commit's logits, which a run records first (--compare-good)"
-                .into(),
-        );
-    }
-    match &planned.place {
-        Where::NoEngine { .. } => {
-            Some("the key names the container, and none can start here".into())
-        }
-        Where::Image { engine, .. } => Some(format!(
-            "the key names the {engine} container the run starts"
-        )),
-        Where::Host { .. } if planned.asks_toolchain => {
-            Some("the key names HIP's clang, which hipconfig gives when a run starts".into())
-        }
-        Where::Host { .. } => None,
-    }
-}
-
-/// Which endpoints a run tests, in words (a user must know when neither will be).
-fn endpoints_line(p: &Prepared) -> String {
-    let confidence = matches!(p.runs, crate::core::evidence::Policy::Confidence { .. });
-    match (p.plan.endpoints, p.plan.jobs) {
-        (EndpointCheck::Lazy, _) => "endpoints: neither is tested up front; only the one next to the answer, when the answer touches it (--lazy-endpoints)".into(),
-        _ if confidence => "endpoints: --bad is tested first (--confidence); --good when the answer touches it".into(),
-        (EndpointCheck::First, 1) => "endpoints: --bad when the walk toward it makes that worth a build or the answer touches it, --good only when the answer touches it; an answer whose commit and parent were both probed tests neither".into(),
-        (EndpointCheck::First, _) => "endpoints: --good and --bad are both tested, in the first wave".into(),
-    }
-}
-
-/// `--dry-run`: what the bisection would do, from the same resolution a real run uses: the
-/// text people read and the same facts as JSON (`--dry-run --json FILE`: `core::result::PlanDocument`).
+/// `--dry-run`: what the bisection would do, in the words people read: the plan run assembled
+/// (`run::bisect::PlanFacts`, whose document is the `--dry-run --json` one) and the resolved
+/// facts of the same preparation a real run uses.
 pub(super) fn dry_run(
     p: &Prepared,
+    facts: &PlanFacts,
     github: &crate::cli::report::BisectPostArgs,
-) -> anyhow::Result<(String, PlanDocument)> {
+) -> anyhow::Result<String> {
     let r = &p.plan.range;
     let n = r.candidates.len();
-    let identity = p.prober.identity();
+    let doc = &facts.document;
     let planned = p
         .planned
         .as_ref()
         .ok_or_else(|| CliError::infra("a dry run without a plan"))?;
-    let unknown = unknown_key(planned);
-    let mut stored = 0usize;
-    if unknown.is_none() {
-        for c in &r.candidates {
-            let key = crate::run::store::StoreKey::new(&c.tree, &identity);
-            if !p
-                .store
-                .load(&key)
-                .map_err(|e| CliError::infra(e.to_string()))?
-                .is_empty()
-            {
-                stored += 1;
-            }
-        }
-    }
     let confidence = matches!(p.runs, crate::core::evidence::Policy::Confidence { .. });
     let mut out = String::new();
     // What the user's arguments replaced comes first: it changes what every probe runs.
@@ -152,20 +106,19 @@ pub(super) fn dry_run(
             .map(|p| format!(", tested tree: {p}/"))
             .unwrap_or_default()
     );
-    let e = estimate(n, p.plan.jobs, p.plan.endpoints, r.commits);
     let _ = writeln!(
         out,
         "expected probes: up to {} with {} slot(s): {}{}",
-        e.total,
+        doc.expected_probes,
         p.plan.jobs,
-        e.detail,
+        estimate(facts, n, p.plan.jobs, p.plan.endpoints),
         if confidence {
             "; --confidence re-runs passes, so more"
         } else {
             ""
         }
     );
-    let _ = writeln!(out, "{}", endpoints_line(p));
+    let _ = writeln!(out, "endpoints: {}", doc.endpoints);
     if planned.records_good {
         let _ = writeln!(
             out,
@@ -173,13 +126,14 @@ pub(super) fn dry_run(
             crate::core::range::short_sha(&r.good)
         );
     }
-    let _ = writeln!(out, "{}", lying_bad(n, p.plan.jobs, p.plan.endpoints, &e));
-    match &unknown {
-        None => {
-            let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
-        }
-        Some(why) => {
+    let _ = writeln!(out, "{}", lying_bad(facts, p.plan.jobs, p.plan.endpoints));
+    match (&facts.unknown, doc.stored) {
+        (Some(why), _) => {
             let _ = writeln!(out, "already in the store: not counted ({why})");
+        }
+        (None, stored) => {
+            let stored = stored.unwrap_or(0);
+            let _ = writeln!(out, "already in the store: {stored} of {n} candidates");
         }
     }
     if let Some(issue) = github.resume_from_issue.as_deref() {
@@ -231,11 +185,10 @@ pub(super) fn dry_run(
     if let Some(m) = &planned.memory {
         let _ = writeln!(out, "{m}");
     }
-    if unknown.is_none() {
+    if let Some(key) = &doc.store_key {
         let _ = writeln!(
             out,
-            "store key of these probes: {} (results stored under it are reused)",
-            crate::run::store::bisect_id(&[&identity])
+            "store key of these probes: {key} (results stored under it are reused)"
         );
     }
     if let Some(hint) = &p.reproduce {
@@ -244,65 +197,26 @@ pub(super) fn dry_run(
             let _ = writeln!(out, "  {line}");
         }
     }
-    let json = PlanDocument {
-        schema: crate::core::result::plan_tag(),
-        range: BisectRange {
-            good: r.good.clone(),
-            bad: r.bad.clone(),
-            first_parent: r.spec.first_parent,
-            path: r.spec.path.clone(),
-            commits: r.commits,
-            candidates: n,
-        },
-        expected_probes: e.total,
-        endpoints: endpoints_line(p)
-            .trim_start_matches("endpoints: ")
-            .to_string(),
-        stored: unknown.is_none().then_some(stored),
-        predicate: p.plan.predicate.describe(),
-        build_only: p.plan.predicate.regress.build_only(),
-        configuration: p.configuration.clone(),
-        reproducer: p.reproducer.as_ref().map(PlannedReproducer::of),
-        replaced: planned.replaced.clone(),
-        work_dir: p.plan.work_dir.clone(),
-        image: planned.image().map(str::to_string),
-        build: planned.build.clone(),
-        memory: planned.memory.clone(),
-        store_key: unknown
-            .is_none()
-            .then(|| crate::run::store::bisect_id(&[&identity])),
-    };
-    Ok((out, json))
+    Ok(out)
 }
 
-/// The worst-case probe count a dry run promises, and where it comes from.
-struct Estimate {
-    total: usize,
-    detail: String,
-}
-
-/// Mirrors `EndpointCheck` in core::search: the endpoints are not a flat "+2". With one slot
-/// the first midpoint goes first and `--bad` is built only when it does not reproduce (or the
-/// answer touches it); with a free slot both endpoints share the first wave; with
-/// --lazy-endpoints only the endpoint next to the answer is tested. A user deciding whether a
-/// range is worth a night of builds needs the bound the search keeps, not a rough guess.
-/// With one slot and Ninja builds the search may cut off-centre to skip a rebuild
-/// (`core::search::budget`): one midpoint more, never past git's fewest on `commits`.
-fn estimate(n: usize, jobs: usize, ends: EndpointCheck, commits: usize) -> Estimate {
-    let w = simulate::worst_case(n, jobs, ends, commits);
-    let lazy = ends == EndpointCheck::Lazy;
+/// Where the worst-case probe count comes from, in words. The endpoints are not a flat "+2":
+/// with one slot the first midpoint goes first and `--bad` is built only when it does not
+/// reproduce (or the answer touches it); with a free slot both endpoints share the first wave;
+/// with --lazy-endpoints only the endpoint next to the answer is tested. With one slot and
+/// Ninja builds the search may cut off-centre to skip a rebuild (`core::search::budget`): one
+/// midpoint more, never past git's fewest on the commits.
+fn estimate(facts: &PlanFacts, n: usize, jobs: usize, ends: EndpointCheck) -> String {
+    let w = &facts.worst;
     if w.midpoints == 0 {
-        return Estimate {
-            total: w.total,
-            detail: "the endpoints, no commit between them".to_string(),
-        };
+        return "the endpoints, no commit between them".to_string();
     }
     let how = if jobs <= 1 {
         format!("ceil(log2 {})", n - 1)
     } else {
         format!("{} wave(s) of up to {jobs}", w.waves)
     };
-    let why = match (lazy, w.endpoints) {
+    let why = match (ends == EndpointCheck::Lazy, w.endpoints) {
         (true, _) => "plus the endpoint next to the answer (--lazy-endpoints)",
         (false, 1) => {
             "plus --bad once the walk toward it makes that worth a build, or the endpoint \
@@ -311,18 +225,14 @@ fn estimate(n: usize, jobs: usize, ends: EndpointCheck, commits: usize) -> Estim
         (false, _) => "plus --good and --bad in the first wave",
     };
     let mids = w.midpoints;
-    let detail = if w.off_centre {
+    if w.off_centre {
         format!(
             "{mids} midpoint(s), {how}, {why}; one more where cutting off-centre saves a \
              rebuild (never more than git's {})",
-            crate::core::search::git_fewest(commits)
+            facts.git_fewest
         )
     } else {
         format!("{mids} midpoint(s), {how}, {why}")
-    };
-    Estimate {
-        total: w.total,
-        detail,
     }
 }
 
@@ -330,16 +240,14 @@ fn estimate(n: usize, jobs: usize, ends: EndpointCheck, commits: usize) -> Estim
 /// old, and the search walks toward `--bad` until it builds it (`core::search::endpoint`).
 /// With equal probe costs that point is exact (the real search, replayed); with build costs it
 /// comes earlier when `--bad` is an incremental build, never later than the whole walk, which
-/// `estimate` bounds.
-fn lying_bad(n: usize, jobs: usize, ends: EndpointCheck, e: &Estimate) -> String {
+/// the estimate bounds.
+fn lying_bad(facts: &PlanFacts, jobs: usize, ends: EndpointCheck) -> String {
     let lazy = ends == EndpointCheck::Lazy;
-    let keys = (0..n as u64).collect();
-    let r = simulate::replay(keys, ends, jobs.max(1), simulate::lying_bad);
-    let probes = r.probes().len();
+    let probes = facts.lying_bad;
     format!(
         "if --bad does not reproduce: reported after {probes} probe(s) when builds cost alike, \
          at most {} (the walk all the way to it){}",
-        e.total.max(probes),
+        facts.worst.total.max(probes),
         if lazy || jobs > 1 {
             ""
         } else {
@@ -347,6 +255,3 @@ fn lying_bad(n: usize, jobs: usize, ends: EndpointCheck, e: &Estimate) -> String
         }
     )
 }
-
-#[cfg(test)]
-mod tests;

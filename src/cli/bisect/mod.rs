@@ -18,7 +18,7 @@ pub use settings::SettingsFlags;
 use crate::core::result::BisectResult;
 use crate::error::CliError;
 use crate::report::bisect as report;
-use crate::run::bisect::{check, git_error, Mode, Request};
+use crate::run::bisect::{check, git_error, Done, Mode, Prepared, Request};
 use crate::run::git;
 use std::path::Path;
 
@@ -200,63 +200,71 @@ fn build_question(args: &BisectArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A checked request, carried out: prepared and resumed from the issue, then planned, probed
-/// once or bisected (its result rendered, written and published). Returns the exit code and,
-/// after a bisection, its result.
+/// A checked request, carried out: prepared, resumed from the issue (not for `--dry-run`: a
+/// plan has no side effects) and carried out by `run::bisect`; what it gives back is delivered
+/// here. Returns the exit code and, after a bisection, its result.
 pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<BisectResult>)> {
     let events = crate::cli::progress::stderr()?;
     let p = crate::run::bisect::prepare(req, events)?;
-    if req.mode == Mode::DryRun {
-        // A plan has no side effects: the issue's runs are not seeded into the store.
-        let (text, json) = dry_run::dry_run(&p, out.github)?;
-        // `--json FILE` gets the plan (`core::result::PlanDocument`), never nothing at all.
-        if let Some(path) = out.json {
-            let body = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
-            crate::cli::output::write("--json", path, body.as_bytes())?;
-            if path == Path::new("-") {
-                errln!("{text}");
-                return Ok((0, None));
-            }
-            errln!("setrows-bisect: the plan's JSON is in {}", path.display());
-        }
-        // `--report FILE` gets the plan's text: a dry run writes what it was asked to.
-        if let Some(path) = out.report {
-            crate::cli::output::write("--report", path, text.as_bytes())?;
-            if path == Path::new("-") {
-                return Ok((0, None));
-            }
-        }
-        out!("{text}");
-        return Ok((0, None));
+    if req.mode != Mode::DryRun {
+        let r = &p.plan.range;
+        let question = (
+            r.good.as_str(),
+            r.bad.as_str(),
+            &*p.plan.predicate.describe(),
+            p.configuration.as_ref().and_then(|c| c.id.as_deref()),
+        );
+        out.github
+            .resume(question, &p.store, &p.prober.identity())?;
     }
-    let r = &p.plan.range;
-    let question = (
-        r.good.as_str(),
-        r.bad.as_str(),
-        &*p.plan.predicate.describe(),
-        p.configuration.as_ref().and_then(|c| c.id.as_deref()),
-    );
-    out.github
-        .resume(question, &p.store, &p.prober.identity())?;
-    let json = match &req.mode {
-        Mode::PlanOnly => Some(crate::run::bisect::plan_next(&p)?),
-        Mode::Probe { sha, run_index } => {
-            Some(crate::run::bisect::probe_one(&p, sha, *run_index, events)?)
+    let done = crate::run::bisect::carry_out(&p, &req.mode, events)?;
+    deliver(&p, done, out)
+}
+
+/// What a carried-out request gave back, at the edge: the plan said and written, the JSON of
+/// `--plan-only`/`--probe` written to `--json FILE` (`-` or none: standard output), a
+/// bisection's result published.
+fn deliver(p: &Prepared, done: Done, out: &Outputs) -> anyhow::Result<(i32, Option<BisectResult>)> {
+    match done {
+        Done::Result(result) => publish(&result, out).map(|code| (code, Some(*result))),
+        Done::Planned => plan(p, out).map(|code| (code, None)),
+        Done::Json(v) => {
+            let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+            match out.json.filter(|p| *p != Path::new("-")) {
+                Some(path) => crate::cli::output::write("--json", path, (text + "\n").as_bytes())?,
+                None => outln!("{text}"),
+            }
+            Ok((0, None))
         }
-        Mode::Run | Mode::DryRun => None,
-    };
-    if let Some(v) = json {
-        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
-        // `--json FILE` takes it (`-` or none: standard output).
-        match out.json.filter(|p| *p != Path::new("-")) {
-            Some(path) => crate::cli::output::write("--json", path, (text + "\n").as_bytes())?,
-            None => outln!("{text}"),
-        }
-        return Ok((0, None));
     }
-    let result = crate::run::bisect::execute(&p, events)?;
-    let code = publish(&result, out)?;
-    Ok((code, Some(result)))
+}
+
+/// `--dry-run`: the plan's text printed, and written where `--report`/`--json` ask.
+fn plan(p: &Prepared, out: &Outputs) -> anyhow::Result<i32> {
+    let facts = p
+        .plan_facts
+        .as_ref()
+        .ok_or_else(|| CliError::infra("a dry run without a plan"))?;
+    let text = dry_run::dry_run(p, facts, out.github)?;
+    // `--json FILE` gets the plan (`core::result::PlanDocument`), never nothing at all.
+    if let Some(path) = out.json {
+        let body = serde_json::to_string_pretty(&facts.document).unwrap_or_default() + "\n";
+        crate::cli::output::write("--json", path, body.as_bytes())?;
+        if path == Path::new("-") {
+            errln!("{text}");
+            return Ok(0);
+        }
+        errln!("setrows-bisect: the plan's JSON is in {}", path.display());
+    }
+    // `--report FILE` gets the plan's text: a dry run writes what it was asked to.
+    if let Some(path) = out.report {
+        crate::cli::output::write("--report", path, text.as_bytes())?;
+        if path == Path::new("-") {
+            return Ok(0);
+        }
+    }
+    out!("{text}");
+    Ok(0)
 }
 
 /// The result at the edge: written to `--report`/`--json`, posted, then printed. The named

@@ -4,6 +4,7 @@
 use super::*;
 use crate::cli::flags::{Flaky, JobsFlag, Walk};
 use crate::run::bisect::{Chosen, Mode, Naming, Request};
+use crate::run::matrix::{Rev, Runner};
 use clap::Args;
 
 /// The configuration for ladder value `v` on `axis`.

@@ -13,7 +13,6 @@ use crate::core::result::{AnyResult, BisectResult, Conclusion, ConfigDetails};
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
 use crate::probe::container::EngineChoice;
-use crate::run::matrix::{Rev, Runner};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -205,10 +204,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     // One preparation: a dry run makes nothing and says what a run would do.
     let prepared = prepare(request, args.dry_run).map_err(run_error)?;
     if args.dry_run {
-        out!(
-            "{}",
-            dry_run(&prepared.runner, &prepared.configs, &prepared.revs)
-        );
+        out!("{}", dry_run(&prepared));
         return Ok(0);
     }
     crate::probe::exec::install_interrupt_handler();
@@ -397,34 +393,30 @@ fn write_results(
     Ok(())
 }
 
-/// `matrix --dry-run`: every cell as a run would resolve it, from the same runner, with each
-/// revision's own CMake and unified-memory spellings read from its commit (as a run reads them
-/// from its checkout).
-fn dry_run(runner: &Runner, configs: &[Config], revs: &[Rev]) -> String {
+/// `matrix --dry-run`: every cell as `prepare` resolved it from the runner a run uses (each
+/// revision's own CMake and unified-memory spellings read from its commit), in words.
+fn dry_run(p: &crate::run::matrix::request::Prepared) -> String {
     use std::fmt::Write;
+    let (revs, configs) = (p.revs.len(), p.configs.len());
     let mut out = format!(
-        "{} cells: {} revision(s) x {} configuration(s)\n",
-        revs.len() * configs.len(),
-        revs.len(),
-        configs.len()
+        "{} cells: {revs} revision(s) x {configs} configuration(s)\n",
+        revs * configs,
     );
-    if runner.build_only {
+    if p.runner.build_only {
         out.push_str("build only: each cell stops after its build (built / build_failed); no test runs, no GPU is passed to the container\n");
     }
-    for rev in revs {
-        for c in configs {
-            let _ = writeln!(
-                out,
-                "\n{} ({})  {}  {}\n  image: {}",
-                &rev.sha[..rev.sha.len().min(12)],
-                rev.rev,
-                c.id,
-                c.label(),
-                c.image.as_deref().unwrap_or("host")
-            );
-            for (k, v) in runner.env(c, rev) {
-                let _ = writeln!(out, "  {k}={v}");
-            }
+    for cell in &p.planned {
+        let _ = writeln!(
+            out,
+            "\n{} ({})  {}  {}\n  image: {}",
+            &cell.sha[..cell.sha.len().min(12)],
+            cell.rev,
+            cell.id,
+            cell.label,
+            cell.image.as_deref().unwrap_or("host")
+        );
+        for (k, v) in &cell.env {
+            let _ = writeln!(out, "  {k}={v}");
         }
     }
     out

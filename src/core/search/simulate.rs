@@ -58,6 +58,15 @@ pub fn lying_bad(_: usize) -> Verdict {
     Verdict::Old
 }
 
+/// Probes until a search of `n` candidates with `slots` slots reports a `--bad` that does not
+/// show the new behaviour (every probe old), when probes cost alike: the real search, replayed;
+/// what `--dry-run` promises for a lying `--bad`.
+pub fn lying_bad_probes(n: usize, slots: usize, ends: EndpointCheck) -> usize {
+    replay((0..n as u64).collect(), ends, slots.max(1), lying_bad)
+        .probes()
+        .len()
+}
+
 /// The most probes a search of `n` candidates spends with `slots` slots, for any culprit, and
 /// where they go; the bound `--dry-run` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,20 +12,77 @@
 //! good commit's logits compared with themselves are equal by construction, so the search never
 //! builds and decodes the good end a second time.
 
+use super::{Mode, Request};
 use crate::core::progress::{Event, Sink};
+use crate::core::range::Range;
+use crate::core::result::ReproducerInfo;
 use crate::error::CliError;
 use crate::probe::decode::GoodLogits;
 use crate::probe::{Phase, Prober};
-use crate::run::slots::{Hooks, Probing, RunSpec, Slot};
+use crate::run::probers::{prober_comparing, Place};
+use crate::run::slots::{Noting, Probing, RunSpec, Slot};
 use crate::run::store::{Store, StoreKey, StoredRun};
 use sha2::{Digest, Sha256};
 use std::path::Path;
+
+/// The prober every probe of `req` runs and the reproducer line the report names. Under
+/// `--compare-good` (not for a dry run, which makes nothing) the `--good` commit's logits are
+/// recorded first (`recorded`), the prober compares with them, the report's reproducer line
+/// names the comparison, and the recording answers the good end (`answer_good_end`); otherwise
+/// the configuration's prober and reproducer as they are. `repo` and `work_dir` are the
+/// canonical paths the plan keeps.
+pub(super) fn comparing(
+    req: &Request,
+    place: &Place,
+    (repo, work_dir): (&Path, &Path),
+    range: &Range,
+    store: &Store,
+    events: &dyn Sink,
+) -> anyhow::Result<(Box<dyn Prober>, Option<ReproducerInfo>)> {
+    let chosen = &req.chosen;
+    let good_logits = match req.compare_good && req.mode != Mode::DryRun {
+        false => GoodLogits::Off,
+        true => {
+            let recorder = prober_comparing(&chosen.cfg, place, GoodLogits::Record);
+            // `--probe` runs in the planned slot, a bisection's first probe in slot 0
+            let slot = match req.mode {
+                Mode::Probe { .. } => crate::run::distributed::PLANNED_SLOT,
+                _ => "0",
+            };
+            recorded(repo, &range.good, work_dir, slot, &recorder, events)?
+        }
+    };
+    // The report names what every probe ran, the comparison with the good logits included.
+    let mut reproducer = chosen.reproducer.clone();
+    if let (Some(r), GoodLogits::Compare { sha256, .. }) = (reproducer.as_mut(), &good_logits) {
+        r.args.extend([
+            "--logits-ref".to_string(),
+            GoodLogits::compared_name(sha256),
+        ]);
+        r.source.push_str(&format!(
+            "; --compare-good: logits recorded at --good {}",
+            crate::core::range::short_sha(&range.good)
+        ));
+    }
+    let prober: Box<dyn Prober> =
+        Box::new(prober_comparing(&chosen.cfg, place, good_logits.clone()));
+    if let Some(first) = range.candidates.first() {
+        answer_good_end(
+            store,
+            &range.good,
+            &first.tree,
+            prober.as_ref(),
+            &good_logits,
+        )?;
+    }
+    Ok((prober, reproducer))
+}
 
 /// The recorded logits of `good` (recording them first when they are not kept yet), as the
 /// comparison every probe of the bisect makes. `recorder` is the configuration's prober with
 /// `GoodLogits::Record`; it records in `slot`, the one the first probe after it will use, so
 /// that probe's build is incremental.
-pub fn recorded(
+fn recorded(
     repo_path: &Path,
     good: &str,
     work_dir: &Path,
@@ -59,7 +116,7 @@ fn report_of(file: &Path) -> std::path::PathBuf {
 
 /// Stores the recording as the run of the good end (`good_tree`, the range's first candidate)
 /// under `prober`, the comparing one, unless a run of it is stored already.
-pub fn answer_good_end(
+fn answer_good_end(
     store: &Store,
     good: &str,
     good_tree: &str,
@@ -139,18 +196,11 @@ fn record(
         build: None,
         log: Some(&log),
     };
-    let phase = |p: Phase| events_of.phase(p);
-    let on_infra = |attempt: u32, msg: &str| {
-        events.emit(Event::Note {
-            text: format!("--compare-good: infrastructure error (attempt {attempt}): {msg}"),
-        })
-    };
-    let hooks = Hooks {
-        phase: &phase,
-        infra: &on_infra,
-    };
+    let hooks = Noting::new(events, "--compare-good".into(), |p: Phase| {
+        events_of.phase(p)
+    });
     let report = probing
-        .attempt_in(&slot, &run, &hooks)
+        .attempt_in(&slot, &run, &hooks.hooks())
         .map_err(|e| infra(e.to_string()))?
         .report;
     let build = slot.build();

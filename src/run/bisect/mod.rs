@@ -7,17 +7,19 @@
 //! ```text
 //! Request --prepare--> Prepared --execute--> BisectResult     (Mode::Run)
 //!                               --plan_next / probe_one-->    (--plan-only, --probe: JSON)
-//!                               .planned                      (--dry-run: facts, nothing made)
+//!                               .planned, .plan_facts         (--dry-run: facts, nothing made)
 //! ```
 
 pub mod check;
 mod document;
 mod good;
 mod place;
+mod plan_document;
 mod planned;
 
 pub use document::exit_code;
 pub use place::facts_at;
+pub use plan_document::PlanFacts;
 pub use planned::{Planned, Where};
 
 use crate::core::config::{ProbeSpec, Resolved};
@@ -28,7 +30,6 @@ use crate::core::result::{BisectResult, ConfigurationInfo, ReproducerInfo};
 use crate::core::search::EndpointCheck;
 use crate::error::CliError;
 use crate::probe::container::EngineChoice;
-use crate::probe::decode::GoodLogits;
 use crate::probe::launch::{HostLauncher, Launcher};
 use crate::probe::script::ScriptProber;
 use crate::probe::Prober;
@@ -174,6 +175,8 @@ pub struct Prepared {
     pub backend: Option<crate::core::build::Backend>,
     /// `Mode::DryRun`: what was learned without making anything.
     pub planned: Option<Planned>,
+    /// `Mode::DryRun`: the plan assembled from it (`plan_document`).
+    pub plan_facts: Option<PlanFacts>,
 }
 
 /// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
@@ -240,45 +243,14 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         (None, None) => None,
     };
     let place = place::place(&chosen.cfg, &repo, req.bad, container, !dry)?;
-    let good_logits = match req.compare_good && !dry {
-        false => GoodLogits::Off,
-        true => {
-            let recorder =
-                crate::run::probers::prober_comparing(&chosen.cfg, &place, GoodLogits::Record);
-            // `--probe` runs in the planned slot, a bisection's first probe in slot 0
-            let slot = match req.mode {
-                Mode::Probe { .. } => crate::run::distributed::PLANNED_SLOT,
-                _ => "0",
-            };
-            good::recorded(&canon_repo, &range.good, &work_dir, slot, &recorder, events)?
-        }
-    };
-    // The report names what every probe ran, the comparison with the good logits included.
-    let mut reproducer = chosen.reproducer.clone();
-    if let (Some(r), GoodLogits::Compare { sha256, .. }) = (reproducer.as_mut(), &good_logits) {
-        r.args.extend([
-            "--logits-ref".to_string(),
-            GoodLogits::compared_name(sha256),
-        ]);
-        r.source.push_str(&format!(
-            "; --compare-good: logits recorded at --good {}",
-            crate::core::range::short_sha(&range.good)
-        ));
-    }
-    let prober: Box<dyn Prober> = Box::new(crate::run::probers::prober_comparing(
-        &chosen.cfg,
+    let (prober, reproducer) = good::comparing(
+        req,
         &place,
-        good_logits.clone(),
-    ));
-    if let Some(first) = range.candidates.first() {
-        good::answer_good_end(
-            &store,
-            &range.good,
-            &first.tree,
-            prober.as_ref(),
-            &good_logits,
-        )?;
-    }
+        (&canon_repo, &work_dir),
+        &range,
+        &store,
+        events,
+    )?;
     let reproduce = match &chosen.cfg.probe {
         ProbeSpec::Script { build, script } => {
             let p = ScriptProber {
@@ -317,7 +289,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     // A --script's backend is unknown unless a configuration flag named it.
     let script = matches!(chosen.cfg.probe, ProbeSpec::Script { .. });
     let backend = (!script || chosen.info.is_some()).then_some(chosen.cfg.backend);
-    Ok(Prepared {
+    let mut prepared = Prepared {
         plan: Plan {
             repo_path: canon_repo,
             range,
@@ -336,7 +308,35 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         reproducer,
         backend,
         planned,
-    })
+        plan_facts: None,
+    };
+    if dry {
+        prepared.plan_facts = Some(plan_document::facts(&prepared)?);
+    }
+    Ok(prepared)
+}
+
+/// What carrying out a prepared request gives back, for the command line to render, write
+/// and publish (run writes and prints nothing of it).
+pub enum Done {
+    /// A bisection's result document (`Mode::Run`), stamped and saved for `show`.
+    Result(Box<BisectResult>),
+    /// `--plan-only`'s next wave, `--probe`'s stored run: JSON.
+    Json(serde_json::Value),
+    /// `--dry-run`: nothing to carry out; the plan is `Prepared::plan_facts`.
+    Planned,
+}
+
+/// Carries out what `mode` asks of a prepared request: bisect to the result document, plan
+/// the next wave or probe one planned run (`Mode::DryRun`: nothing; `prepare` assembled the
+/// plan).
+pub fn carry_out(p: &Prepared, mode: &Mode, events: &dyn Sink) -> anyhow::Result<Done> {
+    match mode {
+        Mode::Run => execute(p, events).map(|r| Done::Result(Box::new(r))),
+        Mode::Probe { sha, run_index } => probe_one(p, sha, *run_index, events).map(Done::Json),
+        Mode::PlanOnly => plan_next(p).map(Done::Json),
+        Mode::DryRun => Ok(Done::Planned),
+    }
 }
 
 /// `--plan-only`: the next wave for `--jobs K` slots from the stored results alone (JSON).

@@ -36,6 +36,21 @@ pub struct Prepared {
     pub revs: Vec<Rev>,
     pub configs: Vec<Config>,
     matrix_file: String,
+    /// A dry run's cells, revision by revision, as a run would resolve them (empty for a run).
+    pub planned: Vec<PlannedCell>,
+}
+
+/// One cell as a run would resolve it (`matrix --dry-run`): nothing is checked out or run.
+pub struct PlannedCell {
+    pub sha: String,
+    /// The revision as the user wrote it.
+    pub rev: String,
+    pub id: String,
+    pub label: String,
+    pub image: Option<String>,
+    /// What the configuration gives a script probe at this revision (CMake arguments, launch
+    /// settings), spelled for the revision's own tree.
+    pub env: Vec<(String, String)>,
 }
 
 /// The engine `choice` names, detected once (infrastructure when it is not usable).
@@ -44,7 +59,8 @@ pub fn engine(choice: EngineChoice) -> Result<Option<Engine>, RunError> {
 }
 
 /// Resolves the revisions and opens the store. A dry run (`dry`) opens no store and reads each
-/// revision's tree facts from its commit instead of a checkout, so nothing is made.
+/// revision's tree facts from its commit instead of a checkout, so nothing is made; its cells
+/// are resolved from the same runner a run uses (`Prepared::planned`).
 pub fn prepare(req: Request, dry: bool) -> Result<Prepared, RunError> {
     let mut runner = Runner::new(
         req.repo,
@@ -76,12 +92,36 @@ pub fn prepare(req: Request, dry: bool) -> Result<Prepared, RunError> {
                 .1;
         }
     }
+    let planned = match dry {
+        false => Vec::new(),
+        true => planned(&runner, &req.configs, &revs),
+    };
     Ok(Prepared {
         runner,
         revs,
         configs: req.configs,
         matrix_file: req.matrix_file,
+        planned,
     })
+}
+
+/// Every cell of a dry run, revision by revision, with each revision's own CMake and
+/// unified-memory spellings read from its commit (as a run reads them from its checkout).
+fn planned(runner: &Runner, configs: &[Config], revs: &[Rev]) -> Vec<PlannedCell> {
+    let mut cells = Vec::with_capacity(revs.len() * configs.len());
+    for rev in revs {
+        for c in configs {
+            cells.push(PlannedCell {
+                sha: rev.sha.clone(),
+                rev: rev.rev.clone(),
+                id: c.id.clone(),
+                label: c.label(),
+                image: c.image.clone(),
+                env: runner.env(c, rev),
+            });
+        }
+    }
+    cells
 }
 
 /// Every cell, revision by revision (one checkout each), as events; then the result document.
@@ -91,6 +131,7 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
         mut revs,
         configs,
         matrix_file,
+        ..
     } = p;
     let total = configs.len() * revs.len();
     let mut cells: Vec<Cell> = Vec::new();
