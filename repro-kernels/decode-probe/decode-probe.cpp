@@ -8,7 +8,8 @@
 //
 // Streams (each its own llama_context, decoding the same tokens at the same positions):
 //   probe  the device under test, graph reuse as llama.cpp does it (must be proven: n_reused)
-//   same   the same device with LLAMA_GRAPH_REUSE_DISABLE=1 (faults of reuse itself: a stale
+//   same   the same device, graph reuse off (LLAMA_GRAPH_REUSE_DISABLE=1, or LLAMA_SET_ROWS=0 on trees
+//          that predate that switch; REUSE_OFF_ENV) (faults of reuse itself: a stale
 //          topology or index); its logits and KV rows must be bit-identical to the probe's
 //   cpu    only when the probe runs on a GPU: the CPU backend, reuse disabled (faults of the
 //          backend's kernels); logits within --cpu-nmse (normalized mean squared error)
@@ -367,6 +368,36 @@ bool remove_range(llama_context * ctx, int seq, llama_pos p0, llama_pos p1) {
 #error "this llama.cpp has no way to remove a position from the KV cache"
 #endif
 }
+
+// How a reference turns graph reuse off, by what the tree reads (CMakeLists.txt): its own switch
+// (#14986 on); before it, from #14482 on, LLAMA_SET_ROWS=0, since those trees reuse a graph only
+// with ggml_set_rows (`can_reuse` asks the cache for it). The reference then writes K/V with
+// ggml_cpy into the same cells, so the reference also leaves the probe's set_rows path.
+#if DECODE_TREE_REUSE_DISABLE_ENV || !DECODE_TREE_SET_ROWS_ENV
+const char * const REUSE_OFF_ENV = "LLAMA_GRAPH_REUSE_DISABLE";
+const char * const REUSE_OFF_VALUE = "1";
+#else
+const char * const REUSE_OFF_ENV = "LLAMA_SET_ROWS";
+const char * const REUSE_OFF_VALUE = "0";
+#endif
+
+// Sets an environment variable for one scope (a context's construction), then puts it back.
+struct EnvFor {
+    const char * name;
+    bool had = false;
+    std::string saved;
+    EnvFor(const char * n, const char * value) : name(n) {
+        if (!name) return;
+        const char * prev = getenv(name);
+        had = prev != nullptr;
+        saved = had ? prev : "";
+        setenv(name, value, 1);
+    }
+    ~EnvFor() {
+        if (!name) return;
+        if (had) setenv(name, saved.c_str(), 1); else unsetenv(name);
+    }
+};
 
 // What every stream decodes: `steps` positions of each sequence, the probe's llama_decode taking
 // `batch` positions of every sequence at once; before each such batch [t, e) every stream (also
@@ -977,12 +1008,9 @@ int main(int argc, char ** argv) {
         s.model = s.name == "cpu" ? model_cpu : model_dev;
         const CtxSpec spec = s.name == "path" ? CtxSpec{0, path_cache_type(type_k), path_cache_type(type_v), (uint32_t) window, 1, 1, 1} : probe_spec;
         llama_context_params cp = context_params(s.name != "cpu" && s.name != "path", spec);
-        // LLAMA_GRAPH_REUSE_DISABLE is read when a context is made: set for the references only.
-        const char * prev = getenv("LLAMA_GRAPH_REUSE_DISABLE");
-        std::string saved = prev ? prev : "";
-        if (!s.reuse) setenv("LLAMA_GRAPH_REUSE_DISABLE", "1", 1);
+        // The switch that turns reuse off is read when a context is made: set for the references only.
+        const EnvFor no_reuse(!s.reuse ? REUSE_OFF_ENV : nullptr, REUSE_OFF_VALUE);
         s.ctx = llama_init_from_model(s.model, cp);
-        if (!s.reuse) { if (prev) setenv("LLAMA_GRAPH_REUSE_DISABLE", saved.c_str(), 1); else unsetenv("LLAMA_GRAPH_REUSE_DISABLE"); }
         if (!s.ctx) {
             finish(r, "unsupported", EXIT_UNSUPPORTED,
                    "llama.cpp could not create the " + s.name + " context: " + (g_last_error.empty() ? std::string("(no message)") : g_last_error));
@@ -1320,7 +1348,7 @@ int main(int argc, char ** argv) {
                "no graph reuse to test: the probe context reused no graph in " + std::to_string(r.steps_run) +
                    " decodes (LLAMA_GRAPH_REUSE_DISABLE set, or this llama.cpp cannot reuse this graph)");
     }
-    if (refs_reused) finish(r, "unsupported", EXIT_UNSUPPORTED, "a reference context reused graphs although LLAMA_GRAPH_REUSE_DISABLE=1 was set for it");
+    if (refs_reused) finish(r, "unsupported", EXIT_UNSUPPORTED, std::string("a reference context reused graphs although ") + REUSE_OFF_ENV + "=" + REUSE_OFF_VALUE + " was set for it");
     if (!a.check) {
         finish(r, "unchecked", EXIT_PASS, "decoded " + std::to_string(r.steps_run) + " tokens without references (--check none)");
     }
