@@ -38,6 +38,10 @@ const SKIP: &[(&str, &str)] = &[
         "needs a ggml checkout in ~/src/ggml (and, with --config, a gfx1151 GPU)",
     ),
     (
+        "setrows-bisect --repo ~/src/llama.cpp",
+        "needs a llama.cpp checkout with July 2025's history (real case 23: bench/real/stackreuse_asan.sh runs it on a window)",
+    ),
+    (
         "setrows-bisect matrix --matrix matrix.toml --repo ggml",
         "the nightly workflow's line: tests/github_actions_run executes it in matrix.yml",
     ),
