@@ -54,3 +54,26 @@ git_bisect_run() {
   echo "git bisect run: $(grep -oE '^[0-9a-f]{40} is the first bad commit' "$S/git.out" || echo 'no answer'), $(grep -c . "$S/steps.txt" 2>/dev/null || echo 0) steps, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($(nproc) cores)"
   cat "$S/steps.txt" 2>/dev/null
 }
+
+# decode_git_step STATE_DIR EXTRA_CMAKE RUN_ENV RUN_ARGS: writes STATE_DIR/git-step.sh, git bisect
+# run's step for the decode probe: the tool's build line (ccache as the launcher where the machine
+# has it, as the tool's build script; DP, M from decode_inputs) plus EXTRA_CMAKE, then decode-probe
+# with RUN_ENV before it and RUN_ARGS after the model (both copied into the script as written, so
+# `${STEP_ARGS-...}` is read when the step runs). Exit 0 pass = good, 1 (a mismatch, or a
+# sanitizer's report) = bad, anything else (a build that fails, untestable) = skip. Each step
+# appends its subject, build and run seconds, exit code and any sanitizer kind to steps.txt.
+decode_git_step() {
+  local S=$1 extra=$2 env=$3 args=$4
+  cat >"$S/git-step.sh" <<STEP
+#!/bin/sh
+t0=\$(date +%s.%N); b=$S/build
+launcher=''; command -v ccache >/dev/null 2>&1 && launcher='-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache'
+cmake -S '$DP/decode-probe' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
+  \$launcher -DGGML_CCACHE=OFF $extra >\$b.configure.log 2>&1 || exit 125
+cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
+t1=\$(date +%s.%N)
+$env \$b/decode-probe --model '$M' $args >\$b.run.log 2>&1; rc=\$?
+echo "\$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc \$(grep -m1 -o 'AddressSanitizer: [a-z-]*' \$b.run.log)" >>'$S/steps.txt'
+case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
+STEP
+}

@@ -50,17 +50,7 @@ if [ "$mode" = git ] || [ "$mode" = both ]; then
   rm -rf "$S"; mkdir -p "$S"
   # The decode-probe sources and model the tool's probes used.
   decode_inputs "$root_dir/.work/real/findslot-tool" 'tiny-llama-*.gguf' || exit 3
-  cat >"$S/git-step.sh" <<STEP
-#!/bin/sh
-t0=\$(date +%s.%N); b=$S/build
-cmake -S '$DP/decode-probe' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
-  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGGML_CCACHE=OFF >\$b.configure.log 2>&1 || exit 125
-cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
-t1=\$(date +%s.%N)
-\$b/decode-probe --model '$M' >\$b.run.log 2>&1; rc=\$?
-echo "\$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc" >>'$S/steps.txt'
-case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
-STEP
+  decode_git_step "$S" "" "" ""
   git clone -q -b window "$W/repo" "$S/src"
   t0=$(now)
   git_bisect_run "$S" "$good" "$bad" "$t0"

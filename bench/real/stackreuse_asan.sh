@@ -21,8 +21,9 @@
 # where no mirror is (a device run carries the bundle). git bisect run gets the same build line
 # (the tool's, with the same two CMake flags) and decode-probe run (fresh clone, fresh build dir).
 # Cold by default (CCACHE_DISABLE=1); CCACHE_DISABLE=0 lets ccache help. BIN=... for another
-# binary; WINDOW_DIR=... for another place of the window (a device run carries only the bundle). State and logs: .work/real/stackreuse-<mode> (the tool's is kept and resumes; git's is
-# fresh each call).
+# binary; WINDOW_DIR=... for another place of the window (a device run carries only the bundle).
+# State and logs: .work/real/stackreuse-<mode> (the tool's is kept and resumes; git's is fresh each
+# call). What every case script shares: bench/real/case_lib.sh.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 root_dir=$PWD
@@ -61,20 +62,8 @@ if [ "$mode" = git ] || [ "$mode" = both ]; then
   S=$root_dir/.work/real/stackreuse-git
   rm -rf "$S"; mkdir -p "$S"
   decode_inputs "$TOOL_S" 'tiny-llama-*.gguf' || exit 3
-  cat >"$S/git-step.sh" <<STEP
-#!/bin/sh
-t0=\$(date +%s.%N); b=$S/build
-# the tool's launcher rule: ccache where the machine has it (cold either way with CCACHE_DISABLE=1)
-launcher=''; command -v ccache >/dev/null 2>&1 && launcher='-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache'
-cmake -S '$DP/decode-probe' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
-  \$launcher -DGGML_CCACHE=OFF \\
-  -DCMAKE_C_FLAGS=-fsanitize=address -DCMAKE_CXX_FLAGS=-fsanitize=address >\$b.configure.log 2>&1 || exit 125
-cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
-t1=\$(date +%s.%N)
-LLAMA_SET_ROWS=1 ASAN_OPTIONS=detect_stack_use_after_return=1 \$b/decode-probe --model '$M' >\$b.run.log 2>&1; rc=\$?
-echo "\$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc \$(grep -m1 -o 'AddressSanitizer: [a-z-]*' \$b.run.log)" >>'$S/steps.txt'
-case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
-STEP
+  decode_git_step "$S" "-DCMAKE_C_FLAGS=-fsanitize=address -DCMAKE_CXX_FLAGS=-fsanitize=address" \
+    "LLAMA_SET_ROWS=1 ASAN_OPTIONS=detect_stack_use_after_return=1" ""
   git clone -q -b window "$W/repo" "$S/src"
   t0=$(now)
   git_bisect_run "$S" "$good" "$bad" "$t0"

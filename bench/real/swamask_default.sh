@@ -71,17 +71,7 @@ if [ "$mode" = git ] || [ "$mode" = both ]; then
   # line with --logits-out (REF_ARGS stays empty for the default decode)
   REF_ARGS=""
   case " ${SETTINGS[*]} " in *" --compare-good "*) REF_ARGS="--logits-ref $S/good-logits.bin" ;; esac
-  cat >"$S/git-step.sh" <<STEP
-#!/bin/sh
-t0=\$(date +%s.%N); b=$S/build
-cmake -S '$DP/decode-probe' -B \$b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "-DLLAMA_SOURCE_DIR=\$PWD" \\
-  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGGML_CCACHE=OFF >\$b.configure.log 2>&1 || exit 125
-cmake --build \$b --target decode-probe >\$b.build.log 2>&1 || exit 125
-t1=\$(date +%s.%N)
-\$b/decode-probe --model '$M' \${STEP_ARGS-$REF_ARGS} >\$b.run.log 2>&1; rc=\$?
-echo "\$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc" >>'$S/steps.txt'
-case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
-STEP
+  decode_git_step "$S" "" "" "\${STEP_ARGS-$REF_ARGS}"
   git clone -q -b window "$W/repo" "$S/src"
   t0=$(now)
   if [ -n "$REF_ARGS" ]; then
