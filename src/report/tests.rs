@@ -182,6 +182,8 @@ fn inconclusive_and_bad_endpoint_say_so() {
         program: crate::core::result::DECODE_PROGRAM.into(),
         args: ["--steps", "600"].map(String::from).to_vec(),
         source: crate::core::result::FROM_REPRO_ARG.into(),
+        env: Vec::new(),
+        build_args: Vec::new(),
     });
     b.endpoint = None;
     let line = bisect::endpoint_message(&b).unwrap();
@@ -450,6 +452,45 @@ fn a_cell_built_but_not_run_says_so() {
     assert_eq!(md.matches("not run)").count(), 1, "{md}");
 }
 
+/// A hand-run of the reproducer line is the run that was judged: the environment every probe had
+/// is on it and the build's extra CMake arguments beside it (real case 23: without
+/// `LLAMA_SET_ROWS=1` and the sanitizer build the fault does not show).
+#[test]
+fn the_reproducer_line_carries_the_probes_environment_and_build_arguments() {
+    let mut b = bisect_found();
+    b.reproducer = Some(crate::core::result::ReproducerInfo {
+        program: crate::core::result::DECODE_PROGRAM.into(),
+        args: Vec::new(),
+        source: "default: decode-probe's own (10,000 tokens, 256 KV cells)".into(),
+        env: vec![
+            "LLAMA_SET_ROWS=1".into(),
+            "ASAN_OPTIONS=detect_stack_use_after_return=1".into(),
+        ],
+        build_args: vec![
+            "-DCMAKE_C_FLAGS=-fsanitize=address".into(),
+            "-DCMAKE_CXX_FLAGS=-fsanitize=address".into(),
+        ],
+    });
+    let md = render(&[&AnyResult::Bisect(Box::new(b.clone()))]).to_markdown(None);
+    assert!(
+        md.contains("```sh\nLLAMA_SET_ROWS=1 ASAN_OPTIONS=detect_stack_use_after_return=1 decode-probe --model MODEL.gguf\n```"),
+        "{md}"
+    );
+    assert!(
+        md.contains("built with these CMake arguments beside the tool's own: `-DCMAKE_C_FLAGS=-fsanitize=address -DCMAKE_CXX_FLAGS=-fsanitize=address`"),
+        "{md}"
+    );
+    // a result written before these fields reads back without them
+    let mut json = serde_json::to_value(&b).unwrap();
+    let r = json["reproducer"].as_object_mut().unwrap();
+    r.remove("env");
+    r.remove("build_args");
+    let old: crate::core::result::BisectResult = serde_json::from_value(json).unwrap();
+    let info = old.reproducer.unwrap();
+    assert!(info.env.is_empty() && info.build_args.is_empty());
+    assert_eq!(info.command(), "decode-probe --model MODEL.gguf");
+}
+
 /// What every probe ran is on the Configuration line and in the Reproduce section.
 #[test]
 fn the_reproducer_and_its_arguments_are_shown() {
@@ -468,6 +509,8 @@ fn the_reproducer_and_its_arguments_are_shown() {
             .map(String::from)
             .to_vec(),
         source: "configuration c0ffee01".into(),
+        env: Vec::new(),
+        build_args: Vec::new(),
     });
     let md = render(&[&AnyResult::Bisect(Box::new(b))]).to_markdown(None);
     assert!(

@@ -296,6 +296,8 @@ mod tests {
             program: "setrows-replay".into(),
             args,
             source: String::new(),
+            env: Vec::new(),
+            build_args: Vec::new(),
         };
         assert_eq!(info.arg("--mode"), Some("reuse"));
         assert_eq!(info.extent(), "100000 steps, checked every step");

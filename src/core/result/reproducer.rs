@@ -51,6 +51,15 @@ pub struct ReproducerInfo {
     /// Where they came from: the default (the built-in matrix's decode-reuse parameters), the
     /// configuration, or `--repro-arg`.
     pub source: String,
+    /// `K=V`: the environment every probe's test step had beyond the machine's (launch settings,
+    /// `--launch-env`): a hand-run of `command` without it is not the run that was judged
+    /// (`LLAMA_SET_ROWS=1` decides whether some llama.cpp trees reuse graphs at all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// CMake arguments every probe's build added to the tool's own (`--cmake-arg`, the
+    /// configuration's): a sanitizer build, a backend switch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub build_args: Vec<String>,
 }
 
 impl ReproducerInfo {
@@ -63,7 +72,7 @@ impl ReproducerInfo {
             .map(|w| w[1].as_str())
     }
 
-    /// `setrows-replay --mode reuse --steps 100000 ...`. The decode probe's `--model` is the
+    /// `[K=V ...] setrows-replay --mode reuse --steps 100000 ...`. The decode probe's `--model` is the
     /// tool's own file, added at every probe (`DECODE_MODEL` names it), not an argument to give
     /// (the plan says the tool writes it).
     pub fn command(&self) -> String {
@@ -72,7 +81,10 @@ impl ReproducerInfo {
         } else {
             &[]
         };
-        std::iter::once(self.program.as_str())
+        self.env
+            .iter()
+            .map(String::as_str)
+            .chain(std::iter::once(self.program.as_str()))
             .chain(model.iter().copied())
             .chain(self.args.iter().map(String::as_str))
             .collect::<Vec<_>>()
@@ -185,6 +197,8 @@ mod tests {
             program: "setrows-replay".into(),
             args: args.iter().map(|s| s.to_string()).collect(),
             source: "test".into(),
+            env: Vec::new(),
+            build_args: Vec::new(),
         }
     }
 

@@ -43,6 +43,12 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
         ));
         md.push_str(&escape::code_block(&r.command()).replacen("text\n", "sh\n", 1));
         md.push_str("\n\n");
+        if !r.build_args.is_empty() {
+            md.push_str(&format!(
+                "built with these CMake arguments beside the tool's own: {}\n\n",
+                escape::inline(&crate::report::shell_line(&r.build_args))
+            ));
+        }
         if r.is_decode() {
             md.push_str(&format!(
                 "{}: the tiny random-weight llama model setrows-bisect writes for every decode probe \

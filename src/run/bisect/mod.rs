@@ -98,6 +98,12 @@ impl Chosen {
             // included, as `run::probers` starts the program.
             args: cfg.recipe.reproducer_args(&cfg.reproducer_args()),
             source: how.args_from,
+            env: cfg
+                .launch_env
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            build_args: cfg.recipe.extra_cmake_args.clone(),
         });
         Chosen {
             cfg,
