@@ -1060,8 +1060,12 @@ int main(int argc, char ** argv) {
         llama_free(twin);
         if (rc != 0) finish(r, "unsupported", EXIT_UNSUPPORTED, "placement context: llama_decode returned " + std::to_string(rc));
         if (!pp.kv || !pp.weights) {
+            // From llama.cpp #14285 to #15505 the KV cache is written with ggml_set_rows (and graphs
+            // reused) only with LLAMA_SET_ROWS=1 in the environment: say so where the tree reads it.
+            const bool set_rows_opt_in = DECODE_TREE_SET_ROWS_ENV && !getenv("LLAMA_SET_ROWS");
             finish(r, "unsupported", EXIT_UNSUPPORTED, std::string("placement: the decode graph showed no ") +
-                   (!pp.kv ? "SET_ROWS node writing the KV cache" : "MUL_MAT reading a weight buffer"));
+                   (!pp.kv ? "SET_ROWS node writing the KV cache" : "MUL_MAT reading a weight buffer") +
+                   (!pp.kv && set_rows_opt_in ? " (this llama.cpp writes it with set_rows only with LLAMA_SET_ROWS=1: --launch-env LLAMA_SET_ROWS=1)" : ""));
         }
         r.memory_json = placement::json(a.memory, pp.bufs, json_escape);
         for (const auto & f : pp.bufs) {
