@@ -278,27 +278,30 @@ fn abort_text(output: &str) -> Option<String> {
     first_line_with(output, |l| abort_line.is_match(l)).map(clip)
 }
 
-/// The first line of a sanitizer's report (`ERROR: AddressSanitizer: stack-use-after-return on
-/// address 0x...`, UBSan's `file:line: runtime error: ...`), without the addresses, which differ
-/// from run to run: the signature must name the same fault the same way at every commit.
+/// The sanitizers whose report names a memory or thread fault, as their reports spell them.
+const SANITIZERS: [&str; 3] = ["AddressSanitizer:", "LeakSanitizer:", "ThreadSanitizer:"];
+
+/// The first line of a sanitizer's report (`==1693==ERROR: AddressSanitizer: stack-use-after-return
+/// on address 0x...`, UBSan's `file:line: runtime error: ...`) from the sanitizer's name on, without
+/// the pid, addresses and paths, which differ from run to run: the signature must name the same
+/// fault the same way at every commit.
 fn sanitizer_report(output: &str) -> Option<String> {
     let line = first_line_with(output, |l| {
-        l.contains("ERROR: AddressSanitizer:")
-            || l.contains("ERROR: LeakSanitizer:")
-            || l.contains("WARNING: ThreadSanitizer:")
-            || l.contains(": runtime error: ")
+        SANITIZERS.iter().any(|s| l.contains(s)) || l.contains(": runtime error: ")
     })?;
     if let Some((_, what)) = line.split_once(": runtime error: ") {
         return Some(clip(&format!(
             "UndefinedBehaviorSanitizer: runtime error: {what}"
         )));
     }
-    let line = line
-        .find("ERROR: ")
-        .map_or(line, |i| &line[i + "ERROR: ".len()..]);
-    let kind = line.split(" on address ").next().unwrap_or(line);
-    let kind = kind.split(" on unknown address").next().unwrap_or(kind);
-    let kind = kind.split(" (pid=").next().unwrap_or(kind).trim();
+    let from = SANITIZERS.iter().filter_map(|s| line.find(s)).min()?;
+    let rest = &line[from..];
+    let end = [" on address ", " on unknown address", " (pid="]
+        .iter()
+        .filter_map(|cut| rest.find(cut))
+        .min()
+        .unwrap_or(rest.len());
+    let kind = rest[..end].trim();
     // The function, from the report's SUMMARY line (its path is the checkout's, so left out).
     let function = first_line_with(output, |l| l.starts_with("SUMMARY: "))
         .and_then(|l| l.rsplit_once(" in "))
