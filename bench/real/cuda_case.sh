@@ -2,7 +2,11 @@
 # The common part of the real CUDA cases (bench/real/README.md): sourced by a case script
 # (fwht_pdl_cuda.sh, kvpad_cuda.sh) after it sets, for its thread:
 #
-#   CASE            the bundle's name: .work/real/$CASE.bundle
+#   CASE            the bundle's name: $REAL/$CASE.bundle
+#
+# REAL (environment, default .work/real) is the folder carried to the H200: the bundle, the
+# stripped binary, ccache. Point it at a folder holding only this case's files when .work/real
+# has grown past the carry limit (64 MiB), e.g. REAL=.work/c3 with carry=[".work/c3"].
 #   STATE           the resumable state dir, relative to the checkout (ignored, not carried)
 #   GOOD_UP BAD_UP  the upstream ends of the bisect (the window's first commit and a bad one)
 #   END_UP          the window's last upstream commit (BAD_UP or later, e.g. the fix)
@@ -33,7 +37,8 @@ cuda_case_main() {
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
 local root_dir=$PWD
-local bundle=$root_dir/.work/real/$CASE.bundle
+local real=${REAL:-.work/real}
+local bundle=$root_dir/$real/$CASE.bundle
 local budget
 
 case ${1:-} in
@@ -45,9 +50,9 @@ prepare)
   mkdir -p "$(dirname "$bundle")"
   cp "$out/window.bundle" "$bundle"
   if command -v ccache >/dev/null; then
-    mkdir -p .work/real/bin .work/real/lib
-    cp "$(command -v ccache)" .work/real/bin/
-    for l in $(ldd "$(command -v ccache)" | awk '/hiredis|zstd/ {print $3}'); do cp -L "$l" .work/real/lib/; done
+    mkdir -p "$real/bin" "$real/lib"
+    cp "$(command -v ccache)" "$real/bin/"
+    for l in $(ldd "$(command -v ccache)" | awk '/hiredis|zstd/ {print $3}'); do cp -L "$l" "$real/lib/"; done
   fi
   rm -rf "$out"
   ls -la "$bundle"
@@ -56,12 +61,12 @@ run) budget=${2:-560} ;;
 *) echo "usage: $0 prepare [LLAMA_CPP_GIT_DIR] | run [SECONDS]" >&2; exit 2 ;;
 esac
 
-[ -f "$bundle" ] || { echo "no $bundle: run '$0 prepare' where the fork is fetched, and carry .work/real" >&2; exit 2; }
-# The binary travels inside .work/real (stripped: the unstripped one is over the carry limit).
-local BIN=$root_dir/.work/real/setrows-bisect
+[ -f "$bundle" ] || { echo "no $bundle: run '$0 prepare' where the fork is fetched, and carry $real" >&2; exit 2; }
+# The binary travels inside $real (stripped: the unstripped one is over the carry limit).
+local BIN=$root_dir/$real/setrows-bisect
 [ -x "$BIN" ] || BIN=$root_dir/target/release/setrows-bisect
-[ -x "$BIN" ] || { echo "no binary: strip -o .work/real/setrows-bisect target/release/setrows-bisect here and carry .work/real" >&2; exit 2; }
-OUT=${OUT:-$root_dir/.work/real/out}
+[ -x "$BIN" ] || { echo "no binary: strip -o $real/setrows-bisect target/release/setrows-bisect here and carry $real" >&2; exit 2; }
+OUT=${OUT:-$root_dir/$real/out}
 mkdir -p "$OUT"
 # The state lives under an ignored path that is not carried (.work/real is, and is replaced on
 # every call): a second call on the same warm machine resumes the tool's bisect from its store.
@@ -75,8 +80,8 @@ export GGML_NO_BACKTRACE=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEV
 # environment: `prepare` copies this machine's ccache (and the two libraries it needs) into
 # .work/real; its cache starts empty under the state dir, so the first probe is a cold build.
 # git bisect run's side stays uncached (CCACHE_DISABLE=1, ggml's own GGML_CCACHE finds it too).
-if [ -x "$root_dir/.work/real/bin/ccache" ]; then
-  export PATH=$root_dir/.work/real/bin:$PATH LD_LIBRARY_PATH=$root_dir/.work/real/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [ -x "$root_dir/$real/bin/ccache" ]; then
+  export PATH=$root_dir/$real/bin:$PATH LD_LIBRARY_PATH=$root_dir/$real/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 { date -u; nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader; nvcc --version | tail -2
   cmake --version | head -1; echo "ninja $(ninja --version)"; "$BIN" --version; nproc
@@ -145,6 +150,15 @@ else
       echo "inputs ($src): $(basename "$dp")/decode-probe, $(basename "$m") sha256 $(sha256sum "$m" | cut -c1-16)" | tee -a "$OUT/git-inputs.log"
       if ! { git clone -q -b window "$bundle" "$G" && (cd "$G" && git bisect start "$bad" "$good"); } >"$S/git-bisect.log" 2>&1; then
         echo "git side: clone or bisect start failed" | tee -a "$S/git-bisect.log"; rm -f "$G/.git/BISECT_START"
+      elif [ -f "$root_dir/$real/git-resume/git-bisect-log.txt" ]; then
+        # The machine was given back between calls (its state dir is gone): a previous call's
+        # $OUT, carried back in $real/git-resume, replays git's verdicts so far; its step and
+        # call records keep the figures whole. The build dir starts cold, as after a long jump.
+        local R=$root_dir/$real/git-resume
+        (cd "$G" && git bisect replay "$R/git-bisect-log.txt") >>"$S/git-bisect.log" 2>&1 &&
+          cp "$R/git-steps.txt" "$R/git-calls.txt" "$S/" 2>/dev/null
+        mkdir -p "$S/git-logs" && tar -xzf "$R/git-logs.tar.gz" -C "$S" 2>/dev/null
+        ph "git side: replayed $(nlines "$S/git-steps.txt" '^git-step ') steps from $real/git-resume (the machine was new)"
       fi
     else
       echo "git side: no probe sources or model ($src): see git-inputs.log" | tee -a "$OUT/git-inputs.log"
