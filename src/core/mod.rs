@@ -18,3 +18,4 @@ pub mod range;
 pub mod result;
 pub mod search;
 pub mod settings;
+pub mod shell;

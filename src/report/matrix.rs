@@ -214,7 +214,7 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
         argv[0] = "setrows-bisect".into();
         md.push_str(&format!(
             "\nRun again:\n\n{}\n",
-            escape::code_block(&super::shell_line(&argv)).replacen("text\n", "sh\n", 1)
+            escape::code_block(&crate::core::shell::line(&argv)).replacen("text\n", "sh\n", 1)
         ));
     }
     doc.push_markdown(md);

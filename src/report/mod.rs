@@ -186,23 +186,6 @@ pub(crate) fn compare_link(repo_url: Option<&str>, good: &str, bad: &str) -> Opt
     (is_sha(good) && is_sha(bad)).then(|| format!("[compare]({url}/compare/{good}...{bad})"))
 }
 
-/// Shell words quoted so that pasting the line runs the same argv.
-pub fn shell_line(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            let plain = !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_=./,:+@%^".contains(c));
-            if plain {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// A probe log's place: relative to the work dir (`logs/...`), which means something wherever
 /// the report is read; an absolute path from another machine does not.
 pub(crate) fn log_place(log: &std::path::Path) -> String {

@@ -72,7 +72,7 @@ impl ReproducerInfo {
             .map(|w| w[1].as_str())
     }
 
-    /// `[K=V ...] setrows-replay --mode reuse --steps 100000 ...`. The decode probe's `--model` is the
+    /// `[K=V ...] setrows-replay --mode reuse --steps 100000 ...`, quoted where a word needs it. The decode probe's `--model` is the
     /// tool's own file, added at every probe (`DECODE_MODEL` names it), not an argument to give
     /// (the plan says the tool writes it).
     pub fn command(&self) -> String {
@@ -81,12 +81,14 @@ impl ReproducerInfo {
         } else {
             &[]
         };
-        self.env
-            .iter()
-            .map(String::as_str)
-            .chain(std::iter::once(self.program.as_str()))
+        let argv: Vec<&str> = std::iter::once(self.program.as_str())
             .chain(model.iter().copied())
             .chain(self.args.iter().map(String::as_str))
+            .collect();
+        self.env
+            .iter()
+            .map(|kv| crate::core::shell::assignment(kv))
+            .chain(std::iter::once(crate::core::shell::line(&argv)))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -224,6 +226,17 @@ mod tests {
         assert_eq!(
             decode(&["--steps", "600"]).command(),
             "decode-probe --model MODEL.gguf --steps 600"
+        );
+        let with_env = ReproducerInfo {
+            env: vec![
+                "LLAMA_SET_ROWS=1".into(),
+                "ASAN_OPTIONS=detect_leaks=0 verbosity=1".into(),
+            ],
+            ..decode(&["--prompt", "a b"])
+        };
+        assert_eq!(
+            with_env.command(),
+            "LLAMA_SET_ROWS=1 ASAN_OPTIONS='detect_leaks=0 verbosity=1' decode-probe --model MODEL.gguf --prompt 'a b'"
         );
         assert_eq!(
             decode(&[]).extent(),

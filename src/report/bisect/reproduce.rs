@@ -15,7 +15,7 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
         argv[0] = "setrows-bisect".into();
         md.push_str("The bisection (the command line that produced this report):\n\n");
         md.push_str(
-            &escape::code_block(&crate::report::shell_line(&argv)).replacen("text\n", "sh\n", 1),
+            &escape::code_block(&crate::core::shell::line(&argv)).replacen("text\n", "sh\n", 1),
         );
         md.push_str("\n\n");
     } else {
@@ -46,7 +46,7 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
         if !r.build_args.is_empty() {
             md.push_str(&format!(
                 "built with these CMake arguments beside the tool's own: {}\n\n",
-                escape::inline(&crate::report::shell_line(&r.build_args))
+                escape::inline(&crate::core::shell::line(&r.build_args))
             ));
         }
         if r.is_decode() {
@@ -71,7 +71,7 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
             // `show` reads the default work dir unless told otherwise: a run with its own
             // says so (the path is in the command line above; the log line stays path-free).
             let id = escape::sha(id, 16).trim_matches('`').to_string();
-            let show = code(&crate::report::shell_line(&[
+            let show = code(&crate::core::shell::line(&[
                 "setrows-bisect".into(),
                 "show".into(),
                 id,
