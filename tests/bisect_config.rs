@@ -278,3 +278,93 @@ fn an_unknown_configuration_id_says_how_to_see_the_ids() {
         "{e}"
     );
 }
+
+/// `--sanitize address` is the long spelling of case 23 (two `--cmake-arg`, `ASAN_OPTIONS`): the
+/// same plan and store key; what it cannot be is a one-line error before any probe.
+#[test]
+fn sanitize_is_the_long_spelling_and_its_conflicts_are_refused_up_front() {
+    let d = tempfile::tempdir().unwrap();
+    let shas = lucebox_repo(&d.path().join("r"), 2, 1);
+    let repo = d.path().join("r");
+    let work = d.path().join("w");
+    let base = [
+        "--repo",
+        repo.to_str().unwrap(),
+        "--good",
+        &shas[0],
+        "--bad",
+        &shas[1],
+        "--work-dir",
+        work.to_str().unwrap(),
+        "--dry-run",
+    ];
+    let plan = |more: &[&str]| {
+        let out = Command::cargo_bin("setrows-bisect")
+            .unwrap()
+            .current_dir(d.path())
+            .args(base)
+            .args(more)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let short = plan(&["--sanitize", "address"]);
+    let long = plan(&[
+        "--cmake-arg=-DCMAKE_C_FLAGS=-fsanitize=address",
+        "--cmake-arg=-DCMAKE_CXX_FLAGS=-fsanitize=address",
+        "--launch-env",
+        "ASAN_OPTIONS=detect_stack_use_after_return=1",
+    ]);
+    assert_eq!(short, long);
+    assert!(
+        short.contains("ASAN_OPTIONS=detect_stack_use_after_return=1 setrows-replay")
+            && short.contains("-DCMAKE_CXX_FLAGS=-fsanitize=address"),
+        "{short}"
+    );
+    // the user's own runtime options win over the shorthand's
+    let own = plan(&[
+        "--sanitize",
+        "address",
+        "--launch-env",
+        "ASAN_OPTIONS=detect_leaks=0",
+    ]);
+    assert!(
+        own.contains("ASAN_OPTIONS=detect_leaks=0 setrows-replay")
+            && !own.contains("detect_stack_use_after_return"),
+        "{own}"
+    );
+    let r = repo.to_str().unwrap();
+    let e = usage(
+        &[
+            "--repo",
+            r,
+            "--good",
+            &shas[0],
+            "--bad",
+            &shas[1],
+            "--sanitize",
+            "address,thread",
+        ],
+        d.path(),
+    );
+    assert!(e.contains("cannot share a build"), "{e}");
+    let e = usage(
+        &[
+            "--repo",
+            r,
+            "--good",
+            &shas[0],
+            "--bad",
+            &shas[1],
+            "--sanitize",
+            "undefined",
+            "--cmake-arg=-DCMAKE_CXX_FLAGS=-O1",
+        ],
+        d.path(),
+    );
+    assert!(
+        e.contains("--cmake-arg -DCMAKE_CXX_FLAGS=-O1 and --sanitize"),
+        "{e}"
+    );
+}

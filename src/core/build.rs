@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 mod memory;
+pub mod sanitize;
 pub use memory::{Memory, UnifiedKnob, DECODE_MEMORY, UNIFIED_FILES};
 
 #[derive(

@@ -189,6 +189,17 @@ pub struct ConfigFlags {
         help_heading = CONFIGURATION
     )]
     pub cmake_args: Vec<String>,
+    /// A sanitizer build (repeatable or comma-separated: `address,undefined`): the compile
+    /// flags for every C/C++ file and the runtime options that make a report a failed run,
+    /// spelled out in the report's reproducer (`--launch-env` of the same name wins).
+    #[arg(
+        long,
+        value_name = "address|undefined|thread",
+        value_delimiter = ',',
+        value_parser = crate::core::build::sanitize::KINDS,
+        help_heading = CONFIGURATION
+    )]
+    pub sanitize: Vec<String>,
     /// The decode probe's llama.cpp settings (`--flash-attn`, `--cache-type-k`, ...).
     #[command(flatten)]
     pub settings: super::settings::SettingsFlags,

@@ -86,6 +86,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
             ))),
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let (cmake_args, launch_env) = with_sanitizer(&c.sanitize, &c.cmake_args, launch_env)?;
     Ok(Flags {
         backend: args.backend.as_deref().and_then(Backend::parse),
         image: args.image.clone(),
@@ -94,7 +95,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         graphs: c.graphs.as_deref().map(|g| g == "on"),
         memory: c.memory.as_deref().and_then(Memory::parse),
         launch_env,
-        cmake_args: c.cmake_args.clone(),
+        cmake_args,
         repro_args: args.repro_args.clone(),
         script: args.script.clone(),
         build: args.build.clone(),
@@ -102,6 +103,42 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         decode: args.probe_kind == Some(ProbeKind::Decode),
         settings: c.settings.given(),
     })
+}
+
+/// `--sanitize`'s CMake arguments before the user's own and its environment under theirs (a
+/// `--launch-env` of the same name wins); a `--cmake-arg` setting the flags it sets is refused,
+/// as one of the two would be dropped without a word.
+fn with_sanitizer(
+    kinds: &[String],
+    cmake_args: &[String],
+    mut launch_env: Vec<(String, String)>,
+) -> anyhow::Result<(Vec<String>, Vec<(String, String)>)> {
+    use crate::core::build::sanitize;
+    let s = sanitize::sanitize(kinds).map_err(CliError::usage)?;
+    if s.cmake_args.is_empty() {
+        return Ok((cmake_args.to_vec(), launch_env));
+    }
+    if let Some(a) = cmake_args.iter().find(|a| {
+        sanitize::SETS
+            .iter()
+            .any(|v| a.starts_with(&format!("-D{v}=")))
+    }) {
+        return Err(CliError::usage(format!(
+            "--cmake-arg {a} and --sanitize both set the compile flags: give the sanitizer in one of them"
+        )));
+    }
+    for (k, v) in s.launch_env.into_iter().rev() {
+        if !launch_env.iter().any(|(n, _)| *n == k) {
+            launch_env.insert(0, (k, v));
+        }
+    }
+    Ok((
+        s.cmake_args
+            .into_iter()
+            .chain(cmake_args.iter().cloned())
+            .collect(),
+        launch_env,
+    ))
 }
 
 /// The built-in matrix's `[params.*]` a `--graph` value names: the replay's two graphs.
@@ -238,6 +275,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         || args.graph.graph.is_some()
         || !c.launch_env.is_empty()
         || !c.cmake_args.is_empty()
+        || !c.sanitize.is_empty()
         || !flags.settings.is_empty();
     Ok(Chosen::new(
         cfg,
