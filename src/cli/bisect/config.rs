@@ -86,7 +86,10 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
             ))),
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (cmake_args, launch_env) = with_sanitizer(&c.sanitize, &c.cmake_args, launch_env)?;
+    let crate::core::build::sanitize::Sanitize {
+        cmake_args,
+        launch_env,
+    } = with_sanitizer(&c.sanitize, &c.cmake_args, launch_env)?;
     Ok(Flags {
         backend: args.backend.as_deref().and_then(Backend::parse),
         image: args.image.clone(),
@@ -112,11 +115,14 @@ fn with_sanitizer(
     kinds: &[String],
     cmake_args: &[String],
     mut launch_env: Vec<(String, String)>,
-) -> anyhow::Result<(Vec<String>, Vec<(String, String)>)> {
-    use crate::core::build::sanitize;
+) -> anyhow::Result<crate::core::build::sanitize::Sanitize> {
+    use crate::core::build::sanitize::{self, Sanitize};
     let s = sanitize::sanitize(kinds).map_err(CliError::usage)?;
     if s.cmake_args.is_empty() {
-        return Ok((cmake_args.to_vec(), launch_env));
+        return Ok(Sanitize {
+            cmake_args: cmake_args.to_vec(),
+            launch_env,
+        });
     }
     if let Some(a) = cmake_args.iter().find(|a| {
         sanitize::SETS
@@ -132,13 +138,14 @@ fn with_sanitizer(
             launch_env.insert(0, (k, v));
         }
     }
-    Ok((
-        s.cmake_args
+    Ok(Sanitize {
+        cmake_args: s
+            .cmake_args
             .into_iter()
             .chain(cmake_args.iter().cloned())
             .collect(),
         launch_env,
-    ))
+    })
 }
 
 /// The built-in matrix's `[params.*]` a `--graph` value names: the replay's two graphs.
