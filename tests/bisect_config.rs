@@ -334,35 +334,19 @@ fn sanitize_is_the_long_spelling_and_its_conflicts_are_refused_up_front() {
             && !own.contains("detect_stack_use_after_return"),
         "{own}"
     );
-    let r = repo.to_str().unwrap();
-    let e = usage(
-        &[
-            "--repo",
-            r,
-            "--good",
-            &shas[0],
-            "--bad",
-            &shas[1],
-            "--sanitize",
-            "address,thread",
-        ],
-        d.path(),
-    );
+    let refused = |more: &[&str]| {
+        let r = repo.to_str().unwrap();
+        let mut a = vec!["--repo", r, "--good", &shas[0], "--bad", &shas[1]];
+        a.extend_from_slice(more);
+        usage(&a, d.path())
+    };
+    let e = refused(&["--sanitize", "address,thread"]);
     assert!(e.contains("cannot share a build"), "{e}");
-    let e = usage(
-        &[
-            "--repo",
-            r,
-            "--good",
-            &shas[0],
-            "--bad",
-            &shas[1],
-            "--sanitize",
-            "undefined",
-            "--cmake-arg=-DCMAKE_CXX_FLAGS=-O1",
-        ],
-        d.path(),
-    );
+    let e = refused(&[
+        "--sanitize",
+        "undefined",
+        "--cmake-arg=-DCMAKE_CXX_FLAGS=-O1",
+    ]);
     assert!(
         e.contains("--cmake-arg -DCMAKE_CXX_FLAGS=-O1 and --sanitize"),
         "{e}"
