@@ -5,6 +5,7 @@
 //! panic ("failed printing to stdout", exit 101).
 mod common;
 use common::*;
+use setrows_bisect::core::shell::word as shell_quote;
 use std::process::{Command, Stdio};
 
 /// Runs `cmd | reader` through a real shell pipe; returns (the bisect's exit code, its stderr).
@@ -30,10 +31,6 @@ fn piped(cmd: std::process::Command, reader: &str, dir: &std::path::Path) -> (i3
         status.code().unwrap_or(-1),
         std::fs::read_to_string(err).unwrap_or_default(),
     )
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 #[test]

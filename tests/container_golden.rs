@@ -1,8 +1,8 @@
 //! Golden tests: the exact container command lines per engine and GPU, and the pure helpers
 //! behind engine-error detection and provenance. No engine needed.
 
+use setrows_bisect::core::shell;
 use setrows_bisect::probe::container::*;
-use setrows_bisect::probe::exec::shell_words;
 use setrows_bisect::probe::launch::ShellJob;
 
 fn job(cwd_is_work: bool) -> ShellJob {
@@ -42,7 +42,7 @@ const ENV: &str = "--env HIP_LAUNCH_BLOCKING=1 --env SRC=/src --env WORK=/work \
 fn golden_podman_hip() {
     let argv = run_argv(&spec(EngineKind::Podman, GpuAccess::Amd), &job(true));
     assert_eq!(
-        shell_words(&argv),
+        shell::line(&argv),
         format!(
             "podman run {COMMON} --device /dev/kfd --device /dev/dri --group-add 44 \
              --group-add 992 --security-opt seccomp=unconfined {ENV} localhost/setrows-rocm:6.4.1 \
@@ -60,7 +60,7 @@ fn golden_rootless_podman_hip() {
     s.rootless = true;
     let argv = run_argv(&s, &job(true));
     assert_eq!(
-        shell_words(&argv),
+        shell::line(&argv),
         "podman run --rm --name setrows-probe-1 --pull never --network none --user 1000:1000 \
          --userns=keep-id --volume /cache/checkouts/abc:/src:ro --volume /cache/build/k1:/work \
          --volume /cache/ccache/k1:/ccache --workdir /work --device /dev/kfd --device /dev/dri \
@@ -69,7 +69,7 @@ fn golden_rootless_podman_hip() {
          --env GGML_NO_BACKTRACE=1 localhost/setrows-rocm:6.4.1 sh -c 'cmake --build \"$WORK\"'"
     );
     // rootless CPU: keep-id, no devices, no groups, no seccomp change
-    let cpu = shell_words(&run_argv(
+    let cpu = shell::line(&run_argv(
         &ContainerSpec {
             gpu: GpuAccess::None,
             ..s.clone()
@@ -93,7 +93,7 @@ fn golden_selinux() {
     let mut s = spec(EngineKind::Podman, GpuAccess::Amd);
     s.selinux = true;
     assert_eq!(
-        shell_words(&run_argv(&s, &job(true))),
+        shell::line(&run_argv(&s, &job(true))),
         "podman run --rm --name setrows-probe-1 --pull never --network none --user 1000:1000 \
          --security-opt label=disable --volume /cache/checkouts/abc:/src:ro \
          --volume /cache/build/k1:/work --volume /cache/ccache/k1:/ccache --workdir /work \
@@ -103,14 +103,14 @@ fn golden_selinux() {
          localhost/setrows-rocm:6.4.1 sh -c 'cmake --build \"$WORK\"'"
     );
     s.rootless = true;
-    let r = shell_words(&run_argv(&s, &job(true)));
+    let r = shell::line(&run_argv(&s, &job(true)));
     assert!(
         r.contains("--user 1000:1000 --userns=keep-id --security-opt label=disable --volume"),
         "{r}"
     );
     let mut d = spec(EngineKind::Docker, GpuAccess::Amd);
     d.selinux = true;
-    let d = shell_words(&run_argv(&d, &job(true)));
+    let d = shell::line(&run_argv(&d, &job(true)));
     assert!(
         d.contains("--user 1000:1000 --security-opt label=disable --volume"),
         "{d}"
@@ -131,7 +131,7 @@ fn gpu_groups_come_from_the_device_nodes_too() {
 #[test]
 fn the_write_probe_touches_the_work_mount() {
     let j = write_probe_job(std::path::Path::new("/cache/ccache/k1"));
-    let argv = shell_words(&run_argv(&spec(EngineKind::Podman, GpuAccess::None), &j));
+    let argv = shell::line(&run_argv(&spec(EngineKind::Podman, GpuAccess::None), &j));
     assert!(argv.contains("--volume /cache/ccache/k1:/work "), "{argv}");
     assert!(
         argv.ends_with(
@@ -143,7 +143,7 @@ fn the_write_probe_touches_the_work_mount() {
 
 #[test]
 fn golden_nvidia_per_engine() {
-    let d = shell_words(&run_argv(
+    let d = shell::line(&run_argv(
         &spec(EngineKind::Docker, GpuAccess::Nvidia),
         &job(true),
     ));
@@ -151,7 +151,7 @@ fn golden_nvidia_per_engine() {
         d.starts_with(&format!("docker run {COMMON} --gpus all {ENV} ")),
         "{d}"
     );
-    let p = shell_words(&run_argv(
+    let p = shell::line(&run_argv(
         &spec(EngineKind::Podman, GpuAccess::Nvidia),
         &job(true),
     ));
@@ -166,7 +166,7 @@ fn golden_nvidia_per_engine() {
 #[test]
 fn cpu_runs_in_src_when_asked_and_passes_no_devices() {
     let argv = run_argv(&spec(EngineKind::Podman, GpuAccess::None), &job(false));
-    let s = shell_words(&argv);
+    let s = shell::line(&argv);
     assert!(s.contains("--workdir /src "), "{s}");
     assert!(!s.contains("--device") && !s.contains("--group-add"), "{s}");
 }
@@ -230,8 +230,8 @@ fn engine_failures_are_told_apart_from_test_failures() {
 fn podman_containers_carry_their_own_deadline() {
     let mut j = job(true);
     j.timeout = Some(std::time::Duration::from_secs(60));
-    let p = shell_words(&run_argv(&spec(EngineKind::Podman, GpuAccess::None), &j));
+    let p = shell::line(&run_argv(&spec(EngineKind::Podman, GpuAccess::None), &j));
     assert!(p.contains(" --workdir /work --timeout 90 --env "), "{p}");
-    let d = shell_words(&run_argv(&spec(EngineKind::Docker, GpuAccess::None), &j));
+    let d = shell::line(&run_argv(&spec(EngineKind::Docker, GpuAccess::None), &j));
     assert!(!d.contains("--timeout"), "docker run has no --timeout: {d}");
 }

@@ -150,7 +150,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
     );
     if args.generate_only {
         // Shell-quoted KEY=VALUE lines: `eval "$(setrows-bisect demo --generate-only ...)"`.
-        let q = crate::probe::exec::shell_quote;
+        let q = crate::core::shell::word;
         outln!(
             "REPO={}\nGOOD={good}\nBAD={bad}\nBUILD={}\nTEST={}",
             q(&repo.to_string_lossy()),
@@ -228,7 +228,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
 /// with --out. Commands name the binary that is running, so they work where `setrows-bisect`
 /// is not on PATH (scripts/demo.sh runs it through `cargo run`).
 fn where_it_went(args: &DemoArgs, seed: u64, root: &Path, id: Option<&str>) -> String {
-    let q = crate::probe::exec::shell_quote;
+    let q = crate::core::shell::word;
     // A bare name was found on PATH and works anywhere; a path (`cargo run` passes one relative
     // to the repository root demo.sh changes to) is made absolute so it works from any cwd.
     let me = match std::env::args_os().next() {

@@ -285,8 +285,8 @@ impl Recipe {
         defines: &[String],
         targets: &[&str],
     ) -> String {
-        let conf = shell_words(&self.configure_argv(facts, source, build, defines));
-        let bld = shell_words(&self.build_argv(build, targets));
+        let conf = crate::core::shell::line(&self.configure_argv(facts, source, build, defines));
+        let bld = crate::core::shell::line(&self.build_argv(build, targets));
         let pre = self.env_preamble();
         if pre.is_empty() {
             format!("set -e\n{conf}\n{bld}\n")
@@ -341,25 +341,6 @@ impl Launch {
             e.push(("DFLASH_HIP_NO_AUTO_UMA".into(), "1".into()));
         }
         e
-    }
-}
-
-/// The command as a person would type it (for logs and "how to reproduce" lines).
-pub fn shell_words(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| shell_quote(a))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
     }
 }
 

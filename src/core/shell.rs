@@ -1,6 +1,7 @@
-//! Shell words: a line the report prints must run the argv that was judged when it is pasted,
-//! whatever a value holds (spaces, quotes, `$`), and stay unquoted where nothing needs it, so the
-//! common line reads as the user typed it.
+//! Shell words, THE quoting rule of every line a person may paste (build and run steps in logs,
+//! the report's reproducer, the dry run's plan, a script's step): it must run the argv that was
+//! judged whatever a value holds (spaces, quotes, `$`), and stay unquoted where nothing needs it,
+//! so the common line reads as the user typed it (`--good 01612b740^`).
 
 /// `a` as one POSIX shell word.
 pub fn word(a: &str) -> String {
@@ -49,6 +50,8 @@ mod tests {
         assert_eq!(word("it's"), r"'it'\''s'");
         assert_eq!(word(""), "''");
         assert_eq!(word("$HOME"), "'$HOME'");
+        assert_eq!(line(&["sh", "-c", "x y"]), "sh -c 'x y'");
+        assert_eq!(word("01612b740^"), "01612b740^");
     }
 
     #[test]

@@ -250,7 +250,7 @@ pub fn run_watched(
         .read(true)
         .open(log_path)?;
     let start_offset = log.seek(SeekFrom::End(0))?;
-    writeln!(log, "$ {}", shell_words(&cmd.argv))?;
+    writeln!(log, "$ {}", crate::core::shell::line(&cmd.argv))?;
     let body_offset = log.stream_position()?;
     let (program, args) = cmd
         .argv
@@ -401,8 +401,6 @@ fn read_tail(log: &mut File, from: u64) -> std::io::Result<String> {
     log.take(end - start).read_to_end(&mut buf)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
-
-pub use crate::core::build::{shell_quote, shell_words};
 
 /// The last `max` bytes of `s` (from a character boundary): every prober's output tail.
 pub(crate) fn tail_bytes(s: &str, max: usize) -> String {

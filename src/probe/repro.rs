@@ -91,7 +91,7 @@ impl ReproProber {
 
     /// The configure + build script; paths only through `$SRC` and `$WORK`.
     pub fn build_script(&self, src_dir_name: &str) -> String {
-        let q = exec::shell_quote;
+        let q = crate::core::shell::word;
         let sub = if self.opts.ggml_subdir.is_empty() {
             "$SRC".to_string()
         } else {
@@ -146,7 +146,7 @@ impl ReproProber {
             .opts
             .repro_args
             .iter()
-            .map(|a| exec::shell_quote(a))
+            .map(|a| crate::core::shell::word(a))
             .collect();
         if self.opts.reproducer == Reproducer::Decode {
             // the model `probe::decode::prepare` wrote into the work directory

@@ -98,10 +98,13 @@ impl ScriptProber {
     pub fn reproduce_hint(&self, repo: &Path, sha: &str) -> String {
         let mut s = format!(
             "git -C {} worktree add --detach /tmp/setrows-repro {sha}\ncd /tmp/setrows-repro && export SRC=$PWD WORK=$PWD/build && mkdir -p \"$WORK\"\n",
-            exec::shell_quote(&repo.to_string_lossy())
+            crate::core::shell::word(&repo.to_string_lossy())
         );
         if let Some(b) = &self.build {
-            s.push_str(&format!("(cd \"$WORK\" && sh -c {})", exec::shell_quote(b)));
+            s.push_str(&format!(
+                "(cd \"$WORK\" && sh -c {})",
+                crate::core::shell::word(b)
+            ));
             if self.build_only {
                 s.push_str("; echo \"build exit $?\"");
                 return s;
@@ -110,7 +113,7 @@ impl ScriptProber {
         }
         s.push_str(&format!(
             "sh -c {}; echo \"exit $?\"",
-            exec::shell_quote(&self.script)
+            crate::core::shell::word(&self.script)
         ));
         s
     }

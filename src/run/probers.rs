@@ -12,9 +12,9 @@
 
 use crate::core::build::{Backend, Recipe, TreeFacts};
 use crate::core::config::{ProbeSpec, Resolved};
+use crate::core::shell;
 use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
 use crate::probe::decode::GoodLogits;
-use crate::probe::exec::shell_words;
 use crate::probe::launch::Launcher;
 use crate::probe::repro::{ReproOptions, ReproProber};
 use crate::probe::script::ScriptProber;
@@ -144,12 +144,12 @@ pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(Stri
     };
     env.push((
         "SETROWS_CMAKE_ARGS".into(),
-        shell_words(&recipe_at(cfg, place).cmake_args(facts)),
+        shell::line(&recipe_at(cfg, place).cmake_args(facts)),
     ));
     if !cfg.build_only {
         env.push((
             "SETROWS_REPRO_ARGS".into(),
-            shell_words(&cfg.recipe.reproducer_args(&cfg.repro_args)),
+            shell::line(&cfg.recipe.reproducer_args(&cfg.repro_args)),
         ));
     }
     if let Some(id) = &cfg.id {

@@ -64,7 +64,7 @@ fn place_lines(planned: &Planned, out: &mut String) {
         let _ = writeln!(
             out,
             "build: cmake {} (spelled per probed tree)",
-            crate::probe::exec::shell_words(args)
+            crate::core::shell::line(args)
         );
     }
 }

@@ -172,16 +172,6 @@ fn disk_full_is_one_text_rule() {
 }
 
 #[test]
-fn quoting() {
-    assert_eq!(shell_quote("a-b"), "a-b");
-    assert_eq!(shell_quote("it's"), r"'it'\''s'");
-    assert_eq!(
-        shell_words(&["sh".into(), "-c".into(), "x y".into()]),
-        "sh -c 'x y'"
-    );
-}
-
-#[test]
 fn a_watcher_sees_each_output_line_of_this_step_only() {
     let d = tempfile::tempdir().unwrap();
     let log = d.path().join("w.log");
