@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The common part of the real CUDA cases (bench/real/README.md): sourced by a case script
-# (fwht_pdl_cuda.sh, kvpad_cuda.sh) after it sets, for its thread:
+# (fwht_pdl_cuda.sh, kvpad_cuda.sh, gqa_fa_cuda.sh) after it sets, for its thread:
 #
 #   CASE            the bundle's name: $REAL/$CASE.bundle
 #
