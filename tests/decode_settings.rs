@@ -380,3 +380,104 @@ fn bisect_config_takes_a_settings_axis() {
         assert_eq!(p["cell"]["outcome"], "untestable", "{p}");
     }
 }
+
+/// `--n-head-kv` (the tiny model's K/V heads) with a GQA ratio that is not a power of 2: the
+/// flags reach the configuration and its key, are the model's (no decode-probe option), and a
+/// shape the model cannot take is one line before any work; the matrix takes the same axis
+/// (`auto`, its default, keeps a row's id) and points at the key of a shape too wide.
+#[test]
+fn k_v_heads_reach_the_configuration_and_a_shape_too_wide_is_one_line() {
+    let r = Repo::new();
+    let base = ["--probe-kind", "decode", "--dry-run", "--gqa", "3"];
+    let one = r.bisect(&base);
+    let (one_out, err) = text(&one);
+    assert!(one.status.success(), "{err}");
+    let mut with = base.to_vec();
+    with.extend([
+        "--n-head-kv",
+        "2",
+        "--flash-attn",
+        "on",
+        "--batch-size",
+        "8",
+    ]);
+    let o = r.bisect(&with);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("flash_attn=on batch_size=8 gqa=3 n_head_kv=2"),
+        "{out}"
+    );
+    assert!(
+        out.contains("decode-probe --model MODEL.gguf --flash-attn on --batch-size 8"),
+        "{out}"
+    );
+    assert!(!out.contains("--n-head-kv"), "a model setting: {out}");
+    assert_ne!(store_key(&out), store_key(&one_out));
+    let mut auto = base.to_vec();
+    auto.extend(["--n-head-kv", "auto"]);
+    let a = r.bisect(&auto);
+    assert_eq!(
+        store_key(&text(&a).0),
+        store_key(&one_out),
+        "auto is the default"
+    );
+
+    let line =
+        one_line_refusal(&r.bisect(&["--probe-kind", "decode", "--gqa", "6", "--n-head-kv", "4"]));
+    assert!(
+        line.contains("--n-head-kv 4 with --gqa 6 and --head-dim 128 makes 24 heads, 3072 wide")
+            && line.contains("1 to 2 K/V heads"),
+        "{line}"
+    );
+    let line = one_line_refusal(&r.bisect(&["--probe-kind", "decode", "--n-head-kv", "0"]));
+    assert!(
+        line.contains("--n-head-kv") && line.contains(">= 1 or auto"),
+        "{line}"
+    );
+    let line = one_line_refusal(&r.bisect(&["--probe-kind", "decode", "--gqa", "9"]));
+    assert!(line.contains("--gqa") && line.contains("8"), "{line}");
+    assert!(!r.work().exists(), "nothing ran, nothing was written");
+
+    let d = tempfile::tempdir().unwrap();
+    let m = write(
+        d.path(),
+        "kv.toml",
+        "[probe]\nkind = \"decode\"\n[matrix]\nbackend = [\"cpu\"]\ngqa = [3]\nn_head_kv = [\"auto\", 2]\n",
+    );
+    let o = bin()
+        .args(["matrix", "--list", "--format", "json", "--matrix"])
+        .arg(&m)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let list: serde_json::Value = serde_json::from_str(&out).expect("json list");
+    let labels: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        ["backend=cpu gqa=3", "backend=cpu gqa=3 n_head_kv=2"]
+    );
+    let wide = write(
+        d.path(),
+        "wide.toml",
+        "[probe]\nkind = \"decode\"\n[matrix]\nbackend = [\"cpu\"]\ngqa = [6]\nn_head_kv = [4]\n",
+    );
+    let o = bin()
+        .args(["matrix", "--list", "--matrix"])
+        .arg(&wide)
+        .output()
+        .unwrap();
+    let line = one_line_refusal(&o);
+    assert!(
+        line.contains("wide.toml:6:")
+            && line.contains("key `n_head_kv`")
+            && line.contains("3072 wide"),
+        "{line}"
+    );
+}

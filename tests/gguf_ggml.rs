@@ -167,13 +167,15 @@ fn ggml_quantizes_the_models_weights_to_our_bytes_and_reads_ours_back_as_we_do()
 #[test]
 fn ggml_loads_every_weight_type_and_head_shape_with_our_values() {
     let Some(bin) = checker() else { return };
-    for (dtype, head_dim, gqa) in [
-        (DType::F32, 128, 1),
-        (DType::F16, 256, 2),
-        (DType::Q8_0, 128, 8),
-        (DType::Q4_0, 64, 4),
+    for (dtype, head_dim, gqa, n_head_kv) in [
+        (DType::F32, 128, 1, None),
+        (DType::F16, 256, 2, None),
+        (DType::Q8_0, 128, 8, None),
+        (DType::Q4_0, 64, 4, None),
+        // a ratio that is not a power of 2 over several K/V heads (--gqa 3 --n-head-kv 2)
+        (DType::F16, 128, 3, Some(2)),
     ] {
-        let shape = Shape::with_heads(head_dim, gqa).unwrap();
+        let shape = Shape::with_kv_heads(head_dim, gqa, n_head_kv).unwrap();
         let g = tiny_llama(shape, 7, dtype);
         let path = tmp(&format!("model-{}.gguf", dtype.name()));
         std::fs::write(&path, g.to_bytes()).unwrap();

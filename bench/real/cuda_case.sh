@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The common part of the real CUDA cases (bench/real/README.md): sourced by a case script
-# (fwht_pdl_cuda.sh, kvpad_cuda.sh) after it sets, for its thread:
+# (fwht_pdl_cuda.sh, kvpad_cuda.sh, gqa_fa_cuda.sh) after it sets, for its thread:
 #
 #   CASE            the bundle's name: $REAL/$CASE.bundle
 #
@@ -12,7 +12,10 @@
 #   END_UP          the window's last upstream commit (BAD_UP or later, e.g. the fix)
 #   FIRST_BAD_UP    the thread's first bad commit; FIRST_BAD_NAME its PR (#N)
 #   GOOD_NAME BAD_NAME  how the phase log names the ends
-#   SETTINGS        (array) the settings the thread names, as decode-probe/tool flags
+#   SETTINGS        (array) the settings the thread names, as tool flags, each a flag and its
+#                   value; git's step passes the decode-probe options among them, the tiny
+#                   model's (--weight-type, --head-dim, --gqa, --n-head-kv, --sliding-window)
+#                   being the model file the tool writes
 #   GIT_BAD_RCS     (optional) the decode-probe exit statuses git's step calls bad, a `case`
 #                   pattern (default 1, a mismatch; any other non-zero status is a skip, 125)
 #
@@ -91,6 +94,14 @@ ph clone
 local good bad first_bad
 good=$(up "$S/tool-src" "$GOOD_UP") bad=$(up "$S/tool-src" "$BAD_UP") first_bad=$(up "$S/tool-src" "$FIRST_BAD_UP")
 if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "the bundle lacks the window's endpoints" >&2; exit 3; fi
+# The decode probe's options: SETTINGS less the tiny model's settings (the model file is them).
+local PROBE_SETTINGS=() i
+for ((i = 0; i < ${#SETTINGS[@]}; i += 2)); do
+  case ${SETTINGS[i]} in
+  --weight-type|--head-dim|--gqa|--n-head-kv|--sliding-window) ;;
+  *) PROBE_SETTINGS+=("${SETTINGS[i]}" "${SETTINGS[i + 1]}") ;;
+  esac
+done
 local A0=(--repo "$S/tool-src" --probe-kind decode --backend cuda --gpu-target 90 --engine none
    --good "$good" --bad "$bad" "${SETTINGS[@]}")
 local A=("${A0[@]}" --work-dir "$S/w")
@@ -193,7 +204,7 @@ t1=\$(date +%s.%N)
 if [ \$brc -ne 0 ]; then
   rc=build-failed v=skip ec=125
 else
-  "\$b/decode-probe" --model '$M' ${SETTINGS[*]} >"\$p.run.log" 2>&1; rc=\$?
+  "\$b/decode-probe" --model '$M' ${PROBE_SETTINGS[*]} >"\$p.run.log" 2>&1; rc=\$?
   case \$rc in 0) v=good ec=0 ;; ${GIT_BAD_RCS:-1}) v=bad ec=1 ;; *) v=skip ec=125 ;; esac
 fi
 t2=\$(date +%s.%N)

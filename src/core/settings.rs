@@ -19,8 +19,8 @@ pub enum Values {
     Words(&'static [&'static str]),
     /// An integer at least this.
     AtLeast(i64),
-    /// An integer at least this, or `all`.
-    AtLeastOrAll(i64),
+    /// An integer at least this, or this word (`all` layers, `auto` K/V heads).
+    AtLeastOr(i64, &'static str),
     /// One of these integers.
     Ints(&'static [i64]),
 }
@@ -53,10 +53,10 @@ pub const CACHE_TYPES: &[&str] = &[
 ];
 const WEIGHT_TYPES: &[&str] = &["f32", "f16", "q8_0", "q4_0"];
 const HEAD_DIMS: &[i64] = &[64, 128, 256];
-const GQA_RATIOS: &[i64] = &[1, 2, 4, 8];
+const GQA_RATIOS: &[i64] = &[1, 2, 3, 4, 5, 6, 7, 8];
 
 /// Every setting, in the order the report and the command line list them.
-pub const SETTINGS: [Setting; 12] = [
+pub const SETTINGS: [Setting; 13] = [
     Setting {
         axis: "flash_attn",
         flag: "--flash-attn",
@@ -109,7 +109,7 @@ pub const SETTINGS: [Setting; 12] = [
     Setting {
         axis: "n_gpu_layers",
         flag: "--n-gpu-layers",
-        values: Values::AtLeastOrAll(0),
+        values: Values::AtLeastOr(0, "all"),
         default: Some("all"),
         acts: Acts::Probe,
     },
@@ -132,6 +132,15 @@ pub const SETTINGS: [Setting; 12] = [
         flag: "--gqa",
         values: Values::Ints(GQA_RATIOS),
         default: Some("1"),
+        acts: Acts::Model,
+    },
+    // llama.cpp's `n_head_kv` (`<arch>.attention.head_count_kv`); n_head = gqa x this. `auto`:
+    // the K/V heads the 256-dim width holds (`Shape::auto_kv_heads`), the shapes of before.
+    Setting {
+        axis: "n_head_kv",
+        flag: "--n-head-kv",
+        values: Values::AtLeastOr(1, "auto"),
+        default: Some("auto"),
         acts: Acts::Model,
     },
     // An interleaved sliding-window model (gpt-oss, Gemma 2/3): `tiny_llama`'s gemma2 file.
@@ -174,10 +183,10 @@ impl Setting {
                 Some(n) if n >= lo => Ok(n.to_string()),
                 _ => Err(format!("expected an integer >= {lo}")),
             },
-            Values::AtLeastOrAll(_) if raw == "all" => Ok(raw.into()),
-            Values::AtLeastOrAll(lo) => match int() {
+            Values::AtLeastOr(_, word) if raw == word => Ok(raw.into()),
+            Values::AtLeastOr(lo, word) => match int() {
                 Some(n) if n >= lo => Ok(n.to_string()),
-                _ => Err(format!("expected an integer >= {lo} or all")),
+                _ => Err(format!("expected an integer >= {lo} or {word}")),
             },
             Values::Ints(v) => match int() {
                 Some(n) if v.contains(&n) => Ok(n.to_string()),
@@ -189,9 +198,18 @@ impl Setting {
         }
     }
 
-    /// Whether an axis's values are written as TOML integers (`n_gpu_layers` also takes `all`).
+    /// Whether an axis's values are written as TOML integers (`n_gpu_layers` also takes `all`,
+    /// `n_head_kv` `auto`: `word`).
     pub fn integer(&self) -> bool {
         !matches!(self.values, Values::Words(_))
+    }
+
+    /// The one word an integer axis also takes (`all`, `auto`).
+    pub fn word(&self) -> Option<&'static str> {
+        match self.values {
+            Values::AtLeastOr(_, w) => Some(w),
+            _ => None,
+        }
     }
 
     pub fn is_default(&self, value: &str) -> bool {
@@ -234,13 +252,15 @@ impl DecodeSettings {
             .collect()
     }
 
-    /// Why these values cannot go together (one line naming the flags), or `None`.
-    pub fn conflict(&self) -> Option<String> {
+    /// Why these values cannot go together: the axis to blame and one line naming the flags,
+    /// or `None`.
+    pub fn conflict(&self) -> Option<(&'static str, String)> {
         let n = |a: &str| self.get(a).and_then(|v| v.parse::<i64>().ok()).unwrap_or(1);
         let (batch, ubatch) = (n("batch_size"), n("ubatch_size"));
-        (ubatch > batch).then(|| {
-            format!("--ubatch-size {ubatch} is more than --batch-size {batch}: a micro-batch splits a batch (give --batch-size {ubatch} or more)")
-        })
+        if ubatch > batch {
+            return Some(("ubatch_size", format!("--ubatch-size {ubatch} is more than --batch-size {batch}: a micro-batch splits a batch (give --batch-size {ubatch} or more)")));
+        }
+        self.shape().err().map(|why| ("n_head_kv", why))
     }
 
     /// Why a run whose result reports `effective` (decode-probe's `settings` object: the values
@@ -291,14 +311,28 @@ impl DecodeSettings {
             .get("weight_type")
             .and_then(DType::parse)
             .unwrap_or(DType::F16);
-        let int = |a: &str| self.get(a).and_then(|v| v.parse().ok());
-        let shape = Shape::with_heads(
-            int("head_dim").unwrap_or(tiny_llama::DEFAULT_HEAD_DIM),
-            int("gqa").unwrap_or(tiny_llama::DEFAULT_GQA),
+        let n_swa = self.int("sliding_window").unwrap_or(0);
+        (
+            dtype,
+            Shape {
+                n_swa,
+                ..self.shape().unwrap_or_default()
+            },
         )
-        .unwrap_or_default();
-        let n_swa = int("sliding_window").unwrap_or(0);
-        (dtype, Shape { n_swa, ..shape })
+    }
+
+    fn int(&self, axis: &str) -> Option<u32> {
+        self.get(axis).and_then(|v| v.parse().ok())
+    }
+
+    /// The model's heads (`Shape::with_kv_heads`): `Err` says why these values make none
+    /// (`conflict` refuses them before any work).
+    fn shape(&self) -> Result<Shape, String> {
+        Shape::with_kv_heads(
+            self.int("head_dim").unwrap_or(tiny_llama::DEFAULT_HEAD_DIM),
+            self.int("gqa").unwrap_or(tiny_llama::DEFAULT_GQA),
+            self.int("n_head_kv"),
+        )
     }
 
     /// `axis=value` for each value other than the default: the report's Configuration line,
@@ -415,12 +449,60 @@ mod tests {
         assert_eq!(d.model().1, shape, "0 is the default: no window");
         let ub = by_axis("ubatch_size").unwrap();
         d.set(ub, "4".into());
-        assert!(d
-            .conflict()
-            .unwrap()
-            .starts_with("--ubatch-size 4 is more than --batch-size 1"));
+        let (axis, why) = d.conflict().unwrap();
+        assert_eq!(axis, "ubatch_size");
+        assert!(why.starts_with("--ubatch-size 4 is more than --batch-size 1"));
         let b = by_axis("batch_size").unwrap();
         d.set(b, "8".into());
         assert_eq!(d.conflict(), None);
+    }
+
+    /// `--gqa` takes every ratio 1..=8; `--n-head-kv` gives several K/V heads (the model is
+    /// gqa x that many heads), `auto` (its default, not held) the heads the shapes always had,
+    /// and a count that makes the model wider than it may be is refused naming the flags.
+    #[test]
+    fn k_v_heads_are_asked_for_and_a_shape_too_wide_is_refused() {
+        let set = |pairs: &[(&str, &str)]| {
+            let mut d = DecodeSettings::default();
+            for (a, v) in pairs {
+                let s = by_axis(a).unwrap();
+                d.set(s, s.parse(v).unwrap());
+            }
+            d
+        };
+        let kv = by_axis("n_head_kv").unwrap();
+        assert_eq!(kv.parse("auto").as_deref(), Ok("auto"));
+        assert_eq!(kv.parse("02").as_deref(), Ok("2"));
+        assert_eq!(
+            kv.parse("0"),
+            Err("expected an integer >= 1 or auto".to_string())
+        );
+        assert!(by_axis("gqa").unwrap().parse("9").is_err());
+        assert!(set(&[("n_head_kv", "auto")]).is_empty());
+        for g in 1..=8 {
+            let d = set(&[("gqa", &g.to_string())]);
+            assert_eq!(d.conflict(), None, "{g}");
+            assert_eq!(d.model().1.gqa(), g, "{g}");
+        }
+        let d = set(&[("gqa", "3"), ("n_head_kv", "2")]);
+        assert_eq!(d.conflict(), None);
+        assert!(d.probe_args().is_empty(), "a model setting");
+        assert_eq!(d.labels(), ["gqa=3", "n_head_kv=2"]);
+        let s = d.model().1;
+        assert_eq!((s.n_head, s.n_head_kv, s.n_embd), (6, 2, 768));
+        let wide = set(&[("gqa", "6"), ("n_head_kv", "4")]);
+        let (axis, why) = wide.conflict().unwrap();
+        assert_eq!(axis, "n_head_kv");
+        assert_eq!(
+            why,
+            "--n-head-kv 4 with --gqa 6 and --head-dim 128 makes 24 heads, 3072 wide: the tiny model takes 1 to 2 K/V heads of this ratio and head size (at most 2048 wide)"
+        );
+        // what the probe reports of the file proves the asked heads
+        let report: BTreeMap<String, serde_json::Value> =
+            serde_json::from_value(serde_json::json!({"gqa": 3, "n_head_kv": 1})).unwrap();
+        assert_eq!(
+            d.contradicted_by(&report).as_deref(),
+            Some("--n-head-kv 2 asked for, but the run reports n_head_kv=1")
+        );
     }
 }

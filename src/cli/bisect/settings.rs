@@ -48,12 +48,17 @@ pub struct SettingsFlags {
     /// The tiny model's head size: 64 128 256 [default: 128].
     #[arg(long, value_name = "N", value_parser = setting::<9>, help_heading = DECODE)]
     pub head_dim: Option<String>,
-    /// The tiny model's GQA ratio n_head / n_head_kv: 1 2 4 8 [default: 1].
+    /// The tiny model's GQA ratio n_head / n_head_kv: 1 to 8 [default: 1].
     #[arg(long, value_name = "N", value_parser = setting::<10>, help_heading = DECODE)]
     pub gqa: Option<String>,
+    /// The tiny model's K/V heads (n_head = --gqa x N): several tell apart a kernel that pairs
+    /// a query head with another group's K/V head; auto: what the 256-dim width holds, one
+    /// when the ratio fills it [default: auto].
+    #[arg(long, value_name = "N|auto", value_parser = setting::<11>, help_heading = DECODE)]
+    pub n_head_kv: Option<String>,
     /// An interleaved sliding-window model (gpt-oss, Gemma 2/3: layer 0 sees the last N
     /// positions, layer 1 all), written as a gemma2 file; 0: none [default: 0].
-    #[arg(long, value_name = "N", value_parser = setting::<11>, help_heading = DECODE)]
+    #[arg(long, value_name = "N", value_parser = setting::<12>, help_heading = DECODE)]
     pub sliding_window: Option<String>,
 }
 
@@ -72,6 +77,7 @@ impl SettingsFlags {
             &self.weight_type,
             &self.head_dim,
             &self.gqa,
+            &self.n_head_kv,
             &self.sliding_window,
         ];
         SETTINGS

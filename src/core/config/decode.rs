@@ -64,7 +64,7 @@ impl Resolved {
                 self.settings.labels().join(" ")
             ));
         }
-        self.settings.conflict()
+        self.settings.conflict().map(|(_, why)| why)
     }
 }
 

@@ -76,7 +76,7 @@ pub const REPLAY_OPTIONS: &[ReproOption] = &[
 pub const DECODE_OPTIONS: &[ReproOption] = &[
     owned(
         "--model",
-        "the model is written by the tool (MODEL.gguf; --weight-type, --head-dim, --gqa, --sliding-window shape it); drop --repro-arg --model",
+        "the model is written by the tool (MODEL.gguf; --weight-type, --head-dim, --gqa, --n-head-kv, --sliding-window shape it); drop --repro-arg --model",
     ),
     opt("--backend"),
     opt("--steps"),

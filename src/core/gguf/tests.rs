@@ -157,7 +157,107 @@ fn head_shapes_keep_the_default_and_give_each_asked_head_size_and_ratio() {
         assert_eq!(s.n_embd % 32, 0);
     }
     assert_eq!(Shape::with_heads(96, 1), None);
-    assert_eq!(Shape::with_heads(128, 3), None);
+    assert_eq!(Shape::with_heads(128, 9), None);
+}
+
+/// The heads every head size and power-of-2 ratio had before K/V heads could be asked for
+/// (n_head = max(256 / head_dim, 2, gqa)): `auto` keeps each of them, so their files keep
+/// their names and bytes (and the stored results keyed by them stay valid).
+#[test]
+fn auto_k_v_heads_keep_the_shapes_of_the_power_of_2_ratios() {
+    for h in HEAD_DIMS_OF_BEFORE {
+        for g in [1, 2, 4, 8] {
+            let s = Shape::with_heads(h, g).unwrap();
+            let n_head = (256 / h).max(2).max(g);
+            assert_eq!((s.n_head, s.n_head_kv), (n_head, n_head / g), "{h} {g}");
+            assert_eq!(Shape::with_kv_heads(h, g, Some(n_head / g)), Ok(s));
+            assert_eq!(
+                file_name(42, DType::F16, s),
+                if (h, g) == (128, 1) {
+                    "tiny-llama-s42-f16.gguf".to_string()
+                } else {
+                    format!("tiny-llama-s42-f16-h{h}-g{g}.gguf")
+                }
+            );
+        }
+    }
+}
+const HEAD_DIMS_OF_BEFORE: [u32; 3] = [64, 128, 256];
+
+/// A ratio that is not a power of 2, and K/V heads asked for: the file says n_head = gqa x
+/// n_head_kv heads of head_dim, its K and V projections are n_head_kv heads wide, and its name
+/// says the K/V heads where they are not the width's own.
+#[test]
+fn k_v_heads_and_any_ratio_write_the_heads_asked_for() {
+    let key = |g: &Gguf, k: &str| g.kv.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let dims = |g: &Gguf, n: &str| g.tensors.iter().find(|t| t.name == n).unwrap().dims.clone();
+    for (h, g, kv, n_head, n_embd, name) in [
+        (
+            128,
+            3,
+            Some(2),
+            6,
+            768,
+            "tiny-llama-s42-f16-h128-g3-kv2.gguf",
+        ),
+        (
+            128,
+            6,
+            Some(2),
+            12,
+            1536,
+            "tiny-llama-s42-f16-h128-g6-kv2.gguf",
+        ),
+        (64, 3, None, 3, 192, "tiny-llama-s42-f16-h64-g3.gguf"),
+        (
+            64,
+            5,
+            Some(4),
+            20,
+            1280,
+            "tiny-llama-s42-f16-h64-g5-kv4.gguf",
+        ),
+        (256, 7, None, 7, 1792, "tiny-llama-s42-f16-h256-g7.gguf"),
+        (
+            128,
+            1,
+            Some(4),
+            4,
+            512,
+            "tiny-llama-s42-f16-h128-g1-kv4.gguf",
+        ),
+        (128, 1, Some(2), 2, 256, "tiny-llama-s42-f16.gguf"),
+    ] {
+        let s = Shape::with_kv_heads(h, g, kv).unwrap();
+        let n_head_kv = n_head / g;
+        assert_eq!((s.head_dim(), s.gqa(), s.n_head_kv), (h, g, n_head_kv));
+        let f = tiny_llama(s, 42, DType::F16);
+        assert_eq!(
+            key(&f, "llama.attention.head_count"),
+            Some(Value::U32(n_head))
+        );
+        assert_eq!(
+            key(&f, "llama.attention.head_count_kv"),
+            Some(Value::U32(n_head_kv))
+        );
+        assert_eq!(key(&f, "llama.embedding_length"), Some(Value::U32(n_embd)));
+        assert_eq!(key(&f, "llama.rope.dimension_count"), Some(Value::U32(h)));
+        let embd = u64::from(n_embd);
+        assert_eq!(dims(&f, "blk.0.attn_q.weight"), [embd, embd]);
+        assert_eq!(
+            dims(&f, "blk.1.attn_k.weight"),
+            [embd, u64::from(h * n_head_kv)]
+        );
+        assert_eq!(file_name(42, DType::F16, s), name);
+    }
+    let why = Shape::with_kv_heads(256, 8, Some(2)).unwrap_err();
+    assert!(
+        why.starts_with("--n-head-kv 2 with --gqa 8 and --head-dim 256 makes 16 heads, 4096 wide"),
+        "{why}"
+    );
+    assert!(why.contains("takes 1 K/V head of this ratio"), "{why}");
+    assert!(Shape::with_kv_heads(128, 3, Some(0)).is_err());
+    assert_eq!(Shape::with_kv_heads(256, 8, None).unwrap().n_embd, 2048);
 }
 
 #[test]

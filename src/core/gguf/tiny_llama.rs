@@ -9,8 +9,8 @@
 //! weight type (token_embd, output, attn_q/k/v/output, ffn_gate/down/up); the norm weights are 1
 //! and always f32, as llama.cpp's converters and `llama-quantize` keep 1-D tensors.
 //!
-//! The attention shape a kernel path depends on (head size, GQA ratio) is `Shape::with_heads`;
-//! its default is the 256-dim, 2-head model above.
+//! The attention shape a kernel path depends on (head size, GQA ratio, K/V heads) is
+//! `Shape::with_kv_heads`; its default is the 256-dim, 2-head model above.
 //!
 //! With a sliding window (`Shape::n_swa`, `--sliding-window N`) the same weights become an
 //! interleaved sliding-window (iSWA) model, the attention of gpt-oss and Gemma 2/3: llama.cpp
@@ -55,25 +55,60 @@ impl Default for Shape {
 /// Head sizes `Shape::with_heads` takes (flash attention and the attention kernels specialise
 /// on these).
 pub const HEAD_DIMS: [u32; 3] = [64, 128, 256];
-/// GQA ratios (n_head / n_head_kv) `Shape::with_heads` takes.
-pub const GQA_RATIOS: [u32; 4] = [1, 2, 4, 8];
+/// GQA ratios (n_head / n_head_kv) `Shape::with_heads` takes: 1 to 8, the range of real models
+/// (Llama 3 and Qwen 8 or less, Granite 3.0's 3, Qwen2.5-7B's 7), powers of 2 or not.
+pub const GQA_RATIOS: [u32; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
 pub const DEFAULT_HEAD_DIM: u32 = 128;
 pub const DEFAULT_GQA: u32 = 1;
+/// The widest model (n_embd = head_dim x n_head) a shape may make: the widest the head sizes
+/// and ratios made before K/V heads could be asked for (head 256, ratio 8), about 90 MB as f32.
+pub const MAX_EMBD: u32 = 2048;
 
 impl Shape {
-    /// The model with heads of `head_dim` and `gqa` query heads per K/V head: at least two
-    /// heads, the 256-dim width where the head size allows it (so 64 gives 4 heads), and as many
-    /// heads as the ratio needs (n_embd = head_dim * n_head grows with it). `None`: a value
-    /// outside `HEAD_DIMS` / `GQA_RATIOS`. `with_heads(128, 1)` is the default.
+    /// The model with heads of `head_dim` and `gqa` query heads per K/V head, and the K/V heads
+    /// that fit the 256-dim width (`auto_kv_heads`). `None`: a value outside `HEAD_DIMS` /
+    /// `GQA_RATIOS`. `with_heads(128, 1)` is the default.
     pub fn with_heads(head_dim: u32, gqa: u32) -> Option<Shape> {
-        if !HEAD_DIMS.contains(&head_dim) || !GQA_RATIOS.contains(&gqa) {
-            return None;
+        Shape::with_kv_heads(head_dim, gqa, None).ok()
+    }
+
+    /// The K/V heads a shape has when none are asked for: as many groups of `gqa` query heads
+    /// as the 256-dim width holds with at least two heads (`max(256 / head_dim, 2) / gqa`),
+    /// and at least one. So 64 gives 4 heads, a ratio above that one K/V head of `gqa` heads;
+    /// every shape of the power-of-2 ratios keeps the heads it always had.
+    pub fn auto_kv_heads(head_dim: u32, gqa: u32) -> u32 {
+        ((256 / head_dim).max(2) / gqa).max(1)
+    }
+
+    /// The model with heads of `head_dim`, `gqa` query heads per K/V head and `n_head_kv` K/V
+    /// heads (`None`: `auto_kv_heads`): n_head = gqa x n_head_kv, n_embd = head_dim x n_head.
+    /// Several K/V heads are what tells apart a kernel that pairs a query head with another
+    /// group's K/V head (with one K/V head every pairing is right). `Err`: why not, one phrase
+    /// naming the flags (a value outside `HEAD_DIMS` / `GQA_RATIOS`, no K/V head, or wider than
+    /// `MAX_EMBD`).
+    pub fn with_kv_heads(head_dim: u32, gqa: u32, n_head_kv: Option<u32>) -> Result<Shape, String> {
+        if !HEAD_DIMS.contains(&head_dim) {
+            return Err(format!("--head-dim {head_dim}: expected 64, 128 or 256"));
         }
-        let n_head = (256 / head_dim).max(2).max(gqa);
-        Some(Shape {
-            n_embd: head_dim * n_head,
+        if !GQA_RATIOS.contains(&gqa) {
+            return Err(format!("--gqa {gqa}: expected 1 to 8"));
+        }
+        let n_head_kv = n_head_kv.unwrap_or_else(|| Shape::auto_kv_heads(head_dim, gqa));
+        let n_head = gqa * n_head_kv;
+        let n_embd = head_dim.saturating_mul(n_head);
+        if n_head_kv == 0 || n_embd > MAX_EMBD {
+            let most = match MAX_EMBD / (head_dim * gqa) {
+                1 => "1 K/V head".to_string(),
+                n => format!("1 to {n} K/V heads"),
+            };
+            return Err(format!(
+                "--n-head-kv {n_head_kv} with --gqa {gqa} and --head-dim {head_dim} makes {n_head} heads, {n_embd} wide: the tiny model takes {most} of this ratio and head size (at most {MAX_EMBD} wide)"
+            ));
+        }
+        Ok(Shape {
+            n_embd,
             n_head,
-            n_head_kv: n_head / gqa,
+            n_head_kv,
             ..Shape::default()
         })
     }
@@ -218,10 +253,13 @@ pub fn tiny_llama(shape: Shape, seed: u64, dtype: DType) -> Gguf {
 /// default model keeps the name it always had).
 pub fn file_name(seed: u64, dtype: DType, shape: Shape) -> String {
     let plain = Shape { n_swa: 0, ..shape };
+    let (head_dim, gqa) = (shape.head_dim(), shape.gqa());
     let heads = if plain == Shape::default() {
         String::new()
+    } else if shape.n_head_kv == Shape::auto_kv_heads(head_dim, gqa) {
+        format!("-h{head_dim}-g{gqa}")
     } else {
-        format!("-h{}-g{}", shape.head_dim(), shape.gqa())
+        format!("-h{head_dim}-g{gqa}-kv{}", shape.n_head_kv)
     };
     let (arch, swa) = match shape.n_swa {
         0 => ("llama", String::new()),

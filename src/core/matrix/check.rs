@@ -42,10 +42,11 @@ pub(super) fn check_type(
     span: Range<usize>,
 ) -> Result<(), MatrixError> {
     if let Some(s) = crate::core::settings::by_axis(axis) {
-        // integers as TOML integers, words as strings; `n_gpu_layers` takes both (`all`)
+        // integers as TOML integers, words as strings; `n_gpu_layers` and `n_head_kv` take
+        // both (`all`, `auto`)
         let raw = match v {
             Value::Int(_) if s.integer() => Some(v.to_string()),
-            Value::Str(w) if !s.integer() || w == "all" => Some(w.clone()),
+            Value::Str(w) if !s.integer() || s.word() == Some(w.as_str()) => Some(w.clone()),
             _ => None,
         };
         return match raw.map(|r| s.parse(&r)) {

@@ -117,6 +117,7 @@ axes!(
     weight_type,
     head_dim,
     gqa,
+    n_head_kv,
     sliding_window,
 );
 

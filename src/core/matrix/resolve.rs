@@ -86,8 +86,8 @@ impl Matrix {
             // checked by `check_type` as it was read
             settings.set(s, s.parse(&v).unwrap_or(v));
         }
-        if let Some(why) = settings.conflict() {
-            return Err(cx.err(span("ubatch_size"), "ubatch_size", why));
+        if let Some((axis, why)) = settings.conflict() {
+            return Err(cx.err(span(axis), axis, why));
         }
         recipe.extra_cmake_args = self.probe.cmake_args.clone();
         let launch = match get("launch") {
