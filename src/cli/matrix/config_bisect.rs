@@ -298,6 +298,8 @@ fn commit_level(
         work_dir,
         chosen: chosen(args, m, base),
         mode: Mode::Run,
+        // read once the ladder has named the configuration, the comment's key
+        resume: None,
     }))
 }
 
@@ -352,6 +354,7 @@ fn bisect_commits_in(
     mut req: Request,
 ) -> anyhow::Result<(i32, Option<BisectResult>)> {
     req.chosen = chosen(args, m, config);
+    req.resume = args.commit.github.resume(&req)?;
     let (json, report) = (
         args.run.out.join("bisect.json"),
         args.run.out.join("bisect.md"),

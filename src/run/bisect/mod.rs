@@ -16,11 +16,13 @@ mod good;
 mod place;
 mod plan_document;
 mod planned;
+mod resume;
 
 pub use document::exit_code;
 pub use place::facts_at;
 pub use plan_document::PlanFacts;
 pub use planned::{Planned, Where};
+pub use resume::Resume;
 
 use crate::core::config::{ProbeSpec, Resolved};
 use crate::core::evidence::{Deterministic, Fixed, Policy};
@@ -162,6 +164,9 @@ pub struct Request {
     pub work_dir: PathBuf,
     pub chosen: Chosen,
     pub mode: Mode,
+    /// `--resume-from-issue`: the comment's state block the store is seeded from (never for
+    /// `--dry-run`, which reads no issue).
+    pub resume: Option<Resume>,
 }
 
 /// Everything resolved from a request, before any probe runs.
@@ -197,7 +202,8 @@ pub fn git_error(e: GitError) -> anyhow::Error {
 /// The range, store and prober of `req`. Nothing is made for a dry run (no work dir, container,
 /// ccache dir or toolchain query); otherwise the work dir is created and made absolute (steps
 /// run with their own working directory and see $SRC/$WORK), the container's engine and image
-/// are asked for, and a HIP build asks `hipconfig`.
+/// are asked for, a HIP build asks `hipconfig`, and the store is seeded from the issue's state
+/// block (`--resume-from-issue`).
 pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     let repo = git::open(&req.repo).map_err(git_error)?;
     let path = match &req.path {
@@ -257,6 +263,10 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         &store,
         events,
     )?;
+    // The runs an earlier job posted, seeded before anything asks the store (`resume`).
+    if let (Some(resume), false) = (&req.resume, dry) {
+        resume.seed(&store, &prober.identity(), events)?;
+    }
     let reproduce = match &chosen.cfg.probe {
         ProbeSpec::Script { build, script } => {
             let p = ScriptProber {
