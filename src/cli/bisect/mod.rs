@@ -18,7 +18,7 @@ pub use settings::SettingsFlags;
 use crate::core::result::BisectResult;
 use crate::error::CliError;
 use crate::report::bisect as report;
-use crate::run::bisect::{check, git_error, Done, Mode, Prepared, Request};
+use crate::run::bisect::{check, git_error, Done, Mode, PlanFacts, Prepared, Request};
 use crate::run::git;
 use std::path::Path;
 
@@ -222,7 +222,7 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
 fn deliver(p: &Prepared, done: Done, out: &Outputs) -> anyhow::Result<(i32, Option<BisectResult>)> {
     match done {
         Done::Result(result) => publish(&result, out).map(|code| (code, Some(*result))),
-        Done::Planned => plan(p, out).map(|code| (code, None)),
+        Done::Planned(facts) => plan(p, &facts, out).map(|code| (code, None)),
         Done::Json(v) => {
             let text = serde_json::to_string_pretty(&v).unwrap_or_default();
             match out.json.filter(|p| *p != Path::new("-")) {
@@ -235,11 +235,7 @@ fn deliver(p: &Prepared, done: Done, out: &Outputs) -> anyhow::Result<(i32, Opti
 }
 
 /// `--dry-run`: the plan's text printed, and written where `--report`/`--json` ask.
-fn plan(p: &Prepared, out: &Outputs) -> anyhow::Result<i32> {
-    let facts = p
-        .plan_facts
-        .as_ref()
-        .ok_or_else(|| CliError::infra("a dry run without a plan"))?;
+fn plan(p: &Prepared, facts: &PlanFacts, out: &Outputs) -> anyhow::Result<i32> {
     let text = dry_run::dry_run(p, facts, out.github)?;
     // `--json FILE` gets the plan (`core::result::PlanDocument`), never nothing at all.
     if let Some(path) = out.json {

@@ -7,7 +7,7 @@
 //! ```text
 //! Request --prepare--> Prepared --execute--> BisectResult     (Mode::Run)
 //!                               --plan_next / probe_one-->    (--plan-only, --probe: JSON)
-//!                               .planned, .plan_facts         (--dry-run: facts, nothing made)
+//!                               --plan_document--> PlanFacts  (--dry-run: from .planned, nothing made)
 //! ```
 
 pub mod check;
@@ -186,8 +186,6 @@ pub struct Prepared {
     pub backend: Option<crate::core::build::Backend>,
     /// `Mode::DryRun`: what was learned without making anything.
     pub planned: Option<Planned>,
-    /// `Mode::DryRun`: the plan assembled from it (`plan_document`).
-    pub plan_facts: Option<PlanFacts>,
 }
 
 /// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
@@ -305,7 +303,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     // A --script's backend is unknown unless a configuration flag named it.
     let script = matches!(chosen.cfg.probe, ProbeSpec::Script { .. });
     let backend = (!script || chosen.info.is_some()).then_some(chosen.cfg.backend);
-    let mut prepared = Prepared {
+    Ok(Prepared {
         plan: Plan {
             repo_path: canon_repo,
             range,
@@ -324,12 +322,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         reproducer,
         backend,
         planned,
-        plan_facts: None,
-    };
-    if dry {
-        prepared.plan_facts = Some(plan_document::facts(&prepared)?);
-    }
-    Ok(prepared)
+    })
 }
 
 /// What carrying out a prepared request gives back, for the command line to render, write
@@ -339,19 +332,18 @@ pub enum Done {
     Result(Box<BisectResult>),
     /// `--plan-only`'s next wave, `--probe`'s stored run: JSON.
     Json(serde_json::Value),
-    /// `--dry-run`: nothing to carry out; the plan is `Prepared::plan_facts`.
-    Planned,
+    /// `--dry-run`: the plan, assembled from what `prepare` learned without making anything.
+    Planned(Box<PlanFacts>),
 }
 
 /// Carries out what `mode` asks of a prepared request: bisect to the result document, plan
-/// the next wave or probe one planned run (`Mode::DryRun`: nothing; `prepare` assembled the
-/// plan).
+/// the next wave, probe one planned run, or (`Mode::DryRun`) assemble the plan, making nothing.
 pub fn carry_out(p: &Prepared, mode: &Mode, events: &dyn Sink) -> anyhow::Result<Done> {
     match mode {
         Mode::Run => execute(p, events).map(|r| Done::Result(Box::new(r))),
         Mode::Probe { sha, run_index } => probe_one(p, sha, *run_index, events).map(Done::Json),
         Mode::PlanOnly => plan_next(p).map(Done::Json),
-        Mode::DryRun => Ok(Done::Planned),
+        Mode::DryRun => plan_document::facts(p).map(|f| Done::Planned(Box::new(f))),
     }
 }
 
