@@ -64,10 +64,11 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         matrix_file: m.file.clone(),
         configs,
         revisions: vec![args.rev.clone()],
+        dry_run: args.dry_run,
     };
     use crate::run::matrix::request::prepare;
     if args.dry_run {
-        let p = prepare(request, true).map_err(run_error)?;
+        let p = prepare(request).map_err(run_error)?;
         let (runner, rev) = (&p.runner, &p.revs[0]);
         out!(
             "{}",
@@ -85,7 +86,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     }
     crate::cli::output::check_dir_writable("--out", &args.run.out)?;
     crate::probe::exec::install_interrupt_handler();
-    let mut prepared = prepare(request, false).map_err(run_error)?;
+    let mut prepared = prepare(request).map_err(run_error)?;
     let question = crate::run::matrix::ladder::Ladder {
         axis: args.axis.clone(),
         values: ladder,
