@@ -39,7 +39,7 @@ pub struct Prepared {
     pub runner: Runner,
     pub revs: Vec<Rev>,
     pub configs: Vec<Config>,
-    matrix_file: String,
+    pub(super) matrix_file: String,
     dry_run: bool,
 }
 
