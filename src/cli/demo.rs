@@ -105,6 +105,7 @@ pub fn request(
         work_dir: work_dir.to_path_buf(),
         chosen,
         mode: Mode::Run,
+        resume: None,
     })
 }
 

@@ -7,6 +7,7 @@
 use crate::core::result::{self, AnyResult};
 use crate::error::CliError;
 use crate::github::{self, GithubOptions, IssueRef, Post, PostAction, PostOutcome, Token};
+use crate::run::bisect::Resume;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -297,27 +298,28 @@ impl BisectPostArgs {
         }
     }
 
-    /// With `--resume-from-issue`: loads the state of the comment of bisection `good..bad`
-    /// under `predicate` (the key its result will be posted under) and writes its runs for
-    /// prober `identity` into `store`. A missing comment is not an error (first run).
-    pub fn resume(
-        &self,
-        (good, bad, predicate, configuration): (&str, &str, &str, Option<&str>),
-        store: &crate::run::store::Store,
-        identity: &str,
-    ) -> anyhow::Result<()> {
-        let key = crate::report::bisect_key(good, bad, predicate, configuration);
-        let key = key.as_str();
+    /// With `--resume-from-issue` (never for `--dry-run`: a plan reads no issue): the state of
+    /// `req`'s comment (the key its result will be posted under), which `run::bisect::prepare`
+    /// seeds the store from. A missing comment, or a block broken by a hand edit, is said here
+    /// and is no error (first run; the next post writes a whole block).
+    pub fn resume(&self, req: &crate::run::bisect::Request) -> anyhow::Result<Option<Resume>> {
+        if req.mode == crate::run::bisect::Mode::DryRun {
+            return Ok(None);
+        }
         let Some(issue) = self.resume_issue()? else {
-            return Ok(());
+            return Ok(None);
         };
+        let (good, bad) = (req.good.to_string(), req.bad.to_string());
+        let predicate = req.predicate.describe();
+        let configuration = req.chosen.info.as_ref().and_then(|c| c.id.as_deref());
+        let key = crate::report::bisect_key(&good, &bad, &predicate, configuration);
         let former_key =
-            configuration.map(|_| crate::report::bisect_key(good, bad, predicate, None));
+            configuration.map(|_| crate::report::bisect_key(&good, &bad, &predicate, None));
         let former = former_key
             .as_deref()
             .zip(configuration)
             .map(|(key, configuration)| github::Former { key, configuration });
-        let state = match github::load_state_blocking(&self.post.github, &issue, key, former) {
+        let state = match github::load_state_blocking(&self.post.github, &issue, &key, former) {
             // A state block broken by a hand edit must not fail every later resumed run: the
             // runs are probed again, and the next post writes a whole block.
             Err(e @ github::GithubError::StateCorrupt(_)) => {
@@ -328,12 +330,12 @@ impl BisectPostArgs {
         };
         let Some(state) = state else {
             errln!("setrows-bisect: no {key} comment with state on {issue} yet: starting from the local store");
-            return Ok(());
+            return Ok(None);
         };
-        let seeded = github::resume::seed(store, &state, identity)
-            .map_err(|e| CliError::infra(e.to_string()))?;
-        errln!("setrows-bisect: {} ({key} on {issue})", seeded.line());
-        Ok(())
+        Ok(Some(Resume {
+            state,
+            from: format!("{key} on {issue}"),
+        }))
     }
 }
 

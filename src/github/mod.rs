@@ -7,8 +7,8 @@
 //!   pagination rules it follows.
 //! - [`blocking`]: the same for synchronous callers.
 //! - [`former`]: comments posted under an earlier layout of a key, found and taken over.
-//! - [`state`]: what the state block carries (the typed results, compacted to fit);
-//!   [`resume`]: how `bisect --resume-from-issue` reads its stored runs back.
+//! - [`state`]: what the state block carries (the typed results, compacted to fit); what
+//!   `bisect --resume-from-issue` seeds a store from (`run::bisect::Resume`).
 //!
 //! The token lives in [`Token`], whose `Debug` is redacted and which has no `Display`, so it
 //! cannot reach a log, an error or a report by accident.
@@ -19,7 +19,6 @@ pub mod client;
 pub mod former;
 mod http;
 pub mod options;
-pub mod resume;
 pub mod state;
 
 pub use crate::report::document::{Document, Section};

@@ -235,7 +235,7 @@ impl Store {
 
 /// The result's `store_runs` section: the stored runs of `trees` (the tested trees of the
 /// probed candidates) under `identity`, in store order; what `--resume-from-issue` seeds a
-/// fresh store from (`github::resume`). Log text is left out, except with `keep_match_text`
+/// fresh store from (`run::bisect::Resume`). Log text is left out, except with `keep_match_text`
 /// the output tail of failures: a `--match` predicate judges by it, so a resumed run without
 /// it would judge differently.
 pub fn store_runs<'a>(

@@ -18,7 +18,7 @@ pub use settings::SettingsFlags;
 use crate::core::result::BisectResult;
 use crate::error::CliError;
 use crate::report::bisect as report;
-use crate::run::bisect::{check, git_error, Done, Mode, Prepared, Request};
+use crate::run::bisect::{check, git_error, Done, Mode, PlanFacts, Prepared, Request};
 use crate::run::git;
 use std::path::Path;
 
@@ -30,7 +30,8 @@ pub struct Outputs<'a> {
     pub json: Option<&'a Path>,
     /// The report goes to standard output too.
     pub print: bool,
-    /// `--post-to` and `--resume-from-issue`.
+    /// `--post-to` (and `--resume-from-issue`, which the request carries read: only a dry
+    /// run's plan names it here).
     pub github: &'a crate::cli::report::BisectPostArgs,
 }
 
@@ -137,7 +138,7 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         crate::core::config::ProbeSpec::Decode => check::llama_tree(&repo, bad)?,
         crate::core::config::ProbeSpec::Script { .. } => {}
     }
-    Ok(Request {
+    let mut req = Request {
         repo: args.repo.repo.clone(),
         good,
         bad,
@@ -152,7 +153,12 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         work_dir,
         chosen,
         mode,
-    })
+        resume: None,
+    };
+    // Last of all, the issue's state block (`--resume-from-issue`): an input like the
+    // repository, read once every flag is known good; `prepare` seeds the store with it.
+    req.resume = args.github.resume(&req)?;
+    Ok(req)
 }
 
 /// `--report` and `--json` can be written (nothing is made now), and not both to standard
@@ -200,23 +206,12 @@ fn build_question(args: &BisectArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A checked request, carried out: prepared, resumed from the issue (not for `--dry-run`: a
-/// plan has no side effects) and carried out by `run::bisect`; what it gives back is delivered
-/// here. Returns the exit code and, after a bisection, its result.
+/// A checked request, carried out: prepared (the store seeded from the issue when the request
+/// carries its state) and carried out by `run::bisect`; what it gives back is delivered here.
+/// Returns the exit code and, after a bisection, its result.
 pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<BisectResult>)> {
     let events = crate::cli::progress::stderr()?;
     let p = crate::run::bisect::prepare(req, events)?;
-    if req.mode != Mode::DryRun {
-        let r = &p.plan.range;
-        let question = (
-            r.good.as_str(),
-            r.bad.as_str(),
-            &*p.plan.predicate.describe(),
-            p.configuration.as_ref().and_then(|c| c.id.as_deref()),
-        );
-        out.github
-            .resume(question, &p.store, &p.prober.identity())?;
-    }
     let done = crate::run::bisect::carry_out(&p, &req.mode, events)?;
     deliver(&p, done, out)
 }
@@ -227,7 +222,7 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
 fn deliver(p: &Prepared, done: Done, out: &Outputs) -> anyhow::Result<(i32, Option<BisectResult>)> {
     match done {
         Done::Result(result) => publish(&result, out).map(|code| (code, Some(*result))),
-        Done::Planned => plan(p, out).map(|code| (code, None)),
+        Done::Planned(facts) => plan(p, &facts, out).map(|code| (code, None)),
         Done::Json(v) => {
             let text = serde_json::to_string_pretty(&v).unwrap_or_default();
             match out.json.filter(|p| *p != Path::new("-")) {
@@ -240,11 +235,7 @@ fn deliver(p: &Prepared, done: Done, out: &Outputs) -> anyhow::Result<(i32, Opti
 }
 
 /// `--dry-run`: the plan's text printed, and written where `--report`/`--json` ask.
-fn plan(p: &Prepared, out: &Outputs) -> anyhow::Result<i32> {
-    let facts = p
-        .plan_facts
-        .as_ref()
-        .ok_or_else(|| CliError::infra("a dry run without a plan"))?;
+fn plan(p: &Prepared, facts: &PlanFacts, out: &Outputs) -> anyhow::Result<i32> {
     let text = dry_run::dry_run(p, facts, out.github)?;
     // `--json FILE` gets the plan (`core::result::PlanDocument`), never nothing at all.
     if let Some(path) = out.json {

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::cli::flags::{Flaky, JobsFlag, Walk};
-use crate::run::bisect::{Chosen, Mode, Naming, Request};
+use crate::run::bisect::{Chosen, Mode, Request};
 use crate::run::matrix::{Rev, Runner};
 use clap::Args;
 
@@ -47,7 +47,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             ));
         }
     }
-    let commit_level = commit_level(&args, &m, base, &predicate)?;
+    let commit_level = commit_level(&args)?;
     // Said once every input was checked (a refusal stays one line).
     errln!("{base_note}");
     let request = crate::run::matrix::request::Request {
@@ -64,10 +64,11 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         matrix_file: m.file.clone(),
         configs,
         revisions: vec![args.rev.clone()],
+        dry_run: args.dry_run,
     };
     use crate::run::matrix::request::prepare;
     if args.dry_run {
-        let p = prepare(request, true).map_err(run_error)?;
+        let p = prepare(request).map_err(run_error)?;
         let (runner, rev) = (&p.runner, &p.revs[0]);
         out!(
             "{}",
@@ -85,7 +86,7 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     }
     crate::cli::output::check_dir_writable("--out", &args.run.out)?;
     crate::probe::exec::install_interrupt_handler();
-    let mut prepared = prepare(request, false).map_err(run_error)?;
+    let mut prepared = prepare(request).map_err(run_error)?;
     let question = crate::run::matrix::ladder::Ladder {
         axis: args.axis.clone(),
         values: ladder,
@@ -102,10 +103,15 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         _ => None,
     };
     if let (Some(level), Some(i)) = (commit_level, found) {
+        let chosen = crate::run::matrix::ladder::commit_configuration(
+            &prepared,
+            i,
+            args.run.engine_choice(),
+        );
         // The matrix slot is released first: the commit bisect checks out in its own slots.
-        let configs = std::mem::take(&mut prepared.configs);
         drop(prepared);
-        let (code, b) = bisect_commits_in(&args, &m, &configs[i], level)?;
+        let req = level.request(&args, question.predicate, chosen);
+        let (code, b) = bisect_commits_in(&args, req)?;
         result.exit_code = code;
         result.commit_bisect = b.map(Box::new);
     }
@@ -202,7 +208,7 @@ fn plan(
     configs: &[Config],
     rev: &Rev,
     runner: &Runner,
-    level: Option<&Request>,
+    level: Option<&CommitLevel>,
 ) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -257,17 +263,12 @@ fn plan(
     out
 }
 
-/// The commit level's request, checked before the ladder runs (its answer would be dropped by
-/// a typo found after it): `--good-rev` and `--rev` are commits of `--repo`, `--path` is in
+/// The commit level's own inputs, checked before the ladder runs (its answer would be dropped
+/// by a typo found after it): `--good-rev` and `--rev` are commits of `--repo`, `--path` is in
 /// `--rev`, and the work dir can be written. `--confidence` and the counts are clap's (the
-/// shared flags of `cli::flags`). Its configuration is the base one until the ladder's answer
-/// replaces it (`bisect_commits_in`). `None`: no `--good-rev`, no commit level.
-fn commit_level(
-    args: &BisectConfigArgs,
-    m: &Matrix,
-    base: &Config,
-    predicate: &Predicate,
-) -> anyhow::Result<Option<Request>> {
+/// shared flags of `cli::flags`). Its request is made once the ladder has named the
+/// configuration (`CommitLevel::request`). `None`: no `--good-rev`, no commit level.
+fn commit_level(args: &BisectConfigArgs) -> anyhow::Result<Option<CommitLevel>> {
     let Some(good) = &args.good_rev else {
         if args.commit.walk.path.is_some() {
             return Err(CliError::usage(
@@ -277,28 +278,56 @@ fn commit_level(
         return Ok(None);
     };
     use crate::run::bisect::{check, git_error};
-    let c = &args.commit;
     let repo = crate::run::git::open(&args.run.repo.repo).map_err(git_error)?;
     let (good, bad) = check::revisions(&repo, (good, &args.rev), ("--good-rev", "--rev"))?;
-    let path = check::subtree(&repo, bad, c.walk.path.as_deref(), "--path", "--rev")?;
+    let path = check::subtree(
+        &repo,
+        bad,
+        args.commit.walk.path.as_deref(),
+        "--path",
+        "--rev",
+    )?;
     let work_dir = args.run.work_dir.dir();
     crate::cli::output::check_dir_writable("--work-dir", &work_dir)?;
-    Ok(Some(Request {
-        repo: args.run.repo.repo.clone(),
+    Ok(Some(CommitLevel {
         good,
         bad,
-        first_parent: !c.walk.no_first_parent,
         path,
-        predicate: predicate.clone(),
-        runs: c.flaky.runs(),
-        jobs: c.jobs.jobs,
-        endpoints: c.walk.endpoints(),
-        validate: c.flaky.validate,
-        compare_good: false,
         work_dir,
-        chosen: chosen(args, m, base),
-        mode: Mode::Run,
     }))
+}
+
+/// What `commit_level` checked of the commit bisect `--good-rev..--rev`.
+struct CommitLevel {
+    good: crate::run::git::Oid,
+    bad: crate::run::git::Oid,
+    path: crate::run::bisect::Subtree,
+    work_dir: std::path::PathBuf,
+}
+
+impl CommitLevel {
+    /// The commit bisect in `chosen`, the first failing value's configuration, with the commit
+    /// level's flags.
+    fn request(self, args: &BisectConfigArgs, predicate: Predicate, chosen: Chosen) -> Request {
+        let c = &args.commit;
+        Request {
+            repo: args.run.repo.repo.clone(),
+            good: self.good,
+            bad: self.bad,
+            first_parent: !c.walk.no_first_parent,
+            path: self.path,
+            predicate,
+            runs: c.flaky.runs(),
+            jobs: c.jobs.jobs,
+            endpoints: c.walk.endpoints(),
+            validate: c.flaky.validate,
+            compare_good: false,
+            work_dir: self.work_dir,
+            chosen,
+            mode: Mode::Run,
+            resume: None,
+        }
+    }
 }
 
 /// The flags of the commit-level bisect (`--good-rev`): the main command's, declared once
@@ -320,38 +349,14 @@ pub struct CommitFlags {
     pub github: Box<crate::cli::report::BisectPostArgs>,
 }
 
-/// `config` as the commit bisect runs it: the matrix's probe settings with `--timeout`, the
-/// build question of `--regress build`, and its image unless `--engine none`.
-fn chosen(args: &BisectConfigArgs, m: &Matrix, config: &Config) -> Chosen {
-    let mut probe = m.probe.clone();
-    if let Some(t) = args.run.timeout {
-        probe.timeout_s = Some(t);
-    }
-    let mut cfg = crate::core::config::Resolved::from_matrix(config, &probe, &m.file);
-    cfg.build_only = args.question.regress.build_only();
-    let args_from = format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"));
-    Chosen::new(
-        cfg,
-        Naming {
-            engine: Some(args.run.engine_choice()),
-            image_flag: false,
-            named: true,
-            configured: true,
-            overrides: Vec::new(),
-            args_from,
-        },
-    )
-}
-
 /// The second level: the commit bisect `setrows-bisect --good GOOD --bad REV` runs, in the
-/// configuration the first level found (its image unless `--engine none`).
+/// configuration the first level found (its image unless `--engine none`), resumed from the
+/// issue where `--resume-from-issue` asks (the comment's key names that configuration).
 fn bisect_commits_in(
     args: &BisectConfigArgs,
-    m: &Matrix,
-    config: &Config,
     mut req: Request,
 ) -> anyhow::Result<(i32, Option<BisectResult>)> {
-    req.chosen = chosen(args, m, config);
+    req.resume = args.commit.github.resume(&req)?;
     let (json, report) = (
         args.run.out.join("bisect.json"),
         args.run.out.join("bisect.md"),

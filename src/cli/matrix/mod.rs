@@ -200,16 +200,23 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         return list(args.format.unwrap_or(ListFormat::Text), &configs);
     }
     let request = request(&args, &m, &configs)?;
-    use crate::run::matrix::request::{execute, prepare};
+    use crate::run::matrix::request::{carry_out, prepare, Done};
     // One preparation: a dry run makes nothing and says what a run would do.
-    let prepared = prepare(request, args.dry_run).map_err(run_error)?;
-    if args.dry_run {
-        out!("{}", dry_run(&prepared));
-        return Ok(0);
+    let prepared = prepare(request).map_err(run_error)?;
+    let events: &dyn crate::core::progress::Sink = match args.dry_run {
+        true => &crate::core::progress::Quiet,
+        false => {
+            crate::probe::exec::install_interrupt_handler();
+            crate::cli::progress::stderr()?
+        }
+    };
+    match carry_out(prepared, events).map_err(run_error)? {
+        Done::Results(results) => finish(&args, *results),
+        Done::Planned(plan) => {
+            out!("{}", dry_run(&plan));
+            Ok(0)
+        }
     }
-    crate::probe::exec::install_interrupt_handler();
-    let results = execute(prepared, crate::cli::progress::stderr()?).map_err(run_error)?;
-    finish(&args, results)
 }
 
 /// The matrix and the configurations `--only`, `--config` and `--graph` select (all when none).
@@ -311,6 +318,7 @@ fn request(
         matrix_file: m.file.clone(),
         configs: configs.to_vec(),
         revisions,
+        dry_run: args.dry_run,
     })
 }
 
@@ -393,19 +401,19 @@ fn write_results(
     Ok(())
 }
 
-/// `matrix --dry-run`: every cell as `prepare` resolved it from the runner a run uses (each
+/// `matrix --dry-run`: every cell as `carry_out` resolved it from the runner a run uses (each
 /// revision's own CMake and unified-memory spellings read from its commit), in words.
-fn dry_run(p: &crate::run::matrix::request::Prepared) -> String {
+fn dry_run(p: &crate::run::matrix::request::Plan) -> String {
     use std::fmt::Write;
-    let (revs, configs) = (p.revs.len(), p.configs.len());
+    let (revs, configs) = (p.revisions, p.configurations);
     let mut out = format!(
         "{} cells: {revs} revision(s) x {configs} configuration(s)\n",
         revs * configs,
     );
-    if p.runner.build_only {
+    if p.build_only {
         out.push_str("build only: each cell stops after its build (built / build_failed); no test runs, no GPU is passed to the container\n");
     }
-    for cell in &p.planned {
+    for cell in &p.cells {
         let _ = writeln!(
             out,
             "\n{} ({})  {}  {}\n  image: {}",

@@ -1,7 +1,9 @@
 //! The decode probe's settings in a configuration (`core::settings`): flags applied over a
-//! configuration's values, and the one rule for when they are refused.
+//! configuration's values, and when they are refused (for another probe kind by THE rule of
+//! `core::matrix::ProbeKind::refuses_decode_settings`, which matrix axes follow too).
 
 use super::{Flags, ProbeSpec, Resolved};
+use crate::core::matrix::DecodeSettingsFrom;
 use crate::core::settings::Setting;
 
 impl Resolved {
@@ -36,35 +38,29 @@ impl Resolved {
     }
 
     /// Why the decode settings cannot be probed as given (one line naming the flags; `None`:
-    /// they can): a setting given to a probe that is not the decode probe (the replay and a
-    /// script have no llama.cpp context to give it to, and a key holding it would answer no
-    /// question), or values that cannot go together. Refused before any work, as bad input.
+    /// they can): a setting a flag gave, or a configuration's own under a probe kind a flag
+    /// chose, for a probe that is not the decode probe (THE rule and its wording:
+    /// `ProbeKind::refuses_decode_settings`), or values that cannot go together. Refused
+    /// before any work, as bad input.
     pub fn settings_refused(&self, f: &Flags) -> Option<String> {
-        if let Some((s, v)) = f.settings.first() {
-            let flag = s.flag;
-            match &self.probe {
-                ProbeSpec::Decode => {}
-                ProbeSpec::Script { .. } => {
-                    return Some(format!(
-                        "{flag} {v} is a setting of the decode probe (--probe-kind decode); --script runs your own test, which takes its settings in its command: drop {flag} or --script"
-                    ))
-                }
-                ProbeSpec::Replay => {
-                    return Some(format!(
-                        "{flag} {v} is a setting of the decode probe: add --probe-kind decode (llama.cpp trees), or drop {flag} for the replay"
-                    ))
-                }
-            }
-        }
-        if self.probe != ProbeSpec::Decode && !self.settings.is_empty() {
-            // a configuration's own values under a probe kind a flag chose
-            return Some(format!(
-                "--config {}: its decode settings ({}) are for the decode probe; drop --script or use --probe-kind decode",
-                self.id.as_deref().unwrap_or("(unnamed)"),
-                self.settings.labels().join(" ")
-            ));
-        }
-        self.settings.conflict().map(|(_, why)| why)
+        let kind = self.probe.kind();
+        let flag = f.settings.first().and_then(|(s, v)| {
+            kind.refuses_decode_settings(DecodeSettingsFrom::Flag {
+                flag: s.flag,
+                value: v,
+            })
+        });
+        let labels = self.settings.labels().join(" ");
+        let config = (!self.settings.is_empty())
+            .then(|| {
+                kind.refuses_decode_settings(DecodeSettingsFrom::Config {
+                    id: self.id.as_deref().unwrap_or("(unnamed)"),
+                    settings: &labels,
+                })
+            })
+            .flatten();
+        flag.or(config)
+            .or_else(|| self.settings.conflict().map(|(_, why)| why))
     }
 }
 
@@ -146,6 +142,26 @@ mod tests {
         let why = script.settings_refused(&f).unwrap();
         assert!(
             why.contains("--cache-type-k f16") && why.contains("--script"),
+            "{why}"
+        );
+        // a configuration's own settings under the probe a flag chose: the same rule, worded once
+        let m = crate::core::matrix::parse(
+            "m.toml",
+            "[probe]\nkind = \"decode\"\n[matrix]\nbackend = [\"cpu\"]\nflash_attn = [\"on\"]\n",
+        )
+        .unwrap();
+        let mut named = Resolved::from_matrix(&m.configs[0], &m.probe, &m.file);
+        let f = Flags {
+            script: Some("true".into()),
+            ..Flags::default()
+        };
+        named.apply(&f);
+        let why = named.settings_refused(&f).unwrap();
+        let id = &m.configs[0].id;
+        assert!(
+            why.starts_with(&format!(
+                "--config {id} sets flash_attn=on, settings of the decode probe, and --script"
+            )) && why.contains("drop --script"),
             "{why}"
         );
         let mut decode = Resolved::for_backend(crate::core::build::Backend::Cpu);

@@ -21,12 +21,14 @@ use toml::Spanned;
 
 mod check;
 mod expand;
+mod kind;
 mod position;
 mod resolve;
 pub use crate::core::build::DECODE_MEMORY;
 pub use check::typed;
 use check::{check_type, scalar};
 use expand::{expand, Axis, Combo};
+pub use kind::{DecodeSettingsFrom, ProbeKind};
 use position::{err_no_span, key_of_toml_error, Ctx};
 pub use position::{line_col, MatrixError};
 
@@ -143,44 +145,6 @@ struct RawFile {
 struct RawParams {
     #[serde(default)]
     args: Vec<String>,
-}
-
-/// Which probe runs: THE typed spelling of `--probe-kind` and `[probe] kind` (`script` is
-/// chosen by `--script` on the command line); compared as this type everywhere, never as text.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ProbeKind {
-    /// The bundled replay reproducer (ggml trees and the trees that vendor ggml).
-    #[default]
-    Replay,
-    /// The bundled decode-probe on the tool's tiny model (llama.cpp trees only).
-    Decode,
-    /// A user's build + test script.
-    Script,
-}
-
-impl ProbeKind {
-    pub const ALL: [ProbeKind; 3] = [ProbeKind::Replay, ProbeKind::Decode, ProbeKind::Script];
-
-    /// The spelling of `[probe] kind` and `--probe-kind`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeKind::Replay => "replay",
-            ProbeKind::Decode => "decode",
-            ProbeKind::Script => "script",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ProbeKind> {
-        ProbeKind::ALL.into_iter().find(|k| k.name() == s)
-    }
-
-    /// A bundled program of this tool (built from embedded sources), not the user's script.
-    pub fn is_bundled(self) -> bool {
-        self != ProbeKind::Script
-    }
 }
 
 /// How each configuration is tested.

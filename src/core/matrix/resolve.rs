@@ -72,16 +72,9 @@ impl Matrix {
         let mut settings = DecodeSettings::default();
         for s in &crate::core::settings::SETTINGS {
             let Some(v) = get(s.axis) else { continue };
-            if self.probe.kind != ProbeKind::Decode {
-                return Err(cx.err(
-                    span(s.axis),
-                    s.axis,
-                    format!(
-                        "`{}` is a setting of the decode probe, and [probe] kind is \"{}\"; set kind = \"decode\" (llama.cpp trees) or drop the axis",
-                        s.axis,
-                        self.probe.kind.name()
-                    ),
-                ));
+            let from = DecodeSettingsFrom::Axis(s.axis);
+            if let Some(why) = self.probe.kind.refuses_decode_settings(from) {
+                return Err(cx.err(span(s.axis), s.axis, why));
             }
             // checked by `check_type` as it was read
             settings.set(s, s.parse(&v).unwrap_or(v));

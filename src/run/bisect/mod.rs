@@ -7,7 +7,7 @@
 //! ```text
 //! Request --prepare--> Prepared --execute--> BisectResult     (Mode::Run)
 //!                               --plan_next / probe_one-->    (--plan-only, --probe: JSON)
-//!                               .planned, .plan_facts         (--dry-run: facts, nothing made)
+//!                               --plan_document--> PlanFacts  (--dry-run: from .planned, nothing made)
 //! ```
 
 pub mod check;
@@ -16,11 +16,13 @@ mod good;
 mod place;
 mod plan_document;
 mod planned;
+mod resume;
 
 pub use document::exit_code;
 pub use place::facts_at;
 pub use plan_document::PlanFacts;
 pub use planned::{Planned, Where};
+pub use resume::Resume;
 
 use crate::core::config::{ProbeSpec, Resolved};
 use crate::core::evidence::{Deterministic, Fixed, Policy};
@@ -162,6 +164,9 @@ pub struct Request {
     pub work_dir: PathBuf,
     pub chosen: Chosen,
     pub mode: Mode,
+    /// `--resume-from-issue`: the comment's state block the store is seeded from (never for
+    /// `--dry-run`, which reads no issue).
+    pub resume: Option<Resume>,
 }
 
 /// Everything resolved from a request, before any probe runs.
@@ -181,8 +186,6 @@ pub struct Prepared {
     pub backend: Option<crate::core::build::Backend>,
     /// `Mode::DryRun`: what was learned without making anything.
     pub planned: Option<Planned>,
-    /// `Mode::DryRun`: the plan assembled from it (`plan_document`).
-    pub plan_facts: Option<PlanFacts>,
 }
 
 /// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
@@ -197,7 +200,8 @@ pub fn git_error(e: GitError) -> anyhow::Error {
 /// The range, store and prober of `req`. Nothing is made for a dry run (no work dir, container,
 /// ccache dir or toolchain query); otherwise the work dir is created and made absolute (steps
 /// run with their own working directory and see $SRC/$WORK), the container's engine and image
-/// are asked for, and a HIP build asks `hipconfig`.
+/// are asked for, a HIP build asks `hipconfig`, and the store is seeded from the issue's state
+/// block (`--resume-from-issue`).
 pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     let repo = git::open(&req.repo).map_err(git_error)?;
     let path = match &req.path {
@@ -257,6 +261,10 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         &store,
         events,
     )?;
+    // The runs an earlier job posted, seeded before anything asks the store (`resume`).
+    if let (Some(resume), false) = (&req.resume, dry) {
+        resume.seed(&store, &prober.identity(), events)?;
+    }
     let reproduce = match &chosen.cfg.probe {
         ProbeSpec::Script { build, script } => {
             let p = ScriptProber {
@@ -295,7 +303,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     // A --script's backend is unknown unless a configuration flag named it.
     let script = matches!(chosen.cfg.probe, ProbeSpec::Script { .. });
     let backend = (!script || chosen.info.is_some()).then_some(chosen.cfg.backend);
-    let mut prepared = Prepared {
+    Ok(Prepared {
         plan: Plan {
             repo_path: canon_repo,
             range,
@@ -314,12 +322,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         reproducer,
         backend,
         planned,
-        plan_facts: None,
-    };
-    if dry {
-        prepared.plan_facts = Some(plan_document::facts(&prepared)?);
-    }
-    Ok(prepared)
+    })
 }
 
 /// What carrying out a prepared request gives back, for the command line to render, write
@@ -329,19 +332,18 @@ pub enum Done {
     Result(Box<BisectResult>),
     /// `--plan-only`'s next wave, `--probe`'s stored run: JSON.
     Json(serde_json::Value),
-    /// `--dry-run`: nothing to carry out; the plan is `Prepared::plan_facts`.
-    Planned,
+    /// `--dry-run`: the plan, assembled from what `prepare` learned without making anything.
+    Planned(Box<PlanFacts>),
 }
 
 /// Carries out what `mode` asks of a prepared request: bisect to the result document, plan
-/// the next wave or probe one planned run (`Mode::DryRun`: nothing; `prepare` assembled the
-/// plan).
+/// the next wave, probe one planned run, or (`Mode::DryRun`) assemble the plan, making nothing.
 pub fn carry_out(p: &Prepared, mode: &Mode, events: &dyn Sink) -> anyhow::Result<Done> {
     match mode {
         Mode::Run => execute(p, events).map(|r| Done::Result(Box::new(r))),
         Mode::Probe { sha, run_index } => probe_one(p, sha, *run_index, events).map(Done::Json),
         Mode::PlanOnly => plan_next(p).map(Done::Json),
-        Mode::DryRun => Ok(Done::Planned),
+        Mode::DryRun => plan_document::facts(p).map(|f| Done::Planned(Box::new(f))),
     }
 }
 

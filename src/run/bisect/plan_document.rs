@@ -2,7 +2,7 @@
 //! the `--dry-run --json` document (`core::result::PlanDocument`) and the figures its text
 //! says beyond it. What the search promises (the worst case and a lying `--bad`, from
 //! `core::search::simulate`; which endpoints are tested) and what the store already holds are
-//! worked out here, in run, by `prepare` from the same preparation a real run uses;
+//! worked out here, in run, by `carry_out` from the same preparation a real run uses;
 //! `cli::bisect::dry_run` only says them in English.
 
 use super::{Planned, Prepared, Where};

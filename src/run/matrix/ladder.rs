@@ -1,7 +1,8 @@
 //! `bisect-config`'s first level as a request: the first value along an ordered axis (the
 //! ladder, one configuration per value) at one revision, with the same search as a commit
 //! bisection. cli checks the inputs and builds the `Ladder`; this runs it and assembles the
-//! result document; the commit level (`--good-rev`) is a `run::bisect` request of its own.
+//! result document; the commit level (`--good-rev`) is a `run::bisect` request of its own, in
+//! the configuration of the first failing value (`commit_configuration`).
 
 use super::request::Prepared;
 use super::{Cell, RunError};
@@ -10,6 +11,8 @@ use crate::core::outcome::{Outcome, Predicate, Verdict};
 use crate::core::progress::{Event, Sink};
 use crate::core::result::{BisectConfigResult, ConfigDetails, ConfigProbe, Kind};
 use crate::core::search::{Conclusion, EndpointCheck, Search, Step};
+use crate::probe::container::EngineChoice;
+use crate::run::bisect::{Chosen, Naming};
 
 /// The question: which value of `axis` first makes `predicate` hold. `Prepared::configs` are
 /// the ladder's configurations, in its order; `Prepared::revs` the one revision.
@@ -144,6 +147,26 @@ fn document(
             .collect(),
         commit_bisect: None,
     }
+}
+
+/// The configuration of the ladder's value `index` as the commit level (`--good-rev`) bisects
+/// it: resolved as its cell was (`Runner::resolved`: the matrix's probe, `--timeout`, the build
+/// question), named by its id, in its image unless `engine` is `--engine none`.
+pub fn commit_configuration(p: &Prepared, index: usize, engine: EngineChoice) -> Chosen {
+    let mut cfg = p.runner.resolved(&p.configs[index]);
+    cfg.source = Some(p.matrix_file.clone());
+    let args_from = format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"));
+    Chosen::new(
+        cfg,
+        Naming {
+            engine: Some(engine),
+            image_flag: false,
+            named: true,
+            configured: true,
+            overrides: Vec::new(),
+            args_from,
+        },
+    )
 }
 
 /// " after N attempts" where any attempt ran (none when the cell could not start at all).

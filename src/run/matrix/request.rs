@@ -1,6 +1,8 @@
 //! `matrix` as a request, the bisect's path: cli checks every input and builds a `Request`
 //! (plain data), `prepare` makes what a run needs (the engine, the store, the revisions), and
-//! `execute` runs the cells and assembles the one result document (`MatrixResults`).
+//! `carry_out` gives back what the request asks for (`Done`): `execute` runs the cells and
+//! assembles the one result document (`MatrixResults`); a dry run's cells are resolved
+//! (`Plan`) and nothing runs.
 
 use super::{Cell, ConfigRow, MatrixResults, Rev, RunError, Runner};
 use crate::core::matrix::{Config, RawProbe};
@@ -28,6 +30,8 @@ pub struct Request {
     pub configs: Vec<Config>,
     /// Revisions as the user wrote them; `prepare` resolves them.
     pub revisions: Vec<String>,
+    /// `--dry-run`: resolve every cell and make nothing (no store, no checkout, no run).
+    pub dry_run: bool,
 }
 
 /// A request made runnable: its runner (engine, store) and resolved revisions.
@@ -35,9 +39,26 @@ pub struct Prepared {
     pub runner: Runner,
     pub revs: Vec<Rev>,
     pub configs: Vec<Config>,
-    matrix_file: String,
-    /// A dry run's cells, revision by revision, as a run would resolve them (empty for a run).
-    pub planned: Vec<PlannedCell>,
+    pub(super) matrix_file: String,
+    dry_run: bool,
+}
+
+/// What carrying out a prepared request gives back, for the command line to word, write and
+/// publish (as `run::bisect::Done`).
+pub enum Done {
+    /// Every cell's result, the document written to `--out`.
+    Results(Box<MatrixResults>),
+    /// `--dry-run`: what a run would do.
+    Planned(Plan),
+}
+
+/// A dry run's answer: every cell, revision by revision, as a run would resolve it.
+pub struct Plan {
+    pub revisions: usize,
+    pub configurations: usize,
+    /// `--build-only`: each cell would stop after its build.
+    pub build_only: bool,
+    pub cells: Vec<PlannedCell>,
 }
 
 /// One cell as a run would resolve it (`matrix --dry-run`): nothing is checked out or run.
@@ -58,10 +79,11 @@ pub fn engine(choice: EngineChoice) -> Result<Option<Engine>, RunError> {
     Engine::detect(choice).map_err(|e| RunError::Engine(e.to_string()))
 }
 
-/// Resolves the revisions and opens the store. A dry run (`dry`) opens no store and reads each
+/// Resolves the revisions and opens the store. A dry run opens no store and reads each
 /// revision's tree facts from its commit instead of a checkout, so nothing is made; its cells
-/// are resolved from the same runner a run uses (`Prepared::planned`).
-pub fn prepare(req: Request, dry: bool) -> Result<Prepared, RunError> {
+/// are resolved from the same runner a run uses (`carry_out`).
+pub fn prepare(req: Request) -> Result<Prepared, RunError> {
+    let dry = req.dry_run;
     let mut runner = Runner::new(
         req.repo,
         req.work_dir,
@@ -92,36 +114,46 @@ pub fn prepare(req: Request, dry: bool) -> Result<Prepared, RunError> {
                 .1;
         }
     }
-    let planned = match dry {
-        false => Vec::new(),
-        true => planned(&runner, &req.configs, &revs),
-    };
     Ok(Prepared {
         runner,
         revs,
         configs: req.configs,
         matrix_file: req.matrix_file,
-        planned,
+        dry_run: dry,
     })
+}
+
+/// Carries out what the request asks: every cell run (`execute`), or for a dry run the cells
+/// as a run would resolve them (`planned`), nothing made.
+pub fn carry_out(p: Prepared, events: &dyn Sink) -> Result<Done, RunError> {
+    match p.dry_run {
+        false => execute(p, events).map(|r| Done::Results(Box::new(r))),
+        true => Ok(Done::Planned(planned(&p))),
+    }
 }
 
 /// Every cell of a dry run, revision by revision, with each revision's own CMake and
 /// unified-memory spellings read from its commit (as a run reads them from its checkout).
-fn planned(runner: &Runner, configs: &[Config], revs: &[Rev]) -> Vec<PlannedCell> {
-    let mut cells = Vec::with_capacity(revs.len() * configs.len());
-    for rev in revs {
-        for c in configs {
+fn planned(p: &Prepared) -> Plan {
+    let mut cells = Vec::with_capacity(p.revs.len() * p.configs.len());
+    for rev in &p.revs {
+        for c in &p.configs {
             cells.push(PlannedCell {
                 sha: rev.sha.clone(),
                 rev: rev.rev.clone(),
                 id: c.id.clone(),
                 label: c.label(),
                 image: c.image.clone(),
-                env: runner.env(c, rev),
+                env: p.runner.env(c, rev),
             });
         }
     }
-    cells
+    Plan {
+        revisions: p.revs.len(),
+        configurations: p.configs.len(),
+        build_only: p.runner.build_only,
+        cells,
+    }
 }
 
 /// Every cell, revision by revision (one checkout each), as events; then the result document.

@@ -1,6 +1,8 @@
-//! `bisect --resume-from-issue`: the comment's state block carries the stored runs behind a
+//! `--resume-from-issue`: the comment's state block carries the stored runs behind a
 //! bisection, so a scheduled job with an empty work dir can seed its result store from the
-//! comment alone and not repeat a single probe.
+//! comment alone and not repeat a single probe. The command line reads the block (the issue is
+//! an input, like the repository) and hands it down in the request ([`Resume`]); `prepare`
+//! seeds the store with it once the prober, and so the identity of its runs, is known.
 //!
 //! The bisect JSON gets a [`FIELD`] section (`run::store::store_runs` writes it): the prober
 //! identity once, then per run what
@@ -14,12 +16,23 @@
 //! with the current prober identity are seeded, and a run already on disk is never overwritten.
 
 use crate::core::outcome::Outcome;
+use crate::core::progress::{Event, Sink};
 use crate::core::result::StoreRunEntry;
+use crate::error::CliError;
 use crate::probe::ProbeReport;
 use crate::run::store::{Store, StoreError, StoreKey, StoredRun};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// `--resume-from-issue`: the state block of the bisection's comment as the command line read
+/// it (`{"key", "results": [bisect result...]}`), and where it was read, for the line that says
+/// what seeding did.
+pub struct Resume {
+    pub state: Value,
+    /// `KEY on OWNER/REPO#N`.
+    pub from: String,
+}
 
 /// Name of the section in the bisect result (and so in the state block).
 pub const FIELD: &str = "store_runs";
@@ -104,9 +117,27 @@ struct ResumeView {
     runs: Vec<Value>,
 }
 
+impl Resume {
+    /// Writes the block's runs of the prober `identity` into `store` (a run already there is
+    /// kept) and says what it did.
+    pub(super) fn seed(
+        &self,
+        store: &Store,
+        identity: &str,
+        events: &dyn Sink,
+    ) -> anyhow::Result<()> {
+        let seeded =
+            seed(store, &self.state, identity).map_err(|e| CliError::infra(e.to_string()))?;
+        events.emit(Event::Note {
+            text: format!("{} ({})", seeded.line(), self.from),
+        });
+        Ok(())
+    }
+}
+
 /// Writes the runs of a state block (`{"key", "results": [bisect result...]}`, as
 /// `load_state` returns it) into `store`, for the prober `identity` only.
-pub fn seed(store: &Store, state: &Value, identity: &str) -> Result<Seeded, StoreError> {
+fn seed(store: &Store, state: &Value, identity: &str) -> Result<Seeded, StoreError> {
     let st = ResumeState::deserialize(state).unwrap_or(ResumeState {
         results: Vec::new(),
         compacted: None,
