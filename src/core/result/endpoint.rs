@@ -42,11 +42,8 @@ pub(super) fn advice(b: &BisectResult) -> Option<EndpointAdvice> {
         Endpoint::Good => ("--good", &b.range.good, "old"),
         Endpoint::Bad => ("--bad", &b.range.bad, "new"),
     };
-    let seen = b
-        .probes
-        .iter()
-        .rev()
-        .find(|p| p.verdict == got)
+    let shown = b.probes.iter().rev().find(|p| p.verdict == got);
+    let seen = shown
         .map(|p| match &p.signature {
             Some(s) => format!("{}: {s}", p.outcome),
             None => p.outcome.to_string(),
@@ -64,7 +61,7 @@ pub(super) fn advice(b: &BisectResult) -> Option<EndpointAdvice> {
     Some(EndpointAdvice {
         problem,
         ran: ran(b),
-        next: next(b, which, got),
+        next: next(b, which, got, shown.and_then(|p| p.signature.as_deref())),
     })
 }
 
@@ -88,7 +85,7 @@ fn ran(b: &BisectResult) -> String {
 }
 
 /// What to try, most likely first for this contradiction.
-fn next(b: &BisectResult, which: Endpoint, got: Verdict) -> Vec<String> {
+fn next(b: &BisectResult, which: Endpoint, got: Verdict, signature: Option<&str>) -> Vec<String> {
     let mut v = Vec::new();
     let repeat = "an intermittent fault: --repeat N (N runs per commit) or --confidence 0.95 (runs until the answer holds)".to_string();
     match (which, got) {
@@ -129,6 +126,7 @@ fn next(b: &BisectResult, which: Endpoint, got: Verdict) -> Vec<String> {
             v.push(repeat);
         }
         (Endpoint::Good, _) => {
+            v.extend(signature.and_then(looser_tolerance));
             v.push("an older --good, from before the fault appeared".into());
             v.push("a failure that is another bug: --match REGEX (only its signature counts) or --regress crash".into());
             v.push(repeat);
@@ -136,4 +134,66 @@ fn next(b: &BisectResult, which: Endpoint, got: Verdict) -> Vec<String> {
     }
     v.push("check the endpoints, --regress and --match".into());
     v
+}
+
+/// Below this NMSE a decode probe's logits mismatch reads as two backends' rounding drifting
+/// apart, not as a wrong kernel: the faults bisected on real trees were 0.4 to 1.5 (cases 3 and
+/// 18 on the H200), the good ends' drift 1.4e-4 (case 18's, against the CPU's 1e-4).
+const DRIFT_NMSE: f64 = 1e-2;
+
+/// A `--good` whose decode probe missed a reference's tolerance by a little: the option that
+/// sets that tolerance, at the next power of ten above what it showed. `None` for a bit-exact
+/// reference (`same`) or an error too large to be drift.
+fn looser_tolerance(signature: &str) -> Option<String> {
+    let field = |k: &str| {
+        signature
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+    };
+    let option = match field("reference=")? {
+        "cpu" => "--cpu-nmse",
+        "path" => "--path-nmse",
+        "good" => "--good-nmse",
+        _ => return None,
+    };
+    let nmse: f64 = field("nmse=")?.parse().ok()?;
+    if !(nmse > 0.0 && nmse < DRIFT_NMSE) {
+        return None;
+    }
+    let looser = format!("1e{}", nmse.log10().floor() as i32 + 1);
+    Some(format!(
+        "a tolerance above the good end's drift (nmse {nmse} against {option}'s): --repro-arg={option} --repro-arg={looser}, \
+         if the bad end's probes are far above it (their lines name their nmse)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looser_tolerance;
+
+    #[test]
+    fn a_good_end_that_drifted_past_a_tolerance_is_told_which_option_sets_it() {
+        // case 18's good end on the H200: CUDA flash attention against the CPU
+        let sig = "token=3272 pos=3272 kv_cell=200 reference=cpu what=logits index=0 expected=0.600387454 got=0.622042894 nmse=0.000142";
+        let a = looser_tolerance(sig).unwrap();
+        assert!(
+            a.contains("--repro-arg=--cpu-nmse --repro-arg=1e-3") && a.contains("nmse 0.000142"),
+            "{a}"
+        );
+        let path = sig.replace("reference=cpu", "reference=path");
+        assert!(looser_tolerance(&path).unwrap().contains("--path-nmse"));
+        // a wrong kernel, a bit-exact reference, or no nmse: no such advice
+        assert_eq!(
+            looser_tolerance(&sig.replace("nmse=0.000142", "nmse=0.841")),
+            None
+        );
+        assert_eq!(
+            looser_tolerance(&sig.replace("reference=cpu", "reference=same")),
+            None
+        );
+        assert_eq!(
+            looser_tolerance("SETROWS_MISMATCH row=3 expected=1 got=2"),
+            None
+        );
+    }
 }
