@@ -145,11 +145,7 @@ const DRIFT_NMSE: f64 = 1e-2;
 /// sets that tolerance, at the next power of ten above what it showed. `None` for a bit-exact
 /// reference (`same`) or an error too large to be drift.
 fn looser_tolerance(signature: &str) -> Option<String> {
-    let field = |k: &str| {
-        signature
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(k))
-    };
+    let field = |k: &str| signature.split_whitespace().find_map(|w| w.strip_prefix(k));
     let option = match field("reference=")? {
         "cpu" => "--cpu-nmse",
         "path" => "--path-nmse",
