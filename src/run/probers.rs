@@ -137,6 +137,7 @@ pub fn tree_at(checkout: &Path, fallback: &TreeFacts) -> (String, TreeFacts) {
 /// A build-only probe gets no test settings (launch environment, reproducer arguments): its
 /// identity leaves them out, so its build must not be able to read them.
 pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(String, String)> {
+    let recipe = recipe_at(cfg, place);
     let mut env = if cfg.build_only {
         Vec::new()
     } else {
@@ -144,7 +145,7 @@ pub fn script_env(cfg: &Resolved, place: &Place, facts: &TreeFacts) -> Vec<(Stri
     };
     env.push((
         "SETROWS_CMAKE_ARGS".into(),
-        shell::line(&recipe_at(cfg, place).cmake_args(facts)),
+        shell::line(&recipe.cmake_args(facts)),
     ));
     if !cfg.build_only {
         env.push((

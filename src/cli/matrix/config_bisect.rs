@@ -3,8 +3,10 @@
 
 use super::*;
 use crate::cli::flags::{Flaky, JobsFlag, Walk};
-use crate::run::bisect::{Chosen, Mode, Request};
-use crate::run::matrix::{Rev, Runner};
+use crate::run::bisect::{Mode, Request as BisectRequest};
+use crate::run::matrix::ladder::{
+    CommitLevel, ImagePlace, Ladder, LadderError, LadderPlan, Request,
+};
 use clap::Args;
 
 /// The configuration for ladder value `v` on `axis`.
@@ -23,7 +25,44 @@ fn at_value(m: &Matrix, base: &Config, axis: &str, v: &str) -> anyhow::Result<Co
         .map_err(|e| CliError::usage(format!("--axis {axis} = {v}: {e}")))
 }
 
+/// `bisect-config`: every input checked here (the commit level's too, before the ladder runs),
+/// then the request runs in `run::matrix::ladder`; its commit level, when the ladder names a
+/// configuration, is carried out as `bisect` carries out its request.
 pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
+    let (request, base) = request(&args)?;
+    use crate::run::matrix::ladder::{carry_out, prepare, Done};
+    let events: &dyn crate::core::progress::Sink = match args.dry_run {
+        true => &crate::core::progress::Quiet,
+        false => {
+            crate::cli::output::check_dir_writable("--out", &args.run.out)?;
+            crate::probe::exec::install_interrupt_handler();
+            crate::cli::progress::stderr()?
+        }
+    };
+    let prepared = prepare(request).map_err(run_error)?;
+    match carry_out(prepared, events).map_err(ladder_error)? {
+        Done::Planned(plan) => {
+            out!("{}", dry_run(&args, &base, &plan));
+            Ok(0)
+        }
+        Done::Searched { mut result, commit } => {
+            if let Some(req) = commit {
+                let (code, b) = bisect_commits_in(&args, *req)?;
+                result.exit_code = code;
+                result.commit_bisect = b.map(Box::new);
+            }
+            let md = crate::report::config::markdown(&result);
+            write_results(&args.run.out, "bisect-config", &result, &md)?;
+            out!("{md}");
+            Ok(result.exit_code)
+        }
+    }
+}
+
+/// The run the flags ask for, every input checked, and the base configuration's `ID (label)`.
+/// Which base, and why, is said on stderr once all is checked (a refusal stays one line; a dry
+/// run's plan on stdout stays the plan).
+fn request(args: &BisectConfigArgs) -> anyhow::Result<(Request, String)> {
     // --post-to / --resume-from-issue of the commit level: usage errors before anything runs.
     args.commit.github.check()?;
     if args.good_rev.is_none() && args.commit.github.post.check()?.is_some() {
@@ -32,14 +71,15 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         ));
     }
     let (m, ids) = args.run.load()?;
-    let (base, base_note) = base_of(&args, &m, &ids)?;
-    let ladder = ladder_of(&args, &m)?;
+    let (base, base_note) = base_of(args, &m, &ids)?;
+    let values = ladder_of(args, &m)?;
     let predicate = args.question.predicate()?;
-    let configs = ladder
+    let configs = values
         .iter()
         .map(|v| at_value(&m, base, &args.axis, v))
         .collect::<anyhow::Result<Vec<Config>>>()?;
-    if args.question.regress.build_only() {
+    let build_only = args.question.regress.build_only();
+    if build_only {
         build_only_probe(&m)?;
         if args.good_rev.is_some() && args.commit.flaky.reruns() {
             return Err(CliError::usage(
@@ -47,10 +87,9 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
             ));
         }
     }
-    let commit_level = commit_level(&args)?;
-    // Said once every input was checked (a refusal stays one line).
+    let commit = commit_level(args, &predicate)?;
     errln!("{base_note}");
-    let request = crate::run::matrix::request::Request {
+    let cells = crate::run::matrix::request::Request {
         repo: args.run.repo.repo.clone(),
         work_dir: args.run.work_dir.dir(),
         engine: args.run.engine_choice(),
@@ -60,65 +99,33 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
         fresh: args.run.fresh,
         // The build question: each value's cell stops after its build (`Predicate` judges a
         // failed build new).
-        build_only: args.question.regress.build_only(),
+        build_only,
         matrix_file: m.file.clone(),
         configs,
         revisions: vec![args.rev.clone()],
         dry_run: args.dry_run,
     };
-    use crate::run::matrix::request::prepare;
-    if args.dry_run {
-        let p = prepare(request).map_err(run_error)?;
-        let (runner, rev) = (&p.runner, &p.revs[0]);
-        out!(
-            "{}",
-            plan(
-                &args,
-                base,
-                &ladder,
-                &p.configs,
-                rev,
-                runner,
-                commit_level.as_ref()
-            )
-        );
-        return Ok(0);
-    }
-    crate::cli::output::check_dir_writable("--out", &args.run.out)?;
-    crate::probe::exec::install_interrupt_handler();
-    let mut prepared = prepare(request).map_err(run_error)?;
-    let question = crate::run::matrix::ladder::Ladder {
+    let base = format!("{} ({})", base.id, base.label());
+    let ladder = Ladder {
         axis: args.axis.clone(),
-        values: ladder,
+        values,
         predicate,
     };
-    let events = crate::cli::progress::stderr()?;
-    let mut result = crate::run::matrix::ladder::execute(&mut prepared, &question, events)
-        .map_err(|e| match e {
-            crate::run::matrix::ladder::LadderError::Run(e) => run_error(e),
-            e => CliError::infra(e.to_string()),
-        })?;
-    let found = match result.conclusion {
-        Conclusion::Found { index } => Some(index),
-        _ => None,
-    };
-    if let (Some(level), Some(i)) = (commit_level, found) {
-        let chosen = crate::run::matrix::ladder::commit_configuration(
-            &prepared,
-            i,
-            args.run.engine_choice(),
-        );
-        // The matrix slot is released first: the commit bisect checks out in its own slots.
-        drop(prepared);
-        let req = level.request(&args, question.predicate, chosen);
-        let (code, b) = bisect_commits_in(&args, req)?;
-        result.exit_code = code;
-        result.commit_bisect = b.map(Box::new);
+    Ok((
+        Request {
+            cells,
+            ladder,
+            commit,
+        },
+        base,
+    ))
+}
+
+fn ladder_error(e: LadderError) -> anyhow::Error {
+    match e {
+        LadderError::Run(e) => run_error(e),
+        e => CliError::infra(e.to_string()),
     }
-    let md = crate::report::config::markdown(&result);
-    write_results(&args.run.out, "bisect-config", &result, &md)?;
-    out!("{md}");
-    Ok(result.exit_code)
 }
 
 /// The configuration giving every value but the axis's (`--config ID`, else the file's first),
@@ -200,55 +207,48 @@ fn base_flag_given(flag: &str) -> bool {
     !flag.is_empty()
 }
 
-/// `bisect-config --dry-run`: what the ladder would run, and the commit level after it.
-fn plan(
-    args: &BisectConfigArgs,
-    base: &Config,
-    ladder: &[String],
-    configs: &[Config],
-    rev: &Rev,
-    runner: &Runner,
-    level: Option<&CommitLevel>,
-) -> String {
+/// `bisect-config --dry-run`: what the ladder would run, and the commit level after it, in words.
+fn dry_run(args: &BisectConfigArgs, base: &str, plan: &LadderPlan) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(out, "axis: {} ({} values)", args.axis, ladder.len());
-    let _ = writeln!(out, "base configuration: {} ({})", base.id, base.label());
-    let _ = writeln!(out, "revision: {} ({})", rev.sha, rev.rev);
-    // The same search as a commit bisection over the ladder (one slot).
-    let n = ladder.len();
-    let w = crate::core::search::simulate::worst_case(n, 1, EndpointCheck::First, n - 1);
+    let n = plan.values.len();
+    let _ = writeln!(out, "axis: {} ({n} values)", args.axis);
+    let _ = writeln!(out, "base configuration: {base}");
+    let _ = writeln!(out, "revision: {} ({})", plan.sha, plan.rev);
     let _ = writeln!(
         out,
         "expected probes: up to {} of {n} values (a bisection of the ladder, one value at a time)",
-        w.total
+        plan.expected_probes
     );
     let _ = writeln!(
         out,
         "predicate: {}",
         Predicate::new(args.question.regress, None).describe()
     );
-    let engine = runner.engine.as_ref();
-    for (v, c) in ladder.iter().zip(configs) {
-        let image = match (engine, c.image.as_deref()) {
-            (None, _) => "on the host (--engine none)".to_string(),
-            (Some(_), None) => "on the host (no image)".to_string(),
-            (Some(e), Some(i)) => match e.image_digest(i) {
-                Ok(_) => format!("in image {i} ({})", e.kind.as_str()),
-                Err(_) => format!(
-                    "in image {i} ({}): missing here, a run stops before its first probe",
-                    e.kind.as_str()
-                ),
-            },
+    for v in &plan.values {
+        let image = match &v.place {
+            ImagePlace::HostByFlag => "on the host (--engine none)".to_string(),
+            ImagePlace::HostNoImage => "on the host (no image)".to_string(),
+            ImagePlace::Image {
+                image,
+                engine,
+                missing: None,
+            } => format!("in image {image} ({engine})"),
+            ImagePlace::Image { image, engine, .. } => format!(
+                "in image {image} ({engine}): missing here, a run stops before its first probe"
+            ),
         };
-        let _ = writeln!(out, "  {}={v}: {}  {}  {image}", args.axis, c.id, c.label());
+        let _ = writeln!(
+            out,
+            "  {}={}: {}  {}  {image}",
+            args.axis, v.value, v.id, v.label
+        );
     }
-    match level {
-        Some(l) => {
+    match &plan.commit {
+        Some((good, bad)) => {
             let _ = writeln!(
                 out,
-                "then: the commit bisect {}..{} in the first failing value's configuration (`setrows-bisect --dry-run --config ID` shows its plan)",
-                l.good, l.bad
+                "then: the commit bisect {good}..{bad} in the first failing value's configuration (`setrows-bisect --dry-run --config ID` shows its plan)"
             );
         }
         None => {
@@ -263,12 +263,15 @@ fn plan(
     out
 }
 
-/// The commit level's own inputs, checked before the ladder runs (its answer would be dropped
-/// by a typo found after it): `--good-rev` and `--rev` are commits of `--repo`, `--path` is in
-/// `--rev`, and the work dir can be written. `--confidence` and the counts are clap's (the
-/// shared flags of `cli::flags`). Its request is made once the ladder has named the
-/// configuration (`CommitLevel::request`). `None`: no `--good-rev`, no commit level.
-fn commit_level(args: &BisectConfigArgs) -> anyhow::Result<Option<CommitLevel>> {
+/// The commit level's request, its inputs checked before the ladder runs (its answer would be
+/// dropped by a typo found after it): `--good-rev` and `--rev` are commits of `--repo`,
+/// `--path` is in `--rev`, and the work dir can be written. `--confidence` and the counts are
+/// clap's (the shared flags of `cli::flags`). It names the base configuration; the ladder puts
+/// the first failing value's in its place. `None`: no `--good-rev`, no commit level.
+fn commit_level(
+    args: &BisectConfigArgs,
+    predicate: &Predicate,
+) -> anyhow::Result<Option<CommitLevel>> {
     let Some(good) = &args.good_rev else {
         if args.commit.walk.path.is_some() {
             return Err(CliError::usage(
@@ -289,45 +292,32 @@ fn commit_level(args: &BisectConfigArgs) -> anyhow::Result<Option<CommitLevel>> 
     )?;
     let work_dir = args.run.work_dir.dir();
     crate::cli::output::check_dir_writable("--work-dir", &work_dir)?;
+    let c = &args.commit;
+    let (repo, predicate) = (args.run.repo.repo.clone(), predicate.clone());
+    let (first_parent, runs, jobs) = (!c.walk.no_first_parent, c.flaky.runs(), c.jobs.jobs);
+    let (endpoints, validate) = (c.walk.endpoints(), c.flaky.validate);
+    let request = move |chosen| BisectRequest {
+        repo,
+        good,
+        bad,
+        first_parent,
+        path,
+        predicate,
+        runs,
+        jobs,
+        endpoints,
+        validate,
+        compare_good: false,
+        work_dir,
+        chosen,
+        mode: Mode::Run,
+        resume: None,
+    };
     Ok(Some(CommitLevel {
         good,
         bad,
-        path,
-        work_dir,
+        request: Box::new(request),
     }))
-}
-
-/// What `commit_level` checked of the commit bisect `--good-rev..--rev`.
-struct CommitLevel {
-    good: crate::run::git::Oid,
-    bad: crate::run::git::Oid,
-    path: crate::run::bisect::Subtree,
-    work_dir: std::path::PathBuf,
-}
-
-impl CommitLevel {
-    /// The commit bisect in `chosen`, the first failing value's configuration, with the commit
-    /// level's flags.
-    fn request(self, args: &BisectConfigArgs, predicate: Predicate, chosen: Chosen) -> Request {
-        let c = &args.commit;
-        Request {
-            repo: args.run.repo.repo.clone(),
-            good: self.good,
-            bad: self.bad,
-            first_parent: !c.walk.no_first_parent,
-            path: self.path,
-            predicate,
-            runs: c.flaky.runs(),
-            jobs: c.jobs.jobs,
-            endpoints: c.walk.endpoints(),
-            validate: c.flaky.validate,
-            compare_good: false,
-            work_dir: self.work_dir,
-            chosen,
-            mode: Mode::Run,
-            resume: None,
-        }
-    }
 }
 
 /// The flags of the commit-level bisect (`--good-rev`): the main command's, declared once
@@ -354,7 +344,7 @@ pub struct CommitFlags {
 /// issue where `--resume-from-issue` asks (the comment's key names that configuration).
 fn bisect_commits_in(
     args: &BisectConfigArgs,
-    mut req: Request,
+    mut req: BisectRequest,
 ) -> anyhow::Result<(i32, Option<BisectResult>)> {
     req.resume = args.commit.github.resume(&req)?;
     let (json, report) = (

@@ -40,6 +40,8 @@ pub struct Prepared {
     pub revs: Vec<Rev>,
     pub configs: Vec<Config>,
     pub(super) matrix_file: String,
+    /// `--engine` as asked (the commit level of `bisect-config` runs under the same choice).
+    pub(super) engine_choice: EngineChoice,
     dry_run: bool,
 }
 
@@ -84,6 +86,7 @@ pub fn engine(choice: EngineChoice) -> Result<Option<Engine>, RunError> {
 /// are resolved from the same runner a run uses (`carry_out`).
 pub fn prepare(req: Request) -> Result<Prepared, RunError> {
     let dry = req.dry_run;
+    let engine_choice = req.engine;
     let mut runner = Runner::new(
         req.repo,
         req.work_dir,
@@ -119,6 +122,7 @@ pub fn prepare(req: Request) -> Result<Prepared, RunError> {
         revs,
         configs: req.configs,
         matrix_file: req.matrix_file,
+        engine_choice,
         dry_run: dry,
     })
 }
