@@ -19,6 +19,12 @@
 #   GIT_BAD_RCS     (optional) the decode-probe exit statuses git's step calls bad, a `case`
 #                   pattern (default 1, a mismatch; any other non-zero status is a skip, 125)
 #
+# REPRO_ARGS (environment, default none) adds decode-probe options beyond the case's settings to
+# both sides alike, words split on blanks, e.g. REPRO_ARGS="--cpu-nmse 1e-3": the tool gets each
+# word as `--repro-arg=WORD` (as its endpoint advice words it), git's step the words as they are.
+# Unset, both lines are the case's settings alone. A resumed git side keeps the step script it
+# wrote first (GIT_FRESH=1 to change REPRO_ARGS mid-bisect).
+#
 # then calls `cuda_case_main "$@"`:
 #
 #   prepare [LLAMA_CPP_GIT_DIR]
@@ -102,15 +108,20 @@ for ((i = 0; i < ${#SETTINGS[@]}; i += 2)); do
   *) PROBE_SETTINGS+=("${SETTINGS[i]}" "${SETTINGS[i + 1]}") ;;
   esac
 done
+# REPRO_ARGS (above): the same decode-probe options on both sides.
+local REPRO=() TOOL_REPRO=() w
+read -ra REPRO <<<"${REPRO_ARGS:-}"
+for w in ${REPRO[@]+"${REPRO[@]}"}; do TOOL_REPRO+=("--repro-arg=$w"); done
+PROBE_SETTINGS+=(${REPRO[@]+"${REPRO[@]}"})
 local A0=(--repo "$S/tool-src" --probe-kind decode --backend cuda --gpu-target 90 --engine none
-   --good "$good" --bad "$bad" "${SETTINGS[@]}")
+   --good "$good" --bad "$bad" "${SETTINGS[@]}" ${TOOL_REPRO[@]+"${TOOL_REPRO[@]}"})
 local A=("${A0[@]}" --work-dir "$S/w")
 "$BIN" "${A[@]}" --dry-run >"$OUT/dry-run.txt" 2>&1
 local tool_wall='' t0
 if [ "${TOOL_SIDE:-1}" = 0 ]; then
   ph "tool not run (TOOL_SIDE=0)"
 else
-  ph "tool starts: setrows-bisect --repo <bundle clone> --probe-kind decode --backend cuda --gpu-target 90 --good <$GOOD_NAME> --bad <$BAD_NAME> ${SETTINGS[*]}"
+  ph "tool starts: setrows-bisect --repo <bundle clone> --probe-kind decode --backend cuda --gpu-target 90 --good <$GOOD_NAME> --bad <$BAD_NAME> ${SETTINGS[*]}${TOOL_REPRO[*]:+ ${TOOL_REPRO[*]}}"
   t0=$(date +%s.%N)
   timeout -s INT $((stop_at - $(date +%s) - 30)) "$BIN" "${A[@]}" --json "$OUT/tool.json" --report "$OUT/tool.md" >"$OUT/tool.log" 2>&1
   ph "tool exits rc=$?"

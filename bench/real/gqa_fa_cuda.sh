@@ -34,7 +34,9 @@
 #       on the H200, carrying `.work/c18`: the user's command, then `git bisect run` with the
 #       same build and run lines, within SECONDS (default 560). GIT_SIDE=0 leaves git out,
 #       TOOL_SIDE=0 the tool. State under .work/real-state-gqa: a second call on the still-warm
-#       machine resumes both sides.
+#       machine resumes both sides. REPRO_ARGS="--cpu-nmse 1e-3" gives both sides that
+#       decode-probe tolerance (the tool as --repro-arg=--cpu-nmse --repro-arg=1e-3, its endpoint
+#       advice after the good end drifted to 1.42e-4; cuda_case.sh), unset none.
 # Both steps are bench/real/cuda_case.sh's (shared with fwht_pdl_cuda.sh, kvpad_cuda.sh).
 #
 # Example device call: run(command="REAL=.work/c18 bash bench/real/gqa_fa_cuda.sh run 585",
