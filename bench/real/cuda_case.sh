@@ -37,7 +37,8 @@
 #       user's command (its probes with ccache, from an empty cache; TOOL_SIDE=0 leaves it out),
 #       then `git bisect run` with the same build line and decode-probe run (uncached:
 #       -DGGML_CCACHE=OFF and CCACHE_DISABLE=1, a fresh clone and build dir; GIT_SIDE=0 leaves it
-#       out), within SECONDS (default 560). Results under $OUT (or .work/real/out). State under
+#       out), within SECONDS (default 560). Results under $OUT (or .work/real/out): summary.txt,
+#       phases.txt and evidence.tar.gz (everything else; the device returns 8 files). State under
 #       $STATE: a second call resumes the tool's bisect and git's (GIT_STEP_NEED, GIT_FRESH:
 #       see the git part below).
 # shellcheck disable=SC2154  # CASE, STATE, *_UP, *_NAME and SETTINGS come from the case script
@@ -172,11 +173,12 @@ else
       echo "inputs ($src): $(basename "$dp")/decode-probe, $(basename "$m") sha256 $(sha256sum "$m" | cut -c1-16)" | tee -a "$OUT/git-inputs.log"
       if ! { git clone -q -b window "$bundle" "$G" && (cd "$G" && git bisect start "$bad" "$good"); } >"$S/git-bisect.log" 2>&1; then
         echo "git side: clone or bisect start failed" | tee -a "$S/git-bisect.log"; rm -f "$G/.git/BISECT_START"
-      elif [ -f "$root_dir/$real/git-resume/git-bisect-log.txt" ]; then
+      elif [ -f "$root_dir/$real/git-resume/git-bisect-log.txt" ] || [ -f "$root_dir/$real/git-resume/evidence.tar.gz" ]; then
         # The machine was given back between calls (its state dir is gone): a previous call's
         # $OUT, carried back in $real/git-resume, replays git's verdicts so far; its step and
         # call records keep the figures whole. The build dir starts cold, as after a long jump.
         local R=$root_dir/$real/git-resume
+        [ -f "$R/evidence.tar.gz" ] && tar -xzf "$R/evidence.tar.gz" -C "$R" 2>/dev/null
         (cd "$G" && git bisect replay "$R/git-bisect-log.txt") >>"$S/git-bisect.log" 2>&1 &&
           cp "$R/git-steps.txt" "$R/git-calls.txt" "$S/" 2>/dev/null
         mkdir -p "$S/git-logs" && tar -xzf "$R/git-logs.tar.gz" -C "$S" 2>/dev/null
@@ -281,6 +283,10 @@ if [ -d "$S/git-logs" ]; then
   git -C "$G" bisect log >"$OUT/git-bisect-log.txt" 2>&1
   tar -czf "$OUT/git-logs.tar.gz" -C "$S" git-logs 2>/dev/null || true
 fi
+# The device returns at most 8 files from $OUT: all but the summary and phases go into one
+# tarball (evidence.tar.gz), so a run's tool.json and tool.log come back too.
+(cd "$OUT" && find . -maxdepth 1 -type f ! -name summary.txt ! -name phases.txt ! -name evidence.tar.gz -printf '%P\n' |
+  tar -czf evidence.tar.gz -T - --remove-files) 2>/dev/null || true
 # $S is kept: a later call resumes; remove $STATE for a cold run.
 }
 
