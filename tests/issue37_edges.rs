@@ -479,6 +479,36 @@ fn matrix_and_bisect_config_plans_and_relative_paths() {
     assert!(!err.contains("attempts"), "no retries: {err}");
     assert!(!fresh.path().join("o").exists(), "{err}");
 
+    // Its dry run looks the image up (run's prepare, as the run would) and says what a run
+    // would meet, exit 0, nothing made.
+    let o = bin()
+        .current_dir(fresh.path())
+        .args([
+            "bisect-config",
+            "--dry-run",
+            "--axis",
+            "launch",
+            "--rev",
+            "HEAD",
+            "--engine",
+            "podman",
+        ])
+        .arg("--matrix")
+        .arg(d.path().join("m.toml"))
+        .arg("--repo")
+        .arg(d.path().join("repo"))
+        .args(["--work-dir", "w", "--out", "o"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("in image localhost/setrows-nope:1.0 (podman): missing here, a run stops before its first probe"),
+        "{out}"
+    );
+    assert!(out.contains("then: nothing (no --good-rev)"), "{out}");
+    assert!(!fresh.path().join("o").exists(), "a plan made --out");
+
     // The matrix too: every cell of the missing image says so, and none was attempted.
     let o = bin()
         .current_dir(fresh.path())

@@ -274,11 +274,17 @@ impl Runner {
         } else {
             Vec::new()
         };
-        Ok(crate::run::probers::Place::new(
-            launcher,
-            self.engine.is_some(),
-            hip_env,
-        ))
+        Ok(self.place_through(launcher, hip_env))
+    }
+
+    /// THE place rule of the matrix: steps through `launcher`, in a container whenever an
+    /// engine runs the matrix (a configuration without an image is refused then, `launcher`).
+    fn place_through(
+        &self,
+        launcher: Arc<dyn Launcher>,
+        hip_env: Vec<(String, String)>,
+    ) -> crate::run::probers::Place {
+        crate::run::probers::Place::new(launcher, self.engine.is_some(), hip_env)
     }
 
     /// The configuration as `run::probers` takes it (timeout: the runner's).
@@ -292,12 +298,9 @@ impl Runner {
 
     /// The environment a configuration gives a script probe at `rev`.
     pub fn env(&self, config: &Config, rev: &Rev) -> Vec<(String, String)> {
-        // Only the spellings matter here; whether a container runs the steps decides ccache.
-        let place = crate::run::probers::Place::new(
-            Arc::new(HostLauncher),
-            self.engine.is_some(),
-            Vec::new(),
-        );
+        // A dry run makes no launcher and asks no toolchain: the spellings need only whether a
+        // container runs the steps (it decides ccache).
+        let place = self.place_through(Arc::new(HostLauncher), Vec::new());
         crate::run::probers::script_env(&self.resolved(config), &place, &rev.facts)
     }
 
