@@ -48,6 +48,12 @@ fn bisect_in_podman_finds_the_planted_commit() {
         serde_json::from_str(&std::fs::read_to_string(work.with_extension("json")).unwrap())
             .unwrap();
     assert_eq!(v["first_bad"], shas[7], "{v}");
+    // The hand-reproduce lines name the image the steps ran in (they run on the host).
+    let hint = v["reproduce"].as_str().unwrap_or_default();
+    assert!(
+        hint.starts_with(&format!("# the bisect ran these steps in {image} (podman")),
+        "{hint}"
+    );
     // The stats log ccache wrote inside the container (under the mounted build dir) is read
     // on the host: the first build, with a cold cache, counted its misses.
     let probes = v["probes"].as_array().unwrap();

@@ -265,29 +265,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     if let (Some(resume), false) = (&req.resume, dry) {
         resume.seed(&store, &prober.identity(), events)?;
     }
-    let reproduce = match &chosen.cfg.probe {
-        ProbeSpec::Script { build, script } => {
-            let p = ScriptProber {
-                build: build.clone(),
-                script: script.clone(),
-                timeout: chosen.cfg.timeout_s.map(std::time::Duration::from_secs_f64),
-                launcher: Box::new(HostLauncher),
-                env: crate::run::probers::script_env(&chosen.cfg, &place, &place.fallback_facts)
-                    .into_iter()
-                    .filter(|(k, _)| !k.starts_with("CCACHE_"))
-                    .collect(),
-                build_only: chosen.cfg.build_only,
-            };
-            let mut hint = p.reproduce_hint(&canon_repo, "{sha}");
-            if let Some((image, engine)) = &ran_in {
-                hint = format!(
-                    "# the bisect ran these steps in {image} ({engine}), $SRC mounted read-only\n{hint}"
-                );
-            }
-            Some(hint)
-        }
-        ProbeSpec::Replay | ProbeSpec::Decode => None,
-    };
+    let reproduce = reproduce_hint(&chosen.cfg, &place, &canon_repo, ran_in);
     let planned = planned.map(|p| Planned {
         records_good: req.compare_good,
         ..p.with_build(&chosen.cfg, &place)
@@ -322,6 +300,38 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         reproducer,
         backend,
         planned,
+    })
+}
+
+/// The shell lines that reproduce one probe of a `--script` by hand (`{sha}` placeholder),
+/// naming the image the bisect ran its steps in (`ran_in`: image, engine); none for the
+/// bundled probes, whose report names their reproducer line instead.
+fn reproduce_hint(
+    cfg: &Resolved,
+    place: &crate::run::probers::Place,
+    repo: &std::path::Path,
+    ran_in: Option<(String, String)>,
+) -> Option<String> {
+    let ProbeSpec::Script { build, script } = &cfg.probe else {
+        return None;
+    };
+    let p = ScriptProber {
+        build: build.clone(),
+        script: script.clone(),
+        timeout: cfg.timeout_s.map(std::time::Duration::from_secs_f64),
+        launcher: Box::new(HostLauncher),
+        env: crate::run::probers::script_env(cfg, place, &place.fallback_facts)
+            .into_iter()
+            .filter(|(k, _)| !k.starts_with("CCACHE_"))
+            .collect(),
+        build_only: cfg.build_only,
+    };
+    let hint = p.reproduce_hint(repo, "{sha}");
+    Some(match ran_in {
+        Some((image, engine)) => format!(
+            "# the bisect ran these steps in {image} ({engine}), $SRC mounted read-only\n{hint}"
+        ),
+        None => hint,
     })
 }
 
