@@ -453,24 +453,21 @@ fn matrix_and_bisect_config_plans_and_relative_paths() {
     );
 
     // The image of a value is missing: one line, exit 3, before any cell ran.
-    let o = bin()
-        .current_dir(fresh.path())
-        .args([
-            "bisect-config",
-            "--axis",
-            "launch",
-            "--rev",
-            "HEAD",
-            "--engine",
-            "podman",
-        ])
-        .arg("--matrix")
-        .arg(d.path().join("m.toml"))
-        .arg("--repo")
-        .arg(d.path().join("repo"))
-        .args(["--work-dir", "w", "--out", "o"])
-        .output()
-        .unwrap();
+    let in_podman = |extra: &[&str]| {
+        bin()
+            .current_dir(fresh.path())
+            .args(["bisect-config", "--axis", "launch", "--rev", "HEAD"])
+            .args(["--engine", "podman"])
+            .args(extra)
+            .arg("--matrix")
+            .arg(d.path().join("m.toml"))
+            .arg("--repo")
+            .arg(d.path().join("repo"))
+            .args(["--work-dir", "w", "--out", "o"])
+            .output()
+            .unwrap()
+    };
+    let o = in_podman(&[]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
@@ -481,25 +478,7 @@ fn matrix_and_bisect_config_plans_and_relative_paths() {
 
     // Its dry run looks the image up (run's prepare, as the run would) and says what a run
     // would meet, exit 0, nothing made.
-    let o = bin()
-        .current_dir(fresh.path())
-        .args([
-            "bisect-config",
-            "--dry-run",
-            "--axis",
-            "launch",
-            "--rev",
-            "HEAD",
-            "--engine",
-            "podman",
-        ])
-        .arg("--matrix")
-        .arg(d.path().join("m.toml"))
-        .arg("--repo")
-        .arg(d.path().join("repo"))
-        .args(["--work-dir", "w", "--out", "o"])
-        .output()
-        .unwrap();
+    let o = in_podman(&["--dry-run"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(
