@@ -596,3 +596,42 @@ fn an_out_of_range_probe_timeout_is_refused_before_any_probe() {
     run("604800").success();
     assert!(counter.exists(), "the accepted timeout ran no probe");
 }
+
+/// `--timeout` is one flag with one rule in every command: a fraction of a second is a
+/// deadline for `matrix` too (it was refused there, whole seconds only), and it reaches the
+/// cells in place of `[probe] timeout_s`: a test that outlives it is a hang, one that ends
+/// within it passes.
+#[test]
+fn a_fractional_timeout_reaches_the_matrix_cells() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let (good, _) = old_ggml_repo(&repo);
+    let run = |sleep: &str, timeout: &str| {
+        let conf = d.path().join("m.toml");
+        let text = MATRIX
+            .replacen("[probe]\n", "[probe]\ntimeout_s = 600\n", 1)
+            .replace("script = '", &format!("script = 'sleep {sleep}; "))
+            .replace("launch = [\"plain\", \"blocking\"]", "launch = [\"plain\"]");
+        std::fs::write(&conf, text).unwrap();
+        let out = d.path().join(format!("out-{sleep}"));
+        Command::cargo_bin("setrows-bisect")
+            .unwrap()
+            .env("SETROWS_WORK_DIR", d.path().join("work"))
+            .args(["matrix", "--engine", "none", "--fresh", "--rev", &good])
+            .args(["--timeout", timeout, "--matrix"])
+            .arg(&conf)
+            .arg("--repo")
+            .arg(&repo)
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .success();
+        let r: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("matrix-results.json")).unwrap(),
+        )
+        .unwrap();
+        r["cells"][0]["outcome"].as_str().unwrap().to_string()
+    };
+    assert_eq!(run("30", "0.5"), "hang");
+    assert_eq!(run("0.1", "20.5"), "pass");
+}

@@ -22,6 +22,15 @@ pub struct RepoFlag {
     pub repo: PathBuf,
 }
 
+/// `--timeout`: every command that probes (bisect, matrix, bisect-config).
+#[derive(Debug, Clone, Default, Args)]
+pub struct TimeoutFlag {
+    /// Kill a probe's test after SECS seconds and call it a hang (matrix and bisect-config: in
+    /// place of the matrix's `[probe] timeout_s`).
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true)]
+    pub timeout: Option<f64>,
+}
+
 /// `--work-dir`: every command that probes, or reads what probes stored.
 #[derive(Debug, Clone, Default, Args)]
 pub struct WorkDirFlag {

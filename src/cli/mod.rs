@@ -205,11 +205,6 @@ pub mod ranges {
         Ok(v)
     }
 
-    /// Whole seconds, 1 to a week.
-    pub fn whole_secs(s: &str) -> Result<u64, String> {
-        int(s, 1, MAX_SECS as u64)
-    }
-
     /// THE rule for `--confidence` (bisect and bisect-config): at least 0.5 and below 1. Below
     /// one half "bad" would be believed on less than a coin toss; 1 is never reached by runs.
     pub fn confidence(s: &str) -> Result<f64, String> {
@@ -261,7 +256,6 @@ mod tests {
         assert!(ranges::confidence("0.3").is_err() && ranges::confidence("0.5").is_ok());
         assert_eq!(ranges::jobs("4"), Ok(4));
         assert!(ranges::jobs("0").is_err() && ranges::jobs("257").is_err());
-        assert!(ranges::whole_secs("0").is_err() && ranges::whole_secs("60").is_ok());
     }
 
     #[test]

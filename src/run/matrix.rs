@@ -289,9 +289,8 @@ impl Runner {
 
     /// The configuration as `run::probers` takes it (timeout: the runner's).
     pub fn resolved(&self, config: &Config) -> crate::core::config::Resolved {
-        let mut probe = self.probe.clone();
-        probe.timeout_s = self.timeout.map(|t| t.as_secs());
-        let mut r = crate::core::config::Resolved::from_matrix(config, &probe, "matrix");
+        let mut r = crate::core::config::Resolved::from_matrix(config, &self.probe, "matrix");
+        r.timeout_s = self.timeout.map(|t| t.as_secs_f64());
         r.build_only = self.build_only;
         r
     }

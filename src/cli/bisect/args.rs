@@ -64,9 +64,9 @@ pub struct BisectArgs {
     /// (no --script) and its failure is the new behaviour.
     #[arg(long, value_name = "CMD", help_heading = PROBE)]
     pub build: Option<String>,
-    /// Kill the test after SECS seconds and call it a hang.
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true, help_heading = PROBE)]
-    pub timeout: Option<f64>,
+    /// `--timeout`.
+    #[command(flatten, next_help_heading = PROBE)]
+    pub timeout: crate::cli::flags::TimeoutFlag,
     /// Which bundled probe runs when --script is absent: `replay` (the set_rows pattern through
     /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
     /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the

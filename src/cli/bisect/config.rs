@@ -102,7 +102,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         repro_args: args.repro_args.clone(),
         script: args.script.clone(),
         build: args.build.clone(),
-        timeout_s: args.timeout,
+        timeout_s: args.timeout.timeout,
         decode: args.probe_kind == Some(ProbeKind::Decode),
         settings: c.settings.given(),
     })

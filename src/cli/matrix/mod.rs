@@ -46,9 +46,9 @@ pub struct RunFlags {
     /// `--engine` (default here: auto).
     #[command(flatten)]
     pub engine: EngineFlag,
-    /// Probe timeout in seconds (overrides [probe] timeout_s).
-    #[arg(long, allow_negative_numbers = true, value_parser = crate::cli::ranges::whole_secs)]
-    pub timeout: Option<u64>,
+    /// `--timeout`.
+    #[command(flatten)]
+    pub timeout: crate::cli::flags::TimeoutFlag,
     /// Further attempts after an infrastructure error (engine down, image missing, full disk).
     #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = |s: &str| crate::cli::ranges::int(s, 0, 100).map(|v| v as u32))]
     pub retries: u32,
@@ -166,15 +166,6 @@ impl RunFlags {
     fn engine_choice(&self) -> EngineChoice {
         self.engine.engine.unwrap_or(EngineChoice::Auto)
     }
-}
-
-/// The matrix's `[probe]` with `--timeout` applied.
-fn probe_of(flags: &RunFlags, m: &Matrix) -> crate::core::matrix::RawProbe {
-    let mut probe = m.probe.clone();
-    if let Some(t) = flags.timeout {
-        probe.timeout_s = Some(t);
-    }
-    probe
 }
 
 /// `matrix`: every input checked here (before anything runs), then the request runs in
@@ -309,7 +300,8 @@ fn request(
         repo: args.run.repo.repo.clone(),
         work_dir: args.run.work_dir.dir(),
         engine: args.run.engine_choice(),
-        probe: probe_of(&args.run, m),
+        probe: m.probe.clone(),
+        timeout: args.run.timeout.timeout,
         retries: args.run.retries,
         log_dir: args.run.out.join("logs"),
         fresh: args.run.fresh,

@@ -17,8 +17,10 @@ pub struct Request {
     pub repo: PathBuf,
     pub work_dir: PathBuf,
     pub engine: EngineChoice,
-    /// The matrix's `[probe]`, with `--timeout` applied.
+    /// The matrix's `[probe]`.
     pub probe: RawProbe,
+    /// `--timeout` in seconds, in place of `[probe] timeout_s`.
+    pub timeout: Option<f64>,
     pub retries: u32,
     /// Where each cell's log goes.
     pub log_dir: PathBuf,
@@ -96,6 +98,9 @@ pub fn prepare(req: Request) -> Result<Prepared, RunError> {
         req.log_dir,
     );
     runner.build_only = req.build_only;
+    if let Some(t) = req.timeout {
+        runner.timeout = Some(std::time::Duration::from_secs_f64(t));
+    }
     if !req.fresh && !dry {
         runner.store = Some(
             crate::run::store::Store::open(&runner.work_dir)
