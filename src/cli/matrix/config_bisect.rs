@@ -267,8 +267,8 @@ fn dry_run(args: &BisectConfigArgs, base: &str, plan: &LadderPlan) -> String {
 /// The commit level's request, its inputs checked before the ladder runs (its answer would be
 /// dropped by a typo found after it): `--good-rev` and `--rev` are commits of `--repo`,
 /// `--path` is in `--rev`, and the work dir can be written. `--confidence` and the counts are
-/// clap's (the shared flags of `cli::flags`). It names the base configuration; the ladder puts
-/// the first failing value's in its place. `None`: no `--good-rev`, no commit level.
+/// clap's (the shared flags of `cli::flags`). It becomes a request once the ladder names the
+/// configuration (`CommitLevel::request`). `None`: no `--good-rev`, no commit level.
 fn commit_level(
     args: &BisectConfigArgs,
     predicate: &Predicate,

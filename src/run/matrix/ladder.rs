@@ -1,6 +1,6 @@
 //! `bisect-config` as a request, the bisect's path: cli checks every input and builds a
-//! [`Request`] (the ladder's cells as a matrix request, the question, and the commit level as a
-//! bisect request); [`prepare`] makes what the ladder needs; [`carry_out`] searches the ladder
+//! [`Request`] (the ladder's cells as a matrix request, the question, and the commit level);
+//! [`prepare`] makes what the ladder needs; [`carry_out`] searches the ladder
 //! with the same search as a commit bisection and assembles the one result document, or for a
 //! dry run resolves every value's cell and image ([`LadderPlan`]). The commit level
 //! (`--good-rev`) is handed back as the `run::bisect` request it is, in the first failing
@@ -216,10 +216,10 @@ fn search(
     let engine = p.runner.engine.as_ref();
     let mut seen = Vec::new();
     for (c, value) in configs.iter().zip(&ladder.values) {
-        if c.image.as_ref().is_none_or(|i| seen.contains(i)) {
+        let Some(image) = c.image.as_deref().filter(|i| !seen.contains(i)) else {
             continue;
-        }
-        seen.push(c.image.clone().unwrap_or_default());
+        };
+        seen.push(image);
         if let ImagePlace::Image {
             missing: Some(why), ..
         } = image_place(engine, c)
