@@ -172,6 +172,47 @@ fn wrong_endpoint_stops_with_a_clear_message() {
     assert!(asked + 1 >= last, "{:#}", r["probes"]);
 }
 
+/// Issue 45's endpoint rule: `--bad` is trusted, as git trusts it, while the answer does not
+/// depend on it; a culprit away from it costs no probe there (the dry run's "3 probes" case).
+#[test]
+fn a_truthful_bad_costs_no_probe_on_culprits_away_from_it() {
+    if !have_cmake() {
+        return;
+    }
+    for bug in [4, 11, 19] {
+        let f = Fixture::new(&spec(30, bug));
+        f.bisect(0, 29).assert().code(0);
+        let r = f.result();
+        assert_eq!(r["first_bad"], f.sha(bug), "{:#}", r["probes"]);
+        let last = r["range"]["candidates"].as_u64().unwrap() - 1;
+        let probes = r["probes"].as_array().unwrap();
+        assert!(
+            probes.iter().all(|p| p["candidate"].as_u64() != Some(last)),
+            "culprit {bug}: --bad was built: {:#}",
+            r["probes"]
+        );
+    }
+}
+
+/// A `--good` that already shows the new behaviour: every midpoint is new, the walk ends next
+/// to it, the answer depends on it, so it is tested and reported, never an answer.
+#[test]
+fn a_lying_good_is_reported_once_the_answer_depends_on_it() {
+    if !have_cmake() {
+        return;
+    }
+    let f = Fixture::new(&spec(30, 10));
+    let out = f.bisect(14, 29).assert().code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(stderr.contains("--good"), "{stderr}");
+    let r = f.result();
+    assert!(r["first_bad"].is_null(), "{r:#}");
+    assert_eq!(r["conclusion"]["kind"], "bad_endpoint", "{r:#}");
+    assert_eq!(r["conclusion"]["which"], "good", "{r:#}");
+    let probes = r["probes"].as_array().unwrap();
+    assert_eq!(probes.last().unwrap()["candidate"], 0, "{:#}", r["probes"]);
+}
+
 #[test]
 fn an_answer_next_to_bad_is_only_given_once_bad_was_tested() {
     if !have_cmake() {

@@ -1,7 +1,10 @@
 //! The decode probe (repro-kernels/decode-probe) through the real binary, on a generated
 //! llama.cpp history made of the llama.cpp that the llama-cpp-python 0.3.36 sdist vendors
-//! (scripts/setup.d/33-llama.sh): revision 0 is the vendored tree, revision 1 changes nothing the
-//! probe reads, revision 2 plants a fault in llama.cpp's own decode: when the decode graph is
+//! (scripts/setup.d/33-llama.sh): revision 0 is the vendored tree, revisions 1 and 2 change
+//! nothing the probe reads (llama.cpp's own docs/build.md and tools/server/server.cpp, which the
+//! probe's build never opens: grouping folds them into revision 0's candidate), revision 3 a
+//! header the build reads (src/llama-chat.h: a candidate of its own, though only a comment
+//! changed), revision 4 plants a fault in llama.cpp's own decode: when the decode graph is
 //! reused after the KV ring has wrapped, the K write index of the token is one cell ahead (the K
 //! row lands in the next cell, the token's own cell keeps a stale row). Wrong with reuse, right
 //! without it, so only the reference decode with LLAMA_GRAPH_REUSE_DISABLE=1 can tell:
@@ -29,8 +32,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-/// The planted revision (the last one: the bisect must tell it from revision 1).
-const FAULT_AT: usize = 2;
+/// The planted revision (the last one: the bisect must tell it from revision 3).
+const FAULT_AT: usize = 4;
+
+/// What revisions 1..=3 change: llama.cpp's own files, each in revision 0 as the sdist has it.
+/// The first two are a docs-only and a server-only commit (nothing the decode probe's build
+/// reads), the third a header its build reads.
+const EDITED: [&str; 3] = [
+    "docs/build.md",
+    "tools/server/server.cpp",
+    "src/llama-chat.h",
+];
 
 fn llama_src() -> Option<PathBuf> {
     tools::require(
@@ -92,9 +104,17 @@ fn history() -> Option<History> {
     let repo = tmp.path().join("repo");
     llama::stage_tree(&src, &repo, &["ggml-cpu"]);
     let clean_ctx = std::fs::read_to_string(src.join("src/llama-context.cpp")).expect("ctx");
+    let original = |f: &str| std::fs::read_to_string(src.join(f)).expect(f);
+    for f in EDITED {
+        llama::stage_text(&repo, f, &original(f));
+    }
     let mut shas = Vec::new();
     for i in 0..=FAULT_AT {
         llama::stage_text(&repo, "NOTES", &format!("revision {i}\n"));
+        if let Some(f) = i.checked_sub(1).and_then(|k| EDITED.get(k)) {
+            let edited = format!("{}\n// revision {i}\n", original(f));
+            llama::stage_text(&repo, f, &edited);
+        }
         if i == FAULT_AT {
             llama::stage_text(&repo, "src/llama-context.cpp", &plant(&clean_ctx));
         }
@@ -201,8 +221,15 @@ fn bisected() -> Option<&'static Bisected> {
         std::panic::catch_unwind(|| {
             let history = history()?;
             let json = history.out.join("r.json");
-            let output =
-                history.bisect(&["--probe-kind", "decode", "--json", json.to_str().unwrap()]);
+            let md = history.out.join("r.md");
+            let output = history.bisect(&[
+                "--probe-kind",
+                "decode",
+                "--json",
+                json.to_str().unwrap(),
+                "--report",
+                md.to_str().unwrap(),
+            ]);
             let result = std::fs::read_to_string(&json)
                 .ok()
                 .and_then(|t| serde_json::from_str(&t).ok());
@@ -254,12 +281,35 @@ fn the_decode_probe_finds_a_fault_that_shows_only_when_the_graph_is_reused_after
         sig.starts_with("token=256 pos=256 kv_cell=0 reference=same "),
         "{sig}"
     );
-    // revision 1 passed: the tool's default decode, 10,000 tokens with the graph reused
+    // Grouping on a real llama.cpp tree: the docs-only and the server-only commit joined
+    // revision 0, the header change did not (a comment, but in a file the build reads).
+    let g = &r["grouping"];
+    assert_eq!(g["candidates"], 5, "{g}");
+    assert_eq!(g["starts"], serde_json::json!([0, 3, 4]), "{g}");
+    assert!(g["read_files"].as_u64().unwrap() > 100, "{g}");
+    // The first midpoint (revision 2) is probed before any read set is known; revision 1 is
+    // never asked: its group's verdict came from revision 2.
+    assert!(
+        !probes.iter().any(|p| p["sha"] == h.shas[1].as_str()),
+        "revision 1 changes nothing the build reads: {:#}",
+        r["probes"]
+    );
+    let report = std::fs::read_to_string(h.out.join("r.md")).expect("the --report");
+    assert!(
+        report.contains("2 of the 5 candidates change nothing the probes' builds read"),
+        "{report}"
+    );
+    // revision 3 passed (the bisect must tell it from the culprit), and the passing probe that
+    // ran its test ran the tool's default decode: 10,000 tokens with the graph reused
+    let rev3 = probes
+        .iter()
+        .find(|p| p["sha"] == h.shas[3].as_str())
+        .expect("revision 3 was probed: the bisect must tell it from the culprit");
+    assert_eq!(rev3["outcome"], "pass", "{t}");
     let good = probes
         .iter()
-        .find(|p| p["sha"] == h.shas[1].as_str())
-        .expect("revision 1 was probed: the bisect must tell it from the culprit");
-    assert_eq!(good["outcome"], "pass", "{t}");
+        .find(|p| p["outcome"] == "pass" && p["reused_from"].is_null())
+        .expect("a passing probe ran its test");
     let log = std::fs::read_to_string(good["log"].as_str().unwrap()).expect("its log");
     let res = result_json(&log);
     assert_eq!(res["steps_run"], 10_000, "the default is 10,000 tokens");

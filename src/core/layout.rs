@@ -60,6 +60,16 @@ impl Layout {
         exists(&self.path("CMakeLists.txt")) && exists(&self.path("include/ggml.h"))
     }
 
+    /// Every path the layout rule and the header check test, for every layout: what deciding a
+    /// tree's layout reads of it (build-aware grouping must count these as read, since a commit
+    /// that adds or removes one changes where the probe looks for ggml).
+    pub fn markers() -> Vec<String> {
+        [Layout::Lucebox, Layout::LlamaCpp, Layout::Ggml]
+            .into_iter()
+            .flat_map(|l| ["CMakeLists.txt", "include", "include/ggml.h"].map(|r| l.path(r)))
+            .collect()
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Layout::Lucebox => "lucebox",

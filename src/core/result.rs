@@ -133,6 +133,30 @@ pub struct BisectRecord {
     /// `--max-runs` ran out before the answer held at the requested confidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSpent>,
+    /// What the search ran over: the range's candidates, or fewer groups of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grouping: Option<Grouping>,
+}
+
+/// How many of the range's candidates the search ran over, and why fewer: a commit that
+/// changes nothing the probe's build read behaves as its neighbour (`core::buildset` has the
+/// argument), so the two are one candidate. A reader who times the tool against
+/// `git bisect run` sees here where probes were saved, and why none were when none were.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Grouping {
+    /// The range's candidates (commits with identical tested trees already merged).
+    pub candidates: usize,
+    /// The groups the search ran over at its end.
+    pub groups: usize,
+    /// Files in what the probes' builds were seen to read (0: none learned).
+    pub read_files: usize,
+    /// Why nothing was folded, when nothing was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_grouped: Option<String>,
+    /// The candidate each group begins with (range order; empty when nothing was folded): a
+    /// candidate not listed behaves as the one before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub starts: Vec<usize>,
 }
 
 /// What a `--confidence` bisection knew when `--max-runs` stopped it: not "untestable" but
@@ -223,6 +247,9 @@ pub struct BisectResult {
     /// `--max-runs` spent before the answer held (the candidates and their probabilities).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSpent>,
+    /// The candidates folded by what the probes' builds read (absent: results of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grouping: Option<Grouping>,
     /// The bundled reproducer every probe ran, with its arguments (absent: a `--script`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproducer: Option<ReproducerInfo>,

@@ -243,8 +243,9 @@ impl Search {
             .filter(|&i| self.verdicts[i].is_none())
             .collect();
         let stored = |i: usize| self.cheap[i];
-        let (check, per_midpoint) = match &self.costs {
-            Some((c, _)) => {
+        let halvings = f64::from(ceil_log2(open.len() + 1));
+        let (check, walk) = match &self.costs {
+            Some((c, depth)) => {
                 let now = |i: usize| {
                     if stored(i) {
                         0.0
@@ -252,12 +253,30 @@ impl Search {
                         c.now.get(i).copied().unwrap_or(0) as f64 + c.per_probe as f64
                     }
                 };
-                let mean = open.iter().map(|&i| now(i)).sum::<f64>() / open.len().max(1) as f64;
-                (now(n - 1), mean)
+                let walk = Self::walk_cost(c, lo, hi, &open, *depth).unwrap_or_else(|| {
+                    halvings * open.iter().map(|&i| now(i)).sum::<f64>() / open.len().max(1) as f64
+                });
+                (now(n - 1), walk)
             }
-            None => (if stored(n - 1) { 0.0 } else { 1.0 }, 1.0),
+            None => (if stored(n - 1) { 0.0 } else { 1.0 }, halvings),
         };
-        endpoint::verify_bad_now(n, lo, open.len(), check, per_midpoint)
+        endpoint::verify_bad_now(n, lo, open.len(), check, walk)
+    }
+
+    /// What the midpoints left are expected to cost as the builds will really run: the least
+    /// expected build time of the rest of the search (`costs::scores`), in which each later
+    /// midpoint is built from the probes around it, so mostly incremental. `None` above
+    /// `MAX_OPEN` open candidates (the caller then prices each from what is built now).
+    fn walk_cost(c: &BuildCosts, lo: usize, hi: usize, open: &[usize], depth: u32) -> Option<f64> {
+        let mut pos = Vec::with_capacity(open.len() + 2);
+        pos.push(lo);
+        pos.extend_from_slice(open);
+        pos.push(hi);
+        let depth = depth.max(ceil_log2(open.len() + 1));
+        costs::scores(c, &pos, depth)?
+            .into_iter()
+            .filter(|s| s.is_finite())
+            .min_by(f64::total_cmp)
     }
 
     /// Choose up to `slots` distinct probes splitting (lo, hi) into `slots + 1` parts.

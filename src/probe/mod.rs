@@ -67,6 +67,27 @@ pub fn tree_facts(checkout: &Path) -> Result<TreeFacts, BuildError> {
     ))
 }
 
+/// What the bundled probes' own code reads of a checkout besides their build (which Ninja
+/// reports): the layout markers, the files `tree_facts` takes the CMake spellings and memory
+/// knobs from, the decode probe's llama.cpp check and the vendoring note, in every layout.
+/// With it the replay and decode probes fold commits that change nothing they read, as a
+/// `--script` probe does (issue 45: 53-78% of every real window were docs, CI, server,
+/// python or other-backend commits, each probed as a candidate of its own).
+pub fn own_reads() -> Vec<String> {
+    let mut reads = Layout::markers();
+    for l in [Layout::Lucebox, Layout::LlamaCpp, Layout::Ggml] {
+        let files = crate::core::build::CMAKE_FILES
+            .iter()
+            .chain(crate::core::build::UNIFIED_FILES.iter());
+        reads.extend(files.map(|r| l.path(r)));
+        reads.extend(vendor::note_path(l.ggml_dir()));
+    }
+    reads.extend(["include/llama.h", "CMakeLists.txt"].map(String::from));
+    reads.sort();
+    reads.dedup();
+    reads
+}
+
 /// Where a probe is in its life (checkout, build and the build's own count, test), for
 /// progress events.
 pub use crate::core::progress::Phase;

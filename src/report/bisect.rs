@@ -166,6 +166,9 @@ fn summary(b: &BisectResult) -> String {
             .map(|p| format!("{} trees", code(p)))
             .unwrap_or_else(|| "trees".into())
     ));
+    if let Some(line) = grouping(b) {
+        md.push_str(&format!("- {line}\n"));
+    }
     md.push_str(&format!("- endpoints: {}\n", endpoints_tested(b)));
     md.push_str(&format!(
         "- predicate: {}; policy: {}\n",
@@ -188,6 +191,22 @@ fn summary(b: &BisectResult) -> String {
         md.push_str(&format!("- {line}\n"));
     }
     md
+}
+
+/// How many candidates the search ran over and why: where probes were saved against a plain
+/// bisection of every candidate, or why none were.
+fn grouping(b: &BisectResult) -> Option<String> {
+    let g = b.grouping.as_ref()?;
+    Some(match &g.not_grouped {
+        None => format!(
+            "searched as {} groups: {} of the {} candidates change nothing the probes' builds read ({} files, learned from Ninja after each build) and joined a neighbour",
+            g.groups,
+            g.candidates - g.groups,
+            g.candidates,
+            g.read_files
+        ),
+        Some(why) => format!("not grouped: {why}"),
+    })
 }
 
 /// Which endpoints a probe tested (by candidate position, else by commit): a reader must know

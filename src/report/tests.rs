@@ -96,6 +96,7 @@ pub(crate) fn bisect_found() -> BisectResult {
         store_runs: None,
         configuration: None,
         budget: None,
+        grouping: None,
         reproducer: None,
         endpoint: None,
         invocation: Default::default(),

@@ -2,8 +2,9 @@
 //! neighbouring commits that `core::buildset` groups by (the argument is there).
 //!
 //! After a probe whose build succeeded, every Ninja build directory under the probe's build
-//! dir is asked: `ninja -t deps` (the header dependencies the compiler wrote in its depfiles,
-//! kept in `.ninja_deps`) and `build.ninja` itself (every source, every `-I` include directory
+//! dir is read: its deps log `.ninja_deps` (the header dependencies the compiler wrote in its
+//! depfiles; read here, as `ninja -t deps` prints it, so no Ninja is needed on a host whose
+//! builds run in a container) and `build.ninja` itself (every source, every `-I` include directory
 //! and, in CMake's `RERUN_CMAKE` edge, every CMakeLists.txt / .cmake / configure_file input the
 //! configure step read). Paths under the checkout become the read set; paths elsewhere
 //! (system headers, the user's own project) do not vary with the commit. The prober adds the
@@ -33,9 +34,13 @@ impl NinjaBuild {
             .into_iter()
             .map(|d| ninja_deps(&d).map(|deps| (d, deps)))
             .collect::<Option<Vec<_>>>()?;
+        // A container's build names the checkout by its mount point. Taken for any build: a
+        // path under it that is not the checkout's only adds a read, never folds a commit.
+        let mount = PathBuf::from(crate::probe::container::SRC_MOUNT);
         let roots = [checkout.to_path_buf()]
             .into_iter()
             .chain(std::fs::canonicalize(checkout).ok())
+            .chain([mount])
             .collect();
         (!dirs.is_empty()).then_some(NinjaBuild { dirs, roots })
     }
@@ -74,17 +79,71 @@ pub fn learn(build: &NinjaBuild, named: &[String]) -> Option<ReadSet> {
     Some(set)
 }
 
-/// `ninja -t deps` of one Ninja dir: every object and the files its depfile named.
+/// `ninja -t deps` of one Ninja dir: every object and the files its depfile named, read from
+/// `.ninja_deps` itself (`deps_log`), so the host needs no Ninja of its own: a build made in
+/// a container (podman is all a Strix Halo host needs) is learned from as one made here.
 fn ninja_deps(dir: &Path) -> Option<String> {
-    std::process::Command::new("ninja")
-        .arg("-C")
-        .arg(dir)
-        .args(["-t", "deps"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    deps_log(&std::fs::read(dir.join(".ninja_deps")).ok()?)
+}
+
+/// Ninja's deps log (`src/deps_log.cc`, versions 3 and 4, little-endian) in the text of
+/// `ninja -t deps`: `target: #deps N` and one indented line per dependency, the latest record
+/// of each target. Records are a `u32` size, its top bit set for a dependency record
+/// (`out id`, the mtime: 4 bytes in v3, 8 in v4, then input ids), clear for a path (its
+/// bytes padded to 4 with NULs, then a checksum); ids count the path records. A record cut
+/// short (a build killed while writing) ends the log, as Ninja reads it.
+fn deps_log(bytes: &[u8]) -> Option<String> {
+    let word = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let rest = bytes.strip_prefix(b"# ninjadeps\n")?;
+    let version = word(rest, 0)?;
+    let mtime = match version {
+        3 => 4,
+        4 => 8,
+        _ => return None,
+    };
+    let mut paths: Vec<String> = Vec::new();
+    let mut deps: Vec<Option<Vec<u32>>> = Vec::new();
+    let mut at = 4;
+    while let Some(head) = word(rest, at) {
+        let size = (head & 0x7fff_ffff) as usize;
+        let Some(rec) = rest.get(at + 4..at + 4 + size) else {
+            break;
+        };
+        at += 4 + size;
+        if head & 0x8000_0000 != 0 {
+            let (Some(out), Some(ids)) = (word(rec, 0), rec.get(4 + mtime..)) else {
+                break;
+            };
+            let ids = ids.chunks_exact(4).filter_map(|c| word(c, 0)).collect();
+            let out = out as usize;
+            if deps.len() <= out {
+                deps.resize(out + 1, None);
+            }
+            deps[out] = Some(ids);
+        } else {
+            let name = rec.get(..size.checked_sub(4)?)?;
+            let end = name.iter().rposition(|&b| b != 0).map_or(0, |e| e + 1);
+            paths.push(String::from_utf8_lossy(&name[..end]).into_owned());
+        }
+    }
+    let mut text = String::new();
+    for (out, ids) in deps.iter().enumerate() {
+        let (Some(ids), Some(target)) = (ids, paths.get(out)) else {
+            continue;
+        };
+        text.push_str(&format!("{target}: #deps {}\n", ids.len()));
+        for id in ids {
+            if let Some(p) = paths.get(*id as usize) {
+                text.push_str("    ");
+                text.push_str(p);
+                text.push('\n');
+            }
+        }
+        text.push('\n');
+    }
+    Some(text)
 }
 
 /// `build_dir` and its subdirectories (two levels) holding a `build.ninja`.
@@ -280,5 +339,80 @@ mod tests {
             relative(Path::new("/s/build"), "../x.h", &roots).as_deref(),
             Some("x.h")
         );
+    }
+
+    /// The deps log read here says what `ninja -t deps` says, on a real CMake + Ninja build
+    /// (two objects, a header each and one shared; one rebuilt, so its record is there twice),
+    /// and a log cut short keeps its whole records.
+    #[test]
+    fn the_deps_log_reads_as_ninja_prints_it() {
+        let tools = ["cmake", "ninja", "cc"];
+        if tools.iter().any(|t| which(t).is_none()) {
+            assert!(std::env::var_os("CI").is_none(), "CI has {tools:?}");
+            eprintln!("skipped: {tools:?} not all installed");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let (src, build) = (d.path().join("src"), d.path().join("build"));
+        std::fs::create_dir_all(&src).unwrap();
+        let write = |f: &str, t: &str| std::fs::write(src.join(f), t).unwrap();
+        write(
+            "CMakeLists.txt",
+            "cmake_minimum_required(VERSION 3.13)\nproject(p C)\nadd_executable(p a.c b.c)\n",
+        );
+        write("a.c", "#include \"a.h\"\n#include \"s.h\"\nint b(void);\nint main(void) { return A + S + b(); }\n");
+        write("b.c", "#include \"s.h\"\nint b(void) { return S; }\n");
+        write("a.h", "#define A 0\n");
+        write("s.h", "#define S 0\n");
+        let run = |args: &[&str]| {
+            let o = std::process::Command::new(args[0])
+                .args(&args[1..])
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            String::from_utf8(o.stdout).unwrap()
+        };
+        let (s, b) = (src.to_str().unwrap(), build.to_str().unwrap());
+        run(&["cmake", "-S", s, "-B", b, "-G", "Ninja"]);
+        run(&["ninja", "-C", b]);
+        write("a.h", "#define A (0)\n");
+        run(&["ninja", "-C", b]);
+        let theirs = run(&["ninja", "-C", b, "-t", "deps"]);
+        let ours = ninja_deps(&build).expect("a deps log");
+        let deps = |t: &str| -> Vec<(String, Vec<String>)> {
+            let mut out: Vec<(String, Vec<String>)> = Vec::new();
+            for l in t.lines() {
+                if let Some((target, _)) = l.split_once(": #deps") {
+                    out.push((target.to_string(), Vec::new()));
+                } else if let (Some(last), false) = (out.last_mut(), l.trim().is_empty()) {
+                    last.1.push(l.trim().to_string());
+                }
+            }
+            out
+        };
+        assert_eq!(
+            deps(&ours),
+            deps(&theirs),
+            "ours:\n{ours}\nninja's:\n{theirs}"
+        );
+        assert_eq!(deps(&ours).len(), 2, "{ours}");
+        assert!(ours.contains("a.h") && ours.contains("s.h"), "{ours}");
+        // Cut inside the last record: every record before it is still read.
+        let bytes = std::fs::read(build.join(".ninja_deps")).unwrap();
+        let cut = deps_log(&bytes[..bytes.len() - 2]).unwrap();
+        assert!(!deps(&cut).is_empty() && deps(&cut).len() <= 2, "{cut}");
+        assert!(deps_log(b"not a deps log").is_none());
+    }
+
+    fn which(tool: &str) -> Option<PathBuf> {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(tool))
+                .find(|p| p.is_file())
+        })
     }
 }

@@ -60,6 +60,8 @@ struct Shared<'a> {
     rebuild: Mutex<Option<crate::run::rebuild::RebuildModel>>,
     /// What a probe costs besides compiling (ms): the least seen in this bisection.
     overhead_ms: Mutex<Option<u64>>,
+    /// What the search ran over, once it ended (the deterministic loop's groups).
+    grouping: Mutex<Option<crate::core::result::Grouping>>,
 }
 
 /// Runs one bisection to its conclusion. See the module doc for the contract.
@@ -126,6 +128,7 @@ fn drive(
         records: Mutex::new(Vec::new()),
         rebuild: Mutex::new(None),
         overhead_ms: Mutex::new(None),
+        grouping: Mutex::new(None),
     };
     store.journal(&serde_json::json!({
         "event": "start", "at": now(), "good": plan.range.good, "bad": plan.range.bad,
@@ -178,6 +181,7 @@ fn drive(
         elapsed_s: started.elapsed().as_secs_f64(),
         commits,
         budget: None,
+        grouping: shared.grouping.into_inner().ok().flatten(),
     })
 }
 
@@ -321,6 +325,9 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
             Step::Done(end @ Conclusion::BadEndpoint { .. }) => break end,
         }
     };
+    if let Ok(mut g) = shared.grouping.lock() {
+        *g = Some(groups.summary());
+    }
     Ok((conclusion, steps))
 }
 

@@ -303,6 +303,12 @@ impl Prober for PerTreeRepro {
         self.for_tree(req.checkout).probe(req, phase)
     }
 
+    // What the probe's steps read of the checkout is what its build read (Ninja says, after
+    // each build) and `own_reads`: its test runs the program the build made.
+    fn named_inputs(&self) -> Option<Vec<String>> {
+        Some(crate::probe::own_reads())
+    }
+
     // The replay builds `$SRC/<ggml dir>` and nothing else of the tree (`tree_at` finds that
     // dir with the same `ggml_subdir` the checkout uses to write it); the decode probe builds
     // the whole llama.cpp tree.

@@ -329,6 +329,7 @@ pub fn bisect_result(
         store_runs: None,
         configuration: None,
         budget: None,
+        grouping: None,
         reproducer: None,
         endpoint: None,
         invocation: Default::default(),

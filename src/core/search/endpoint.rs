@@ -27,15 +27,12 @@ pub const LIE_PRIOR: f64 = 0.05;
 
 /// Whether to build `--bad` now. `groups` candidates, `lo` the last old one (every verdict
 /// so far old, none new), `open` the untested candidates above it, `check` what building
-/// `--bad` costs now and `per_midpoint` what a midpoint costs on average (any one unit: ms, or
-/// probes when builds are not costed).
-pub fn verify_bad_now(
-    groups: usize,
-    lo: usize,
-    open: usize,
-    check: f64,
-    per_midpoint: f64,
-) -> bool {
+/// `--bad` costs now and `walk` what the midpoints left are expected to cost (any one unit: ms,
+/// or probes when builds are not costed). `walk` must be priced as those builds will really
+/// run, each incremental from the probes around it (`Search::walk_cost`): priced from what is
+/// built now, every far midpoint looks like a cold build, the walk looks dear and `--bad` was
+/// built early on real ranges where git never builds it (issue 45, cases 1 and 3).
+pub fn verify_bad_now(groups: usize, lo: usize, open: usize, check: f64, walk: f64) -> bool {
     if open == 0 || groups < 3 {
         return true;
     }
@@ -43,7 +40,6 @@ pub fn verify_bad_now(
     let left = (groups - 1 - lo) as f64 / (groups - 1) as f64;
     let q = LIE_PRIOR / (LIE_PRIOR + (1.0 - LIE_PRIOR) * left);
     let touch = 1.0 / (open + 1) as f64;
-    let walk = f64::from(super::ceil_log2(open + 1)) * per_midpoint;
     q * walk > check * (1.0 - (1.0 - q) * touch)
 }
 
@@ -97,19 +93,29 @@ mod tests {
     #[test]
     fn a_truthful_looking_range_does_not_build_bad() {
         // 64 groups, one old midpoint at 32: half the culprits are still above it.
-        assert!(!verify_bad_now(64, 32, 30, 1.0, 1.0));
+        assert!(!verify_bad_now(64, 32, 30, 1.0, 5.0));
         // Full builds: still not worth one.
-        assert!(!verify_bad_now(64, 32, 30, 20_000.0, 20_000.0));
+        assert!(!verify_bad_now(64, 32, 30, 20_000.0, 100_000.0));
     }
 
     #[test]
     fn the_walk_toward_bad_makes_it_worth_checking() {
         // Probes cost the same: after four old answers in a row (top sixteenth left).
-        assert!(!verify_bad_now(65, 56, 7, 1.0, 1.0));
-        assert!(verify_bad_now(65, 60, 3, 1.0, 1.0));
+        assert!(!verify_bad_now(65, 56, 7, 1.0, 3.0));
+        assert!(verify_bad_now(65, 60, 3, 1.0, 2.0));
         // A build of --bad that is incremental from a built neighbour is worth it earlier.
-        assert!(verify_bad_now(65, 48, 15, 500.0, 20_000.0));
+        assert!(verify_bad_now(65, 48, 15, 500.0, 80_000.0));
         // Nothing left open: the answer touches --bad.
-        assert!(verify_bad_now(65, 63, 0, 1e9, 1.0));
+        assert!(verify_bad_now(65, 63, 0, 1e9, 0.0));
+    }
+
+    #[test]
+    fn a_cold_bad_is_not_built_against_an_incremental_walk() {
+        // Issue 45's cases 1 and 3: four old midpoints in a row, --bad a full build (150 s)
+        // away. Priced from what is built now, each of the 2 midpoints left looked like a
+        // full build too (300 s of walk) and --bad was built; the walk's real builds are
+        // incremental from their neighbours (about 40 s each), and git never builds --bad.
+        assert!(verify_bad_now(65, 60, 3, 150_000.0, 300_000.0));
+        assert!(!verify_bad_now(65, 60, 3, 150_000.0, 80_000.0));
     }
 }

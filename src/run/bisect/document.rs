@@ -134,6 +134,7 @@ fn of_outcome(range: &Range, o: &BisectRecord, p: &Prepared) -> BisectResult {
         store_runs: None,
         configuration: None,
         budget: o.budget.clone(),
+        grouping: o.grouping.clone(),
         reproducer: None,
         endpoint: None,
         invocation: Default::default(),

@@ -13,6 +13,7 @@
 use super::{DriverError, Shared};
 use crate::core::buildset::{Change, Cut, Partition, ReadSet};
 use crate::core::outcome::Verdict;
+use crate::core::result::Grouping;
 use crate::core::search::{EndpointCheck, Search};
 use crate::probe::ProbeReport;
 use crate::run::buildset::{changes, ReadSets};
@@ -48,6 +49,31 @@ impl Groups {
 
     pub fn len(&self) -> usize {
         self.partition.len()
+    }
+
+    /// The groups as the result states them: how many candidates were searched as how many
+    /// groups, and why none were folded when none were.
+    pub fn summary(&self) -> Grouping {
+        let candidates = self.partition.members(self.len().saturating_sub(1)).end;
+        let folded = self.len() < candidates;
+        let read_files = self.union.as_ref().map_or(0, |u| u.files.len());
+        let not_grouped = match (&self.named, read_files) {
+            _ if folded => None,
+            (None, _) => Some("the probe's test may read any file of the tree (a --script whose commands the tool cannot follow), so every candidate is its own".into()),
+            (Some(_), 0) => Some("no read set was learned (no Ninja build succeeded), so every candidate is its own".into()),
+            (Some(_), _) => Some("every commit changes a file the probes' builds read".into()),
+        };
+        Grouping {
+            candidates,
+            groups: self.len(),
+            read_files,
+            not_grouped,
+            starts: if folded {
+                self.partition.starts().to_vec()
+            } else {
+                Vec::new()
+            },
+        }
     }
 
     pub fn members(&self, g: usize) -> std::ops::Range<usize> {

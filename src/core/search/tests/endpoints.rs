@@ -62,6 +62,52 @@ fn bad_is_tested_when_the_walk_toward_it_makes_it_worth_it() {
     assert!(next[0] < mid[0], "{next:?}");
 }
 
+/// Issue 45: the walk toward `--bad` is priced as its builds will run, each from the probes
+/// around it. Here every open candidate costs a full build from what is built now (50 s), but
+/// each object changes once in the range, so after the first midpoint the rest are
+/// incremental: three old verdicts in a row no longer buy a 41 s `--bad` build that the
+/// walk's real cost (about one build) does not justify. Priced from what is built now (the
+/// rule until issue 45: four 51 s midpoints) it was built.
+#[test]
+fn bad_waits_for_a_walk_priced_incrementally() {
+    let n = 101;
+    let mut s = Search::new((0..n as u64).collect(), EndpointCheck::First);
+    for old in [50, 75, 87] {
+        s.record(old, Verdict::Old);
+    }
+    let mut now = vec![50_000; n];
+    now[n - 1] = 40_000;
+    let changes_at = |k: usize| 10 * k + 5;
+    s.set_costs(
+        BuildCosts {
+            weights: vec![10_000; 10],
+            fingerprints: (0..n)
+                .map(|i| Some((0..10).map(|k| u64::from(i >= changes_at(k))).collect()))
+                .collect(),
+            now,
+            per_probe: 1_000,
+        },
+        8,
+    );
+    let Step::Probe(p) = s.next(1) else { panic!() };
+    assert!(p[0] > 87 && p[0] < 100, "--bad built early: {p:?}");
+    // The same range with the walk's midpoints really full builds (every object changes at
+    // every commit): their expected 3.5 builds outweigh --bad, which is built.
+    let mut dear = s.clone();
+    let mut now = vec![50_000; n];
+    now[n - 1] = 40_000;
+    dear.set_costs(
+        BuildCosts {
+            weights: vec![5_000; 10],
+            fingerprints: (0..n).map(|i| Some(vec![i as u64; 10])).collect(),
+            now,
+            per_probe: 1_000,
+        },
+        8,
+    );
+    assert_eq!(dear.next(1), Step::Probe(vec![n - 1]));
+}
+
 /// Endpoint probes over every culprit position of a truthful range, one slot.
 fn endpoint_probes(n: usize, ends: EndpointCheck, culprit: usize) -> (Step, usize) {
     let (step, probes) = run((0..n as u64).collect(), ends, 1, |i| {
