@@ -6,7 +6,7 @@
 #
 #   bench/real/scale_bias_fix.sh ggml  [GGML_GIT_DIR]   # ggml-org/ggml 3ae98975..ecdd3836 (412 commits),
 #                                                       # default the `fetch github:ggml-org/ggml` snapshot
-#   bench/real/scale_bias_fix.sh pypi                   # llama-cpp-python 0.3.14..0.3.17 vendored ggml
+#   [GIT_FIRST=1] bench/real/scale_bias_fix.sh pypi     # llama-cpp-python 0.3.14..0.3.17 vendored ggml
 #                                                       # (scripts/setup.d/34-real-history.sh), what CI runs
 #
 # Prints one markdown row per side (answer, probes, wall), the expected answer, the replay's
@@ -38,6 +38,7 @@ bad=$(git -C "$root/tool-src" rev-parse "$bad^{commit}")
 expected=$(git -C "$root/tool-src" rev-parse "$expected^{commit}")
 commits=$(git -C "$root/tool-src" rev-list --count --first-parent "$good..$bad")
 
+tool_side() {
 # The user's command.
 cmd=("$BIN" --repo "$root/tool-src" --good "$good" --bad "$bad" --regress success)
 echo "command: setrows-bisect --repo <clone> --good ${good:0:8} --bad ${bad:0:8} --regress success  ($commits commits)"
@@ -48,10 +49,12 @@ read -r probes executed found < <(python3 -c "
 import json; r=json.load(open('$root/tool.json'))
 print(len(r['probes']), r['executed'], (r.get('first_bad') or '?'))")
 tool_wall=$(python3 -c "print(round($t1 - $t0, 1))")
+}
 
 # git bisect run: the tool's build line (src/probe/repro.rs build_script and `--dry-run`: the ccache
 # launcher, a pass-through under CCACHE_DISABLE=1, and GGML_CCACHE=OFF) and the replay's default run
 # (matrix.toml [params.decode-reuse]); exit 0 while broken (old term), 1 once fixed (new term).
+git_side() {
 mkdir -p "$root/git-build"
 cat >"$root/git-step.sh" <<STEP
 #!/bin/sh
@@ -76,6 +79,11 @@ t1=$(now)
 git_found=$(grep -oE '^[0-9a-f]{40} is the first fixed commit' "$root/git.out" | cut -c1-40 || true)
 git_runs=$(grep -c . "$root/git-steps" || true)
 git_wall=$(python3 -c "print(round($t1 - $t0, 1))")
+}
+
+# GIT_FIRST=1 runs git's side first (the issue's once-in-the-other-order run): same clones, same cold builds.
+if [ "${GIT_FIRST:-0}" = 1 ]; then git_side; tool_side; else tool_side; git_side; fi
+echo "order: $([ "${GIT_FIRST:-0}" = 1 ] && echo 'git first' || echo 'tool first'); load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
 echo "| side | answer | probes | wall s |"

@@ -48,6 +48,7 @@ if [ "${GROWN:-0}" = 1 ]; then
 else
   SETTINGS=() TAG=swamask MODEL_GLOB='tiny-llama-*.gguf'
 fi
+mkdir -p "$(dirname "$W")"
 if [ ! -d "$W/repo" ]; then
   bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$W" >"$W.window.txt" || exit 3
 fi
