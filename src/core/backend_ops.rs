@@ -135,11 +135,7 @@ pub fn device_name(backend: crate::core::build::Backend, cuda_sources: &str) -> 
 /// GLU ops (`ggml_op_desc` names a unary op by its own name). Empty when the text has none.
 pub fn op_names(ggml_c: &str) -> Vec<String> {
     let mut names = Vec::new();
-    for table in [
-        "GGML_OP_NAME[",
-        "GGML_UNARY_OP_NAME[",
-        "GGML_GLU_OP_NAME[",
-    ] {
+    for table in ["GGML_OP_NAME[", "GGML_UNARY_OP_NAME[", "GGML_GLU_OP_NAME["] {
         let Some(at) = ggml_c.find(table) else {
             continue;
         };
@@ -489,7 +485,9 @@ pub fn classify(
             format!(
                 "{PROGRAM}: -o {} ran no case on {device}{} (declined or none matched)",
                 empty.join(","),
-                op_params.map(|p| format!(" with -p {p}")).unwrap_or_default()
+                op_params
+                    .map(|p| format!(" with -p {p}"))
+                    .unwrap_or_default()
             )
         };
         lines.push(why.clone());
@@ -565,7 +563,13 @@ setrows-backend-ops: op=SET_ROWS exit=1\n";
 \x20 GET_ROWS_BACK(type=f32,n=1,m=8,r=2,b=1,v=0): OK\n\
 \x20 GET_ROWS_BACK(type=bf16,n=256,m=5,r=4,b=1,v=0): /src/ggml-cpu/ops.cpp:4468: fatal error\n\
 Aborted (core dumped)\nsetrows-backend-ops: op=GET_ROWS_BACK exit=134\n";
-        let c = classify(&parse(out), &ops(&["GET_ROWS_BACK"]), "CPU", None, &no_fault);
+        let c = classify(
+            &parse(out),
+            &ops(&["GET_ROWS_BACK"]),
+            "CPU",
+            None,
+            &no_fault,
+        );
         assert_eq!(c.outcome, Outcome::Crash);
         assert_eq!(
             c.signature.as_deref(),
@@ -596,12 +600,24 @@ setrows-backend-ops: op=SET_ROWS exit=134\n";
         let declined = "Backend 1/2: CUDA0\n  Device description: x\n\
 \x20 SET_ROWS(type=q4_0,ne=[5,1,1,1]): not supported [CUDA0]\n  0/0 tests passed\n\
 Backend 2/2: CPU\n  Skipping\nsetrows-backend-ops: op=SET_ROWS exit=0\n";
-        let c = classify(&parse(declined), &ops(&["SET_ROWS"]), "CUDA0", None, &no_fault);
+        let c = classify(
+            &parse(declined),
+            &ops(&["SET_ROWS"]),
+            "CUDA0",
+            None,
+            &no_fault,
+        );
         assert_eq!(c.outcome, Outcome::Untestable);
         assert!(c.signature.unwrap().contains("ran no case on CUDA0"));
         // The device is not in this build: every device skipped, the program passes.
         let absent = "Backend 1/1: CPU\n  Skipping\n1/1 backends passed\nsetrows-backend-ops: op=SET_ROWS exit=0\n";
-        let c = classify(&parse(absent), &ops(&["SET_ROWS"]), "ROCm0", None, &no_fault);
+        let c = classify(
+            &parse(absent),
+            &ops(&["SET_ROWS"]),
+            "ROCm0",
+            None,
+            &no_fault,
+        );
         assert_eq!(c.outcome, Outcome::Untestable);
         assert_eq!(
             c.signature.as_deref(),
@@ -610,7 +626,13 @@ Backend 2/2: CPU\n  Skipping\nsetrows-backend-ops: op=SET_ROWS exit=0\n";
         // Two ops, one passing and one with nothing to run: untestable, counts kept.
         let two = "Backend 1/1: CPU\n  Device description: x\n  ADD(type=f32,ne=[1,1,1,1]): OK\nsetrows-backend-ops: op=ADD exit=0\n\
 Backend 1/1: CPU\n  Device description: x\nsetrows-backend-ops: op=SET_ROWS exit=0\n";
-        let c = classify(&parse(two), &ops(&["ADD", "SET_ROWS"]), "CPU", None, &no_fault);
+        let c = classify(
+            &parse(two),
+            &ops(&["ADD", "SET_ROWS"]),
+            "CPU",
+            None,
+            &no_fault,
+        );
         assert_eq!(c.outcome, Outcome::Untestable);
         assert_eq!(c.run.ops[0].passed, 1);
         let pass = "Backend 1/1: CPU\n  Device description: x\n  ADD(type=f32,ne=[1,1,1,1]): OK\nsetrows-backend-ops: op=ADD exit=0\n";
@@ -626,7 +648,10 @@ Backend 1/1: CPU\n  Device description: x\nsetrows-backend-ops: op=SET_ROWS exit
 static_assert(GGML_OP_COUNT == 3);\nstatic const char * GGML_UNARY_OP_NAME[GGML_UNARY_OP_COUNT] = {\n  \"ABS\",\n  \"GELU\",\n};\n";
         let names = op_names(ggml_c);
         assert_eq!(names, ["DUP", "SET_ROWS", "ABS", "GELU"]);
-        assert_eq!(unknown_ops(&ops(&["SET_ROWS", "SETROWS"]), &names), ["SETROWS"]);
+        assert_eq!(
+            unknown_ops(&ops(&["SET_ROWS", "SETROWS"]), &names),
+            ["SETROWS"]
+        );
         let common = "#if defined(GGML_USE_HIP)\n#define GGML_COMMON_DECL_HIP\n#define GGML_CUDA_NAME \"ROCm\"\n#elif defined(GGML_USE_MUSA)\n#define GGML_CUDA_NAME \"MUSA\"\n#else\n#define GGML_CUDA_NAME \"CUDA\"\n#endif\n";
         assert_eq!(device_name(Backend::Hip, common), "ROCm0");
         assert_eq!(device_name(Backend::Hip, ""), "ROCm0");

@@ -137,6 +137,9 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         crate::core::config::ProbeSpec::Replay => check::ggml_tree(&repo, bad)?,
         crate::core::config::ProbeSpec::Decode => check::llama_tree(&repo, bad)?,
         crate::core::config::ProbeSpec::Script { .. } => {}
+        crate::core::config::ProbeSpec::BackendOps { ref ops, .. } => {
+            check::backend_ops_tree(&repo, bad, ops)?
+        }
     }
     let mut req = Request {
         repo: args.repo.repo.clone(),
