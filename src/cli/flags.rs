@@ -66,7 +66,7 @@ impl OpsFlag {
             };
             return Err(crate::error::CliError::usage(format!(
                 "{flag} is test-backend-ops' and the probe is {}: add --probe-kind backend-ops",
-                kind.map_or("the configuration's", ProbeKind::name)
+                kind.map_or("replay (the default)", ProbeKind::name)
             )));
         }
         if !backend_ops {

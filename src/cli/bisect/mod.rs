@@ -6,6 +6,7 @@
 //! 0 (found) or 1 (inconclusive); errors leave as `CliError` (2 input, 3 machinery).
 
 mod args;
+pub(crate) use args::bundled_kind;
 mod config;
 mod dry_run;
 mod placement;

@@ -201,6 +201,8 @@ pub struct Prepared {
     pub backend: Option<crate::core::build::Backend>,
     /// `Mode::DryRun`: what was learned without making anything.
     pub planned: Option<Planned>,
+    /// `--probe-kind backend-ops`: its ops and `-p`, for the result's per-case section.
+    pub backend_ops: Option<(Vec<String>, Option<String>)>,
 }
 
 /// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
@@ -318,6 +320,10 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         reproducer,
         backend,
         planned,
+        backend_ops: match &chosen.cfg.probe {
+            ProbeSpec::BackendOps { ops, op_params } => Some((ops.clone(), op_params.clone())),
+            _ => None,
+        },
     })
 }
 
