@@ -468,6 +468,7 @@ mod tests {
         );
         let llama = tree(
             files(&[
+                "ggml/include",
                 "ggml/include/ggml.h",
                 "ggml/CMakeLists.txt",
                 "include/llama.h",

@@ -283,7 +283,7 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
             return Err(err_no_span(
                 file,
                 "probe.op_params",
-                &format!("not a regex: {e}"),
+                format!("not a regex: {e}"),
             ));
         }
     }
