@@ -231,6 +231,19 @@ fn case_line(line: &str) -> Option<(&str, &str, &str)> {
     None
 }
 
+/// The case a line holds, wherever it starts (`None` when it holds none), with what came
+/// before it on the line.
+fn find_case(line: &str) -> Option<(&str, (&str, &str, &str))> {
+    let mut from = 0;
+    while let Some(at) = line[from..].find("  ").map(|i| from + i) {
+        if let Some(c) = case_line(&line[at..]) {
+            return Some((&line[..at], c));
+        }
+        from = at + 1;
+    }
+    None
+}
+
 /// What a finished case line's tail says: `Some(None)` passed, `Some(Some(kind))` failed,
 /// `None` not finished (the program died inside it) or not run.
 fn verdict(rest: &str) -> Option<Option<String>> {
@@ -298,14 +311,22 @@ pub fn parse(output: &str) -> Vec<Run> {
             let t = line.trim();
             if t.starts_with("Skipping") {
                 last_device = None;
-            } else if t.starts_with("Device description") || case_line(&line).is_some() {
+            } else if t.starts_with("Device description") || find_case(&line).is_some() {
                 if !cur.tested.contains(d) {
                     cur.tested.push(d.clone());
                 }
                 last_device = None;
             }
         }
-        if let Some((op, params, rest)) = case_line(&line) {
+        if let Some((prefix, (op, params, rest))) = find_case(&line) {
+            // A tree that prints what failed while it compares, before the case line: the
+            // error text leads the line, the verdict ends it.
+            let rest_owned = format!("{prefix} {rest}");
+            let rest = if prefix.trim().is_empty() {
+                rest
+            } else {
+                rest_owned.trim()
+            };
             // A new case line ends the one before it unfinished only if that one never got
             // a verdict: then the program went on after it, so it is not a crash; it is kept
             // as not run.
@@ -332,18 +353,23 @@ pub fn parse(output: &str) -> Vec<Run> {
             }
             continue;
         }
+        let t = line.trim();
         if open.is_some() {
             // The verdict of a case may come on a later line (a message the program or a
             // backend printed first).
-            let t = line.trim();
             if let Some(v) = verdict(t) {
                 let mut c = open.take().expect("open case");
                 c.error = v;
                 cur.cases.push(c);
                 cur.crash_text.clear();
-            } else if !t.is_empty() {
-                cur.crash_text.push(t.to_string());
+                continue;
             }
+        }
+        // After the last case: what the program said before it ended (a summary, or, from a
+        // tree that prints a case only once it finished, the assert that killed it inside
+        // the next one).
+        if !t.is_empty() && (!cur.devices.is_empty() || open.is_some()) {
+            cur.crash_text.push(t.to_string());
         }
     }
     // Output after the last marker: the step itself was cut off inside a case.
@@ -364,7 +390,12 @@ fn crash_kind(text: &[String], exit: Option<i32>) -> String {
     let said = text.iter().find_map(|l| {
         let l = l.trim();
         if let Some(at) = l.find("GGML_ASSERT(") {
-            return Some(l[at..].to_string());
+            // Up to its own `failed`: a shell's "Aborted" may follow on the same line.
+            let rest = &l[at..];
+            let end = rest
+                .find(") failed")
+                .map_or(rest.len(), |e| e + ") failed".len());
+            return Some(rest[..end].to_string());
         }
         for k in ["GGML_ABORT", "fatal error", "Segmentation fault", "Aborted"] {
             if l.contains(k) {
@@ -419,7 +450,6 @@ pub fn classify(
             }
         }
     }
-    let mut crashed = false;
     let mut empty = Vec::new();
     for op in ops {
         let mut count = OpCount {
@@ -432,14 +462,19 @@ pub fn classify(
                     None => count.passed += 1,
                     Some(e) => {
                         count.failed += 1;
-                        crashed |= e.starts_with("crash");
-                        if run.failures.len() < KEPT_FAILURES {
+                        // A crash is kept past the cap: it is the run's signature.
+                        if run.failures.len() < KEPT_FAILURES || e.starts_with("crash") {
                             run.failures.push(c.clone());
                         }
                     }
                 }
             }
             count.not_run += r.not_run.len() as u32;
+            // The case it died in, unprinted, failed too.
+            if r.exit.is_some_and(|e| e >= 128) && r.cases.last().is_none_or(|c| c.error.is_none())
+            {
+                count.failed += 1;
+            }
         }
         if count.passed + count.failed == 0 {
             empty.push(op.clone());
@@ -452,27 +487,38 @@ pub fn classify(
         .cloned()
         .collect::<Vec<_>>()
         .join("\n");
-    let died_outside = runs
+    // A program that died after the last case it printed (a tree that prints each case once
+    // it is done): the crash is its op's, in a case it had not printed.
+    let died_outside: Vec<String> = runs
         .iter()
-        .find(|r| r.exit.is_some_and(|e| e >= 128) && r.cases.iter().all(|c| c.error.is_none()));
+        .filter(|r| {
+            r.exit.is_some_and(|e| e >= 128) && r.cases.last().is_none_or(|c| c.error.is_none())
+        })
+        .map(|r| {
+            format!(
+                "{}: {} in a case it had not printed",
+                r.op,
+                crash_kind(&r.crash_text, r.exit)
+            )
+        })
+        .collect();
     let mut lines: Vec<String> = run.failures.iter().map(Case::signature).collect();
-    let (outcome, signature) = if let Some(first) = run.failures.first() {
-        let outcome = if crashed && gpu_fault(&crash_lines) {
+    lines.extend(died_outside.iter().cloned());
+    let crash_case = run
+        .failures
+        .iter()
+        .find(|c| c.error.as_deref().is_some_and(|e| e.starts_with("crash")))
+        .map(Case::signature);
+    let (outcome, signature) = if let Some(crash) = crash_case.or(died_outside.first().cloned()) {
+        // A crash is the run's outcome and its signature, whatever failed before it.
+        let outcome = if gpu_fault(&crash_lines) {
             Outcome::GpuFault
-        } else if crashed {
-            Outcome::Crash
         } else {
-            Outcome::WrongResult
+            Outcome::Crash
         };
-        (outcome, Some(first.signature()))
-    } else if let Some(r) = died_outside {
-        let why = format!(
-            "{PROGRAM} -o {} died outside any case: {}",
-            r.op,
-            crash_kind(&r.crash_text, r.exit)
-        );
-        lines.push(why.clone());
-        (Outcome::Crash, Some(why))
+        (outcome, Some(crash))
+    } else if let Some(first) = run.failures.first() {
+        (Outcome::WrongResult, Some(first.signature()))
     } else if !empty.is_empty() {
         let listed = if run.devices.is_empty() {
             "it listed no device".to_string()
@@ -593,6 +639,39 @@ setrows-backend-ops: op=SET_ROWS exit=134\n";
             t.contains("Memory access fault")
         });
         assert_eq!(c.outcome, Outcome::GpuFault);
+    }
+
+    /// A tree that prints a case only once it finished: the assert that killed the program
+    /// comes after the last printed case, which passed; the crash is the outcome and the
+    /// signature, over a NaN case that failed before it.
+    #[test]
+    fn a_crash_after_the_last_printed_case_is_the_ops_crash() {
+        let out = "Backend 1/1: CPU\n  Device description: x\n\
+\x20 SET_ROWS(type_src=f32,type_dst=f32,type_idx=i32,ne=[1,8,1,3]): [SET_ROWS] NaN at index 0 (CPU=nan CPU=nan) \x1b[1;31mFAIL\x1b[0m\n\
+\x20 SET_ROWS(type_src=f16,type_dst=f32,type_idx=i64,ne=[33,5,1,7]): \x1b[1;32mOK\x1b[0m\n\
+/t/src/ggml-cpu/ops.cpp:5490: GGML_ASSERT(!(dst->type == GGML_TYPE_F16)) failedsh: 1: Aborted\n\
+setrows-backend-ops: op=SET_ROWS exit=134\n";
+        let c = classify(&parse(out), &ops(&["SET_ROWS"]), "CPU", None, &no_fault);
+        assert_eq!(c.outcome, Outcome::Crash);
+        assert_eq!(
+            c.signature.as_deref(),
+            Some("SET_ROWS: crash (GGML_ASSERT(!(dst->type == GGML_TYPE_F16)) failed) in a case it had not printed")
+        );
+        assert!(
+            c.match_text.contains("type_idx=i32,ne=[1,8,1,3]): NaN"),
+            "{}",
+            c.match_text
+        );
+        assert_eq!((c.run.ops[0].passed, c.run.ops[0].failed), (1, 2));
+        // The NaN printed before its case line (llama.cpp b7xxx prints it while comparing).
+        let early = "Backend 1/1: CPU\n  Device description: x\n\
+[SET_ROWS] NaN at index 3 (CPU=nan CPU=nan)   SET_ROWS(type_src=f32,ne=[1,8,1,3]): \x1b[1;31mFAIL\x1b[0m\n\
+setrows-backend-ops: op=SET_ROWS exit=1\n";
+        let c = classify(&parse(early), &ops(&["SET_ROWS"]), "CPU", None, &no_fault);
+        assert_eq!(
+            c.signature.as_deref(),
+            Some("SET_ROWS(type_src=f32,ne=[1,8,1,3]): NaN")
+        );
     }
 
     #[test]

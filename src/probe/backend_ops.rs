@@ -166,6 +166,15 @@ impl BackendOpsProber {
         };
         let mut args: Vec<String> = cmake_args.iter().map(|a| shell::word(a)).collect();
         args.push(format!("-D{}=ON", tree.tests_switch));
+        // Examples, tools and the server are not the program: left unconfigured, their
+        // CMake files are not read (so their commits fold) and cannot break the configure.
+        if tree.tests_switch == "GGML_BUILD_TESTS" {
+            args.push("-DGGML_BUILD_EXAMPLES=OFF".into());
+        } else {
+            args.extend(
+                ["-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF"].map(String::from),
+            );
+        }
         if tree.tests_switch == "LLAMA_BUILD_TESTS" {
             // The tests need nothing fetched; a tree that still reads LLAMA_CURL would look
             // for libcurl, which a build image need not have.
