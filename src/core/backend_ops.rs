@@ -156,6 +156,30 @@ pub fn op_names(ggml_c: &str) -> Vec<String> {
     names
 }
 
+/// The names test-backend-ops' own cases give themselves (`op_desc` overridden, e.g.
+/// `MUL_MAT_HADAMARD`), which `-o` matches as it matches ggml's: from its source text.
+pub fn case_op_names(test_src: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = test_src;
+    while let Some(at) = rest.find("std::string op_desc(ggml_tensor * t) override") {
+        rest = &rest[at + 1..];
+        let body = &rest[..rest.len().min(400)];
+        let name = body
+            .find("return \"")
+            .map(|r| &body[r + 8..])
+            .and_then(|b| b.find('"').map(|e| &b[..e]));
+        if let Some(n) = name.filter(|n| {
+            n.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        }) {
+            if !n.is_empty() && !names.iter().any(|x| x == n) {
+                names.push(n.to_string());
+            }
+        }
+    }
+    names
+}
+
 /// The requested ops a tree does not have, with the list to choose from.
 pub fn unknown_ops<'a>(requested: &'a [String], known: &[String]) -> Vec<&'a str> {
     requested
@@ -727,6 +751,9 @@ Backend 1/1: CPU\n  Device description: x\nsetrows-backend-ops: op=SET_ROWS exit
 static_assert(GGML_OP_COUNT == 3);\nstatic const char * GGML_UNARY_OP_NAME[GGML_UNARY_OP_COUNT] = {\n  \"ABS\",\n  \"GELU\",\n};\n";
         let names = op_names(ggml_c);
         assert_eq!(names, ["DUP", "SET_ROWS", "ABS", "GELU"]);
+        // test-backend-ops' own case names (llama.cpp c1f1e28d2's test_mul_mat_hadamard).
+        let cases = "struct test_mul_mat_hadamard : public test_mul_mat {\n    std::string op_desc(ggml_tensor * t) override {\n        GGML_UNUSED(t);\n        return \"MUL_MAT_HADAMARD\";\n    }\n};\nstruct x { std::string op_desc(ggml_tensor * t) override {\n        return ggml_op_desc(t);\n    }\n};";
+        assert_eq!(case_op_names(cases), ["MUL_MAT_HADAMARD"]);
         assert_eq!(
             unknown_ops(&ops(&["SET_ROWS", "SETROWS"]), &names),
             ["SETROWS"]

@@ -63,11 +63,19 @@ pub fn tree(
             layout.name()
         ));
     }
-    let ops = GGML_C
+    let mut ops = GGML_C
         .iter()
         .find_map(|p| read(&layout.path(p)))
         .map(|t| ops::op_names(&t))
         .unwrap_or_default();
+    if !ops.is_empty() {
+        // The program's own case names (`MUL_MAT_HADAMARD`) are `-o` names too.
+        ops.extend(
+            read(&program)
+                .map(|t| ops::case_op_names(&t))
+                .unwrap_or_default(),
+        );
+    }
     let cuda_name_text = CUDA_NAME
         .iter()
         .filter_map(|p| read(&layout.path(p)))
