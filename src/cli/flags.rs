@@ -31,6 +31,86 @@ pub struct TimeoutFlag {
     pub timeout: Option<f64>,
 }
 
+/// `--op` and `--op-params`: what `--probe-kind backend-ops` runs (bisect, matrix,
+/// bisect-config), one parse for all three.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OpsFlag {
+    /// An op test-backend-ops runs (`-o`), as ggml names it: `SET_ROWS`, `MUL_MAT`, `GELU`
+    /// (repeatable; one run each). Needs --probe-kind backend-ops.
+    #[arg(long = "op", value_name = "NAME")]
+    pub ops: Vec<String>,
+    /// test-backend-ops' own `-p` filter: a regex over each case's parameters, e.g.
+    /// `type=f16`. Needs --probe-kind backend-ops.
+    #[arg(long, value_name = "REGEX")]
+    pub op_params: Option<String>,
+}
+
+impl OpsFlag {
+    /// The ops and filter for `kind`: `None` for another kind; a one-line usage error when
+    /// they are given without backend-ops, the filter is no regex, or an op is no op name.
+    /// `configured`: the configuration's own ops, taken when no `--op` is given.
+    pub fn for_kind(
+        &self,
+        kind: Option<crate::core::config::ProbeKind>,
+        configured: Option<(&[String], Option<&str>)>,
+    ) -> anyhow::Result<Option<(Vec<String>, Option<String>)>> {
+        use crate::core::config::ProbeKind;
+        let given = !self.ops.is_empty() || self.op_params.is_some();
+        let backend_ops =
+            kind == Some(ProbeKind::BackendOps) || (kind.is_none() && configured.is_some());
+        if given && !backend_ops {
+            let flag = if self.ops.is_empty() {
+                "--op-params"
+            } else {
+                "--op"
+            };
+            return Err(crate::error::CliError::usage(format!(
+                "{flag} is test-backend-ops' and the probe is {}: add --probe-kind backend-ops",
+                kind.map_or("replay (the default)", ProbeKind::name)
+            )));
+        }
+        if !backend_ops {
+            return Ok(None);
+        }
+        if let Some(p) = &self.op_params {
+            if let Err(e) = regex::Regex::new(p) {
+                let why = e
+                    .to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                return Err(crate::error::CliError::usage(format!(
+                    "--op-params {p:?}: not a regex ({why}); test-backend-ops -p takes one, e.g. 'type=f16'"
+                )));
+            }
+        }
+        if let Some(o) = self
+            .ops
+            .iter()
+            .find(|o| o.is_empty() || !o.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Err(crate::error::CliError::usage(format!(
+                "--op {o:?}: an op is one name as ggml spells it (SET_ROWS, MUL_MAT); give --op once per op"
+            )));
+        }
+        let (ops, params) = match configured {
+            Some((ops, params)) if self.ops.is_empty() => (
+                ops.to_vec(),
+                self.op_params.clone().or(params.map(String::from)),
+            ),
+            _ => (self.ops.clone(), self.op_params.clone()),
+        };
+        if ops.is_empty() {
+            return Err(crate::error::CliError::usage(
+                "--probe-kind backend-ops needs --op NAME (the op test-backend-ops -o runs, e.g. --op SET_ROWS)",
+            ));
+        }
+        Ok(Some((ops, params)))
+    }
+}
+
 /// `--work-dir`: every command that probes, or reads what probes stored.
 #[derive(Debug, Clone, Default, Args)]
 pub struct WorkDirFlag {

@@ -32,6 +32,11 @@ pub enum ProbeSpec {
         build: Option<String>,
         script: String,
     },
+    /// The tree's own `test-backend-ops test -o OP -b DEVICE` for each op, `-p` when given.
+    BackendOps {
+        ops: Vec<String>,
+        op_params: Option<String>,
+    },
 }
 
 impl ProbeSpec {
@@ -40,6 +45,7 @@ impl ProbeSpec {
             ProbeSpec::Replay => ProbeKind::Replay,
             ProbeSpec::Decode => ProbeKind::Decode,
             ProbeSpec::Script { .. } => ProbeKind::Script,
+            ProbeSpec::BackendOps { .. } => ProbeKind::BackendOps,
         }
     }
 
@@ -57,6 +63,10 @@ impl ProbeSpec {
             },
             ProbeKind::Decode => ProbeSpec::Decode,
             ProbeKind::Replay => ProbeSpec::Replay,
+            ProbeKind::BackendOps => ProbeSpec::BackendOps {
+                ops: probe.ops.clone(),
+                op_params: probe.op_params.clone(),
+            },
         }
     }
 }
@@ -111,6 +121,9 @@ pub struct Flags {
     pub timeout_s: Option<f64>,
     /// `--probe-kind decode`: the decode probe instead of the configuration's reproducer.
     pub decode: bool,
+    /// `--probe-kind backend-ops` with its `--op`s and `--op-params`: the tree's own
+    /// test-backend-ops instead of the configuration's probe.
+    pub backend_ops: Option<(Vec<String>, Option<String>)>,
     /// The decode probe's settings given as flags (`--flash-attn on`), values parsed.
     pub settings: Vec<(&'static Setting, String)>,
 }
@@ -127,8 +140,12 @@ impl Resolved {
             image: c.image.clone(),
             recipe: c.recipe.clone(),
             launch_env: c.launch.env(),
+            // A `[params.*]` preset is the replay's arguments: nothing test-backend-ops reads.
+            repro_args: match kind {
+                ProbeSpec::BackendOps { .. } => Vec::new(),
+                _ => c.repro_args.clone(),
+            },
             probe: kind,
-            repro_args: c.repro_args.clone(),
             timeout_s: probe.timeout_s.map(|t| t as f64),
             build_only: false,
             settings: c.settings.clone(),
@@ -257,6 +274,22 @@ impl Resolved {
             // below).
             self.repro_args.clear();
         }
+        if let Some((ops, op_params)) = &f.backend_ops {
+            let new = ProbeSpec::BackendOps {
+                ops: ops.clone(),
+                op_params: op_params.clone(),
+            };
+            if new != self.probe {
+                changed.push(format!(
+                    "--probe-kind backend-ops --op {} (configuration: {})",
+                    ops.join(" --op "),
+                    self.probe.name()
+                ));
+                self.probe = new;
+                // The replay's arguments mean nothing to test-backend-ops.
+                self.repro_args.clear();
+            }
+        }
         // Added to the configuration's arguments (after the probe kind is known: its program's
         // options decide what names the same setting); a default is replaced only by the same
         // option, and `replaced` says which.
@@ -308,6 +341,8 @@ impl Resolved {
                 ProbeSpec::Script { build, .. } => {
                     format!("script build={:?}", build.as_deref().unwrap_or(""))
                 }
+                // Which ops run is the test's; the build is the same program.
+                ProbeSpec::BackendOps { .. } => self.probe.name().to_string(),
             };
             return format!(
                 "configuration v1 build-only (no test runs)\nbackend={}\nimage={}\nrecipe={}\nprobe={probe}\n",
@@ -322,6 +357,9 @@ impl Resolved {
                 "script build={:?} script={script:?}",
                 build.as_deref().unwrap_or("")
             ),
+            ProbeSpec::BackendOps { ops, op_params } => {
+                format!("backend-ops ops={ops:?} op_params={op_params:?}")
+            }
         };
         // Only values other than the default are held: a configuration that sets none keeps
         // the key every result stored before the settings was written under.

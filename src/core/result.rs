@@ -256,6 +256,9 @@ pub struct BisectResult {
     /// An endpoint that contradicts the question: what ran there and what to try.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<EndpointAdvice>,
+    /// `--probe-kind backend-ops`: each probe's cases (issue 46; absent for other probes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_ops: Option<BackendOpsSection>,
     /// How it was asked and by which build of the tool (absent in results of older versions).
     #[serde(flatten)]
     pub invocation: Invocation,
@@ -329,6 +332,31 @@ pub struct BisectRange {
     pub commits: usize,
     /// Distinct tested trees in the range.
     pub candidates: usize,
+}
+
+/// What test-backend-ops said at each probe: per op the cases passed and failed, the first
+/// failing case lines, and the line a user pastes in the built tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BackendOpsSection {
+    pub ops: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_params: Option<String>,
+    pub probes: Vec<BackendOpsProbe>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BackendOpsProbe {
+    pub sha: String,
+    /// `core::backend_ops::BackendOpsRun`: device, per-op counts, first failing cases.
+    #[schemars(with = "serde_json::Value")]
+    pub run: crate::core::backend_ops::BackendOpsRun,
+}
+
+impl BackendOpsSection {
+    /// The probe at `sha`, when its log was read.
+    pub fn at(&self, sha: &str) -> Option<&crate::core::backend_ops::BackendOpsRun> {
+        self.probes.iter().find(|p| p.sha == sha).map(|p| &p.run)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -7,6 +7,7 @@
 //! matrix and config bisection reuse it unchanged.
 
 pub mod artifacts;
+pub mod backend_ops;
 pub mod bundle;
 pub mod ccache;
 pub mod container;

@@ -395,13 +395,13 @@ pub fn signature(output: &str) -> Option<String> {
 
 /// A signature without the private checkout's path, so the same failure reads the same from
 /// every slot and every work dir.
-fn portable_signature(output: &str, checkout: &std::path::Path) -> Option<String> {
+pub(crate) fn portable_signature(output: &str, checkout: &std::path::Path) -> Option<String> {
     let prefix = format!("{}/", checkout.display());
     signature(&output.replace(&prefix, ""))
 }
 
 /// The last lines of output kept with the result (for `--match` and the report).
-fn tail(output: &str) -> String {
+pub(crate) fn tail(output: &str) -> String {
     exec::tail_bytes(output, 16 * 1024)
 }
 

@@ -343,6 +343,9 @@ pub fn render(b: &BisectResult, doc: &mut Document) {
         doc.push_picture(mermaid, text);
     }
     doc.push_markdown(probe_table(b));
+    if let Some(md) = super::backend_ops::render(b) {
+        doc.push_markdown(md);
+    }
     if let Some(md) = reproduce(b) {
         doc.push_markdown(md);
     }

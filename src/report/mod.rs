@@ -5,6 +5,7 @@
 //!
 //! Everything taken from a result file is untrusted (commit titles, signatures, paths) and goes
 //! through [`escape`]; rendering never touches git, disk or the network.
+pub mod backend_ops;
 pub mod bisect;
 pub mod budget;
 mod ccache;

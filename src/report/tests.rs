@@ -99,6 +99,7 @@ pub(crate) fn bisect_found() -> BisectResult {
         grouping: None,
         reproducer: None,
         endpoint: None,
+        backend_ops: None,
         invocation: Default::default(),
     }
 }

@@ -13,6 +13,7 @@
 use crate::core::build::{Backend, Recipe, TreeFacts};
 use crate::core::config::{ProbeSpec, Resolved};
 use crate::core::shell;
+use crate::probe::backend_ops::BackendOpsProber;
 use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
 use crate::probe::decode::GoodLogits;
 use crate::probe::launch::Launcher;
@@ -115,7 +116,10 @@ pub fn container_launcher(
 /// reproducer (the replay, or the decode probe with its llama.cpp) built for HIP. One rule for
 /// bisect and matrix.
 pub fn needs_hipconfig(cfg: &Resolved) -> bool {
-    matches!(cfg.probe, ProbeSpec::Replay | ProbeSpec::Decode) && cfg.backend == Backend::Hip
+    matches!(
+        cfg.probe,
+        ProbeSpec::Replay | ProbeSpec::Decode | ProbeSpec::BackendOps { .. }
+    ) && cfg.backend == Backend::Hip
 }
 
 /// The recipe as built at `place` (ccache on where it is available).
@@ -191,6 +195,25 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
             },
             cfg: cfg.clone(),
             place: place.clone(),
+        }),
+        ProbeSpec::BackendOps { ops, op_params } => Box::new(BackendOpsProber {
+            launcher: place.launcher.clone(),
+            recipe: recipe_at(cfg, place),
+            ops: ops.clone(),
+            op_params: op_params.clone(),
+            fallback: place.fallback_facts.clone(),
+            build_env: if cfg.backend == Backend::Hip {
+                place.hip_env.clone()
+            } else {
+                Vec::new()
+            },
+            run_env: if cfg.build_only {
+                Vec::new()
+            } else {
+                cfg.launch_env.clone()
+            },
+            run_timeout: timeout(cfg),
+            build_only: cfg.build_only,
         }),
         ProbeSpec::Replay | ProbeSpec::Decode => Box::new(PerTreeRepro::new(
             ReproOptions {

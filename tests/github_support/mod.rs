@@ -332,6 +332,7 @@ pub fn bisect_result(
         grouping: None,
         reproducer: None,
         endpoint: None,
+        backend_ops: None,
         invocation: Default::default(),
     }
 }

@@ -70,9 +70,13 @@ pub struct BisectArgs {
     /// Which bundled probe runs when --script is absent: `replay` (the set_rows pattern through
     /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
     /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the
-    /// CPU; llama.cpp trees only). Default: the configuration's, else replay.
+    /// CPU; llama.cpp trees only). Default: the configuration's, else replay. `backend-ops`:
+    /// the tree's own test-backend-ops for --op, each failing case its own signature.
     #[arg(long, value_name = "KIND", value_parser = bundled_kind(), help_heading = PROBE)]
     pub probe_kind: Option<crate::core::config::ProbeKind>,
+    /// `--op`, `--op-params`: what `--probe-kind backend-ops` runs.
+    #[command(flatten, next_help_heading = PROBE)]
+    pub ops: crate::cli::flags::OpsFlag,
     /// The decode probe also compares every commit's logits with the --good commit's own,
     /// recorded by one probe of --good before the search: sees a change of model math that
     /// every path of a tree shares (a wrong attention mask, a hyperparameter no longer read),
@@ -205,12 +209,17 @@ pub struct ConfigFlags {
     pub settings: super::settings::SettingsFlags,
 }
 
-/// `--probe-kind`'s values: the bundled probes (a script is chosen by `--script`).
-fn bundled_kind() -> impl clap::builder::TypedValueParser<Value = crate::core::config::ProbeKind> {
+/// `--probe-kind`'s values: the probes this tool builds (a script is chosen by `--script`).
+pub fn bundled_kind() -> impl clap::builder::TypedValueParser<Value = crate::core::config::ProbeKind>
+{
     use crate::core::config::ProbeKind;
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new([ProbeKind::Replay.name(), ProbeKind::Decode.name()])
-        .map(|s: String| ProbeKind::parse(&s).unwrap_or_default())
+    clap::builder::PossibleValuesParser::new([
+        ProbeKind::Replay.name(),
+        ProbeKind::Decode.name(),
+        ProbeKind::BackendOps.name(),
+    ])
+    .map(|s: String| ProbeKind::parse(&s).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -104,6 +104,7 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         build: args.build.clone(),
         timeout_s: args.timeout.timeout,
         decode: args.probe_kind == Some(ProbeKind::Decode),
+        backend_ops: args.ops.for_kind(args.probe_kind, None)?,
         settings: c.settings.given(),
     })
 }
@@ -173,6 +174,8 @@ fn contradictions(args: &BisectArgs) -> anyhow::Result<()> {
         (args.build.is_some() && kind.is_some(), format!("--build and --probe-kind {} both choose what is built: --build is your build, --probe-kind a bundled probe's; drop one", kind.unwrap_or(""))),
         (args.graph.graph.is_some() && args.script.is_some(), "--graph and --script: --graph is the bundled replay's graph, --script runs your own test instead; drop one".to_string()),
         (args.graph.graph.is_some() && args.probe_kind == Some(ProbeKind::Decode), "--graph and --probe-kind decode: --graph is the replay's graph, the decode probe runs llama.cpp's own; drop one".to_string()),
+        (args.graph.graph.is_some() && args.probe_kind == Some(ProbeKind::BackendOps), "--graph and --probe-kind backend-ops: --graph is the replay's graph, test-backend-ops runs its own cases of --op; drop one".to_string()),
+        (!args.repro_args.is_empty() && args.probe_kind == Some(ProbeKind::BackendOps), "--repro-arg and --probe-kind backend-ops: --repro-arg is the bundled reproducer's, test-backend-ops takes --op and --op-params; drop --repro-arg".to_string()),
     ];
     match pairs.into_iter().find(|(hit, _)| *hit) {
         Some((_, why)) => Err(CliError::usage(why)),
@@ -206,7 +209,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         }
         None => {
             let mut r = Resolved::for_backend(flags.backend.unwrap_or(Backend::Cpu));
-            if flags.script.is_none() && !flags.decode {
+            if flags.script.is_none() && !flags.decode && flags.backend_ops.is_none() {
                 r.repro_args = default_repro_args();
             }
             r
@@ -258,6 +261,8 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
                 ""
             }
         )
+    } else if let Some((ops, _)) = &flags.backend_ops {
+        format!("--probe-kind backend-ops --op {}", ops.join(" --op "))
     } else if named {
         format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
     } else if flags.decode {

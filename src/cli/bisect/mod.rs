@@ -6,6 +6,7 @@
 //! 0 (found) or 1 (inconclusive); errors leave as `CliError` (2 input, 3 machinery).
 
 mod args;
+pub(crate) use args::bundled_kind;
 mod config;
 mod dry_run;
 mod placement;
@@ -137,6 +138,9 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         crate::core::config::ProbeSpec::Replay => check::ggml_tree(&repo, bad)?,
         crate::core::config::ProbeSpec::Decode => check::llama_tree(&repo, bad)?,
         crate::core::config::ProbeSpec::Script { .. } => {}
+        crate::core::config::ProbeSpec::BackendOps { ref ops, .. } => {
+            check::backend_ops_tree(&repo, bad, ops)?
+        }
     }
     let mut req = Request {
         repo: args.repo.repo.clone(),

@@ -49,6 +49,13 @@ pub struct RunFlags {
     /// `--timeout`.
     #[command(flatten)]
     pub timeout: crate::cli::flags::TimeoutFlag,
+    /// The probe every configuration runs, in place of the file's `[probe] kind`: `replay`,
+    /// `decode` or `backend-ops` (the tree's own test-backend-ops for `[probe] ops` or --op).
+    #[arg(long, value_name = "KIND", value_parser = crate::cli::bisect::bundled_kind())]
+    pub probe_kind: Option<crate::core::config::ProbeKind>,
+    /// `--op`, `--op-params`: what `--probe-kind backend-ops` runs.
+    #[command(flatten)]
+    pub ops: crate::cli::flags::OpsFlag,
     /// Further attempts after an infrastructure error (engine down, image missing, full disk).
     #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = |s: &str| crate::cli::ranges::int(s, 0, 100).map(|v| v as u32))]
     pub retries: u32,
@@ -156,8 +163,31 @@ impl RunFlags {
             errln!("note: `--config {v}` reads a matrix file; spell it `--matrix {v}` (--config takes a configuration id)");
             file = Some(p.to_path_buf());
         }
-        let m = crate::cli::bisect::load_matrix(file.as_deref())?;
+        let mut m = crate::cli::bisect::load_matrix(file.as_deref())?;
+        self.probe_kind_of(&mut m)?;
         Ok((m, ids))
+    }
+
+    /// `--probe-kind` and `--op` over the file's `[probe]`: backend-ops takes `--op`, else the
+    /// file's `ops` (the built-in matrix's: SET_ROWS, the upstream report's op).
+    fn probe_kind_of(&self, m: &mut Matrix) -> anyhow::Result<()> {
+        use crate::core::config::ProbeKind;
+        let file_ops = (!m.probe.ops.is_empty())
+            .then_some((m.probe.ops.as_slice(), m.probe.op_params.as_deref()));
+        let configured = match self.probe_kind {
+            Some(ProbeKind::BackendOps) => file_ops,
+            None if m.probe.kind == ProbeKind::BackendOps => file_ops,
+            _ => None,
+        };
+        let kind = self.probe_kind.or(Some(m.probe.kind));
+        if let Some((ops, op_params)) = self.ops.for_kind(kind, configured)? {
+            m.probe.ops = ops;
+            m.probe.op_params = op_params;
+        }
+        if let Some(k) = self.probe_kind {
+            m.probe.kind = k;
+        }
+        Ok(())
     }
 }
 

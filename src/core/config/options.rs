@@ -124,7 +124,7 @@ pub fn options_of(kind: &ProbeSpec) -> Option<(&'static str, &'static [ReproOpti
     match kind {
         ProbeSpec::Replay => Some(("setrows-replay", REPLAY_OPTIONS)),
         ProbeSpec::Decode => Some(("decode-probe", DECODE_OPTIONS)),
-        ProbeSpec::Script { .. } => None,
+        ProbeSpec::Script { .. } | ProbeSpec::BackendOps { .. } => None,
     }
 }
 

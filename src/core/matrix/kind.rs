@@ -8,7 +8,7 @@
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
 )]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum ProbeKind {
     /// The bundled replay reproducer (ggml trees and the trees that vendor ggml).
     #[default]
@@ -17,10 +17,18 @@ pub enum ProbeKind {
     Decode,
     /// A user's build + test script.
     Script,
+    /// ggml's own `test-backend-ops` of the probed tree, for the ops asked (`--op`): the test
+    /// ggml maintainers ask a reporter for, each failing case its own signature.
+    BackendOps,
 }
 
 impl ProbeKind {
-    pub const ALL: [ProbeKind; 3] = [ProbeKind::Replay, ProbeKind::Decode, ProbeKind::Script];
+    pub const ALL: [ProbeKind; 4] = [
+        ProbeKind::Replay,
+        ProbeKind::Decode,
+        ProbeKind::Script,
+        ProbeKind::BackendOps,
+    ];
 
     /// The spelling of `[probe] kind` and `--probe-kind`.
     pub fn name(self) -> &'static str {
@@ -28,6 +36,7 @@ impl ProbeKind {
             ProbeKind::Replay => "replay",
             ProbeKind::Decode => "decode",
             ProbeKind::Script => "script",
+            ProbeKind::BackendOps => "backend-ops",
         }
     }
 
@@ -35,7 +44,8 @@ impl ProbeKind {
         ProbeKind::ALL.into_iter().find(|k| k.name() == s)
     }
 
-    /// A bundled program of this tool (built from embedded sources), not the user's script.
+    /// A probe whose build this tool makes (its bundled programs, or the tree's own
+    /// `test-backend-ops`), so it knows what the build reads; not the user's script.
     pub fn is_bundled(self) -> bool {
         self != ProbeKind::Script
     }
@@ -113,7 +123,7 @@ mod tests {
         ];
         for from in froms {
             assert_eq!(ProbeKind::Decode.refuses_decode_settings(from), None);
-            for kind in [ProbeKind::Replay, ProbeKind::Script] {
+            for kind in [ProbeKind::Replay, ProbeKind::Script, ProbeKind::BackendOps] {
                 let why = kind.refuses_decode_settings(from).unwrap();
                 assert!(why.contains("of the decode probe, and "), "{why}");
                 assert!(why.contains("flash"), "{why}");

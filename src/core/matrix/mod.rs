@@ -151,9 +151,14 @@ struct RawParams {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProbe {
-    /// `replay` (the bundled reproducer, the default), `decode` or `script`.
+    /// `replay` (the bundled reproducer, the default), `decode`, `script` or `backend-ops`.
     #[serde(default)]
     pub kind: ProbeKind,
+    /// `backend-ops`: the ops `test-backend-ops -o` runs, one run each (`--op`).
+    #[serde(default)]
+    pub ops: Vec<String>,
+    /// `backend-ops`: its `-p` filter of the cases' parameters (`--op-params`).
+    pub op_params: Option<String>,
     /// `script`: build step, run in `$WORK`; sees `$SETROWS_CMAKE_ARGS`.
     pub build: Option<String>,
     /// `script`: the test, run in `$SRC`, `git bisect run` exit codes.
@@ -264,6 +269,23 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
             "probe.script",
             "probe kind `script` needs `script`",
         ));
+    }
+    if raw.probe.kind == ProbeKind::BackendOps && raw.probe.ops.is_empty() {
+        return Err(err_no_span(
+            file,
+            "probe.ops",
+            "probe kind `backend-ops` needs `ops` (e.g. ops = [\"SET_ROWS\"])",
+        ));
+    }
+    if let Some(p) = &raw.probe.op_params {
+        if let Err(e) = regex::Regex::new(p) {
+            let e = e.to_string().lines().last().unwrap_or("").to_string();
+            return Err(err_no_span(
+                file,
+                "probe.op_params",
+                format!("not a regex: {e}"),
+            ));
+        }
     }
     let mut axis_values = BTreeMap::new();
     let mut axes: Vec<Axis<'_>> = Vec::new();

@@ -106,8 +106,17 @@ impl ReproducerInfo {
         self.program == DECODE_PROGRAM
     }
 
+    /// Whether the program is the tree's own test-backend-ops (issue 46).
+    pub fn is_backend_ops(&self) -> bool {
+        self.program == crate::core::backend_ops::PROGRAM
+    }
+
     /// `100000 steps, checked every step`: what a pass covered.
     pub fn extent(&self) -> String {
+        if self.is_backend_ops() {
+            return "every case of the op compared with the CPU, as the tree's own tolerances say"
+                .into();
+        }
         let d = self.defaults();
         let steps = match (self.arg("--steps"), self.arg("--wraps")) {
             (_, Some(w)) if !self.is_decode() => format!("{w} wraps of the ring"),

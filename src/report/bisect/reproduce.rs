@@ -36,8 +36,13 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
         md.push_str("\n\n");
     }
     if let Some(r) = &b.reproducer {
+        let what = if r.is_backend_ops() {
+            "the tree's own test-backend-ops, built alone, in the built tree"
+        } else {
+            "the bundled reproducer"
+        };
         md.push_str(&format!(
-            "Every probe ran the bundled reproducer ({}; arguments: {}):\n\n",
+            "Every probe ran {what} ({}; arguments: {}):\n\n",
             escape::inline(&r.extent()),
             escape::inline(&r.source)
         ));

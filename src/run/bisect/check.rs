@@ -74,3 +74,34 @@ pub fn llama_tree(repo: &git2::Repository, bad: git::Oid) -> anyhow::Result<()> 
         "--probe-kind decode: bad commit {bad} is not a llama.cpp tree (no include/llama.h beside CMakeLists.txt); the decode probe builds llama.cpp: use --probe-kind replay for a ggml tree"
     )))
 }
+
+/// `--probe-kind backend-ops`: `bad` must hold test-backend-ops and know every `--op`
+/// (refused with the tree's own op list), read from the commit as the probe reads a checkout.
+pub fn backend_ops_tree(
+    repo: &git2::Repository,
+    bad: git::Oid,
+    ops: &[String],
+) -> anyhow::Result<()> {
+    let tree = repo
+        .find_commit(bad)
+        .and_then(|c| c.tree())
+        .map_err(|e| CliError::infra(format!("reading bad commit {bad}: {e}")))?;
+    let exists = |p: &str| tree.get_path(Path::new(p)).is_ok();
+    let read = |p: &str| {
+        let blob = tree
+            .get_path(Path::new(p))
+            .ok()?
+            .to_object(repo)
+            .ok()?
+            .peel_to_blob()
+            .ok()?;
+        String::from_utf8(blob.content().to_vec()).ok()
+    };
+    let found = crate::probe::backend_ops::tree(exists, read).map_err(|why| {
+        CliError::usage(format!("--probe-kind backend-ops: bad commit {bad}: {why}"))
+    })?;
+    match crate::probe::backend_ops::unknown_ops(&found, ops) {
+        Some(why) => Err(CliError::usage(format!("{why} (bad commit {bad})"))),
+        None => Ok(()),
+    }
+}

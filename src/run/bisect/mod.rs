@@ -89,16 +89,31 @@ impl Chosen {
         let info = how
             .configured
             .then(|| cfg.info(if how.named { overrides } else { Vec::new() }));
-        let program = match cfg.probe {
-            ProbeSpec::Decode => Some(crate::probe::repro::Reproducer::Decode),
-            ProbeSpec::Replay => Some(crate::probe::repro::Reproducer::Replay),
+        let program = match &cfg.probe {
+            ProbeSpec::Decode => Some(crate::probe::repro::Reproducer::Decode.target().to_string()),
+            ProbeSpec::Replay => Some(crate::probe::repro::Reproducer::Replay.target().to_string()),
+            ProbeSpec::BackendOps { .. } => Some(crate::core::backend_ops::PROGRAM.to_string()),
             ProbeSpec::Script { .. } => None,
         };
-        let reproducer = program.map(|p| ReproducerInfo {
-            program: p.target().to_string(),
+        let args = match &cfg.probe {
+            // One run per op; the device as ggml names the backend's first (a tree may spell
+            // HIP's otherwise: each probe reads its own, and its log says which ran).
+            ProbeSpec::BackendOps { ops, op_params } => {
+                let device = crate::core::backend_ops::device_name(cfg.backend, "");
+                let mut a = vec!["test".to_string(), "-o".into(), ops.join(",")];
+                if let Some(p) = op_params {
+                    a.extend(["-p".to_string(), p.clone()]);
+                }
+                a.extend(["-b".to_string(), device]);
+                a
+            }
+            _ => cfg.recipe.reproducer_args(&cfg.reproducer_args()),
+        };
+        let reproducer = program.map(|program| ReproducerInfo {
+            program,
             // What every probe passes: the placement's own argument (`--memory unified`)
             // included, as `run::probers` starts the program.
-            args: cfg.recipe.reproducer_args(&cfg.reproducer_args()),
+            args,
             source: how.args_from,
             env: cfg
                 .launch_env
@@ -186,6 +201,8 @@ pub struct Prepared {
     pub backend: Option<crate::core::build::Backend>,
     /// `Mode::DryRun`: what was learned without making anything.
     pub planned: Option<Planned>,
+    /// `--probe-kind backend-ops`: its ops and `-p`, for the result's per-case section.
+    pub backend_ops: Option<(Vec<String>, Option<String>)>,
 }
 
 /// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
@@ -209,6 +226,9 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         Subtree::Dir(p) => Some(p.clone()),
         // The decode probe builds and runs all of llama.cpp, not only its ggml/.
         Subtree::Auto if req.chosen.cfg.probe == ProbeSpec::Decode => None,
+        // test-backend-ops is llama.cpp's tests/, outside ggml/ of a llama.cpp tree; what it
+        // reads is learned from its build (`named_inputs`), not assumed.
+        Subtree::Auto if matches!(req.chosen.cfg.probe, ProbeSpec::BackendOps { .. }) => None,
         Subtree::Auto => {
             let layout = git::detect_layout(&repo, req.bad).map_err(git_error)?;
             layout.keyed_subtree().map(|dir| {
@@ -300,6 +320,10 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         reproducer,
         backend,
         planned,
+        backend_ops: match &chosen.cfg.probe {
+            ProbeSpec::BackendOps { ops, op_params } => Some((ops.clone(), op_params.clone())),
+            _ => None,
+        },
     })
 }
 

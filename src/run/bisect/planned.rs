@@ -69,7 +69,7 @@ impl Planned {
 
     /// The build line the probes run (the bundled reproducer's; a script builds itself).
     pub(super) fn with_build(mut self, cfg: &Resolved, place: &Place) -> Planned {
-        if matches!(cfg.probe, ProbeSpec::Replay | ProbeSpec::Decode) {
+        if !matches!(cfg.probe, ProbeSpec::Script { .. }) {
             self.build =
                 Some(crate::run::probers::recipe_at(cfg, place).cmake_args(&place.fallback_facts));
         }
