@@ -105,6 +105,7 @@ fn drive(
     let probing = Probing {
         reuse_artifacts,
         scope: plan.range.spec.path.clone(),
+        turns_in: Some(plan.work_dir.clone()),
         ..Probing::new(prober, store)
     };
     let slots = (0..jobs)

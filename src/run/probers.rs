@@ -205,6 +205,7 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
         inner,
         config_identity: cfg.identity(),
         config_id: cfg.id.clone(),
+        test_uses_gpu: cfg.backend != crate::core::build::Backend::Cpu,
     }
 }
 
@@ -388,6 +389,7 @@ pub struct ConfiguredProber {
     pub inner: Box<dyn Prober>,
     pub config_identity: String,
     pub config_id: Option<String>,
+    pub test_uses_gpu: bool,
 }
 
 impl Prober for ConfiguredProber {
@@ -400,6 +402,10 @@ impl Prober for ConfiguredProber {
     // Likewise what of the tree it reads: a wrapper that dropped it would write whole trees.
     fn reads(&self) -> crate::probe::Reads {
         self.inner.reads()
+    }
+
+    fn test_uses_gpu(&self) -> bool {
+        self.test_uses_gpu
     }
 
     fn identity(&self) -> String {
