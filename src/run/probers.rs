@@ -205,7 +205,9 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
         inner,
         config_identity: cfg.identity(),
         config_id: cfg.id.clone(),
-        test_uses_gpu: cfg.backend != crate::core::build::Backend::Cpu,
+        // A --script may test on any device, whatever backend the configuration defaults to.
+        test_uses_gpu: matches!(cfg.probe, ProbeSpec::Script { .. })
+            || cfg.backend != crate::core::build::Backend::Cpu,
     }
 }
 
