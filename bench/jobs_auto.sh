@@ -58,10 +58,11 @@ printf '{"cpu_s":%s,"wall_s":%s,"builds":1}' "$(awk -v u="$user" -v s="$sys" 'BE
 
 run() { # name, work dir, flags...
   local name=$1 w=$2; shift 2
-  local t0=$(date +%s.%N)
+  local t0 t1
+  t0=$(date +%s.%N)
   "$BIN" --repo "$R" --good "$GOOD" --bad "$BAD" --build "$BUILD" --script "$TEST" \
     --work-dir "$w" --json "$w.json" "$@" >"$w.out" 2>"$w.err" || true
-  local t1=$(date +%s.%N)
+  t1=$(date +%s.%N)
   python3 - "$name" "$w.json" "$t0" "$t1" "$CULPRIT" <<'PY'
 import json, sys
 name, path, t0, t1, culprit = sys.argv[1:]
