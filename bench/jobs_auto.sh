@@ -39,14 +39,18 @@ for ((j = i; j < ${#RANGE[@]}; j++)); do
   BLOBS+=" $(git rev-parse "${RANGE[j]}:$FILE" 2>/dev/null || true)"
 done
 echo "range: $GOOD..$BAD (${#RANGE[@]} commits), planted culprit $CULPRIT ($FILE)"
-CMAKE="-G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF"
+# BACKEND_FLAGS: the CUDA build by default; `BACKEND_FLAGS=-DGGML_CUDA=OFF` checks the script
+# on a host without nvcc (its figures then are a CPU build's).
+BACKEND_FLAGS=${BACKEND_FLAGS:--DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90}
+CMAKE="-G Ninja -DCMAKE_BUILD_TYPE=Release $BACKEND_FLAGS -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF"
 BUILD="test -f build.ninja || cmake -S \"\$SRC\" -B . $CMAKE >/dev/null; cmake --build . --target ggml"
 TEST="h=\$(git hash-object \"\$SRC/$FILE\"); case \" $BLOBS \" in *\" \$h \"*) exit 1;; esac; nvidia-smi -L >/dev/null; exit 0"
 
 # 1. One cold ggml-cuda build of --bad, measured by bash's `time` (user + sys over real).
 git worktree add -q "$T/cold" "$BAD"
 TIMEFORMAT='%R %U %S'
-read -r real user sys < <({ time (cd "$T/cold" && cmake -S . -B build $CMAKE >/dev/null && cmake --build build --target ggml >/dev/null); } 2>&1 | tail -1)
+read -r real user sys < <({ time (cd "$T/cold" && cmake -S . -B build $CMAKE >/dev/null && cmake --build build --target ggml >/dev/null && touch "$T/cold.ok"); } 2>&1 | tail -1)
+[ -f "$T/cold.ok" ] || { echo "the cold ggml-cuda build failed (rerun it in $T/cold to see why)" >&2; exit 2; }
 USE=$(awk -v r="$real" -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", (u + s) / r }')
 echo "cold ggml-cuda build: ${real} s wall, ${user} s user, ${sys} s sys: CPU use ${USE} on $(nproc) cores"
 
@@ -89,7 +93,7 @@ $TEST
 SH
 chmod +x "$T/gb.sh"
 t0=$(date +%s.%N)
-(cd "$T/gb" && git bisect start -q "$BAD" "$GOOD" --first-parent >/dev/null && git bisect run "$T/gb.sh" >"$T/gb.out" 2>&1; git bisect reset -q) || true
+(cd "$T/gb" && git bisect start --first-parent "$BAD" "$GOOD" >/dev/null && git bisect run "$T/gb.sh" >"$T/gb.out" 2>&1; git bisect reset >/dev/null 2>&1) || true
 t1=$(date +%s.%N)
 found=$(grep -m1 -oE '^[0-9a-f]{40} is the first bad commit' "$T/gb.out" | cut -c1-40 || true)
 steps=$(grep -c '^running' "$T/gb.out" || true)
