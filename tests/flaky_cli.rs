@@ -231,7 +231,8 @@ fn plan_only_proposes_a_wave_and_replays_a_finished_store() {
         assert_eq!(code, Some(0), "{stderr}");
         serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
     };
-    // Empty store: the endpoints first, each at run index 0.
+    // Empty store: two midpoints, each at run index 0 (issue 45: the first wave of K > 1
+    // held only the endpoints; --bad now waits for the same rule as with one slot).
     let p = plan("2");
     assert_eq!(p["done"], false);
     let shas: Vec<&str> = p["probes"]
@@ -241,7 +242,11 @@ fn plan_only_proposes_a_wave_and_replays_a_finished_store() {
         .map(|e| e["sha"].as_str().unwrap())
         .collect();
     assert_eq!(shas.len(), 2);
-    assert!(shas.contains(&r.shas[0].as_str()) && shas.contains(&r.shas[COMMITS - 1].as_str()));
+    assert!(
+        !shas.contains(&r.shas[0].as_str()) && !shas.contains(&r.shas[COMMITS - 1].as_str()),
+        "{shas:?}"
+    );
+    assert_ne!(shas[0], shas[1]);
     assert!(p["probes"]
         .as_array()
         .unwrap()

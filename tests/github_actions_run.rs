@@ -570,13 +570,20 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
             assert!(!earlier.contains(&sha), "round {round} probes {sha} again");
         }
     }
-    // A (K+1)-section: each round cuts the candidates to about 1/(K+1), so the rounds that
-    // probe are ceil(log_{K+1} N) for N candidates, the endpoint checks sharing the first.
+    // A (K+1)-section over the N - 1 gaps between the candidates: each round cuts them to
+    // about 1/(K+1), so the rounds that probe are at most ceil(log_{K+1} (N - 1)), one fewer
+    // where the last part holds no more than K open candidates. The first round holds K
+    // midpoints (issue 45: it held only the endpoints, one round more).
     let n = local["range"]["candidates"].as_u64().unwrap() as f64;
-    let expected = (n.ln() / ((K + 1) as f64).ln()).ceil() as usize;
+    let most = ((n - 1.0).ln() / ((K + 1) as f64).ln()).ceil() as usize;
+    assert!(
+        (most - 1..=most).contains(&rounds_probing),
+        "probing rounds for N={n} candidates, K={K}: {rounds_probing}, {by_round:?}"
+    );
     assert_eq!(
-        rounds_probing, expected,
-        "probing rounds for N={n} candidates, K={K}: {by_round:?}"
+        by_round.values().next().map(Vec::len),
+        Some(K),
+        "{by_round:?}"
     );
     // The verdict probed nothing the rounds stored, nor anything else: its store is exactly the
     // rounds' runs, and every probe its result lists was read from that store.

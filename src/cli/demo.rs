@@ -67,7 +67,7 @@ pub fn request(
     good: &str,
     bad: &str,
     work_dir: &Path,
-    jobs: usize,
+    jobs: crate::core::jobs::Jobs,
 ) -> anyhow::Result<Request> {
     use crate::run::bisect::{check, git_error};
     let git = crate::run::git::open(repo).map_err(git_error)?;
@@ -256,7 +256,7 @@ fn where_it_went(args: &DemoArgs, seed: u64, root: &Path, id: Option<&str>) -> S
     if args.commits != DEFAULT_COMMITS {
         repeat.push_str(&format!(" --commits {}", args.commits));
     }
-    if args.jobs.jobs != 1 {
+    if args.jobs.jobs != crate::core::jobs::Jobs::Fixed(1) {
         repeat.push_str(&format!(" --jobs {}", args.jobs.jobs));
     }
     format!(

@@ -164,9 +164,11 @@ pub struct GraphFlag {
 /// `--jobs`: bisect, bisect-config's commit bisect and demo.
 #[derive(Debug, Clone, Args)]
 pub struct JobsFlag {
-    /// Probe N commits in parallel (N checkouts and build dirs; the search multisects).
-    #[arg(long, short = 'j', allow_negative_numbers = true, default_value_t = 1, value_name = "N", value_parser = crate::cli::ranges::jobs)]
-    pub jobs: usize,
+    /// Probe N commits in parallel (N checkouts and build dirs; the search multisects; GPU
+    /// tests take turns). `auto`: N from this host's cores and the CPU use of the builds
+    /// measured on the work dir (1 on 2 cores, and until a build is measured).
+    #[arg(long, short = 'j', allow_negative_numbers = true, default_value = "1", value_name = "N|auto", value_parser = crate::cli::ranges::jobs)]
+    pub jobs: crate::core::jobs::Jobs,
 }
 
 /// `--regress` and `--match`: what counts as the new behaviour (bisect, bisect-config).

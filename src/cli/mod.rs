@@ -220,9 +220,9 @@ pub mod ranges {
         Ok(v)
     }
 
-    /// Parallel probes: 1 to 256.
-    pub fn jobs(s: &str) -> Result<usize, String> {
-        int(s, 1, 256).map(|v| v as usize)
+    /// Parallel probes: 1 to 256, or `auto`.
+    pub fn jobs(s: &str) -> Result<crate::core::jobs::Jobs, String> {
+        crate::core::jobs::Jobs::parse(s)
     }
 
     /// An integer in `lo..=hi`.
@@ -254,7 +254,8 @@ mod tests {
         assert!(ranges::confidence("0.95").is_ok());
         assert!(ranges::confidence("1").is_err() && ranges::confidence("0").is_err());
         assert!(ranges::confidence("0.3").is_err() && ranges::confidence("0.5").is_ok());
-        assert_eq!(ranges::jobs("4"), Ok(4));
+        assert_eq!(ranges::jobs("4"), Ok(crate::core::jobs::Jobs::Fixed(4)));
+        assert_eq!(ranges::jobs("auto"), Ok(crate::core::jobs::Jobs::Auto));
         assert!(ranges::jobs("0").is_err() && ranges::jobs("257").is_err());
     }
 

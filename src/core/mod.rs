@@ -9,6 +9,7 @@ pub mod evidence;
 pub mod flaky;
 pub mod gguf;
 pub mod id;
+pub mod jobs;
 pub mod judge;
 pub mod layout;
 pub mod matrix;

@@ -11,8 +11,11 @@ pub struct Plan {
     pub range: Range,
     pub predicate: Predicate,
     pub endpoints: EndpointCheck,
-    /// Parallel probes (one checkout + build dir per slot).
+    /// Parallel probes (one checkout + build dir per slot): `--jobs K`, or what `--jobs auto`
+    /// chose (`core::jobs::choose`).
     pub jobs: usize,
+    /// Why `jobs` is what it is, one line (the dry run and the progress line say it).
+    pub jobs_why: String,
     /// Where checkouts and build dirs live (`<work>/checkouts/<repo-hash>/<slot>/{src,build}`).
     pub work_dir: PathBuf,
 }

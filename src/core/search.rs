@@ -32,8 +32,10 @@ pub enum EndpointCheck {
     /// every verdict is old once the odds that it lies times the walk toward it outweigh its
     /// build (`endpoint`): cheap when it is incremental from a built neighbour, likely after
     /// several old answers in a row. A truthful range then usually costs no endpoint probe; a
-    /// lying `--bad` costs at most the walk toward it, never a wrong answer. With a free slot
-    /// `--bad` and `--good` go in the first wave. (Until issue 22 `--bad` was built right
+    /// lying `--bad` costs at most the walk toward it, never a wrong answer. With several slots
+    /// the same rule holds, and the other slots of `--bad`'s wave keep halving: the first
+    /// wave holds midpoints (until issue 45 it held only the endpoints, so `--jobs K` spent
+    /// its first round on two full builds that a truthful range never needed). (Until issue 22 `--bad` was built right
     /// after the first old midpoint: a full cold build on half the culprit positions.)
     First,
     /// Assume the endpoints, and test one only when the answer depends on it (the culprit is
@@ -196,15 +198,19 @@ impl Search {
         }
         if self.endpoints == EndpointCheck::First && bad.is_none() {
             let inside = |v| (1..n - 1).any(|i| self.verdicts[i] == Some(v));
-            if slots > 1 {
-                let mut ends = vec![n - 1];
-                if good.is_none() {
-                    ends.push(0);
-                }
-                return Step::Probe(ends);
-            }
             if inside(Verdict::Old) && !inside(Verdict::New) && self.bad_worth_checking() {
-                return Step::Probe(vec![n - 1]);
+                // The other slots keep halving beside it.
+                let (lo, hi) = self.bounds();
+                let open: Vec<usize> = (lo + 1..hi)
+                    .filter(|&i| self.verdicts[i].is_none())
+                    .collect();
+                let mut wave = if slots > 1 && !open.is_empty() {
+                    self.pick(lo, hi, &open, slots - 1)
+                } else {
+                    Vec::new()
+                };
+                wave.push(n - 1);
+                return Step::Probe(wave);
             }
         }
         let (lo, hi) = self.bounds();

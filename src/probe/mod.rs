@@ -213,6 +213,13 @@ pub trait Prober: Send + Sync {
     /// `Outcome::InfraError`.
     fn probe(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport;
 
+    /// Whether the test step runs on the GPU, so concurrent probes (`--jobs K`) take turns
+    /// at it (`run::jobs::GpuTurn`): two tests on one device would time and fault each other.
+    /// True unless known otherwise: waiting costs a test's time, a shared device a wrong verdict.
+    fn test_uses_gpu(&self) -> bool {
+        true
+    }
+
     /// Checkout paths (relative) this prober's own commands read besides what its build system
     /// reports (`run::buildset` asks Ninja for the rest). `None`: it cannot say what it reads,
     /// so commits are grouped by their whole tree (the default, always exact).

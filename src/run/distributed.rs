@@ -110,6 +110,8 @@ pub fn probe_one(
     };
     let probing = Probing {
         scope: r.spec.path.clone(),
+        // Planned probes of one wave may run side by side on this host: their tests take turns.
+        turns_in: Some(plan.work_dir.clone()),
         ..Probing::new(prober, store)
     };
     let index = run_index.unwrap_or_else(|| probing.next_index(&cand.tree));

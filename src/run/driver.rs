@@ -105,6 +105,7 @@ fn drive(
     let probing = Probing {
         reuse_artifacts,
         scope: plan.range.spec.path.clone(),
+        turns_in: Some(plan.work_dir.clone()),
         ..Probing::new(prober, store)
     };
     let slots = (0..jobs)
@@ -133,9 +134,15 @@ fn drive(
     store.journal(&serde_json::json!({
         "event": "start", "at": now(), "good": plan.range.good, "bad": plan.range.bad,
         "candidates": cands.len(), "predicate": plan.predicate.describe(), "policy": policy,
+        "jobs": jobs, "jobs_why": plan.jobs_why,
         // what `setrows-bisect log` shows as the configuration when no result was saved
         "argv": std::env::args().collect::<Vec<_>>(),
     }))?;
+    if plan.jobs_why != "--jobs 1" {
+        events.emit(Event::Note {
+            text: plan.jobs_why.clone(),
+        });
+    }
     let (conclusion, steps) = body(&shared)?;
     drop(shared.slots);
     events.emit(Event::Finished);

@@ -410,6 +410,9 @@ impl Runner {
             reads: Reads::Tree,
             // No `--path`: every blob is read.
             scope: None,
+            // Cells run one at a time.
+            turns_in: None,
+            meter: Default::default(),
         };
         let mut cached = false;
         let stored = probing

@@ -7,6 +7,7 @@ pub mod distributed;
 pub mod driver;
 pub mod events;
 pub mod git;
+pub mod jobs;
 pub mod matrix;
 pub mod probers;
 pub mod rebuild;

@@ -228,6 +228,9 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
         inner,
         config_identity: cfg.identity(),
         config_id: cfg.id.clone(),
+        // A --script may test on any device, whatever backend the configuration defaults to.
+        test_uses_gpu: matches!(cfg.probe, ProbeSpec::Script { .. })
+            || cfg.backend != crate::core::build::Backend::Cpu,
     }
 }
 
@@ -411,6 +414,7 @@ pub struct ConfiguredProber {
     pub inner: Box<dyn Prober>,
     pub config_identity: String,
     pub config_id: Option<String>,
+    pub test_uses_gpu: bool,
 }
 
 impl Prober for ConfiguredProber {
@@ -423,6 +427,10 @@ impl Prober for ConfiguredProber {
     // Likewise what of the tree it reads: a wrapper that dropped it would write whole trees.
     fn reads(&self) -> crate::probe::Reads {
         self.inner.reads()
+    }
+
+    fn test_uses_gpu(&self) -> bool {
+        self.test_uses_gpu
     }
 
     fn identity(&self) -> String {

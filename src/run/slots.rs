@@ -232,6 +232,11 @@ pub struct Probing<'a> {
     /// The tested tree (the range's `--path`, given or detected): a blob absent outside it is
     /// not written rather than fatal.
     pub scope: Option<String>,
+    /// The bisection's work dir, where builds are measured for `--jobs auto`
+    /// (`run::jobs::record`) and GPU tests take turns (`run::jobs::GpuTurn`); `None` outside
+    /// a bisection (a matrix cell probes one configuration at a time).
+    pub turns_in: Option<PathBuf>,
+    pub meter: crate::run::jobs::Meter,
 }
 
 impl<'a> Probing<'a> {
@@ -246,7 +251,41 @@ impl<'a> Probing<'a> {
             reuse_artifacts: false,
             reads: prober.reads(),
             scope: None,
+            turns_in: None,
+            meter: Default::default(),
         }
+    }
+
+    /// `prober.probe`, measuring the build when it runs alone and, with a work dir, holding
+    /// the GPU's turn from the test step on (only the tests take turns: the builds of
+    /// concurrent slots overlap, which is what `--jobs K` is for).
+    pub fn probe_taking_turns(&self, req: &ProbeRequest<'_>, phase: &dyn Fn(Phase)) -> ProbeReport {
+        let Some(work) = &self.turns_in else {
+            return self.prober.probe(req, phase);
+        };
+        let measuring = self.meter.begin();
+        let turn = std::sync::Mutex::new(None);
+        let gpu = self.prober.test_uses_gpu();
+        let report = self.prober.probe(req, &|p| {
+            match p {
+                Phase::Build => measuring.build_starts(),
+                Phase::Test => {
+                    if let Some((cpu, wall)) = measuring.build_ended() {
+                        crate::run::jobs::record(work, cpu, wall);
+                    }
+                    if gpu {
+                        let t = crate::run::jobs::GpuTurn::take(work);
+                        if let Ok(mut held) = turn.lock() {
+                            *held = t;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            phase(p)
+        });
+        drop(turn);
+        report
     }
 
     pub fn key(&self, tree: &str) -> StoreKey {
@@ -320,7 +359,7 @@ impl<'a> Probing<'a> {
                 run_name: &name,
                 artifacts: index.as_ref().map(|i| i as &dyn ArtifactIndex),
             };
-            let report = self.prober.probe(&req, hooks.phase);
+            let report = self.probe_taking_turns(&req, hooks.phase);
             // A reason of this machine or configuration is no result of the tree: stored, it
             // would answer for the tree after the environment is fixed ("no AMD GPU" forever).
             if report.is_systematic() {

@@ -118,6 +118,7 @@ pub(super) fn dry_run(
             ""
         }
     );
+    let _ = writeln!(out, "slots: {}", p.plan.jobs_why);
     let _ = writeln!(out, "endpoints: {}", doc.endpoints);
     if planned.records_good {
         let _ = writeln!(
@@ -202,8 +203,8 @@ pub(super) fn dry_run(
 
 /// Where the worst-case probe count comes from, in words. The endpoints are not a flat "+2":
 /// with one slot the first midpoint goes first and `--bad` is built only when it does not
-/// reproduce (or the answer touches it); with a free slot both endpoints share the first wave;
-/// with --lazy-endpoints only the endpoint next to the answer is tested. With one slot and
+/// reproduce (or the answer touches it), with several slots as with one (the first wave holds
+/// midpoints); with --lazy-endpoints only the endpoint next to the answer is tested. With one slot and
 /// Ninja builds the search may cut off-centre to skip a rebuild (`core::search::budget`): one
 /// midpoint more, never past git's fewest on the commits.
 fn estimate(facts: &PlanFacts, n: usize, jobs: usize, ends: EndpointCheck) -> String {
@@ -216,13 +217,11 @@ fn estimate(facts: &PlanFacts, n: usize, jobs: usize, ends: EndpointCheck) -> St
     } else {
         format!("{} wave(s) of up to {jobs}", w.waves)
     };
-    let why = match (ends == EndpointCheck::Lazy, w.endpoints) {
-        (true, _) => "plus the endpoint next to the answer (--lazy-endpoints)",
-        (false, 1) => {
-            "plus --bad once the walk toward it makes that worth a build, or the endpoint \
-             next to the answer"
-        }
-        (false, _) => "plus --good and --bad in the first wave",
+    let why = if ends == EndpointCheck::Lazy {
+        "plus the endpoint next to the answer (--lazy-endpoints)"
+    } else {
+        "plus --bad once the walk toward it makes that worth a build, or the endpoint next to \
+         the answer"
     };
     let mids = w.midpoints;
     if w.off_centre {

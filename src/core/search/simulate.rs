@@ -76,7 +76,7 @@ pub struct WorstCase {
     /// The waves they take (one midpoint per wave with one slot).
     pub waves: usize,
     /// Endpoint probes: `--bad` or the endpoint next to the answer with one slot or
-    /// `--lazy-endpoints`; both endpoints in the first wave with a free slot.
+    /// `--lazy-endpoints`, with any number of slots (the first wave holds midpoints only).
     pub endpoints: usize,
     /// One midpoint more where one slot cuts off-centre to skip a rebuild
     /// (`costs::budget`), capped at git's fewest on the commits.
@@ -87,7 +87,7 @@ pub struct WorstCase {
 /// The worst case of a search over `n` candidates that cover `commits` commits. Mirrors what
 /// `Search::pick` guarantees: a wave of `slots` probes leaves at most the power of two at or
 /// above an equal share of the span (the slack it allows for stable midpoints).
-pub fn worst_case(n: usize, slots: usize, ends: EndpointCheck, commits: usize) -> WorstCase {
+pub fn worst_case(n: usize, slots: usize, _ends: EndpointCheck, commits: usize) -> WorstCase {
     let open = n.saturating_sub(2);
     if open == 0 {
         return WorstCase {
@@ -109,10 +109,10 @@ pub fn worst_case(n: usize, slots: usize, ends: EndpointCheck, commits: usize) -
             span.div_ceil(slots + 1).next_power_of_two()
         };
     }
-    let endpoints = match (ends, slots) {
-        (EndpointCheck::Lazy, _) | (EndpointCheck::First, 1) => 1,
-        (EndpointCheck::First, _) => 2,
-    };
+    // One endpoint at most, whatever the slots: `--bad` is built only after an old midpoint
+    // (so `--good` never touches the answer), or because the answer touches it; the same
+    // with `--lazy-endpoints`, so `_ends` does not change the bound.
+    let endpoints = 1;
     let halving = midpoints + endpoints;
     let off_centre = (halving + 1).min(git_fewest(commits));
     let off = slots == 1 && off_centre > halving;

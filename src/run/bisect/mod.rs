@@ -169,7 +169,7 @@ pub struct Request {
     pub path: Subtree,
     pub predicate: Predicate,
     pub runs: Policy,
-    pub jobs: usize,
+    pub jobs: crate::core::jobs::Jobs,
     pub endpoints: EndpointCheck,
     /// `--validate N`: re-runs of the culprit, its parent and the revert (0 = off).
     pub validate: u32,
@@ -256,6 +256,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         (work_dir, store)
     };
     let planned = dry.then(|| Planned::new(chosen, &work_dir));
+    let jobs = crate::run::jobs::choose(req.jobs, &work_dir);
     let container = match dry {
         true => None,
         false => place::container(chosen.engine, &chosen.cfg, &work_dir)?,
@@ -307,7 +308,8 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
             range,
             predicate: req.predicate.clone(),
             endpoints: req.endpoints,
-            jobs: req.jobs,
+            jobs: jobs.k,
+            jobs_why: jobs.why,
             work_dir,
         },
         store,

@@ -97,8 +97,7 @@ fn endpoints(p: &Prepared) -> String {
     match (p.plan.endpoints, p.plan.jobs) {
         (EndpointCheck::Lazy, _) => "neither is tested up front; only the one next to the answer, when the answer touches it (--lazy-endpoints)".into(),
         _ if confidence => "--bad is tested first (--confidence); --good when the answer touches it".into(),
-        (EndpointCheck::First, 1) => "--bad when the walk toward it makes that worth a build or the answer touches it, --good only when the answer touches it; an answer whose commit and parent were both probed tests neither".into(),
-        (EndpointCheck::First, _) => "--good and --bad are both tested, in the first wave".into(),
+        (EndpointCheck::First, _) => "--bad when the walk toward it makes that worth a build or the answer touches it, --good only when the answer touches it; an answer whose commit and parent were both probed tests neither".into(),
     }
 }
 

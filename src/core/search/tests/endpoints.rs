@@ -4,10 +4,35 @@
 use super::*;
 
 #[test]
+fn with_two_slots_the_wave_that_builds_bad_keeps_halving() {
+    let mut s = Search::new((0..100).collect(), EndpointCheck::First);
+    let mut bad_wave = None;
+    for _ in 0..20 {
+        match s.next(2) {
+            Step::Probe(w) if w.contains(&99) => {
+                bad_wave = Some(w);
+                break;
+            }
+            Step::Probe(w) => w.iter().for_each(|&i| s.record(i, Verdict::Old)),
+            other => panic!("{other:?}"),
+        }
+    }
+    let w = bad_wave.expect("a walk of old answers reaches --bad");
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w[0] > 0 && w[0] < 99 && s.verdict(w[0]).is_none(), "{w:?}");
+    assert!(!w.contains(&0), "{w:?}");
+}
+
+#[test]
 fn bad_is_tested_when_the_walk_toward_it_makes_it_worth_it() {
-    // A free slot: both endpoints in the first wave.
+    // Several slots: the first wave holds midpoints, no endpoint (until issue 45 it held
+    // only --bad and --good, two full builds a truthful range never needs).
     let s = Search::new((0..100).collect(), EndpointCheck::First);
-    assert_eq!(s.next(2), Step::Probe(vec![99, 0]));
+    let Step::Probe(first) = s.next(2) else {
+        panic!()
+    };
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first.iter().all(|&i| i > 0 && i < 99), "{first:?}");
     // One slot: the first midpoint; an old one no longer sends the search to --bad (half the
     // truthful culprits lie above it, and --bad would be a full build nobody needs).
     let Step::Probe(mid) = s.next(1) else {
