@@ -408,21 +408,13 @@ impl Prober for BackendOpsProber {
             self.run_timeout,
             "test",
         );
-        let r = match self.run(&test, req.log_path, None) {
-            Err(e) => {
-                report.signature = Some(format!("test step could not run: {e}"));
-                return report;
-            }
-            Ok(r) => r,
-        };
-        if let Some(why) = crate::probe::step_infra_failure(&*self.launcher, &r) {
-            report.signature = Some(format!("test step: {why}"));
+        let Some(r) = crate::probe::test_step(
+            &mut report,
+            &*self.launcher,
+            self.run(&test, req.log_path, None),
+        ) else {
             return report;
-        }
-        report.test_s = r.duration.as_secs_f64();
-        report.duration_s = report.build_s + report.test_s;
-        report.exit_code = r.exit_code;
-        report.signal = r.signal;
+        };
         if r.exit_code == Some(125) {
             return untestable(report, format!("no {PROGRAM} was built"));
         }

@@ -189,6 +189,32 @@ pub fn step_infra_failure(launcher: &dyn launch::Launcher, r: &exec::RunResult) 
     exec::out_of_space(r).or_else(|| launcher.infra_failure(r.exit_code, &r.output))
 }
 
+/// A test step's run as the report records it: its time, status and signal, or `None` with the
+/// report's signature saying why the step says nothing of the tree (it could not start, or its
+/// launcher failed: `step_infra_failure`). One rule for every prober that runs a test step.
+pub fn test_step(
+    report: &mut ProbeReport,
+    launcher: &dyn launch::Launcher,
+    ran: std::io::Result<exec::RunResult>,
+) -> Option<exec::RunResult> {
+    let r = match ran {
+        Err(e) => {
+            report.signature = Some(format!("test step could not run: {e}"));
+            return None;
+        }
+        Ok(r) => r,
+    };
+    if let Some(why) = step_infra_failure(launcher, &r) {
+        report.signature = Some(format!("test step: {why}"));
+        return None;
+    }
+    report.test_s = r.duration.as_secs_f64();
+    report.duration_s = report.build_s + report.test_s;
+    report.exit_code = r.exit_code;
+    report.signal = r.signal;
+    Some(r)
+}
+
 pub trait Prober: Send + Sync {
     /// Stable text naming exactly what is run (commands, configuration, reproducer source hash,
     /// relevant environment, launcher/image). Part of the result store key: when it changes,

@@ -245,21 +245,13 @@ impl Prober for ScriptProber {
             return report;
         }
         phase(Phase::Test);
-        let r = match run(&job(&self.script, false, self.timeout, "test"), None) {
-            Err(e) => {
-                report.signature = Some(format!("test step could not run: {e}"));
-                return report;
-            }
-            Ok(r) => r,
-        };
-        if let Some(why) = crate::probe::step_infra_failure(&*self.launcher, &r) {
-            report.signature = Some(format!("test step: {why}"));
+        let Some(r) = crate::probe::test_step(
+            &mut report,
+            &*self.launcher,
+            run(&job(&self.script, false, self.timeout, "test"), None),
+        ) else {
             return report;
-        }
-        report.test_s = r.duration.as_secs_f64();
-        report.duration_s = report.build_s + report.test_s;
-        report.exit_code = r.exit_code;
-        report.signal = r.signal;
+        };
         report.outcome = classify(r.exit_code, r.signal, r.timed_out, &r.output);
         report.signature = match report.outcome {
             Outcome::Pass => None,
