@@ -597,9 +597,11 @@ fn queued_runs_follow_githubs_one_running_one_pending_rule() {
 /// This repository's workflows, queued the ways that used to lose results, lose nothing:
 /// matrix.yml's new-failure job dispatching three bisections of one range (one per newly failing
 /// configuration); a dispatch that does not post queued between two that do; a matrix
-/// dispatch with its own revisions between two nightlies. The same queues against the groups
-/// as they were (no configuration, a non-posting report in the comment's group, one matrix
-/// group) show the rule catching each loss.
+/// dispatch with its own revisions between two nightlies; a bisect that posts, asks afresh
+/// (`resume: false`) or to a confidence, queued between two runs of its question that differ
+/// only there (issue 47: "no-post, post, no-post" posted nothing). The same queues against the
+/// groups as they were (no configuration, a non-posting report in the comment's group, one
+/// matrix group, the question alone) show the rule catching each loss.
 #[test]
 fn three_queued_runs_of_each_workflow_lose_nothing() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -611,6 +613,10 @@ fn three_queued_runs_of_each_workflow_lose_nothing() {
             i["slots"] = json!(4);
         }
         (wf, "workflow_dispatch", i)
+    };
+    let with = |(wf, ev, mut i): (&'static str, &'static str, Value), k: &str, v: Value| {
+        i[k] = v;
+        (wf, ev, i)
     };
     let nightly = ("matrix.yml", "schedule", json!({}));
     let own = |post: bool| {
@@ -633,9 +639,46 @@ fn three_queued_runs_of_each_workflow_lose_nothing() {
         ],
         vec![nightly.clone(), own(true), nightly.clone()],
         vec![nightly.clone(), own(true), own(false)],
+        // What changes a bisect's outcome, queued between runs that differ from it only there.
+        vec![
+            bisect("bisect.yml", "cpu-a", false),
+            bisect("bisect.yml", "cpu-a", true),
+            bisect("bisect.yml", "cpu-a", false),
+        ],
+        vec![
+            bisect("bisect-distributed.yml", "cpu-a", false),
+            bisect("bisect-distributed.yml", "cpu-a", true),
+            bisect("bisect-distributed.yml", "cpu-a", false),
+        ],
+        vec![
+            bisect("bisect.yml", "cpu-a", true),
+            with(bisect("bisect.yml", "cpu-a", true), "resume", json!(false)),
+            bisect("bisect.yml", "cpu-a", true),
+        ],
+        vec![
+            bisect("bisect-distributed.yml", "cpu-a", true),
+            with(
+                bisect("bisect-distributed.yml", "cpu-a", true),
+                "confidence",
+                json!("0.95"),
+            ),
+            bisect("bisect-distributed.yml", "cpu-a", true),
+        ],
     ];
-    for q in &queues {
+    for q in &queues[..6] {
         assert_eq!(h.queue_plan(q), [], "{q:?}");
+    }
+    // Runs that all post one question's comment: every bisect runs (no whole run is
+    // cancelled); what GitHub may still drop is a pending edit of that comment superseded by a
+    // later run's edit of the same comment, which is the one answer the comment shows.
+    for q in &queues[6..] {
+        let plan = h.queue_plan(q);
+        assert!(
+            plan.iter().all(|(_, g)| g
+                .as_deref()
+                .is_some_and(|g| g.starts_with("results-comment-Luce-Org/lucebox#516-bisect-"))),
+            "{q:?}: {plan:?}"
+        );
     }
     // The same queues against the groups of before.
     let old = tempfile::tempdir().unwrap();
@@ -660,6 +703,16 @@ fn three_queued_runs_of_each_workflow_lose_nothing() {
         "matrix-gfx1151-${{ inputs.revisions && github.run_id || 'default' }}",
         "matrix-gfx1151",
     );
+    undo(
+        "bisect.yml",
+        "-post-${{ inputs.post }}-resume-${{ inputs.resume }}\n",
+        "\n",
+    );
+    undo(
+        "bisect-distributed.yml",
+        "-post-${{ inputs.post }}-confidence-${{ inputs.confidence }}\n",
+        "\n",
+    );
     let mut h = Harness::new(
         &project,
         Path::new("/bin/false"),
@@ -676,6 +729,11 @@ fn three_queued_runs_of_each_workflow_lose_nothing() {
     assert!(lost[1].iter().any(|(r, _)| *r == 1), "{lost:?}");
     assert!(lost[2].contains(&(1, None)), "{lost:?}");
     assert!(lost[3].contains(&(1, None)), "{lost:?}");
+    // The question's group alone: the middle run (the one that posts, or that asks afresh or
+    // to a confidence) is replaced by the last.
+    for l in &lost[4..8] {
+        assert!(l.contains(&(1, None)), "{lost:?}");
+    }
     // Only the non-posting report's own group differs from before in the last queue: with the
     // workflow groups as they are now, the old matrix report group still cancels run 1's.
     undo(

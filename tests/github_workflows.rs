@@ -688,8 +688,8 @@ fn the_tool_is_built_once_per_run_and_never_on_a_gpu_runner() {
 /// the same question, so their report jobs share one group; matrix.yml's report has the
 /// `matrix` comment's. The bisect comment's key hashes the configuration, so its group names it
 /// (N configurations bisected over one range must not cancel each other's reports), and a
-/// report that does not post takes its own run's group. The compute of one question shares
-/// one workflow-level group too. (tests/github_actions_harness.rs queues runs against them.)
+/// report that does not post takes its own run's group. The compute of one question has a
+/// workflow-level group that also names what changes its outcome (post, resume, confidence). (tests/github_actions_harness.rs queues runs against them.)
 #[test]
 fn every_job_that_edits_a_results_comment_holds_that_comments_group() {
     let prefix = "results-comment-${{ ";
@@ -727,10 +727,24 @@ fn every_job_that_edits_a_results_comment_holds_that_comments_group() {
             groups["bisect.yml"]
         );
     }
-    assert_eq!(
-        yaml("bisect.yml")["concurrency"],
-        yaml("bisect-distributed.yml")["concurrency"]
-    );
+    // The compute's group: the question, then what changes the run's outcome, so a posting
+    // run is never the pending one a non-posting run replaces.
+    let question = "bisect-${{ inputs.config }}-${{ inputs.good }}-${{ inputs.bad }}-${{ inputs.regress }}-${{ inputs.match }}";
+    for (name, outcome) in [
+        ("bisect.yml", &["post", "resume"][..]),
+        ("bisect-distributed.yml", &["post", "confidence"][..]),
+    ] {
+        let wf = yaml(name);
+        let g = wf["concurrency"]["group"].as_str().unwrap();
+        assert!(g.starts_with(question), "{name}: {g}");
+        for input in outcome {
+            assert!(
+                g.contains(&format!("-{input}-${{{{ inputs.{input} }}}}")),
+                "{name}'s group names {input}: {g}"
+            );
+        }
+        assert_eq!(wf["concurrency"]["cancel-in-progress"], false, "{name}");
+    }
 }
 
 /// Labels that only self-hosted runners carry: `self-hosted` and actionlint.yaml's.
