@@ -9,14 +9,18 @@ now() { date +%s.%N; }
 
 # run_tool STATE_DIR ARGS...: setrows-bisect ARGS with its work dir, JSON and report under
 # STATE_DIR (a resumed run appends to tool.out), then the answer and every probe, one line each.
+# TOOL_JOBS (environment, e.g. `auto` or 2) passes `--jobs`; unset, the tool's default. The
+# builds the work dir measured (`<work>/build-use`: CPU and wall seconds, what `--jobs auto`
+# chooses from) are printed after the probes.
 run_tool() {
   local S=$1 t0 rc
   shift
   mkdir -p "$S"
   t0=$(now)
-  "$BIN" "$@" --work-dir "$S/work" --json "$S/tool.json" --report "$S/tool.md" >>"$S/tool.out" 2>&1
+  "$BIN" "$@" ${TOOL_JOBS:+--jobs "$TOOL_JOBS"} --work-dir "$S/work" --json "$S/tool.json" --report "$S/tool.md" >>"$S/tool.out" 2>&1
   rc=$?
-  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($(nproc) cores)"
+  echo "tool exit $rc, wall $(python3 -c "print(round($(now) - $t0, 1))") s ($(nproc) cores)${TOOL_JOBS:+, --jobs $TOOL_JOBS}"
+  echo "build-use: $(cat "$S/work/build-use" 2>/dev/null || echo none)"
   python3 - "$S/tool.json" <<'PY'
 import json, sys
 try:

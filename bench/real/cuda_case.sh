@@ -19,6 +19,7 @@
 #   GIT_BAD_RCS     (optional) the decode-probe exit statuses git's step calls bad, a `case`
 #                   pattern (default 1, a mismatch; any other non-zero status is a skip, 125)
 #
+# TOOL_JOBS (environment, e.g. `auto`) passes `--jobs` to the tool; unset, its default (1).
 # REPRO_ARGS (environment, default none) adds decode-probe options beyond the case's settings to
 # both sides alike, words split on blanks, e.g. REPRO_ARGS="--cpu-nmse 1e-3": the tool gets each
 # word as `--repro-arg=WORD` (as its endpoint advice words it), git's step the words as they are.
@@ -115,7 +116,8 @@ read -ra REPRO <<<"${REPRO_ARGS:-}"
 for w in ${REPRO[@]+"${REPRO[@]}"}; do TOOL_REPRO+=("--repro-arg=$w"); done
 PROBE_SETTINGS+=(${REPRO[@]+"${REPRO[@]}"})
 local A0=(--repo "$S/tool-src" --probe-kind decode --backend cuda --gpu-target 90 --engine none
-   --good "$good" --bad "$bad" "${SETTINGS[@]}" ${TOOL_REPRO[@]+"${TOOL_REPRO[@]}"})
+   --good "$good" --bad "$bad" "${SETTINGS[@]}" ${TOOL_REPRO[@]+"${TOOL_REPRO[@]}"}
+   ${TOOL_JOBS:+--jobs "$TOOL_JOBS"})
 local A=("${A0[@]}" --work-dir "$S/w")
 "$BIN" "${A[@]}" --dry-run >"$OUT/dry-run.txt" 2>&1
 local tool_wall='' t0
@@ -252,6 +254,7 @@ STEP
 fi
 {
   echo "expected first bad ($FIRST_BAD_NAME): $first_bad"
+  echo "tool --jobs ${TOOL_JOBS:-default}; build-use (CPU and wall s of the builds measured, what --jobs auto reads): $(cat "$S/w/build-use" 2>/dev/null || echo none)"
   python3 - "$OUT/tool.json" "$tool_wall" <<'PY'
 import json, sys
 try:
