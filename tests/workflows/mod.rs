@@ -32,6 +32,8 @@
 //! - Reads across jobs: `needs.X` must name a direct need, and a job may download only
 //!   artifacts uploaded by jobs in its `needs` closure (on GitHub anything else is a race).
 //! - Unknown keys at workflow, job, strategy, step and concurrency level panic (rules.rs).
+//! - `environment:` (a name or `{name, url}`) gives the job that environment's secrets
+//!   (`environments`) over the repository's; a job without it never sees them.
 //!
 //! What a hosted runner would bring is replaced by named local equivalents, and nothing else:
 //! - `actions/checkout` without `repository:` copies the project checkout the test prepared;
@@ -88,6 +90,8 @@ pub struct JobRun {
     pub runs_on: Vec<String>,
     /// The runner's name (`RUNNER_NAME`), `harness-N`.
     pub runner: String,
+    /// The environment the job declared (evaluated), whose secrets it got.
+    pub environment: Option<String>,
 }
 
 pub struct Harness {
@@ -103,6 +107,9 @@ pub struct Harness {
     pub runner_env: Vec<(String, String)>,
     pub vars: Map<String, Value>,
     pub secrets: Map<String, Value>,
+    /// Environment name → its own secrets: only a job that declares `environment: NAME` sees
+    /// them (over repository secrets of the same name), as on GitHub.
+    pub environments: BTreeMap<String, Map<String, Value>>,
     pub run_id: u64,
     /// Fires once per harness (a re-run does not lose the same runner again).
     pub kill: Option<Kill>,
@@ -200,6 +207,7 @@ impl Harness {
             runner_env: Vec::new(),
             vars: Map::new(),
             secrets: Map::new(),
+            environments: BTreeMap::new(),
             run_id: 4242,
             kill: None,
             jobs: BTreeMap::new(),
@@ -767,7 +775,25 @@ impl Harness {
                 "strategy".into(),
                 json!({"job-index": i, "job-total": total}),
             );
-            let run = self.leg(path, i, job, &c, &j);
+            let environment = get(job, "environment").map(|e| {
+                let raw = rules::environment_name(path, e);
+                let ctx = Ctx {
+                    contexts: &c,
+                    success: j.success,
+                    failure: j.failure,
+                    cancelled: j.cancelled,
+                };
+                expr::to_string(&expr::template(raw, &ctx))
+            });
+            if let Some(name) = &environment {
+                self.log.push(format!("{path}[{i}]: environment {name}"));
+                let own = self.environments.get(name).cloned().unwrap_or_default();
+                if let Some(Value::Object(s)) = c.get_mut("secrets") {
+                    s.extend(own);
+                }
+            }
+            let mut run = self.leg(path, i, job, &c, &j);
+            run.environment = environment;
             if run.result != "success" && result != "failure" {
                 result = run.result.clone();
             }
@@ -894,6 +920,7 @@ impl Harness {
             runner_dir: Some(dir),
             runs_on,
             runner: name,
+            environment: None,
         }
     }
 
@@ -1449,6 +1476,7 @@ fn skipped() -> JobRun {
         runner_dir: None,
         runs_on: Vec::new(),
         runner: String::new(),
+        environment: None,
     }
 }
 fn merge_outputs(into: &mut Map<String, Value>, from: &Map<String, Value>) {
