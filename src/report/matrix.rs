@@ -52,6 +52,10 @@ impl MatrixResults {
     }
 }
 
+/// Infrastructure reasons up to this long are written in their cell; longer ones (an engine's
+/// error text) go below the table, numbered, as signatures do.
+const REASON_IN_ROW: usize = 100;
+
 /// A cell as one glance reads it: the symbol, then the outcome word when it is not a pass
 /// (signatures go below the table, numbered, so columns stay narrow).
 fn cell_text(c: &Cell, note: Option<usize>, build_only: bool) -> String {
@@ -125,7 +129,13 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
         .map(|(o, n)| format!("{} {n} {o}", cell_icon(*o, build_only)))
         .collect();
     let sources: BTreeSet<String> = files.iter().map(|m| code(&m.matrix)).collect();
-    let engines: BTreeSet<String> = files.iter().map(|m| escape::inline(&m.engine)).collect();
+    // A document made for cells that never ran (`MatrixResults::cut_off` without a run) names
+    // no engine.
+    let engines: BTreeSet<String> = files
+        .iter()
+        .filter(|m| !m.engine.is_empty())
+        .map(|m| escape::inline(&m.engine))
+        .collect();
     let mut md = format!(
         "## setrows-bisect: configuration matrix{}\n\n{} · engine {} · **{} cell(s):** {}\n\n| id | configuration |",
         if build_only {
@@ -176,7 +186,14 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
                         } else {
                             String::new()
                         };
-                    let note = c.signature.as_deref().map(|sig| {
+                    // An infrastructure error's signature is its reason (a cut-off job, a lost
+                    // runner, an engine that is down): the row says it, so a stale or missing
+                    // result is read where the cell is, not behind a footnote.
+                    let reason = (c.outcome == Outcome::InfraError)
+                        .then_some(c.signature.as_deref())
+                        .flatten()
+                        .filter(|r| r.chars().count() <= REASON_IN_ROW);
+                    let note = c.signature.as_deref().filter(|_| reason.is_none()).map(|sig| {
                         notes.push(format!(
                             "{}. {} at {}: {}{} ({}{}{built})",
                             notes.len() + 1,
@@ -189,7 +206,10 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
                         ));
                         notes.len()
                     });
-                    md.push_str(&format!(" {} |", cell_text(c, note, build_only)));
+                    let reason = reason
+                        .map(|r| format!(": {}", escape::cell(r)))
+                        .unwrap_or_default();
+                    md.push_str(&format!(" {}{reason} |", cell_text(c, note, build_only)));
                 }
             }
         }
