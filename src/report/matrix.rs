@@ -273,3 +273,101 @@ fn provenance(files: &[&MatrixResults]) -> Option<String> {
     }
     (!out.is_empty()).then(|| format!("### Provenance\n\n{out}"))
 }
+
+/// The reason a lost leg's cells carry: its job wrote nothing (no step ran, or its runner
+/// died with the results), which the report can only tell by their absence.
+pub const LOST_LEG: &str = "no results: runner offline or lost";
+
+/// One planned leg of a fan-out run (an entry of `matrix --list --format github`'s `include`):
+/// its name and the configuration ids it was to run.
+pub struct Leg {
+    pub name: String,
+    pub ids: Vec<String>,
+}
+
+/// The legs of `plan` (`{"include":[{name, ids}]}`) that no result file covers: a leg is
+/// present when any file has a row for one of its configurations. Each lost leg becomes a
+/// document of its own with every configuration an `infra_error` ([`LOST_LEG`]) at every
+/// revision the other files have (else `revisions`, as written), so a ROCm version whose runner
+/// never reported stays in the table, saying why, instead of silently dropping out.
+pub fn lost_legs(
+    plan: &serde_json::Value,
+    files: &[&MatrixResults],
+    labels: &dyn Fn(&str) -> Option<crate::core::result::ConfigRow>,
+    revisions: &[String],
+) -> Result<(Vec<Leg>, Vec<MatrixResults>), String> {
+    use crate::core::result::{ConfigRow, Kind, Rev};
+    let include = plan
+        .get("include")
+        .and_then(|i| i.as_array())
+        .ok_or("not a workflow matrix: no `include` list")?;
+    let mut revs: Vec<Rev> = Vec::new();
+    for m in files {
+        for r in &m.revisions {
+            if !revs.iter().any(|x| x.sha == r.sha) {
+                revs.push(r.clone());
+            }
+        }
+    }
+    if revs.is_empty() {
+        revs = revisions
+            .iter()
+            .map(|r| Rev {
+                rev: r.clone(),
+                sha: r.clone(),
+                tree: String::new(),
+                checkout: Default::default(),
+                facts: Default::default(),
+            })
+            .collect();
+    }
+    let (mut lost, mut docs) = (Vec::new(), Vec::new());
+    for leg in include {
+        let name = leg.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+        let ids: Vec<String> = leg
+            .get("ids")
+            .and_then(|i| i.as_str())
+            .ok_or_else(|| format!("leg {name}: no `ids`"))?
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        let covered = files
+            .iter()
+            .any(|m| m.configs.iter().any(|c| ids.contains(&c.id)));
+        if covered {
+            continue;
+        }
+        let configs: Vec<ConfigRow> = ids
+            .iter()
+            .map(|id| {
+                labels(id).unwrap_or(ConfigRow {
+                    id: id.clone(),
+                    label: String::new(),
+                    backend: crate::core::build::Backend::Cpu,
+                    image: None,
+                })
+            })
+            .collect();
+        let mut doc = MatrixResults {
+            schema: Kind::Matrix.tag(),
+            matrix: files
+                .first()
+                .map(|m| m.matrix.clone())
+                .unwrap_or_else(|| "matrix.toml".into()),
+            engine: String::new(),
+            revisions: revs.clone(),
+            configs,
+            cells: Vec::new(),
+            build_only: false,
+            invocation: Default::default(),
+        };
+        doc.cut_off(LOST_LEG);
+        lost.push(Leg {
+            name: name.to_string(),
+            ids,
+        });
+        docs.push(doc);
+    }
+    Ok((lost, docs))
+}
