@@ -854,7 +854,10 @@ jobs:
     assert_eq!(h.jobs["named[0]"].environment.as_deref(), Some("results"));
     assert_eq!(h.jobs["without[0]"].environment, None);
 
-    let bad = wf.replace("      url: https://example.invalid/results\n", "      reviewers: [me]\n");
+    let bad = wf.replace(
+        "      url: https://example.invalid/results\n",
+        "      reviewers: [me]\n",
+    );
     let d2 = tempfile::tempdir().unwrap();
     let e = panics(move || {
         let mut h = harness(d2.path(), &[(".github/workflows/w.yml", &bad)]);

@@ -518,12 +518,14 @@ fn lost_legs(plan: &std::path::Path, results: &mut Vec<AnyResult>) -> anyhow::Re
     let value = read_plan(plan)?;
     let m = crate::cli::bisect::load_matrix(None).ok();
     let labels = |id: &str| {
-        m.as_ref().and_then(|m| m.find(id)).map(|c| result::ConfigRow {
-            id: c.id.clone(),
-            label: c.label(),
-            backend: c.backend,
-            image: c.image.clone(),
-        })
+        m.as_ref()
+            .and_then(|m| m.find(id))
+            .map(|c| result::ConfigRow {
+                id: c.id.clone(),
+                label: c.label(),
+                backend: c.backend,
+                image: c.image.clone(),
+            })
     };
     let revisions = m.as_ref().map(|m| m.revisions.clone()).unwrap_or_default();
     let files: Vec<&result::MatrixResults> = results

@@ -193,19 +193,23 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
                         .then_some(c.signature.as_deref())
                         .flatten()
                         .filter(|r| r.chars().count() <= REASON_IN_ROW);
-                    let note = c.signature.as_deref().filter(|_| reason.is_none()).map(|sig| {
-                        notes.push(format!(
-                            "{}. {} at {}: {}{} ({}{}{built})",
-                            notes.len() + 1,
-                            code(id),
-                            code(&sha[..sha.len().min(10)]),
-                            cell_icon(c.outcome, build_only),
-                            code(&sig.chars().take(160).collect::<String>()),
-                            secs(c.duration_s),
-                            if c.cached { ", stored" } else { "" }
-                        ));
-                        notes.len()
-                    });
+                    let note = c
+                        .signature
+                        .as_deref()
+                        .filter(|_| reason.is_none())
+                        .map(|sig| {
+                            notes.push(format!(
+                                "{}. {} at {}: {}{} ({}{}{built})",
+                                notes.len() + 1,
+                                code(id),
+                                code(&sha[..sha.len().min(10)]),
+                                cell_icon(c.outcome, build_only),
+                                code(&sig.chars().take(160).collect::<String>()),
+                                secs(c.duration_s),
+                                if c.cached { ", stored" } else { "" }
+                            ));
+                            notes.len()
+                        });
                     let reason = reason
                         .map(|r| format!(": {}", escape::cell(r)))
                         .unwrap_or_default();

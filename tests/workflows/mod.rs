@@ -32,6 +32,7 @@
 //! - Reads across jobs: `needs.X` must name a direct need, and a job may download only
 //!   artifacts uploaded by jobs in its `needs` closure (on GitHub anything else is a race).
 //! - Unknown keys at workflow, job, strategy, step and concurrency level panic (rules.rs).
+//! - `offline`: every leg of a job fails with no step run (its runner lost or reset).
 //! - `environment:` (a name or `{name, url}`) gives the job that environment's secrets
 //!   (`environments`) over the repository's; a job without it never sees them.
 //!
@@ -113,6 +114,9 @@ pub struct Harness {
     pub run_id: u64,
     /// Fires once per harness (a re-run does not lose the same runner again).
     pub kill: Option<Kill>,
+    /// Job paths whose runners are all offline: each leg fails without running a step (no
+    /// checkout, no upload, not even `if: always()`), as a job whose machine was reset.
+    pub offline: BTreeSet<String>,
     /// Every job and leg of the latest attempt, by `path[leg]`.
     pub jobs: BTreeMap<String, JobRun>,
     /// What the harness did instead of an action, and every step it ran, in order.
@@ -121,6 +125,9 @@ pub struct Harness {
     pub seed: u64,
     /// How long one `timeout-minutes` minute lasts here.
     pub minute: Duration,
+    /// The same, for one job's own `timeout-minutes` (by job path): a test can make one job's
+    /// long limit fire in seconds while the short limits of the others keep their slack.
+    pub job_minute: BTreeMap<String, Duration>,
     /// Every GITHUB_TOKEN minted for a job (all of them are in `tokens.json`).
     pub minted: Vec<String>,
     /// (job path or `workflow NAME`, group, cancel-in-progress) of every `concurrency:` met.
@@ -210,10 +217,12 @@ impl Harness {
             environments: BTreeMap::new(),
             run_id: 4242,
             kill: None,
+            offline: BTreeSet::new(),
             jobs: BTreeMap::new(),
             log: vec![format!("job order seed {seed}")],
             seed,
             minute: Duration::from_secs(60),
+            job_minute: BTreeMap::new(),
             minted: Vec::new(),
             concurrency: Vec::new(),
             repository: "harness/setrows-bisect".into(),
@@ -866,7 +875,25 @@ impl Harness {
                 "{path}[{leg}]: job '{shown}' on {runs_on:?} ({name})"
             ));
         }
-        let deadline = get(job, "timeout-minutes").map(|t| Instant::now() + self.minutes(path, t));
+        if self.offline.contains(path) {
+            self.log.push(format!(
+                "{path}[{leg}]: runner offline: no step ran ({name})"
+            ));
+            return JobRun {
+                result: "failure".into(),
+                outputs: Map::new(),
+                matrix: c.get("matrix").cloned().unwrap_or(Value::Null),
+                runner_dir: Some(dir),
+                runs_on,
+                runner: name,
+                environment: None,
+            };
+        }
+        let deadline = get(job, "timeout-minutes").map(|t| {
+            let minute = self.job_minute.get(path).copied().unwrap_or(self.minute);
+            let whole = self.minutes(path, t);
+            Instant::now() + whole.mul_f64(minute.as_secs_f64() / self.minute.as_secs_f64())
+        });
         let mut env: Vec<(String, String)> = vec![("RUNNER_NAME".into(), name.clone())];
         for scope in [j.wf_env, get(job, "env")].into_iter().flatten() {
             env.extend(eval_env(scope, &ctx));
