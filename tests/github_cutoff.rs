@@ -67,6 +67,7 @@ impl Api {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
+            .rev()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter(|v| {
                 let (m, p) = (
@@ -82,7 +83,7 @@ impl Api {
                     .as_str()
                     .map(str::to_string)
             })
-            .last()
+            .next()
             .unwrap_or_default()
     }
 }

@@ -36,6 +36,9 @@ pub struct Request {
     pub dry_run: bool,
 }
 
+/// What `Prepared::on_cell` is handed: the document as it stands.
+pub type OnCell = Box<dyn Fn(&MatrixResults)>;
+
 /// A request made runnable: its runner (engine, store) and resolved revisions.
 pub struct Prepared {
     pub runner: Runner,
@@ -48,7 +51,7 @@ pub struct Prepared {
     /// Called with the document so far after every cell (and once before the first, with no
     /// cells): the command line writes it to --out, so a run killed mid-way (a job's timeout, a
     /// cancel) leaves every finished cell on disk and the plan for the rest.
-    pub on_cell: Option<Box<dyn Fn(&MatrixResults)>>,
+    pub on_cell: Option<OnCell>,
 }
 
 /// What carrying out a prepared request gives back, for the command line to word, write and
