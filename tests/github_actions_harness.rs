@@ -159,7 +159,10 @@ fn unknown_keys_fail_instead_of_being_ignored() {
     for (at, extra) in [
         ("job", "    continue-on-error: true\n"),
         // `environment` is simulated (its secrets); keys of it the harness does not model are not.
-        ("job", "    environment:\n      name: prod\n      deployment: false\n"),
+        (
+            "job",
+            "    environment:\n      name: prod\n      deployment: false\n",
+        ),
         ("job", "    defaults:\n      run:\n        shell: bash\n"),
     ] {
         let wf = format!(

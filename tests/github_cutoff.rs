@@ -315,3 +315,86 @@ fn the_cut_off_reason_names_the_run_jobs_timeout() {
         "matrix.yml: the cut-off step's reason does not name timeout-minutes {minutes}"
     );
 }
+
+/// The tool's side of a cut-off: `matrix` has each finished cell on disk while a later cell
+/// hangs, so killing it (what a job's timeout does) loses only the unfinished ones, and
+/// `matrix --cut-off` then records those with the reason, keeping the finished cell as it was.
+#[test]
+fn a_killed_matrix_run_keeps_its_finished_cells_and_cut_off_completes_the_rest() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let shas = make_repo(&repo, 2, 9);
+    let conf = d.path().join("matrix.toml");
+    std::fs::write(
+        &conf,
+        r#"[probe]
+kind = "script"
+build = 'true'
+script = 'if grep -q "revision 1" "$SRC/t.c"; then sleep 120; fi'
+[launch.plain]
+[params.p]
+args = []
+[matrix]
+backend = ["cpu"]
+launch = ["plain"]
+params = ["p"]
+"#,
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let command = |extra: &[&str]| {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"));
+        c.env("SETROWS_WORK_DIR", d.path().join("work"))
+            .arg("matrix")
+            .arg("--matrix")
+            .arg(&conf)
+            .arg("--repo")
+            .arg(&repo)
+            .arg("--out")
+            .arg(&out)
+            .args(["--engine", "none", "--rev", &shas[0], "--rev", &shas[1]])
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    };
+    let read = || -> Option<Value> {
+        serde_json::from_str(&std::fs::read_to_string(out.join("matrix-results.json")).ok()?).ok()
+    };
+    let mut child = command(&[]).spawn().unwrap();
+    let t = std::time::Instant::now();
+    let cells = |v: &Value| v["cells"].as_array().map_or(0, Vec::len);
+    while read().is_none_or(|v| cells(&v) < 1) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before its hanging cell"
+        );
+        assert!(t.elapsed() < Duration::from_secs(60), "no cell written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = read().unwrap();
+    assert_eq!(cells(&killed), 1, "{killed:#}");
+    assert_eq!(killed["cells"][0]["outcome"], "pass", "{killed:#}");
+    assert_eq!(
+        killed["revisions"].as_array().unwrap().len(),
+        2,
+        "{killed:#}"
+    );
+
+    let reason = "cut off: job cancelled or timed out after 480 min";
+    let status = command(&["--cut-off", reason]).status().unwrap();
+    assert!(status.success());
+    let done = read().unwrap();
+    assert_eq!(cells(&done), 2, "{done:#}");
+    assert_eq!(done["cells"][0], killed["cells"][0], "{done:#}");
+    assert_eq!(done["cells"][1]["outcome"], "infra_error", "{done:#}");
+    assert_eq!(done["cells"][1]["signature"], reason, "{done:#}");
+    assert_eq!(done["cells"][1]["sha"], json!(shas[1]), "{done:#}");
+    let md = std::fs::read_to_string(out.join("matrix-results.md")).unwrap();
+    assert!(md.contains(&format!("⚠️ infra_error: {reason}")), "{md}");
+    // Run again on a complete file: nothing is added.
+    assert!(command(&["--cut-off", reason]).status().unwrap().success());
+    assert_eq!(read().unwrap(), done);
+}
