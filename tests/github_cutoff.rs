@@ -398,3 +398,58 @@ params = ["p"]
     assert!(command(&["--cut-off", reason]).status().unwrap().success());
     assert_eq!(read().unwrap(), done);
 }
+
+/// `matrix --time-limit`: once the limit has passed no cell starts, and the cells left say why.
+#[test]
+fn a_run_past_its_time_limit_starts_no_cell_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let shas = make_repo(&repo, 2, 9);
+    let conf = d.path().join("matrix.toml");
+    std::fs::write(
+        &conf,
+        r#"[probe]
+kind = "script"
+build = 'true'
+script = 'sleep 2'
+[launch.plain]
+[params.p]
+args = []
+[matrix]
+backend = ["cpu"]
+launch = ["plain"]
+params = ["p"]
+"#,
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    // 0.01 min = 0.6 s: the first cell starts at once and takes 2 s; the second never starts.
+    let status = std::process::Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .env("SETROWS_WORK_DIR", d.path().join("work"))
+        .arg("matrix")
+        .arg("--matrix")
+        .arg(&conf)
+        .arg("--repo")
+        .arg(&repo)
+        .arg("--out")
+        .arg(&out)
+        .args(["--engine", "none", "--time-limit", "0.01"])
+        .args(["--rev", &shas[0], "--rev", &shas[1]])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    // Cells without a verdict: the infrastructure exit.
+    assert_eq!(status.code(), Some(3));
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("matrix-results.json")).unwrap())
+            .unwrap();
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{r:#}");
+    assert_eq!(cells[0]["outcome"], "pass", "{r:#}");
+    assert_eq!(cells[1]["outcome"], "infra_error", "{r:#}");
+    assert_eq!(
+        cells[1]["signature"], "not run: the run's time limit of 0.01 min was reached",
+        "{r:#}"
+    );
+}

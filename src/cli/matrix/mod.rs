@@ -107,6 +107,18 @@ pub struct MatrixArgs {
     /// Without a results file the cells are the selected configurations at the revisions asked.
     #[arg(long, value_name = "REASON", conflicts_with_all = ["list", "dry_run"])]
     pub cut_off: Option<String>,
+    /// Start no cell after MIN minutes of the run: the cells left are `infra_error` ("not run:
+    /// the run's time limit of MIN min was reached"). Set below a CI job's own limit, so hanging
+    /// cells end the run here, in words, rather than by the job being killed.
+    #[arg(long, value_name = "MIN", value_parser = minutes)]
+    pub time_limit: Option<f64>,
+}
+
+fn minutes(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(m) if m.is_finite() && m > 0.0 => Ok(m),
+        _ => Err(format!("{s:?} is not a positive number of minutes")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -232,6 +244,9 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     use crate::run::matrix::request::{carry_out, prepare, Done};
     // One preparation: a dry run makes nothing and says what a run would do.
     let mut prepared = prepare(request).map_err(run_error)?;
+    prepared.time_limit = args
+        .time_limit
+        .map(|m| std::time::Duration::from_secs_f64(m * 60.0));
     if !args.dry_run {
         let out = args.run.out.clone();
         prepared.on_cell = Some(Box::new(move |so_far| {

@@ -52,6 +52,10 @@ pub struct Prepared {
     /// cells): the command line writes it to --out, so a run killed mid-way (a job's timeout, a
     /// cancel) leaves every finished cell on disk and the plan for the rest.
     pub on_cell: Option<OnCell>,
+    /// `matrix --time-limit`: no cell starts after this much of the run; the rest are recorded
+    /// as `infra_error` saying so, so a job's own limit (which records nothing but "cut off")
+    /// is not what ends a run whose cells hang one after another.
+    pub time_limit: Option<std::time::Duration>,
 }
 
 /// What carrying out a prepared request gives back, for the command line to word, write and
@@ -137,6 +141,7 @@ pub fn prepare(req: Request) -> Result<Prepared, RunError> {
         engine_choice,
         dry_run: dry,
         on_cell: None,
+        time_limit: None,
     })
 }
 
@@ -181,8 +186,10 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
         configs,
         matrix_file,
         on_cell,
+        time_limit,
         ..
     } = p;
+    let started = std::time::Instant::now();
     let total = configs.len() * revs.len();
     let mut doc = MatrixResults {
         schema: Kind::Matrix.tag(),
@@ -212,10 +219,16 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
         }
     };
     written(&doc);
-    for (i, rev) in revs.iter_mut().enumerate() {
+    'run: for (i, rev) in revs.iter_mut().enumerate() {
+        if time_limit.is_some_and(|l| started.elapsed() >= l) {
+            break 'run;
+        }
         runner.checkout(rev)?;
         let rev = &*rev;
         for c in &configs {
+            if time_limit.is_some_and(|l| started.elapsed() >= l) {
+                break 'run;
+            }
             let label = c.label();
             let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
             let cell = runner.run_cell(c, rev, &|p| probe.phase(p));
@@ -232,6 +245,19 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
             doc.cells.push(cell);
             // The checkout's tree facts are the runtime's own; the document keeps its revision.
             doc.revisions[i] = rev.clone();
+            written(&doc);
+        }
+    }
+    if let Some(l) = time_limit {
+        let minutes = l.as_secs_f64() / 60.0;
+        let minutes = match minutes.fract() == 0.0 {
+            true => format!("{minutes:.0}"),
+            false => format!("{minutes:.2}"),
+        };
+        if doc.cut_off(&format!(
+            "not run: the run's time limit of {minutes} min was reached"
+        )) > 0
+        {
             written(&doc);
         }
     }
