@@ -158,7 +158,11 @@ jobs:
 fn unknown_keys_fail_instead_of_being_ignored() {
     for (at, extra) in [
         ("job", "    continue-on-error: true\n"),
-        ("job", "    environment: prod\n"),
+        // `environment` is simulated (its secrets); keys of it the harness does not model are not.
+        (
+            "job",
+            "    environment:\n      name: prod\n      deployment: false\n",
+        ),
         ("job", "    defaults:\n      run:\n        shell: bash\n"),
     ] {
         let wf = format!(
@@ -798,4 +802,70 @@ jobs:
         let r = h.rerun_failed("w.yml", "workflow_dispatch", json!({}));
         assert_eq!(r, rerun, "{}", h.log.join("\n"));
     }
+}
+
+/// `environment:` in both spellings gives a job that environment's secrets, and a job without it
+/// sees none of them; a key GitHub does not have under `environment` is refused.
+#[test]
+fn an_environments_secrets_reach_only_the_jobs_that_declare_it() {
+    let wf = r#"
+on: workflow_dispatch
+permissions: {}
+jobs:
+  named:
+    runs-on: ubuntu-latest
+    permissions: {}
+    environment: results
+    steps:
+      - env:
+          T: ${{ secrets.RESULTS_TOKEN }}
+        run: echo "named=${#T}" >> "$RUNNER_TEMP/../../seen"
+  mapped:
+    runs-on: ubuntu-latest
+    permissions: {}
+    environment:
+      name: results
+      url: https://example.invalid/results
+    steps:
+      - env:
+          T: ${{ secrets.RESULTS_TOKEN }}
+        run: echo "mapped=${#T}" >> "$RUNNER_TEMP/../../seen"
+  without:
+    needs: [named, mapped]
+    runs-on: ubuntu-latest
+    permissions: {}
+    steps:
+      - env:
+          T: ${{ secrets.RESULTS_TOKEN }}
+        run: echo "without=${#T}" >> "$RUNNER_TEMP/../../seen"
+"#;
+    let d = tempfile::tempdir().unwrap();
+    let mut h = harness(d.path(), &[(".github/workflows/w.yml", wf)]);
+    let mut own = serde_json::Map::new();
+    own.insert("RESULTS_TOKEN".into(), json!("0123456789"));
+    h.environments.insert("results".into(), own);
+    assert_eq!(
+        h.dispatch("w.yml", "workflow_dispatch", json!({})),
+        "success"
+    );
+    let mut seen: Vec<String> = std::fs::read_to_string(d.path().join("actions/seen"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    seen.sort();
+    assert_eq!(seen, ["mapped=10", "named=10", "without=0"]);
+    assert_eq!(h.jobs["named[0]"].environment.as_deref(), Some("results"));
+    assert_eq!(h.jobs["without[0]"].environment, None);
+
+    let bad = wf.replace(
+        "      url: https://example.invalid/results\n",
+        "      reviewers: [me]\n",
+    );
+    let d2 = tempfile::tempdir().unwrap();
+    let e = panics(move || {
+        let mut h = harness(d2.path(), &[(".github/workflows/w.yml", &bad)]);
+        h.dispatch("w.yml", "workflow_dispatch", json!({}));
+    });
+    assert!(e.contains("`reviewers` is not simulated"), "{e}");
 }

@@ -1004,3 +1004,44 @@ fn every_upload_survives_a_rerun_and_the_binary_outlives_it() {
     }
     assert!(uploads >= 9, "{uploads}");
 }
+
+/// A job that can read `secrets.RESULTS_TOKEN` must declare the `results` environment: the
+/// token is kept there (docs/github.md: Results token), where the environment's protection
+/// (required reviewers, or deployments from main only) decides which runs get it. A repository
+/// secret would reach every job of every branch's workflow; a job that forgot the environment
+/// would post with its own token, or not at all, without anyone noticing here.
+#[test]
+fn every_job_that_reads_the_results_token_declares_the_results_environment() {
+    let mut readers = 0;
+    for path in workflows() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let wf = yaml(&name);
+        let Some(jobs) = wf.get("jobs").and_then(|j| j.as_mapping()) else {
+            continue;
+        };
+        for (id, job) in jobs {
+            let id = id.as_str().unwrap_or("?");
+            let text = serde_yaml_ng::to_string(job).unwrap();
+            if !text.contains("secrets.RESULTS_TOKEN") {
+                continue;
+            }
+            readers += 1;
+            let env = job.get("environment").map(|e| match e {
+                serde_yaml_ng::Value::String(s) => s.clone(),
+                m => m
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+            });
+            assert_eq!(
+                env.as_deref(),
+                Some("results"),
+                "{name}: job `{id}` reads secrets.RESULTS_TOKEN without `environment: results`"
+            );
+        }
+    }
+    // matrix.yml, bisect.yml and bisect-distributed.yml post: a rule that checks no job proves
+    // nothing.
+    assert!(readers >= 3, "only {readers} job(s) read RESULTS_TOKEN");
+}

@@ -41,6 +41,12 @@ pub struct ReportArgs {
     /// exit: how a stateless scheduled job picks up where the last one stopped.
     #[arg(long, value_name = "KEY", conflicts_with_all = ["post", "results", "junit"])]
     pub load_state: Option<String>,
+    /// The fan-out's plan (`matrix --list --format github`, as the workflow's plan job output
+    /// it): every leg none of whose configurations is in a --results file gets infra_error rows
+    /// ("no results: runner offline or lost"). With no fresh results at all, the comment says
+    /// so and the command exits 3 after posting.
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Input")]
+    pub expect_legs: Option<PathBuf>,
     #[command(flatten)]
     pub github: GithubOptions,
 }
@@ -396,9 +402,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         outln!("{text}");
         return Ok(crate::error::exit::FOUND);
     }
-    if args.results.is_empty() {
+    if args.results.is_empty() && args.expect_legs.is_none() {
         return Err(CliError::usage(
-            "report: give at least one --results FILE (or --load-state KEY)",
+            "report: give at least one --results FILE (or --expect-legs PLAN, or --load-state KEY)",
         ));
     }
     // Validate everything before any effect: issue, token, files, keys.
@@ -423,7 +429,21 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     let run_url = github::run_url_from_env();
-    let rendered = render_values(&results, args.key.as_deref(), run_url.as_deref());
+    let lost = match &args.expect_legs {
+        Some(plan) => lost_legs(plan, &mut results)?,
+        None => Vec::new(),
+    };
+    let mut rendered = render_values(&results, args.key.as_deref(), run_url.as_deref());
+    let stale = !lost.is_empty() && lost.len() == lost_total(&args)?;
+    if stale {
+        for r in &mut rendered {
+            r.doc.push_markdown(format!(
+                "⚠️ **No fresh matrix results**: no leg of {} wrote results ({}: runner offline or lost). Every row above says so; the last results that ran are in the earlier runs' artifacts.",
+                run_url.as_deref().map(|u| format!("[this run]({u})")).unwrap_or_else(|| "this run".into()),
+                lost.join(", ")
+            ));
+        }
+    }
 
     if let Some(path) = &args.junit {
         let all: Vec<&AnyResult> = results.iter().collect();
@@ -442,7 +462,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
                 .map_err(|e| e.into_cli())?;
             writeln!(out, "{body}\n")?;
         }
-        return Ok(crate::error::exit::FOUND);
+        return no_fresh(stale, &lost);
     };
     let outcomes = post_rendered(&args.github, &issue, &rendered, run_url.as_deref())?;
     for (r, res) in rendered.iter().zip(outcomes) {
@@ -458,5 +478,65 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             res.html_url.map(|u| format!(": {u}")).unwrap_or_default()
         );
     }
-    Ok(crate::error::exit::FOUND)
+    no_fresh(stale, &lost)
+}
+
+/// A report whose every planned leg is lost has said so in the comment; it still fails (exit 3),
+/// so a nightly with its runner offline is red, not a green job with an old-looking table.
+fn no_fresh(stale: bool, lost: &[String]) -> anyhow::Result<i32> {
+    match stale {
+        false => Ok(crate::error::exit::FOUND),
+        true => Err(CliError::infra(format!(
+            "no fresh matrix results: no leg wrote results ({}); the comment says so",
+            lost.join(", ")
+        ))),
+    }
+}
+
+fn read_plan(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("--expect-legs {shown}: cannot read: {e}")))?;
+    serde_json::from_str(&text)
+        .map_err(|e| CliError::usage(format!("--expect-legs {shown}: not JSON: {e}")))
+}
+
+fn lost_total(args: &ReportArgs) -> anyhow::Result<usize> {
+    let Some(p) = &args.expect_legs else {
+        return Ok(0);
+    };
+    Ok(read_plan(p)?
+        .get("include")
+        .and_then(|i| i.as_array())
+        .map_or(0, Vec::len))
+}
+
+/// `--expect-legs`: the plan's legs that no result file covers become `infra_error` documents
+/// of their own (`report::matrix::lost_legs`), added to `results`; their names are returned.
+/// Labels come from ./matrix.toml (else the built-in matrix), where the plan's ids came from.
+fn lost_legs(plan: &std::path::Path, results: &mut Vec<AnyResult>) -> anyhow::Result<Vec<String>> {
+    let value = read_plan(plan)?;
+    let m = crate::cli::bisect::load_matrix(None).ok();
+    let labels = |id: &str| {
+        m.as_ref()
+            .and_then(|m| m.find(id))
+            .map(|c| result::ConfigRow {
+                id: c.id.clone(),
+                label: c.label(),
+                backend: c.backend,
+                image: c.image.clone(),
+            })
+    };
+    let revisions = m.as_ref().map(|m| m.revisions.clone()).unwrap_or_default();
+    let files: Vec<&result::MatrixResults> = results
+        .iter()
+        .filter_map(|r| match r {
+            AnyResult::Matrix(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    let (legs, docs) = crate::report::matrix::lost_legs(&value, &files, &labels, &revisions)
+        .map_err(|e| CliError::usage(format!("--expect-legs {}: {e}", plan.display())))?;
+    results.extend(docs.into_iter().map(AnyResult::Matrix));
+    Ok(legs.into_iter().map(|l| l.name).collect())
 }

@@ -149,7 +149,7 @@ pub enum GithubError {
     Unauthorized { what: String, message: String },
     #[error("{what}: the token is read-only here (403: Resource not accessible by integration). Workflows run from a fork get a read-only GITHUB_TOKEN: post from a workflow in the base repository (e.g. on workflow_run) or grant `permissions: issues: write`")]
     ReadOnlyToken { what: String },
-    #[error("{what}: this workflow's GITHUB_TOKEN writes only to {home}, not to {target} (403: Resource not accessible by integration); set the repository secret RESULTS_TOKEN to a token that may comment on {target}: a fine-grained token with Issues read and write on {target} if its user is a member of that owner, else a classic token with public_repo (docs/github.md: Workflows)")]
+    #[error("{what}: this workflow's GITHUB_TOKEN writes only to {home}, not to {target} (403: Resource not accessible by integration); set the secret RESULTS_TOKEN of the `results` environment to a token that may comment on {target}: a fine-grained token with Issues read and write on {target} if its user is a member of that owner, else a classic token with public_repo (docs/github.md: Workflows)")]
     ForeignRepository {
         what: String,
         home: String,

@@ -52,6 +52,10 @@ impl MatrixResults {
     }
 }
 
+/// Infrastructure reasons up to this long are written in their cell; longer ones (an engine's
+/// error text) go below the table, numbered, as signatures do.
+const REASON_IN_ROW: usize = 100;
+
 /// A cell as one glance reads it: the symbol, then the outcome word when it is not a pass
 /// (signatures go below the table, numbered, so columns stay narrow).
 fn cell_text(c: &Cell, note: Option<usize>, build_only: bool) -> String {
@@ -125,7 +129,13 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
         .map(|(o, n)| format!("{} {n} {o}", cell_icon(*o, build_only)))
         .collect();
     let sources: BTreeSet<String> = files.iter().map(|m| code(&m.matrix)).collect();
-    let engines: BTreeSet<String> = files.iter().map(|m| escape::inline(&m.engine)).collect();
+    // A document made for cells that never ran (`MatrixResults::cut_off` without a run) names
+    // no engine.
+    let engines: BTreeSet<String> = files
+        .iter()
+        .filter(|m| !m.engine.is_empty())
+        .map(|m| escape::inline(&m.engine))
+        .collect();
     let mut md = format!(
         "## setrows-bisect: configuration matrix{}\n\n{} · engine {} · **{} cell(s):** {}\n\n| id | configuration |",
         if build_only {
@@ -176,20 +186,34 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
                         } else {
                             String::new()
                         };
-                    let note = c.signature.as_deref().map(|sig| {
-                        notes.push(format!(
-                            "{}. {} at {}: {}{} ({}{}{built})",
-                            notes.len() + 1,
-                            code(id),
-                            code(&sha[..sha.len().min(10)]),
-                            cell_icon(c.outcome, build_only),
-                            code(&sig.chars().take(160).collect::<String>()),
-                            secs(c.duration_s),
-                            if c.cached { ", stored" } else { "" }
-                        ));
-                        notes.len()
-                    });
-                    md.push_str(&format!(" {} |", cell_text(c, note, build_only)));
+                    // An infrastructure error's signature is its reason (a cut-off job, a lost
+                    // runner, an engine that is down): the row says it, so a stale or missing
+                    // result is read where the cell is, not behind a footnote.
+                    let reason = (c.outcome == Outcome::InfraError)
+                        .then_some(c.signature.as_deref())
+                        .flatten()
+                        .filter(|r| r.chars().count() <= REASON_IN_ROW);
+                    let note = c
+                        .signature
+                        .as_deref()
+                        .filter(|_| reason.is_none())
+                        .map(|sig| {
+                            notes.push(format!(
+                                "{}. {} at {}: {}{} ({}{}{built})",
+                                notes.len() + 1,
+                                code(id),
+                                code(&sha[..sha.len().min(10)]),
+                                cell_icon(c.outcome, build_only),
+                                code(&sig.chars().take(160).collect::<String>()),
+                                secs(c.duration_s),
+                                if c.cached { ", stored" } else { "" }
+                            ));
+                            notes.len()
+                        });
+                    let reason = reason
+                        .map(|r| format!(": {}", escape::cell(r)))
+                        .unwrap_or_default();
+                    md.push_str(&format!(" {}{reason} |", cell_text(c, note, build_only)));
                 }
             }
         }
@@ -252,4 +276,102 @@ fn provenance(files: &[&MatrixResults]) -> Option<String> {
         out.push_str(&format!("\n<sub>{}</sub>\n", escape::inline(&t.line())));
     }
     (!out.is_empty()).then(|| format!("### Provenance\n\n{out}"))
+}
+
+/// The reason a lost leg's cells carry: its job wrote nothing (no step ran, or its runner
+/// died with the results), which the report can only tell by their absence.
+pub const LOST_LEG: &str = "no results: runner offline or lost";
+
+/// One planned leg of a fan-out run (an entry of `matrix --list --format github`'s `include`):
+/// its name and the configuration ids it was to run.
+pub struct Leg {
+    pub name: String,
+    pub ids: Vec<String>,
+}
+
+/// The legs of `plan` (`{"include":[{name, ids}]}`) that no result file covers: a leg is
+/// present when any file has a row for one of its configurations. Each lost leg becomes a
+/// document of its own with every configuration an `infra_error` ([`LOST_LEG`]) at every
+/// revision the other files have (else `revisions`, as written), so a ROCm version whose runner
+/// never reported stays in the table, saying why, instead of silently dropping out.
+pub fn lost_legs(
+    plan: &serde_json::Value,
+    files: &[&MatrixResults],
+    labels: &dyn Fn(&str) -> Option<crate::core::result::ConfigRow>,
+    revisions: &[String],
+) -> Result<(Vec<Leg>, Vec<MatrixResults>), String> {
+    use crate::core::result::{ConfigRow, Kind, Rev};
+    let include = plan
+        .get("include")
+        .and_then(|i| i.as_array())
+        .ok_or("not a workflow matrix: no `include` list")?;
+    let mut revs: Vec<Rev> = Vec::new();
+    for m in files {
+        for r in &m.revisions {
+            if !revs.iter().any(|x| x.sha == r.sha) {
+                revs.push(r.clone());
+            }
+        }
+    }
+    if revs.is_empty() {
+        revs = revisions
+            .iter()
+            .map(|r| Rev {
+                rev: r.clone(),
+                sha: r.clone(),
+                tree: String::new(),
+                checkout: Default::default(),
+                facts: Default::default(),
+            })
+            .collect();
+    }
+    let (mut lost, mut docs) = (Vec::new(), Vec::new());
+    for leg in include {
+        let name = leg.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+        let ids: Vec<String> = leg
+            .get("ids")
+            .and_then(|i| i.as_str())
+            .ok_or_else(|| format!("leg {name}: no `ids`"))?
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        let covered = files
+            .iter()
+            .any(|m| m.configs.iter().any(|c| ids.contains(&c.id)));
+        if covered {
+            continue;
+        }
+        let configs: Vec<ConfigRow> = ids
+            .iter()
+            .map(|id| {
+                labels(id).unwrap_or(ConfigRow {
+                    id: id.clone(),
+                    label: String::new(),
+                    backend: crate::core::build::Backend::Cpu,
+                    image: None,
+                })
+            })
+            .collect();
+        let mut doc = MatrixResults {
+            schema: Kind::Matrix.tag(),
+            matrix: files
+                .first()
+                .map(|m| m.matrix.clone())
+                .unwrap_or_else(|| "matrix.toml".into()),
+            engine: String::new(),
+            revisions: revs.clone(),
+            configs,
+            cells: Vec::new(),
+            build_only: false,
+            invocation: Default::default(),
+        };
+        doc.cut_off(LOST_LEG);
+        lost.push(Leg {
+            name: name.to_string(),
+            ids,
+        });
+        docs.push(doc);
+    }
+    Ok((lost, docs))
 }

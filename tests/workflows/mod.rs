@@ -32,6 +32,9 @@
 //! - Reads across jobs: `needs.X` must name a direct need, and a job may download only
 //!   artifacts uploaded by jobs in its `needs` closure (on GitHub anything else is a race).
 //! - Unknown keys at workflow, job, strategy, step and concurrency level panic (rules.rs).
+//! - `offline`: every leg of a job fails with no step run (its runner lost or reset).
+//! - `environment:` (a name or `{name, url}`) gives the job that environment's secrets
+//!   (`environments`) over the repository's; a job without it never sees them.
 //!
 //! What a hosted runner would bring is replaced by named local equivalents, and nothing else:
 //! - `actions/checkout` without `repository:` copies the project checkout the test prepared;
@@ -88,6 +91,8 @@ pub struct JobRun {
     pub runs_on: Vec<String>,
     /// The runner's name (`RUNNER_NAME`), `harness-N`.
     pub runner: String,
+    /// The environment the job declared (evaluated), whose secrets it got.
+    pub environment: Option<String>,
 }
 
 pub struct Harness {
@@ -103,9 +108,15 @@ pub struct Harness {
     pub runner_env: Vec<(String, String)>,
     pub vars: Map<String, Value>,
     pub secrets: Map<String, Value>,
+    /// Environment name → its own secrets: only a job that declares `environment: NAME` sees
+    /// them (over repository secrets of the same name), as on GitHub.
+    pub environments: BTreeMap<String, Map<String, Value>>,
     pub run_id: u64,
     /// Fires once per harness (a re-run does not lose the same runner again).
     pub kill: Option<Kill>,
+    /// Job paths whose runners are all offline: each leg fails without running a step (no
+    /// checkout, no upload, not even `if: always()`), as a job whose machine was reset.
+    pub offline: BTreeSet<String>,
     /// Every job and leg of the latest attempt, by `path[leg]`.
     pub jobs: BTreeMap<String, JobRun>,
     /// What the harness did instead of an action, and every step it ran, in order.
@@ -114,6 +125,9 @@ pub struct Harness {
     pub seed: u64,
     /// How long one `timeout-minutes` minute lasts here.
     pub minute: Duration,
+    /// The same, for one job's own `timeout-minutes` (by job path): a test can make one job's
+    /// long limit fire in seconds while the short limits of the others keep their slack.
+    pub job_minute: BTreeMap<String, Duration>,
     /// Every GITHUB_TOKEN minted for a job (all of them are in `tokens.json`).
     pub minted: Vec<String>,
     /// (job path or `workflow NAME`, group, cancel-in-progress) of every `concurrency:` met.
@@ -200,12 +214,15 @@ impl Harness {
             runner_env: Vec::new(),
             vars: Map::new(),
             secrets: Map::new(),
+            environments: BTreeMap::new(),
             run_id: 4242,
             kill: None,
+            offline: BTreeSet::new(),
             jobs: BTreeMap::new(),
             log: vec![format!("job order seed {seed}")],
             seed,
             minute: Duration::from_secs(60),
+            job_minute: BTreeMap::new(),
             minted: Vec::new(),
             concurrency: Vec::new(),
             repository: "harness/setrows-bisect".into(),
@@ -767,7 +784,25 @@ impl Harness {
                 "strategy".into(),
                 json!({"job-index": i, "job-total": total}),
             );
-            let run = self.leg(path, i, job, &c, &j);
+            let environment = get(job, "environment").map(|e| {
+                let raw = rules::environment_name(path, e);
+                let ctx = Ctx {
+                    contexts: &c,
+                    success: j.success,
+                    failure: j.failure,
+                    cancelled: j.cancelled,
+                };
+                expr::to_string(&expr::template(raw, &ctx))
+            });
+            if let Some(name) = &environment {
+                self.log.push(format!("{path}[{i}]: environment {name}"));
+                let own = self.environments.get(name).cloned().unwrap_or_default();
+                if let Some(Value::Object(s)) = c.get_mut("secrets") {
+                    s.extend(own);
+                }
+            }
+            let mut run = self.leg(path, i, job, &c, &j);
+            run.environment = environment;
             if run.result != "success" && result != "failure" {
                 result = run.result.clone();
             }
@@ -840,7 +875,25 @@ impl Harness {
                 "{path}[{leg}]: job '{shown}' on {runs_on:?} ({name})"
             ));
         }
-        let deadline = get(job, "timeout-minutes").map(|t| Instant::now() + self.minutes(path, t));
+        if self.offline.contains(path) {
+            self.log.push(format!(
+                "{path}[{leg}]: runner offline: no step ran ({name})"
+            ));
+            return JobRun {
+                result: "failure".into(),
+                outputs: Map::new(),
+                matrix: c.get("matrix").cloned().unwrap_or(Value::Null),
+                runner_dir: Some(dir),
+                runs_on,
+                runner: name,
+                environment: None,
+            };
+        }
+        let deadline = get(job, "timeout-minutes").map(|t| {
+            let minute = self.job_minute.get(path).copied().unwrap_or(self.minute);
+            let whole = self.minutes(path, t);
+            Instant::now() + whole.mul_f64(minute.as_secs_f64() / self.minute.as_secs_f64())
+        });
         let mut env: Vec<(String, String)> = vec![("RUNNER_NAME".into(), name.clone())];
         for scope in [j.wf_env, get(job, "env")].into_iter().flatten() {
             env.extend(eval_env(scope, &ctx));
@@ -894,6 +947,7 @@ impl Harness {
             runner_dir: Some(dir),
             runs_on,
             runner: name,
+            environment: None,
         }
     }
 
@@ -1449,6 +1503,7 @@ fn skipped() -> JobRun {
         runner_dir: None,
         runs_on: Vec::new(),
         runner: String::new(),
+        environment: None,
     }
 }
 fn merge_outputs(into: &mut Map<String, Value>, from: &Map<String, Value>) {

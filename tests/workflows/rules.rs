@@ -19,6 +19,7 @@ const JOB_KEYS: &[&str] = &[
     "timeout-minutes",
     "permissions",
     "concurrency",
+    "environment",
     "env",
     "outputs",
     "strategy",
@@ -46,6 +47,7 @@ const STEP_KEYS: &[&str] = &[
     "timeout-minutes",
 ];
 const CONCURRENCY_KEYS: &[&str] = &["group", "cancel-in-progress"];
+const ENVIRONMENT_KEYS: &[&str] = &["name", "url"];
 
 fn keys(m: &Y) -> Vec<String> {
     m.as_mapping()
@@ -81,6 +83,25 @@ pub fn check_job(path: &str, job: &Y) {
     }
     if let Some(c) = job.get("concurrency").filter(|c| c.is_mapping()) {
         only(&format!("{path}: concurrency"), c, CONCURRENCY_KEYS);
+    }
+    if let Some(e) = job.get("environment") {
+        environment_name(path, e);
+    }
+}
+
+/// The (unevaluated) name of a job's `environment:`, in either of GitHub's spellings: a string,
+/// or `{name, url}` (the url is only shown on the run page). Anything else panics: an
+/// environment decides which secrets a job gets, so a misspelt one must not pass silently.
+pub fn environment_name<'a>(path: &str, e: &'a Y) -> &'a str {
+    match e {
+        Y::String(s) => s,
+        Y::Mapping(_) => {
+            only(&format!("{path}: environment"), e, ENVIRONMENT_KEYS);
+            e.get("name")
+                .and_then(Y::as_str)
+                .unwrap_or_else(|| panic!("{path}: environment without a string `name`"))
+        }
+        o => panic!("{path}: environment must be a name or {{name, url}}, not {o:?}"),
     }
 }
 

@@ -101,6 +101,24 @@ pub struct MatrixArgs {
     /// `--post-to OWNER/REPO#N`: after the run, keep the `matrix` comment current (docs/github.md).
     #[command(flatten)]
     pub post: crate::cli::report::PostToArgs,
+    /// Nothing runs: complete --out's matrix-results.json after a run that did not finish (a
+    /// cancelled or timed-out job, a tool that stopped early): every selected cell without a
+    /// row becomes `infra_error` with REASON, so the report shows it instead of dropping it.
+    /// Without a results file the cells are the selected configurations at the revisions asked.
+    #[arg(long, value_name = "REASON", conflicts_with_all = ["list", "dry_run"])]
+    pub cut_off: Option<String>,
+    /// Start no cell after MIN minutes of the run: the cells left are `infra_error` ("not run:
+    /// the run's time limit of MIN min was reached"). Set below a CI job's own limit, so hanging
+    /// cells end the run here, in words, rather than by the job being killed.
+    #[arg(long, value_name = "MIN", value_parser = minutes)]
+    pub time_limit: Option<f64>,
+}
+
+fn minutes(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(m) if m.is_finite() && m > 0.0 => Ok(m),
+        _ => Err(format!("{s:?} is not a positive number of minutes")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -219,10 +237,25 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
     if args.list {
         return list(args.format.unwrap_or(ListFormat::Text), &configs);
     }
+    if let Some(reason) = &args.cut_off {
+        return cut_off(&args, &m, &configs, reason);
+    }
     let request = request(&args, &m, &configs)?;
     use crate::run::matrix::request::{carry_out, prepare, Done};
     // One preparation: a dry run makes nothing and says what a run would do.
-    let prepared = prepare(request).map_err(run_error)?;
+    let mut prepared = prepare(request).map_err(run_error)?;
+    prepared.time_limit = args
+        .time_limit
+        .map(|m| std::time::Duration::from_secs_f64(m * 60.0));
+    if !args.dry_run {
+        let out = args.run.out.clone();
+        prepared.on_cell = Some(Box::new(move |so_far| {
+            // A failed partial write loses only the early copy: the final write reports it.
+            if let Err(e) = write_results(&out, "matrix-results", so_far, &so_far.markdown()) {
+                errln!("setrows-bisect: warning: {e:#}");
+            }
+        }));
+    }
     let events: &dyn crate::core::progress::Sink = match args.dry_run {
         true => &crate::core::progress::Quiet,
         false => {
@@ -415,11 +448,92 @@ fn write_results(
     let io =
         |p: &Path, e: std::io::Error| CliError::infra(format!("cannot write {}: {e}", p.display()));
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    // Written beside and renamed over: a job killed mid-write (its timeout, a cancel) leaves
+    // the previous whole file, never a torn one the report would refuse.
+    let atomic = |p: &Path, bytes: &[u8]| -> anyhow::Result<()> {
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, bytes).map_err(|e| io(&tmp, e))?;
+        std::fs::rename(&tmp, p).map_err(|e| io(p, e))
+    };
     let j = dir.join(format!("{stem}.json"));
-    std::fs::write(&j, serde_json::to_string_pretty(json)? + "\n").map_err(|e| io(&j, e))?;
-    let p = dir.join(format!("{stem}.md"));
-    std::fs::write(&p, md).map_err(|e| io(&p, e))?;
+    atomic(&j, (serde_json::to_string_pretty(json)? + "\n").as_bytes())?;
+    atomic(&dir.join(format!("{stem}.md")), md.as_bytes())?;
     Ok(())
+}
+
+/// `matrix --cut-off REASON`: the run's own file completed (`MatrixResults::cut_off`), or, when
+/// the run wrote none (killed before its first cell), one made from the selection: revisions
+/// resolved in --repo where it can, else kept as written.
+fn cut_off(args: &MatrixArgs, m: &Matrix, configs: &[Config], reason: &str) -> anyhow::Result<i32> {
+    use crate::core::result::{ConfigRow, Kind, MatrixResults, Rev};
+    let out = &args.run.out;
+    let file = out.join("matrix-results.json");
+    let mut doc = match std::fs::read_to_string(&file) {
+        Ok(text) => {
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| CliError::infra(format!("{}: {e}", file.display())))?;
+            match crate::core::result::read(v)
+                .map_err(|e| CliError::infra(format!("{}: {e}", file.display())))?
+            {
+                AnyResult::Matrix(doc) => doc,
+                _ => {
+                    return Err(CliError::usage(format!(
+                        "{}: not a matrix result",
+                        file.display()
+                    )))
+                }
+            }
+        }
+        Err(_) => {
+            let asked = if args.revs.is_empty() {
+                m.revisions.clone()
+            } else {
+                args.revs.clone()
+            };
+            let repo = crate::run::git::open(&args.run.repo.repo).ok();
+            let revisions = asked
+                .iter()
+                .map(|r| {
+                    let id = repo
+                        .as_ref()
+                        .and_then(|g| crate::run::git::resolve(g, r, "--rev").ok());
+                    Rev {
+                        rev: r.clone(),
+                        sha: id.map(|i| i.to_string()).unwrap_or_else(|| r.clone()),
+                        tree: String::new(),
+                        checkout: PathBuf::new(),
+                        facts: Default::default(),
+                    }
+                })
+                .collect();
+            MatrixResults {
+                schema: Kind::Matrix.tag(),
+                matrix: m.file.clone(),
+                engine: String::new(),
+                revisions,
+                configs: configs
+                    .iter()
+                    .map(|c| ConfigRow {
+                        id: c.id.clone(),
+                        label: c.label(),
+                        backend: c.backend,
+                        image: c.image.clone(),
+                    })
+                    .collect(),
+                cells: Vec::new(),
+                build_only: args.build_only,
+                invocation: crate::run::stamp::invocation(&args.run.repo.repo),
+            }
+        }
+    };
+    let added = doc.cut_off(reason);
+    write_results(out, "matrix-results", &doc, &doc.markdown())?;
+    errln!(
+        "setrows-bisect: {added} of {} cells had no result and are recorded as infra_error ({reason}); see {}",
+        doc.cells.len(),
+        file.display()
+    );
+    Ok(0)
 }
 
 /// `matrix --dry-run`: every cell as `carry_out` resolved it from the runner a run uses (each

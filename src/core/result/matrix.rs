@@ -68,3 +68,43 @@ pub struct ConfigRow {
     pub backend: Backend,
     pub image: Option<String>,
 }
+
+impl MatrixResults {
+    /// Every planned cell (each configuration at each revision) that has no row yet becomes an
+    /// `infra_error` whose signature is `reason`: a cell the run never finished (its job was
+    /// cancelled or timed out, its runner lost) must still show in the table, saying why, and
+    /// never read as "not run" or vanish. The one rule for the workflow's cut-off step and the
+    /// report's lost legs. Returns how many cells it added.
+    pub fn cut_off(&mut self, reason: &str) -> usize {
+        let mut added = Vec::new();
+        for rev in &self.revisions {
+            for c in &self.configs {
+                if self
+                    .cells
+                    .iter()
+                    .any(|x| x.config == c.id && x.sha == rev.sha)
+                {
+                    continue;
+                }
+                added.push(Cell {
+                    config: c.id.clone(),
+                    rev: rev.rev.clone(),
+                    sha: rev.sha.clone(),
+                    outcome: Outcome::InfraError,
+                    signature: Some(reason.to_string()),
+                    duration_s: 0.0,
+                    build_s: 0.0,
+                    test_s: 0.0,
+                    attempts: 0,
+                    log: PathBuf::new(),
+                    provenance: BTreeMap::new(),
+                    cached: false,
+                    ccache: None,
+                });
+            }
+        }
+        let n = added.len();
+        self.cells.extend(added);
+        n
+    }
+}

@@ -4,7 +4,7 @@
 //! assembles the one result document (`MatrixResults`); a dry run's cells are resolved
 //! (`Plan`) and nothing runs.
 
-use super::{Cell, ConfigRow, MatrixResults, Rev, RunError, Runner};
+use super::{ConfigRow, MatrixResults, Rev, RunError, Runner};
 use crate::core::matrix::{Config, RawProbe};
 use crate::core::progress::{Event, Sink};
 use crate::core::result::Kind;
@@ -36,6 +36,9 @@ pub struct Request {
     pub dry_run: bool,
 }
 
+/// What `Prepared::on_cell` is handed: the document as it stands.
+pub type OnCell = Box<dyn Fn(&MatrixResults)>;
+
 /// A request made runnable: its runner (engine, store) and resolved revisions.
 pub struct Prepared {
     pub runner: Runner,
@@ -45,6 +48,14 @@ pub struct Prepared {
     /// `--engine` as asked (the commit level of `bisect-config` runs under the same choice).
     pub(super) engine_choice: EngineChoice,
     dry_run: bool,
+    /// Called with the document so far after every cell (and once before the first, with no
+    /// cells): the command line writes it to --out, so a run killed mid-way (a job's timeout, a
+    /// cancel) leaves every finished cell on disk and the plan for the rest.
+    pub on_cell: Option<OnCell>,
+    /// `matrix --time-limit`: no cell starts after this much of the run; the rest are recorded
+    /// as `infra_error` saying so, so a job's own limit (which records nothing but "cut off")
+    /// is not what ends a run whose cells hang one after another.
+    pub time_limit: Option<std::time::Duration>,
 }
 
 /// What carrying out a prepared request gives back, for the command line to word, write and
@@ -129,6 +140,8 @@ pub fn prepare(req: Request) -> Result<Prepared, RunError> {
         matrix_file: req.matrix_file,
         engine_choice,
         dry_run: dry,
+        on_cell: None,
+        time_limit: None,
     })
 }
 
@@ -172,32 +185,13 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
         mut revs,
         configs,
         matrix_file,
+        on_cell,
+        time_limit,
         ..
     } = p;
+    let started = std::time::Instant::now();
     let total = configs.len() * revs.len();
-    let mut cells: Vec<Cell> = Vec::new();
-    for rev in revs.iter_mut() {
-        runner.checkout(rev)?;
-        let rev = &*rev;
-        for c in &configs {
-            let label = c.label();
-            let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
-            let cell = runner.run_cell(c, rev, &|p| probe.phase(p));
-            events.emit(Event::Cell {
-                position: Some((cells.len() + 1, total)),
-                id: Some(c.id.to_string()),
-                label,
-                sha: rev.sha.clone(),
-                outcome: cell.outcome,
-                verdict: None,
-                signature: cell.signature.clone(),
-                cached: cell.cached,
-            });
-            cells.push(cell);
-        }
-    }
-    events.emit(Event::Finished);
-    Ok(MatrixResults {
+    let mut doc = MatrixResults {
         schema: Kind::Matrix.tag(),
         matrix: matrix_file,
         engine: runner
@@ -205,7 +199,7 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
             .as_ref()
             .map(|e| e.kind.as_str().to_string())
             .unwrap_or_else(|| "none".into()),
-        revisions: revs,
+        revisions: revs.clone(),
         configs: configs
             .iter()
             .map(|c| ConfigRow {
@@ -215,8 +209,59 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
                 image: c.image.clone(),
             })
             .collect(),
-        cells,
+        cells: Vec::new(),
         build_only: runner.build_only,
         invocation: crate::run::stamp::invocation(&runner.repo),
-    })
+    };
+    let written = |d: &MatrixResults| {
+        if let Some(f) = &on_cell {
+            f(d)
+        }
+    };
+    written(&doc);
+    'run: for (i, rev) in revs.iter_mut().enumerate() {
+        if time_limit.is_some_and(|l| started.elapsed() >= l) {
+            break 'run;
+        }
+        runner.checkout(rev)?;
+        let rev = &*rev;
+        for c in &configs {
+            if time_limit.is_some_and(|l| started.elapsed() >= l) {
+                break 'run;
+            }
+            let label = c.label();
+            let probe = crate::run::events::Probe::new(events, 0, &rev.sha, &label);
+            let cell = runner.run_cell(c, rev, &|p| probe.phase(p));
+            events.emit(Event::Cell {
+                position: Some((doc.cells.len() + 1, total)),
+                id: Some(c.id.to_string()),
+                label,
+                sha: rev.sha.clone(),
+                outcome: cell.outcome,
+                verdict: None,
+                signature: cell.signature.clone(),
+                cached: cell.cached,
+            });
+            doc.cells.push(cell);
+            // The checkout's tree facts are the runtime's own; the document keeps its revision.
+            doc.revisions[i] = rev.clone();
+            written(&doc);
+        }
+    }
+    if let Some(l) = time_limit {
+        let minutes = l.as_secs_f64() / 60.0;
+        let minutes = match minutes.fract() == 0.0 {
+            true => format!("{minutes:.0}"),
+            false => format!("{minutes:.2}"),
+        };
+        if doc.cut_off(&format!(
+            "not run: the run's time limit of {minutes} min was reached"
+        )) > 0
+        {
+            written(&doc);
+        }
+    }
+    events.emit(Event::Finished);
+    doc.revisions = revs;
+    Ok(doc)
 }
