@@ -41,6 +41,10 @@ pub struct ReportArgs {
     /// exit: how a stateless scheduled job picks up where the last one stopped.
     #[arg(long, value_name = "KEY", conflicts_with_all = ["post", "results", "junit"])]
     pub load_state: Option<String>,
+    /// A fan-out record (`fan-out --json`): the matrix comment gets a section naming the
+    /// bisects started, the ranges not bisected (over the cap) and those already bisected.
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Input")]
+    pub fanout: Option<PathBuf>,
     #[command(flatten)]
     pub github: GithubOptions,
 }
@@ -368,7 +372,7 @@ fn set_repo_url(r: &mut AnyResult, url: &str) {
 
 /// Reads result files; one whose schema is missing or unknown is refused with one line naming
 /// the file (exit 2), before anything is posted.
-fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<AnyResult>> {
+pub(crate) fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<AnyResult>> {
     paths
         .iter()
         .map(|p| {
@@ -422,8 +426,18 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             set_repo_url(r, url);
         }
     }
+    let fanout = match &args.fanout {
+        Some(p) => Some(crate::cli::fanout::read_record("--fanout", p)?),
+        None => None,
+    };
     let run_url = github::run_url_from_env();
-    let rendered = render_values(&results, args.key.as_deref(), run_url.as_deref());
+    let mut rendered = render_values(&results, args.key.as_deref(), run_url.as_deref());
+    if let Some(f) = &fanout {
+        // The section goes with the matrix results, the comment whose failures it fanned out.
+        for r in rendered.iter_mut().filter(|r| r.key.starts_with("matrix")) {
+            r.doc.push_markdown(crate::core::fanout::markdown(f));
+        }
+    }
 
     if let Some(path) = &args.junit {
         let all: Vec<&AnyResult> = results.iter().collect();
