@@ -401,7 +401,7 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
     assert_eq!(
         dispatches.trim(),
         format!(
-            "bisect.yml --ref main -f config={high} -f good={} -f bad={}",
+            "bisect.yml --ref main -f config={high} -f good={} -f bad={} -f post=true -f shared_by=-",
             w.shas[0], w.shas[5]
         ),
         "{}",

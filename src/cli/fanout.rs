@@ -24,7 +24,7 @@ pub struct FanOutArgs {
     /// Whether the bisects started post their verdicts (`true` or `false`): recorded, since a
     /// bisect that did not post does not count as done for a run that posts.
     #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
-    pub post: bool,
+    pub bisect_post: bool,
     /// Write the fan-out record here (JSON; the next run's --previous).
     #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE")]
     pub json: PathBuf,
@@ -70,7 +70,12 @@ pub fn run(args: FanOutArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    let record = fanout::plan(&matrices, previous.as_ref(), args.max_bisects, args.post);
+    let record = fanout::plan(
+        &matrices,
+        previous.as_ref(),
+        args.max_bisects,
+        args.bisect_post,
+    );
     crate::cli::output::write(
         "--json",
         &args.json,
