@@ -1,0 +1,253 @@
+//! matrix.yml's bounded fan-out, end to end in the workflow harness (tests/workflows): the real
+//! plan job expands the real matrix.toml (264 HIP configurations and a CPU one); the GPU
+//! runner's work is stood in by copying each image's results for the night (written here: every
+//! HIP configuration failing), and the fan-out, dispatch and report jobs run as the YAML says,
+//! against the gh stand-in, which checks every `gh workflow run` against bisect.yml's inputs and
+//! keeps each run's artifacts for `gh run download`.
+
+mod workflows;
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use workflows::{copy_tree, Harness};
+
+const REVS: usize = 9;
+
+fn sha(i: usize) -> String {
+    format!("{:06x}{:034x}", 0xabc0 + i, i)
+}
+
+/// The plan job's images: (name, ids) of `matrix --list --format github`.
+fn images(project: &Path) -> Vec<(String, Vec<String>)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_setrows-bisect"))
+        .args([
+            "matrix",
+            "--matrix",
+            "matrix.toml",
+            "--list",
+            "--format",
+            "github",
+        ])
+        .current_dir(project)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["backend"] != "cuda")
+        .map(|i| {
+            (
+                i["name"].as_str().unwrap().to_string(),
+                i["ids"]
+                    .as_str()
+                    .unwrap()
+                    .split(',')
+                    .map(String::from)
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// This night's results of every image: CPU passes everywhere; the k-th HIP configuration (in
+/// matrix order) passes up to revision `k % 8` and fails from the next one, so the 264 failing
+/// configurations fall into 8 first failing revision pairs of 33 each.
+fn write_night(scen: &Path, images: &[(String, Vec<String>)]) -> Vec<(String, usize)> {
+    std::fs::create_dir_all(scen).unwrap();
+    let mut failing = vec![];
+    let mut k = 0;
+    for (name, ids) in images {
+        let hip = name.starts_with("hip");
+        let mut cells = vec![];
+        for id in ids {
+            let first_bad = hip.then(|| 1 + k % 8);
+            if hip {
+                failing.push((id.clone(), first_bad.unwrap()));
+                k += 1;
+            }
+            for r in 0..REVS {
+                let outcome = match first_bad {
+                    Some(b) if r >= b => "gpu_fault",
+                    _ => "pass",
+                };
+                cells.push(json!({"config": id, "rev": format!("r{r}"), "sha": sha(r),
+                    "outcome": outcome, "signature": null, "duration_s": 1.0, "build_s": 0.5,
+                    "test_s": 0.5, "attempts": 1, "log": format!("logs/{id}-{r}.log")}));
+            }
+        }
+        let doc = json!({
+            "schema": setrows_bisect::core::result::Kind::Matrix.tag(),
+            "matrix": "matrix.toml", "engine": "podman",
+            "revisions": (0..REVS).map(|r| json!({"rev": format!("r{r}"), "sha": sha(r)})).collect::<Vec<_>>(),
+            "configs": ids.iter().map(|id| json!({"id": id, "label": id,
+                "backend": if hip { "hip" } else { "cpu" }, "image": null})).collect::<Vec<_>>(),
+            "cells": cells,
+        });
+        std::fs::write(scen.join(format!("{name}.json")), doc.to_string()).unwrap();
+    }
+    failing
+}
+
+struct World {
+    h: Harness,
+    _d: tempfile::TempDir,
+    failing: Vec<(String, usize)>,
+}
+
+fn world() -> World {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = tempfile::tempdir().unwrap();
+    let project = d.path().join("project");
+    for sub in [".github", "containers", "scripts"] {
+        copy_tree(&root.join(sub), &project.join(sub));
+    }
+    std::fs::copy(root.join("matrix.toml"), project.join("matrix.toml")).unwrap();
+    let imgs = images(&project);
+    let scen = d.path().join("night");
+    let failing = write_night(&scen, &imgs);
+    // The GPU runner's `matrix ... --out results/NAME` copies the night's results of NAME; the
+    // compile check's `--build-only` writes nothing; every other command is the tool itself.
+    let bin = d.path().join("tool");
+    std::fs::write(
+        &bin,
+        format!(
+            r#"#!/bin/sh
+if [ "$1" = matrix ]; then
+  out=""; list=""; build=""; prev=""
+  for a in "$@"; do
+    if [ "$prev" = --out ]; then out=$a; fi
+    case "$a" in --list) list=1 ;; --build-only) build=1 ;; esac
+    prev=$a
+  done
+  if [ -z "$list" ] && [ -n "$out" ]; then
+    mkdir -p "$out"
+    if [ -z "$build" ]; then cp "{scen}/$(basename "$out").json" "$out/matrix-results.json"; fi
+    exit 0
+  fi
+fi
+exec '{real}' "$@"
+"#,
+            scen = scen.display(),
+            real = env!("CARGO_BIN_EXE_setrows-bisect"),
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ggml = d.path().join("ggml");
+    std::fs::create_dir_all(&ggml).unwrap();
+    let git = |args: &[&str]| {
+        let s = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ggml)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap();
+        assert!(s.success());
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "r0"]);
+    let mut h = Harness::new(&project, &bin, &d.path().join("actions"));
+    h.repos.insert("ggml-org/ggml".into(), ggml);
+    // The runner has every image; the hosted runner's disk clean-up is not this test's.
+    h.stand_in(
+        "podman",
+        "#!/bin/sh\n[ \"$1 $2\" = 'image exists' ] && exit 0\nexit 97\n",
+    );
+    h.stand_in("sudo", "#!/bin/sh\nexit 0\n");
+    World { h, _d: d, failing }
+}
+
+/// (config, good, bad, post, shared_by) of each dispatch the latest run made.
+fn dispatches(h: &Harness, before: usize) -> Vec<Vec<(String, String)>> {
+    std::fs::read_to_string(h.base.join("dispatches"))
+        .unwrap_or_default()
+        .lines()
+        .skip(before)
+        .map(|l| {
+            assert!(l.starts_with("bisect.yml --ref main "), "{l}");
+            l.split(" -f ")
+                .skip(1)
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').unwrap();
+                    (k.to_string(), v.to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn field<'a>(d: &'a [(String, String)], k: &str) -> &'a str {
+    &d.iter().find(|(x, _)| x == k).unwrap().1
+}
+
+fn read(p: PathBuf) -> String {
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn two_hundred_sixty_four_failing_configurations_start_at_most_the_cap() {
+    let mut w = world();
+    assert_eq!(w.failing.len(), 264);
+    let night = json!({"post": "false", "bisect_new_failures": "true", "max_bisects": "3"});
+    let mut seen = std::collections::BTreeSet::new();
+    let mut count = 0;
+    for n in 0..4 {
+        let r =
+            w.h.dispatch("matrix.yml", "workflow_dispatch", night.clone());
+        let log = w.h.log.join("\n");
+        assert_eq!(r, "success", "{log}");
+        assert_eq!(w.h.jobs["fan-out"].result, "success", "{log}");
+        let ds = dispatches(&w.h, count);
+        count += ds.len();
+        // 8 ranges of 33: three a night, none twice, then nothing.
+        assert_eq!(ds.len(), [3, 3, 2, 0][n], "night {n}: {ds:?}\n{log}");
+        for d in &ds {
+            // post: false reaches every bisect.
+            assert_eq!(field(d, "post"), "false", "{d:?}");
+            let (config, good, bad) = (field(d, "config"), field(d, "good"), field(d, "bad"));
+            let shared: Vec<&str> = field(d, "shared_by").split(',').collect();
+            // One bisect per range, run by its first configuration, naming the other 32.
+            assert_eq!(shared.len(), 32, "{d:?}");
+            let mut group: Vec<&str> = vec![config];
+            group.extend(&shared);
+            let at = w.failing.iter().find(|(c, _)| c == config).unwrap().1;
+            assert_eq!((good, bad), (sha(at - 1).as_str(), sha(at).as_str()));
+            let want: Vec<&str> = w
+                .failing
+                .iter()
+                .filter(|(_, b)| *b == at)
+                .map(|(c, _)| c.as_str())
+                .collect();
+            assert_eq!(group, want);
+            assert!(seen.insert(at), "range {at} bisected twice");
+        }
+        let record: Value =
+            serde_json::from_str(&read(w.h.base.join("artifacts/bisect-fanout/fanout.json")))
+                .unwrap();
+        assert_eq!(
+            record["over_cap"].as_array().unwrap().len(),
+            [5, 2, 0, 0][n]
+        );
+        if n == 0 {
+            // The report names the rest.
+            let summary = read(w.h.base.join("step-summary.md"));
+            assert!(
+                summary.contains("not bisected: over the cap** (5 ranges, 165 configurations)"),
+                "{summary}"
+            );
+            let over = record["over_cap"][0]["configs"][0].as_str().unwrap();
+            assert!(summary.contains(&format!("`{over}`")), "{summary}");
+            eprintln!("fan-out: 264 failing configurations -> {} bisects dispatched, {} ranges ({} configurations) not bisected: over the cap",
+                ds.len(), record["over_cap"].as_array().unwrap().len(),
+                record["over_cap"].as_array().unwrap().iter().map(|g| g["configs"].as_array().unwrap().len()).sum::<usize>());
+        }
+    }
+    assert_eq!(seen.len(), 8);
+}
