@@ -251,3 +251,45 @@ fn two_hundred_sixty_four_failing_configurations_start_at_most_the_cap() {
     }
     assert_eq!(seen.len(), 8);
 }
+
+/// `fan-out`'s flags: a bad value is one line naming the flag (exit 2), before anything is
+/// written.
+#[test]
+fn fan_out_refuses_bad_input_in_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).display().to_string();
+    std::fs::write(p("notjson"), "{").unwrap();
+    std::fs::write(p("other.json"), r#"{"schema": "x/fanout/v0", "max_bisects": 1, "post": true, "started": [], "over_cap": [], "already_bisected": [], "bisected": []}"#).unwrap();
+    let out = p("out.json");
+    for (args, says) in [
+        (vec!["--max-bisects", "-1"], "--max-bisects"),
+        (vec!["--max-bisects", "65"], "out of range"),
+        (
+            vec!["--max-bisects", "3", "--previous", &p("missing")],
+            "--previous",
+        ),
+        (
+            vec!["--max-bisects", "3", "--previous", &p("notjson")],
+            "not a fan-out record",
+        ),
+        (
+            vec!["--max-bisects", "3", "--previous", &p("other.json")],
+            "is not \"setrows-bisect/fanout/v1\"",
+        ),
+        (
+            vec!["--max-bisects", "3", "--results", &p("notjson")],
+            "--results",
+        ),
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_setrows-bisect"))
+            .args(["fan-out", "--bisect-post", "false", "--json", &out])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!Path::new(&out).exists(), "{args:?}");
+    }
+}
