@@ -93,9 +93,65 @@ fn write_night(scen: &Path, images: &[(String, Vec<String>)]) -> Vec<(String, us
 
 struct World {
     h: Harness,
-    _d: tempfile::TempDir,
     failing: Vec<(String, usize)>,
+    api: Api,
+    _d: tempfile::TempDir,
 }
+
+/// The GitHub API stand-in (scripts/fault-injection/fake_github.py) on loopback, killed on drop.
+struct Api {
+    child: std::process::Child,
+    log: PathBuf,
+    url: String,
+}
+
+impl Api {
+    fn start(dir: &Path, tokens: &Path) -> Self {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let (log, port_file) = (dir.join("api.log"), dir.join("api.port"));
+        let child = std::process::Command::new("python3")
+            .arg(root.join("scripts/fault-injection/fake_github.py"))
+            .arg("--log")
+            .arg(&log)
+            .arg("--port-file")
+            .arg(&port_file)
+            .arg("--tokens")
+            .arg(tokens)
+            .spawn()
+            .expect("python3 runs the GitHub API stand-in");
+        let t = std::time::Instant::now();
+        while !port_file.exists() {
+            assert!(t.elapsed().as_secs() < 20, "fake GitHub did not start");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let port = std::fs::read_to_string(&port_file).unwrap();
+        Api {
+            child,
+            log,
+            url: format!("http://127.0.0.1:{}", port.trim()),
+        }
+    }
+
+    /// The bodies of every comment created or edited.
+    fn bodies(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["method"] == "POST" || v["method"] == "PATCH")
+            .filter_map(|v| v["body"].as_str().map(String::from))
+            .collect()
+    }
+}
+
+impl Drop for Api {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const RESULTS_TOKEN: &str = "github_pat_11HARNESS0fanout0results0token";
 
 fn world() -> World {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -161,7 +217,24 @@ exec '{real}' "$@"
         "#!/bin/sh\n[ \"$1 $2\" = 'image exists' ] && exit 0\nexit 97\n",
     );
     h.stand_in("sudo", "#!/bin/sh\nexit 0\n");
-    World { h, _d: d, failing }
+    // A posting report reaches the API stand-in on loopback, with the results token.
+    let api = Api::start(d.path(), &h.tokens_file());
+    h.register_token(
+        RESULTS_TOKEN,
+        json!({"kind": "user", "login": "results-bot", "repos": ["harness/results"]}),
+    );
+    h.secrets
+        .insert("RESULTS_TOKEN".into(), json!(RESULTS_TOKEN));
+    h.vars
+        .insert("RESULTS_ISSUE".into(), json!("harness/results#7"));
+    h.runner_env
+        .push(("GITHUB_API_URL".into(), api.url.clone()));
+    World {
+        h,
+        failing,
+        api,
+        _d: d,
+    }
 }
 
 /// (config, good, bad, post, shared_by) of each dispatch the latest run made.
@@ -292,4 +365,44 @@ fn fan_out_refuses_bad_input_in_one_line() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!Path::new(&out).exists(), "{args:?}");
     }
+}
+
+/// The nightly (schedule) posts, so its bisects post; bisects a `post: false` dispatch started
+/// posted nothing, so they do not count as done for it; the comment it posts names the ranges
+/// over the cap.
+#[test]
+fn a_posting_nightly_restarts_what_a_non_posting_dispatch_bisected() {
+    let mut w = world();
+    w.h.vars.insert("BISECT_NEW_FAILURES".into(), json!("true"));
+    w.h.vars.insert("MAX_BISECTS".into(), json!("3"));
+    let ranges = |h: &Harness, before: usize, post: &str| {
+        let ds = dispatches(h, before);
+        assert!(ds.iter().all(|d| field(d, "post") == post), "{ds:?}");
+        ds.iter()
+            .map(|d| field(d, "bad").to_string())
+            .collect::<Vec<_>>()
+    };
+    w.h.dispatch(
+        "matrix.yml",
+        "workflow_dispatch",
+        json!({"post": "false", "bisect_new_failures": "true"}),
+    );
+    let dry = ranges(&w.h, 0, "false");
+    assert_eq!(dry.len(), 3, "{}", w.h.log.join("\n"));
+    w.h.dispatch("matrix.yml", "schedule", json!({}));
+    assert_eq!(
+        w.h.jobs["bisect-new-failures"].result,
+        "success",
+        "{}",
+        w.h.log.join("\n")
+    );
+    let posted = ranges(&w.h, 3, "true");
+    assert_eq!(posted, dry);
+    w.h.dispatch("matrix.yml", "schedule", json!({}));
+    let next = ranges(&w.h, 6, "true");
+    assert_eq!(next.len(), 3);
+    assert!(
+        next.iter().all(|b| !posted.contains(b)),
+        "{next:?} {posted:?}"
+    );
 }
