@@ -389,12 +389,14 @@ fn a_posting_nightly_restarts_what_a_non_posting_dispatch_bisected() {
     );
     let dry = ranges(&w.h, 0, "false");
     assert_eq!(dry.len(), 3, "{}", w.h.log.join("\n"));
-    w.h.dispatch("matrix.yml", "schedule", json!({}));
-    assert_eq!(
-        w.h.jobs["bisect-new-failures"].result,
-        "success",
-        "{}",
-        w.h.log.join("\n")
+    let r = w.h.dispatch("matrix.yml", "schedule", json!({}));
+    assert_eq!(r, "success", "{}", w.h.log.join("\n"));
+    let bodies = w.api.bodies();
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("not bisected: over the cap** (5 ranges, 165 configurations)")),
+        "{bodies:?}"
     );
     let posted = ranges(&w.h, 3, "true");
     assert_eq!(posted, dry);
