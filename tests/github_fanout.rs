@@ -408,3 +408,40 @@ fn a_posting_nightly_restarts_what_a_non_posting_dispatch_bisected() {
         "{next:?} {posted:?}"
     );
 }
+
+/// A night whose dispatches failed left no record as dispatched, so the next night starts the
+/// same ranges instead of counting them as bisected.
+#[test]
+fn a_failed_dispatch_is_not_counted_as_bisected() {
+    let mut w = world();
+    let tools = w.h.base.join("tools");
+    std::fs::copy(tools.join("gh"), tools.join("gh-harness")).unwrap();
+    w.h.stand_in(
+        "gh",
+        &format!(
+            "#!/bin/sh\nif [ \"$1 $2\" = 'workflow run' ]; then echo 'HTTP 500' >&2; exit 1; fi\nexec '{}' \"$@\"\n",
+            tools.join("gh-harness").display()
+        ),
+    );
+    let night = json!({"post": "false", "bisect_new_failures": "true", "max_bisects": "3"});
+    w.h.dispatch("matrix.yml", "workflow_dispatch", night.clone());
+    assert_eq!(
+        w.h.jobs["bisect-new-failures"].result,
+        "failure",
+        "{}",
+        w.h.log.join("\n")
+    );
+    let decided: Value =
+        serde_json::from_str(&read(w.h.base.join("artifacts/bisect-fanout/fanout.json"))).unwrap();
+    std::fs::copy(tools.join("gh-harness"), tools.join("gh")).unwrap();
+    w.h.dispatch("matrix.yml", "workflow_dispatch", night);
+    let ds = dispatches(&w.h, 0);
+    let bads: Vec<&str> = ds.iter().map(|d| field(d, "bad")).collect();
+    let want: Vec<&str> = decided["started"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["bad"].as_str().unwrap())
+        .collect();
+    assert_eq!(bads, want, "{}", w.h.log.join("\n"));
+}
