@@ -401,7 +401,7 @@ fn matrix_workflow_plans_runs_one_job_per_image_and_keeps_one_comment() {
     assert_eq!(
         dispatches.trim(),
         format!(
-            "bisect.yml --ref main -f config={high} -f good={} -f bad={}",
+            "bisect.yml --ref main -f config={high} -f good={} -f bad={} -f post=true -f shared_by=-",
             w.shas[0], w.shas[5]
         ),
         "{}",
@@ -1003,11 +1003,13 @@ fn expressions_follow_githubs_rules() {
     ));
 }
 
-/// The nightly finds three configurations newly failing over one range and its new-failure job
-/// dispatches one bisect.yml run per configuration, which GitHub queues at once. Run through
-/// the harness's model of GitHub's concurrency (one running and one pending per group, a newer
-/// pending one cancels the older), none is cancelled: three bisections, three report jobs,
-/// three comments, each with its own configuration's verdict.
+/// The nightly finds three configurations newly failing over one range: its fan-out starts one
+/// bisect.yml run for the range (the first configuration in matrix order runs it, `shared_by`
+/// names the other two; issue 47 item 1). Three runs of that range, one per configuration (as
+/// dispatched by hand), queued at once through the harness's model of GitHub's concurrency (one
+/// running and one pending per group, a newer pending one cancels the older): none is
+/// cancelled, three bisections, three report jobs, three comments, each with its own
+/// configuration's verdict.
 #[test]
 fn three_newly_failing_configurations_give_three_visible_results() {
     let Some(mut w) = world(4, 2) else { return };
@@ -1036,15 +1038,28 @@ fn three_newly_failing_configurations_give_three_visible_results() {
             Value::Object(inputs)
         })
         .collect();
-    let ids: BTreeSet<String> = runs
-        .iter()
-        .map(|i| i["config"].as_str().unwrap().to_string())
+    assert_eq!(runs.len(), 1, "{dispatched}");
+    let mut ids: BTreeSet<String> = runs[0]["shared_by"]
+        .as_str()
+        .unwrap()
+        .split(',')
+        .map(String::from)
         .collect();
+    ids.insert(runs[0]["config"].as_str().unwrap().to_string());
     let want: BTreeSet<String> = ["mid", "top", "high"]
         .iter()
         .map(|p| w.config_id(p))
         .collect();
     assert_eq!(ids, want, "{dispatched}");
+    let runs: Vec<Value> = want
+        .iter()
+        .map(|id| {
+            let mut i = runs[0].clone();
+            i["config"] = json!(id);
+            i["shared_by"] = json!("-");
+            i
+        })
+        .collect();
     let creates = w.api.creates();
     let queued: Vec<(&str, &str, Value)> = runs
         .iter()

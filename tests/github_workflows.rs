@@ -434,7 +434,7 @@ fn every_flag_a_workflow_passes_exists() {
     let mut helps = std::collections::BTreeMap::new();
     for (wf, sub, f) in &used {
         assert!(
-            ["bisect", "matrix", "report", "bisect-config"].contains(&sub.as_str()),
+            ["bisect", "matrix", "report", "bisect-config", "fan-out"].contains(&sub.as_str()),
             "{wf}: {f} passed to unknown subcommand {sub:?}"
         );
         let help = helps.entry(sub.clone()).or_insert_with(|| {

@@ -3,6 +3,7 @@
 
 pub mod bisect;
 pub mod demo;
+pub mod fanout;
 pub mod flags;
 pub mod gc;
 pub mod generate;
@@ -63,6 +64,9 @@ pub enum Command {
         after_long_help = ""
     )]
     BisectConfig(crate::cli::matrix::BisectConfigArgs),
+    /// Decide which bisects a matrix run's new failures start (one per first failing revision
+    /// pair, at most --max-bisects, none already bisected) and print one line per bisect.
+    FanOut(crate::cli::fanout::FanOutArgs),
     /// Render stored results as markdown and (with --post) keep one GitHub issue comment current.
     Report(crate::cli::report::ReportArgs),
     /// Print the JSON Schema of a result document (bisect, matrix, bisect-config).
@@ -87,6 +91,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Demo(a)) => crate::cli::demo::run(a),
         Some(Command::Matrix(a)) => crate::cli::matrix::run_matrix(a),
         Some(Command::BisectConfig(a)) => crate::cli::matrix::run_bisect_config(a),
+        Some(Command::FanOut(a)) => crate::cli::fanout::run(a),
         Some(Command::Report(a)) => crate::cli::report::run(a),
         Some(Command::Schema(a)) => crate::cli::schema::run(a),
         Some(Command::Log(a)) => crate::cli::log::run(a),

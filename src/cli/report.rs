@@ -47,6 +47,10 @@ pub struct ReportArgs {
     /// so and the command exits 3 after posting.
     #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Input")]
     pub expect_legs: Option<PathBuf>,
+    /// A fan-out record (`fan-out --json`): the matrix comment gets a section naming the
+    /// bisects started, the ranges not bisected (over the cap) and those already bisected.
+    #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE", help_heading = "Input")]
+    pub fanout: Option<PathBuf>,
     #[command(flatten)]
     pub github: GithubOptions,
 }
@@ -374,7 +378,7 @@ fn set_repo_url(r: &mut AnyResult, url: &str) {
 
 /// Reads result files; one whose schema is missing or unknown is refused with one line naming
 /// the file (exit 2), before anything is posted.
-fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<AnyResult>> {
+pub(crate) fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<AnyResult>> {
     paths
         .iter()
         .map(|p| {
@@ -428,6 +432,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             set_repo_url(r, url);
         }
     }
+    let fanout = match &args.fanout {
+        Some(p) => Some(crate::cli::fanout::read_record("--fanout", p)?),
+        None => None,
+    };
     let run_url = github::run_url_from_env();
     let lost = match &args.expect_legs {
         Some(plan) => lost_legs(plan, &mut results)?,
@@ -442,6 +450,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
                 run_url.as_deref().map(|u| format!("[this run]({u})")).unwrap_or_else(|| "this run".into()),
                 lost.join(", ")
             ));
+        }
+    }
+    if let Some(f) = &fanout {
+        // The section goes with the matrix results, the comment whose failures it fanned out.
+        for r in rendered.iter_mut().filter(|r| r.key.starts_with("matrix")) {
+            r.doc.push_markdown(crate::core::fanout::markdown(f));
         }
     }
 

@@ -6,6 +6,7 @@ pub mod buildset;
 pub mod ccache;
 pub mod config;
 pub mod evidence;
+pub mod fanout;
 pub mod flaky;
 pub mod gguf;
 pub mod id;

@@ -317,11 +317,22 @@ impl Harness {
     /// `cancelled`).
     pub fn dispatch(&mut self, name: &str, event: &str, inputs: Value) -> String {
         if self.previous.is_none() {
-            // A new run: its own id and an empty artifact store.
-            self.run_id += 1;
+            // A new run: its own id and an empty artifact store. The finished run's artifacts
+            // stay readable by run id (`gh run download ID`), and the run is listed newest
+            // first for `gh run list`, this one included, as GitHub lists a run in progress.
             let store = self.base.join("artifacts");
-            std::fs::remove_dir_all(&store).unwrap();
+            let past = self.base.join("runs").join(self.run_id.to_string());
+            std::fs::create_dir_all(past.parent().unwrap()).unwrap();
+            if !past.exists() {
+                std::fs::rename(&store, &past).unwrap();
+            } else {
+                std::fs::remove_dir_all(&store).unwrap();
+            }
+            self.run_id += 1;
             std::fs::create_dir_all(&store).unwrap();
+            let list = self.base.join("runs.txt");
+            let before = std::fs::read_to_string(&list).unwrap_or_default();
+            std::fs::write(&list, format!("{} {name}\n{before}", self.run_id)).unwrap();
             self.artifact_owner.clear();
             self.downloads.clear();
         }

@@ -6,6 +6,9 @@
 //!   `cargo-builds` in the harness dir, so a test counts builds per workflow run and sees where.
 //!   Any other use fails the step.
 //! - `rustup` does nothing (the toolchain is the test's).
+//! - `gh run list --workflow W --limit N --json databaseId --jq '.[].databaseId'` lists the
+//!   harness's runs of W newest first (the one in progress too); `gh run download ID --name N
+//!   --dir D` copies that run's artifact N (exit 1 when it has none). Other forms fail.
 //! - `gh workflow run WF [--ref R] -f k=v ...` checks the call as the API would (the target has
 //!   `workflow_dispatch`, every `-f` is a declared input, required inputs are given, choices are
 //!   options; otherwise gh's own 422 line and exit 1) and appends its arguments to `dispatches`.
@@ -79,6 +82,24 @@ pub fn install(tools: &Path, base: &Path, bin: &Path, project: &Path) {
 # The harness's gh: `gh workflow run`, checked against the target's workflow_dispatch inputs.
 import json, sys
 a = sys.argv[1:]
+if a[:2] == ["run", "list"]:
+    # Only the one form the workflows use: `--workflow W --limit N --json databaseId --jq '.[].databaseId'`.
+    o = dict(zip(a[2::2], a[3::2]))
+    if sorted(o) != ["--jq", "--json", "--limit", "--workflow"] or o["--json"] != "databaseId" or o["--jq"] != ".[].databaseId":
+        sys.exit("harness gh: not supported: " + " ".join(a))
+    runs = [l.split() for l in open({runs:?}).read().splitlines()] if __import__("os").path.exists({runs:?}) else []
+    for rid, wf in [r for r in runs if r[1] == o["--workflow"]][: int(o["--limit"])]:
+        print(rid)
+    sys.exit(0)
+if a[:2] == ["run", "download"] and len(a) == 7 and a[3] == "--name" and a[5] == "--dir":
+    import os, shutil
+    rid, name, to = a[2], a[4], a[6]
+    cur = open({runs:?}).read().split()[0] if os.path.exists({runs:?}) else ""
+    src = os.path.join({store:?} if rid == cur else os.path.join({past:?}, rid), name)
+    if not os.path.isdir(src):
+        sys.exit("no artifact matches any of the names or patterns provided")
+    shutil.copytree(src, to, dirs_exist_ok=True)
+    sys.exit(0)
 if a[:2] != ["workflow", "run"] or len(a) < 3:
     sys.exit("harness gh: not supported: " + " ".join(a))
 wf, rest, fields = a[2], a[3:], {{}}
@@ -114,6 +135,9 @@ with open({dispatches:?}, "a") as f:
 "#,
         spec = spec.display().to_string(),
         dispatches = base.join("dispatches").display().to_string(),
+        runs = base.join("runs.txt").display().to_string(),
+        store = base.join("artifacts").display().to_string(),
+        past = base.join("runs").display().to_string(),
     );
     for (name, text) in [("cargo", cargo.as_str()), ("rustup", rustup), ("gh", &gh)] {
         write_exec(&tools.join(name), text);

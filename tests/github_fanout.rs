@@ -1,0 +1,447 @@
+//! matrix.yml's bounded fan-out, end to end in the workflow harness (tests/workflows): the real
+//! plan job expands the real matrix.toml (264 HIP configurations and a CPU one); the GPU
+//! runner's work is stood in by copying each image's results for the night (written here: every
+//! HIP configuration failing), and the fan-out, dispatch and report jobs run as the YAML says,
+//! against the gh stand-in, which checks every `gh workflow run` against bisect.yml's inputs and
+//! keeps each run's artifacts for `gh run download`.
+
+mod workflows;
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use workflows::{copy_tree, Harness};
+
+const REVS: usize = 9;
+
+fn sha(i: usize) -> String {
+    format!("{:06x}{:034x}", 0xabc0 + i, i)
+}
+
+/// The plan job's images: (name, ids) of `matrix --list --format github`.
+fn images(project: &Path) -> Vec<(String, Vec<String>)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_setrows-bisect"))
+        .args([
+            "matrix",
+            "--matrix",
+            "matrix.toml",
+            "--list",
+            "--format",
+            "github",
+        ])
+        .current_dir(project)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["backend"] != "cuda")
+        .map(|i| {
+            (
+                i["name"].as_str().unwrap().to_string(),
+                i["ids"]
+                    .as_str()
+                    .unwrap()
+                    .split(',')
+                    .map(String::from)
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// This night's results of every image: CPU passes everywhere; the k-th HIP configuration (in
+/// matrix order) passes up to revision `k % 8` and fails from the next one, so the 264 failing
+/// configurations fall into 8 first failing revision pairs of 33 each.
+fn write_night(scen: &Path, images: &[(String, Vec<String>)]) -> Vec<(String, usize)> {
+    std::fs::create_dir_all(scen).unwrap();
+    let mut failing = vec![];
+    let mut k = 0;
+    for (name, ids) in images {
+        let hip = name.starts_with("hip");
+        let mut cells = vec![];
+        for id in ids {
+            let first_bad = hip.then(|| 1 + k % 8);
+            if hip {
+                failing.push((id.clone(), first_bad.unwrap()));
+                k += 1;
+            }
+            for r in 0..REVS {
+                let outcome = match first_bad {
+                    Some(b) if r >= b => "gpu_fault",
+                    _ => "pass",
+                };
+                cells.push(json!({"config": id, "rev": format!("r{r}"), "sha": sha(r),
+                    "outcome": outcome, "signature": null, "duration_s": 1.0, "build_s": 0.5,
+                    "test_s": 0.5, "attempts": 1, "log": format!("logs/{id}-{r}.log")}));
+            }
+        }
+        let doc = json!({
+            "schema": setrows_bisect::core::result::Kind::Matrix.tag(),
+            "matrix": "matrix.toml", "engine": "podman",
+            "revisions": (0..REVS).map(|r| json!({"rev": format!("r{r}"), "sha": sha(r)})).collect::<Vec<_>>(),
+            "configs": ids.iter().map(|id| json!({"id": id, "label": id,
+                "backend": if hip { "hip" } else { "cpu" }, "image": null})).collect::<Vec<_>>(),
+            "cells": cells,
+        });
+        std::fs::write(scen.join(format!("{name}.json")), doc.to_string()).unwrap();
+    }
+    failing
+}
+
+struct World {
+    h: Harness,
+    failing: Vec<(String, usize)>,
+    api: Api,
+    _d: tempfile::TempDir,
+}
+
+/// The GitHub API stand-in (scripts/fault-injection/fake_github.py) on loopback, killed on drop.
+struct Api {
+    child: std::process::Child,
+    log: PathBuf,
+    url: String,
+}
+
+impl Api {
+    fn start(dir: &Path, tokens: &Path) -> Self {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let (log, port_file) = (dir.join("api.log"), dir.join("api.port"));
+        let child = std::process::Command::new("python3")
+            .arg(root.join("scripts/fault-injection/fake_github.py"))
+            .arg("--log")
+            .arg(&log)
+            .arg("--port-file")
+            .arg(&port_file)
+            .arg("--tokens")
+            .arg(tokens)
+            .spawn()
+            .expect("python3 runs the GitHub API stand-in");
+        let t = std::time::Instant::now();
+        while !port_file.exists() {
+            assert!(t.elapsed().as_secs() < 20, "fake GitHub did not start");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let port = std::fs::read_to_string(&port_file).unwrap();
+        Api {
+            child,
+            log,
+            url: format!("http://127.0.0.1:{}", port.trim()),
+        }
+    }
+
+    /// The bodies of every comment created or edited.
+    fn bodies(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["method"] == "POST" || v["method"] == "PATCH")
+            .filter_map(|v| v["body"].as_str().map(String::from))
+            .collect()
+    }
+}
+
+impl Drop for Api {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const RESULTS_TOKEN: &str = "github_pat_11HARNESS0fanout0results0token";
+
+fn world() -> World {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = tempfile::tempdir().unwrap();
+    let project = d.path().join("project");
+    for sub in [".github", "containers", "scripts"] {
+        copy_tree(&root.join(sub), &project.join(sub));
+    }
+    std::fs::copy(root.join("matrix.toml"), project.join("matrix.toml")).unwrap();
+    let imgs = images(&project);
+    let scen = d.path().join("night");
+    let failing = write_night(&scen, &imgs);
+    // The GPU runner's `matrix ... --out results/NAME` copies the night's results of NAME; the
+    // compile check's `--build-only` writes nothing; every other command is the tool itself.
+    let bin = d.path().join("tool");
+    std::fs::write(
+        &bin,
+        format!(
+            r#"#!/bin/sh
+if [ "$1" = matrix ]; then
+  out=""; list=""; build=""; prev=""
+  for a in "$@"; do
+    if [ "$prev" = --out ]; then out=$a; fi
+    case "$a" in --list) list=1 ;; --build-only) build=1 ;; esac
+    prev=$a
+  done
+  if [ -z "$list" ] && [ -n "$out" ]; then
+    mkdir -p "$out"
+    if [ -z "$build" ]; then cp "{scen}/$(basename "$out").json" "$out/matrix-results.json"; fi
+    exit 0
+  fi
+fi
+exec '{real}' "$@"
+"#,
+            scen = scen.display(),
+            real = env!("CARGO_BIN_EXE_setrows-bisect"),
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ggml = d.path().join("ggml");
+    std::fs::create_dir_all(&ggml).unwrap();
+    let git = |args: &[&str]| {
+        let s = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ggml)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap();
+        assert!(s.success());
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "r0"]);
+    let mut h = Harness::new(&project, &bin, &d.path().join("actions"));
+    h.repos.insert("ggml-org/ggml".into(), ggml);
+    // The runner has every image; the hosted runner's disk clean-up is not this test's.
+    h.stand_in(
+        "podman",
+        "#!/bin/sh\n[ \"$1 $2\" = 'image exists' ] && exit 0\nexit 97\n",
+    );
+    h.stand_in("sudo", "#!/bin/sh\nexit 0\n");
+    // A posting report reaches the API stand-in on loopback, with the results token.
+    let api = Api::start(d.path(), &h.tokens_file());
+    h.register_token(
+        RESULTS_TOKEN,
+        json!({"kind": "user", "login": "results-bot", "repos": ["harness/results"]}),
+    );
+    h.secrets
+        .insert("RESULTS_TOKEN".into(), json!(RESULTS_TOKEN));
+    h.vars
+        .insert("RESULTS_ISSUE".into(), json!("harness/results#7"));
+    h.runner_env
+        .push(("GITHUB_API_URL".into(), api.url.clone()));
+    World {
+        h,
+        failing,
+        api,
+        _d: d,
+    }
+}
+
+/// (config, good, bad, post, shared_by) of each dispatch the latest run made.
+fn dispatches(h: &Harness, before: usize) -> Vec<Vec<(String, String)>> {
+    std::fs::read_to_string(h.base.join("dispatches"))
+        .unwrap_or_default()
+        .lines()
+        .skip(before)
+        .map(|l| {
+            assert!(l.starts_with("bisect.yml --ref main "), "{l}");
+            l.split(" -f ")
+                .skip(1)
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').unwrap();
+                    (k.to_string(), v.to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn field<'a>(d: &'a [(String, String)], k: &str) -> &'a str {
+    &d.iter().find(|(x, _)| x == k).unwrap().1
+}
+
+fn read(p: PathBuf) -> String {
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn two_hundred_sixty_four_failing_configurations_start_at_most_the_cap() {
+    let mut w = world();
+    assert_eq!(w.failing.len(), 264);
+    let night = json!({"post": "false", "bisect_new_failures": "true", "max_bisects": "3"});
+    let mut seen = std::collections::BTreeSet::new();
+    let mut count = 0;
+    for n in 0..4 {
+        let r =
+            w.h.dispatch("matrix.yml", "workflow_dispatch", night.clone());
+        let log = w.h.log.join("\n");
+        assert_eq!(r, "success", "{log}");
+        assert_eq!(w.h.jobs["fan-out"].result, "success", "{log}");
+        let ds = dispatches(&w.h, count);
+        count += ds.len();
+        // 8 ranges of 33: three a night, none twice, then nothing.
+        assert_eq!(ds.len(), [3, 3, 2, 0][n], "night {n}: {ds:?}\n{log}");
+        for d in &ds {
+            // post: false reaches every bisect.
+            assert_eq!(field(d, "post"), "false", "{d:?}");
+            let (config, good, bad) = (field(d, "config"), field(d, "good"), field(d, "bad"));
+            let shared: Vec<&str> = field(d, "shared_by").split(',').collect();
+            // One bisect per range, run by its first configuration, naming the other 32.
+            assert_eq!(shared.len(), 32, "{d:?}");
+            let mut group: Vec<&str> = vec![config];
+            group.extend(&shared);
+            let at = w.failing.iter().find(|(c, _)| c == config).unwrap().1;
+            assert_eq!((good, bad), (sha(at - 1).as_str(), sha(at).as_str()));
+            let want: Vec<&str> = w
+                .failing
+                .iter()
+                .filter(|(_, b)| *b == at)
+                .map(|(c, _)| c.as_str())
+                .collect();
+            assert_eq!(group, want);
+            assert!(seen.insert(at), "range {at} bisected twice");
+        }
+        let record: Value =
+            serde_json::from_str(&read(w.h.base.join("artifacts/bisect-fanout/fanout.json")))
+                .unwrap();
+        assert_eq!(
+            record["over_cap"].as_array().unwrap().len(),
+            [5, 2, 0, 0][n]
+        );
+        if n == 0 {
+            // The report names the rest.
+            let summary = read(w.h.base.join("step-summary.md"));
+            assert!(
+                summary.contains("not bisected: over the cap** (5 ranges, 165 configurations)"),
+                "{summary}"
+            );
+            let over = record["over_cap"][0]["configs"][0].as_str().unwrap();
+            assert!(summary.contains(&format!("`{over}`")), "{summary}");
+            eprintln!("fan-out: 264 failing configurations -> {} bisects dispatched, {} ranges ({} configurations) not bisected: over the cap",
+                ds.len(), record["over_cap"].as_array().unwrap().len(),
+                record["over_cap"].as_array().unwrap().iter().map(|g| g["configs"].as_array().unwrap().len()).sum::<usize>());
+        }
+    }
+    assert_eq!(seen.len(), 8);
+}
+
+/// `fan-out`'s flags: a bad value is one line naming the flag (exit 2), before anything is
+/// written.
+#[test]
+fn fan_out_refuses_bad_input_in_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).display().to_string();
+    std::fs::write(p("notjson"), "{").unwrap();
+    std::fs::write(p("other.json"), r#"{"schema": "x/fanout/v0", "max_bisects": 1, "post": true, "started": [], "over_cap": [], "already_bisected": [], "bisected": []}"#).unwrap();
+    let out = p("out.json");
+    for (args, says) in [
+        (vec!["--max-bisects", "-1"], "--max-bisects"),
+        (vec!["--max-bisects", "65"], "out of range"),
+        (
+            vec!["--max-bisects", "3", "--previous", &p("missing")],
+            "--previous",
+        ),
+        (
+            vec!["--max-bisects", "3", "--previous", &p("notjson")],
+            "not a fan-out record",
+        ),
+        (
+            vec!["--max-bisects", "3", "--previous", &p("other.json")],
+            "is not \"setrows-bisect/fanout/v1\"",
+        ),
+        (
+            vec!["--max-bisects", "3", "--results", &p("notjson")],
+            "--results",
+        ),
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_setrows-bisect"))
+            .args(["fan-out", "--bisect-post", "false", "--json", &out])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!Path::new(&out).exists(), "{args:?}");
+    }
+}
+
+/// The nightly (schedule) posts, so its bisects post; bisects a `post: false` dispatch started
+/// posted nothing, so they do not count as done for it; the comment it posts names the ranges
+/// over the cap.
+#[test]
+fn a_posting_nightly_restarts_what_a_non_posting_dispatch_bisected() {
+    let mut w = world();
+    w.h.vars.insert("BISECT_NEW_FAILURES".into(), json!("true"));
+    w.h.vars.insert("MAX_BISECTS".into(), json!("3"));
+    let ranges = |h: &Harness, before: usize, post: &str| {
+        let ds = dispatches(h, before);
+        assert!(ds.iter().all(|d| field(d, "post") == post), "{ds:?}");
+        ds.iter()
+            .map(|d| field(d, "bad").to_string())
+            .collect::<Vec<_>>()
+    };
+    w.h.dispatch(
+        "matrix.yml",
+        "workflow_dispatch",
+        json!({"post": "false", "bisect_new_failures": "true"}),
+    );
+    let dry = ranges(&w.h, 0, "false");
+    assert_eq!(dry.len(), 3, "{}", w.h.log.join("\n"));
+    let r = w.h.dispatch("matrix.yml", "schedule", json!({}));
+    assert_eq!(r, "success", "{}", w.h.log.join("\n"));
+    let bodies = w.api.bodies();
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("not bisected: over the cap** (5 ranges, 165 configurations)")),
+        "{bodies:?}"
+    );
+    let posted = ranges(&w.h, 3, "true");
+    assert_eq!(posted, dry);
+    w.h.dispatch("matrix.yml", "schedule", json!({}));
+    let next = ranges(&w.h, 6, "true");
+    assert_eq!(next.len(), 3);
+    assert!(
+        next.iter().all(|b| !posted.contains(b)),
+        "{next:?} {posted:?}"
+    );
+}
+
+/// A night whose dispatches failed left no record as dispatched, so the next night starts the
+/// same ranges instead of counting them as bisected.
+#[test]
+fn a_failed_dispatch_is_not_counted_as_bisected() {
+    let mut w = world();
+    let tools = w.h.base.join("tools");
+    std::fs::copy(tools.join("gh"), tools.join("gh-harness")).unwrap();
+    w.h.stand_in(
+        "gh",
+        &format!(
+            "#!/bin/sh\nif [ \"$1 $2\" = 'workflow run' ]; then echo 'HTTP 500' >&2; exit 1; fi\nexec '{}' \"$@\"\n",
+            tools.join("gh-harness").display()
+        ),
+    );
+    let night = json!({"post": "false", "bisect_new_failures": "true", "max_bisects": "3"});
+    w.h.dispatch("matrix.yml", "workflow_dispatch", night.clone());
+    assert_eq!(
+        w.h.jobs["bisect-new-failures"].result,
+        "failure",
+        "{}",
+        w.h.log.join("\n")
+    );
+    let decided: Value =
+        serde_json::from_str(&read(w.h.base.join("artifacts/bisect-fanout/fanout.json"))).unwrap();
+    std::fs::copy(tools.join("gh-harness"), tools.join("gh")).unwrap();
+    w.h.dispatch("matrix.yml", "workflow_dispatch", night);
+    let ds = dispatches(&w.h, 0);
+    let bads: Vec<&str> = ds.iter().map(|d| field(d, "bad")).collect();
+    let want: Vec<&str> = decided["started"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["bad"].as_str().unwrap())
+        .collect();
+    assert_eq!(bads, want, "{}", w.h.log.join("\n"));
+}
