@@ -511,15 +511,7 @@ fn cut_off(args: &MatrixArgs, m: &Matrix, configs: &[Config], reason: &str) -> a
                 matrix: m.file.clone(),
                 engine: String::new(),
                 revisions,
-                configs: configs
-                    .iter()
-                    .map(|c| ConfigRow {
-                        id: c.id.clone(),
-                        label: c.label(),
-                        backend: c.backend,
-                        image: c.image.clone(),
-                    })
-                    .collect(),
+                configs: configs.iter().map(ConfigRow::of).collect(),
                 cells: Vec::new(),
                 build_only: args.build_only,
                 invocation: crate::run::stamp::invocation(&args.run.repo.repo),

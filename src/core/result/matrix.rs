@@ -69,6 +69,19 @@ pub struct ConfigRow {
     pub image: Option<String>,
 }
 
+impl ConfigRow {
+    /// The row a results document keeps for a configuration it plans (a run, or a cut-off
+    /// document written for a run that wrote none): the same fields whoever writes it.
+    pub fn of(c: &crate::core::matrix::Config) -> ConfigRow {
+        ConfigRow {
+            id: c.id.clone(),
+            label: c.label(),
+            backend: c.backend,
+            image: c.image.clone(),
+        }
+    }
+}
+
 impl MatrixResults {
     /// Every planned cell (each configuration at each revision) that has no row yet becomes an
     /// `infra_error` whose signature is `reason`: a cell the run never finished (its job was

@@ -200,15 +200,7 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
             .map(|e| e.kind.as_str().to_string())
             .unwrap_or_else(|| "none".into()),
         revisions: revs.clone(),
-        configs: configs
-            .iter()
-            .map(|c| ConfigRow {
-                id: c.id.clone(),
-                label: c.label(),
-                backend: c.backend,
-                image: c.image.clone(),
-            })
-            .collect(),
+        configs: configs.iter().map(ConfigRow::of).collect(),
         cells: Vec::new(),
         build_only: runner.build_only,
         invocation: crate::run::stamp::invocation(&runner.repo),
