@@ -99,20 +99,22 @@ pub fn worst_case(n: usize, slots: usize, _ends: EndpointCheck, commits: usize) 
         };
     }
     let slots = slots.max(1);
-    let (mut span, mut midpoints, mut waves) = (open + 1, 0usize, 0usize);
-    while span > 1 {
-        midpoints += slots.min(span - 1);
-        waves += 1;
-        span = if span - 1 <= slots {
-            1
-        } else {
-            span.div_ceil(slots + 1).next_power_of_two()
-        };
-    }
     // One endpoint at most, whatever the slots: `--bad` is built only after an old midpoint
     // (so `--good` never touches the answer), or because the answer touches it; the same
-    // with `--lazy-endpoints`, so `_ends` does not change the bound.
+    // with `--lazy-endpoints`, so `_ends` does not change the bound. With more than one slot
+    // it may share any wave but the first (which holds midpoints only), and that wave then
+    // halves with one midpoint fewer, which can cost a later wave (360 candidates, 3 slots:
+    // 15 probes, not 14); so every wave it could share is priced, and the most midpoints and
+    // waves of any placement are the bound. On its own it is one probe and one wave more.
     let endpoints = 1;
+    let alone = halving_waves(open, slots, None);
+    let (midpoints, waves) = (1..alone.1)
+        .filter(|_| slots > 1)
+        .map(|k| {
+            let (m, w) = halving_waves(open, slots, Some(k));
+            (m, w.saturating_sub(1))
+        })
+        .fold(alone, |a, b| (a.0.max(b.0), a.1.max(b.1)));
     let halving = midpoints + endpoints;
     let off_centre = (halving + 1).min(git_fewest(commits));
     let off = slots == 1 && off_centre > halving;
@@ -123,6 +125,28 @@ pub fn worst_case(n: usize, slots: usize, _ends: EndpointCheck, commits: usize) 
         off_centre: off,
         total: if off { off_centre } else { halving },
     }
+}
+
+/// Midpoints and waves to close `open` candidates with `slots` slots, where wave `shared` (if
+/// any) gives one slot to an endpoint. Mirrors what `Search::pick` guarantees: a wave of `s`
+/// midpoints leaves at most the power of two at or above an equal share of the span.
+fn halving_waves(open: usize, slots: usize, shared: Option<usize>) -> (usize, usize) {
+    let (mut span, mut midpoints, mut waves) = (open + 1, 0usize, 0usize);
+    while span > 1 {
+        let s = if shared == Some(waves) {
+            slots - 1
+        } else {
+            slots
+        };
+        midpoints += s.min(span - 1);
+        waves += 1;
+        span = if span - 1 <= s {
+            1
+        } else {
+            span.div_ceil(s + 1).next_power_of_two()
+        };
+    }
+    (midpoints, waves)
 }
 
 #[cfg(test)]
@@ -168,6 +192,17 @@ mod tests {
             prop_assert!(is_bad_endpoint, "{:?}", r.end);
             prop_assert!(r.probes().len() <= worst_case(n, slots, ends, n - 1).total);
         }
+    }
+
+    /// The case proptest found: `--bad` took a slot of the second wave, the third wave left
+    /// 16 candidates, not 8, and a fifth full wave followed (15 probes; the bound said 14).
+    #[test]
+    fn an_endpoint_sharing_a_wave_is_priced_in_the_bound() {
+        let r = replay(keys(360), EndpointCheck::First, 3, truthful(337));
+        assert_eq!(r.end, Step::Done(Conclusion::Found { index: 337 }));
+        let w = worst_case(360, 3, EndpointCheck::First, 359);
+        assert_eq!(r.probes().len(), 15);
+        assert!(r.probes().len() <= w.total, "{:?} {w:?}", r.waves);
     }
 
     /// With one slot the bound is reached (a bound that is merely safe would mislead), or
