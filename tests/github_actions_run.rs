@@ -642,8 +642,10 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
         w.api.requests()
     );
     w.assert_built_once_off_the_gpu(before);
-    // Both workflows' report jobs held the one group of this results comment, and the two
-    // bisections of the question one workflow-level group (evaluated as GitHub would).
+    // Both workflows' report jobs held the one group of this results comment (evaluated as
+    // GitHub would). The two bisections of the question hold groups of their own: each names
+    // the question and what changes its outcome (issue 47 item 4: `resume` reads the comment's
+    // stored probes, so a resuming run must never replace, or be replaced by, one that does not).
     let groups = |pick: &dyn Fn(&str) -> bool| -> BTreeSet<String> {
         w.h.concurrency
             .iter()
@@ -659,7 +661,17 @@ fn distributed_bisect_survives_a_killed_runner_and_matches_the_local_answer() {
         "{g}"
     );
     let runs = groups(&|at| at.starts_with("workflow bisect"));
-    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(
+        runs.iter()
+            .all(|r| r.starts_with("bisect-") && r.contains(&good) && r.contains("-post-true-")),
+        "{runs:?}"
+    );
+    assert!(
+        runs.iter().any(|r| r.ends_with("-resume-true"))
+            && runs.iter().any(|r| r.contains("-confidence-")),
+        "{runs:?}"
+    );
     assert_eq!(
         w.h.concurrency
             .iter()

@@ -6,7 +6,9 @@
 //! `cores / u` builds share the host without slowing each other. The GPU tests are serialised
 //! anyway (`run::jobs::GpuTurn`), so more slots than that only queue. On 2 cores every build
 //! measured so far (ggml 1.61, llama.cpp 0.91) leaves no second build room worth its checkout,
-//! so `auto` stays at 1 there.
+//! so `auto` stays at 1 there. On the 16-core H200 a CUDA decode-probe build keeps 12.2 busy
+//! (BENCHMARKS "`--jobs auto`"), and `--jobs 2` made each of two cold builds take 350 s where
+//! one alone takes 159 s: `auto` stays at 1 there too, as this rule says.
 
 use std::fmt;
 
@@ -130,6 +132,26 @@ mod tests {
             assert_eq!(choose(Jobs::Auto, 2, m).k, 1, "{m:?}");
         }
         assert_eq!(choose(Jobs::Auto, 1, used(0.5)).k, 1);
+    }
+
+    /// The figures `<work>/build-use` held after case 18's `--jobs 1` run on the H200 (3 CUDA
+    /// builds, one cold) and the one build its `--jobs 2` run measured alone.
+    #[test]
+    fn the_measured_cuda_build_on_16_cores_leaves_no_room() {
+        let k1 = BuildUse {
+            cpu_s: 3149.62,
+            wall_s: 257.71,
+            builds: 3,
+        };
+        let c = choose(Jobs::Auto, 16, Some(k1));
+        assert_eq!(c.k, 1, "{}", c.why);
+        assert!(c.why.contains("12.22 busy"), "{}", c.why);
+        let alone = BuildUse {
+            cpu_s: 773.10,
+            wall_s: 69.76,
+            builds: 1,
+        };
+        assert_eq!(choose(Jobs::Auto, 16, Some(alone)).k, 1);
     }
 
     #[test]
