@@ -534,12 +534,7 @@ fn lost_legs(plan: &std::path::Path, results: &mut Vec<AnyResult>) -> anyhow::Re
     let labels = |id: &str| {
         m.as_ref()
             .and_then(|m| m.find(id))
-            .map(|c| result::ConfigRow {
-                id: c.id.clone(),
-                label: c.label(),
-                backend: c.backend,
-                image: c.image.clone(),
-            })
+            .map(result::ConfigRow::of)
     };
     let revisions = m.as_ref().map(|m| m.revisions.clone()).unwrap_or_default();
     let files: Vec<&result::MatrixResults> = results
