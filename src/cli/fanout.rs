@@ -2,7 +2,7 @@
 //! (core::fanout), write the record, and print one dispatch line per bisect for the workflow.
 //! The decision is the pure core's; this file only reads, writes and prints.
 
-use crate::core::fanout::{self, Record};
+use crate::core::fanout;
 use crate::core::result::AnyResult;
 use crate::error::CliError;
 use clap::Args;
@@ -34,30 +34,13 @@ fn max_bisects(s: &str) -> Result<usize, String> {
     crate::cli::ranges::int(s, 0, 64).map(|v| v as usize)
 }
 
-/// Reads a fan-out record; anything else is a one-line usage error naming the file.
-pub fn read_record(flag: &str, p: &std::path::Path) -> anyhow::Result<Record> {
-    let shown = p.display();
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| CliError::usage(format!("{flag} {shown}: cannot read: {e}")))?;
-    let r: Record = serde_json::from_str(&text)
-        .map_err(|e| CliError::usage(format!("{flag} {shown}: not a fan-out record: {e}")))?;
-    if r.schema != fanout::RECORD_SCHEMA {
-        return Err(CliError::usage(format!(
-            "{flag} {shown}: schema {:?} is not {:?}",
-            r.schema,
-            fanout::RECORD_SCHEMA
-        )));
-    }
-    Ok(r)
-}
-
 pub fn run(args: FanOutArgs) -> anyhow::Result<i32> {
     crate::cli::output::check_writable("--json", &args.json)?;
     let previous = match &args.previous {
-        Some(p) => Some(read_record("--previous", p)?),
+        Some(p) => Some(crate::cli::documents::read_record("--previous", p)?),
         None => None,
     };
-    let results = crate::cli::report::read_results(&args.results)?;
+    let results = crate::cli::documents::read_results(&args.results)?;
     let mut matrices = Vec::new();
     for (r, p) in results.iter().zip(&args.results) {
         match r {

@@ -3,12 +3,14 @@
 
 pub mod bisect;
 pub mod demo;
+pub mod documents;
 pub mod fanout;
 pub mod flags;
 pub mod gc;
 pub mod generate;
 pub mod log;
 pub mod matrix;
+pub mod matrix_file;
 pub mod output;
 pub mod progress;
 pub mod report;

@@ -376,27 +376,6 @@ fn set_repo_url(r: &mut AnyResult, url: &str) {
     }
 }
 
-/// Reads result files; one whose schema is missing or unknown is refused with one line naming
-/// the file (exit 2), before anything is posted.
-pub(crate) fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<AnyResult>> {
-    paths
-        .iter()
-        .map(|p| {
-            let origin = p.display().to_string();
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| CliError::usage(format!("--results {origin}: cannot read: {e}")))?;
-            let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-                CliError::usage(format!(
-                    "--results {origin}: not JSON at line {}, column {}: {e}",
-                    e.line(),
-                    e.column()
-                ))
-            })?;
-            result::read(v).map_err(|e| CliError::usage(format!("--results {origin}: {e}")))
-        })
-        .collect()
-}
-
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     if let Some(key) = &args.load_state {
         let issue = parse_issue(&args, "with --load-state")?;
@@ -426,14 +405,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     if let Some(path) = &args.junit {
         crate::cli::output::check_writable("--junit", path)?;
     }
-    let mut results = read_results(&args.results)?;
+    let mut results = crate::cli::documents::read_results(&args.results)?;
     if let Some(url) = &args.repo_url {
         for r in &mut results {
             set_repo_url(r, url);
         }
     }
     let fanout = match &args.fanout {
-        Some(p) => Some(crate::cli::fanout::read_record("--fanout", p)?),
+        Some(p) => Some(crate::cli::documents::read_record("--fanout", p)?),
         None => None,
     };
     let run_url = github::run_url_from_env();
@@ -530,7 +509,7 @@ fn lost_total(args: &ReportArgs) -> anyhow::Result<usize> {
 /// Labels come from ./matrix.toml (else the built-in matrix), where the plan's ids came from.
 fn lost_legs(plan: &std::path::Path, results: &mut Vec<AnyResult>) -> anyhow::Result<Vec<String>> {
     let value = read_plan(plan)?;
-    let m = crate::cli::bisect::load_matrix(None).ok();
+    let m = crate::cli::matrix_file::load_matrix(None).ok();
     let labels = |id: &str| {
         m.as_ref()
             .and_then(|m| m.find(id))

@@ -2,16 +2,12 @@
 //! prober is built from (`run::probers`).
 
 use super::BisectArgs;
+use crate::cli::matrix_file::{load_matrix, EMBEDDED_MATRIX, EMBEDDED_NAME};
 use crate::core::build::{Backend, Memory};
 use crate::core::config::{Flags, ProbeKind, Resolved};
-use crate::core::matrix::{self, Matrix};
+use crate::core::matrix;
 use crate::error::CliError;
 use crate::run::bisect::{Chosen, Naming};
-use std::path::Path;
-
-/// The repository's `matrix.toml`, built in: `--config ID` works from any directory.
-pub const EMBEDDED_MATRIX: &str = include_str!("../../../matrix.toml");
-pub const EMBEDDED_NAME: &str = "embedded matrix.toml";
 
 /// The `[params.*]` of the built-in matrix every bundled-reproducer probe runs when nothing
 /// names other arguments: the upstream report's pattern (a cached decode graph reused many
@@ -27,48 +23,6 @@ pub fn default_repro_args() -> Vec<String> {
         .ok()
         .and_then(|m| m.params(DEFAULT_PARAMS).map(<[String]>::to_vec))
         .unwrap_or_default()
-}
-
-/// Reads and parses a matrix file (errors name file, line, column and key).
-pub fn read_matrix(path: &Path) -> Result<Matrix, matrix::MatrixError> {
-    let file = path.display().to_string();
-    let err = |line, column, message: String| matrix::MatrixError {
-        file: file.clone(),
-        line,
-        column,
-        key: "-".into(),
-        message,
-    };
-    let bytes = std::fs::read(path).map_err(|e| err(0, 0, format!("cannot read: {e}")))?;
-    // A stray non-UTF-8 byte is pointed at, like any other error in the file.
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let text = String::from_utf8_lossy(good);
-        let (line, column) = matrix::line_col(&text, text.len());
-        err(
-            line,
-            column,
-            "not valid UTF-8 here (TOML files are UTF-8)".into(),
-        )
-    })?;
-    matrix::parse(&file, &text)
-}
-
-/// `--matrix FILE`, else `./matrix.toml`, else the embedded copy.
-pub fn load_matrix(file: Option<&Path>) -> anyhow::Result<Matrix> {
-    let usage = |e: matrix::MatrixError| CliError::usage(e.to_string());
-    match file {
-        Some(p) if !p.is_file() => Err(CliError::usage(format!(
-            "--matrix {}: {}; give an existing matrix file (or leave --matrix out for ./matrix.toml or the built-in one)",
-            p.display(),
-            if p.exists() { "not a file" } else { "no such file" }
-        ))),
-        Some(p) => read_matrix(p).map_err(usage),
-        None if Path::new("matrix.toml").is_file() => {
-            read_matrix(Path::new("matrix.toml")).map_err(usage)
-        }
-        None => matrix::parse(EMBEDDED_NAME, EMBEDDED_MATRIX).map_err(usage),
-    }
 }
 
 /// The configuration flags as values (`--launch-env` must be `K=V`).

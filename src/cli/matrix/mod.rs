@@ -157,7 +157,7 @@ pub struct BisectConfigArgs {
     pub commit: config_bisect::CommitFlags,
 }
 
-pub use crate::cli::bisect::read_matrix;
+pub use crate::cli::matrix_file::read_matrix;
 
 impl RunFlags {
     /// The matrix (`--matrix`, else ./matrix.toml, else the built-in copy, as everywhere) and
@@ -181,7 +181,7 @@ impl RunFlags {
             errln!("note: `--config {v}` reads a matrix file; spell it `--matrix {v}` (--config takes a configuration id)");
             file = Some(p.to_path_buf());
         }
-        let mut m = crate::cli::bisect::load_matrix(file.as_deref())?;
+        let mut m = crate::cli::matrix_file::load_matrix(file.as_deref())?;
         self.probe_kind_of(&mut m)?;
         Ok((m, ids))
     }
