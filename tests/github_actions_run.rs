@@ -8,109 +8,18 @@
 
 #[path = "container_common/mod.rs"]
 mod container_common;
+mod fake_github;
 mod workflows;
 
 use container_common::{image_a, make_repo, podman, BUILD, TEST};
+use fake_github::FakeGithub;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use workflows::{copy_tree, Harness, Kill};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The API stand-in, killed on drop.
-struct FakeGithub {
-    child: std::process::Child,
-    log: PathBuf,
-    url: String,
-}
-
-impl FakeGithub {
-    /// The stand-in, enforcing the tokens the harness registers in `tokens` as GitHub would.
-    fn start(dir: &Path, tokens: &Path, extra: &[&str]) -> Self {
-        let log = dir.join("api.log");
-        let port_file = dir.join("api.port");
-        let child = std::process::Command::new("python3")
-            .arg(root().join("scripts/fault-injection/fake_github.py"))
-            .arg("--log")
-            .arg(&log)
-            .arg("--port-file")
-            .arg(&port_file)
-            .arg("--tokens")
-            .arg(tokens)
-            .args(extra)
-            .spawn()
-            .expect("python3 runs the GitHub API stand-in");
-        let t = std::time::Instant::now();
-        while !port_file.exists() {
-            assert!(
-                t.elapsed() < Duration::from_secs(20),
-                "fake GitHub did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let port = std::fs::read_to_string(&port_file).unwrap();
-        FakeGithub {
-            child,
-            log,
-            url: format!("http://127.0.0.1:{}", port.trim()),
-        }
-    }
-    /// (method, path, status, login of the token) of every request.
-    fn answers(&self) -> Vec<(String, String, u64, String)> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                (
-                    v["method"].as_str().unwrap().to_string(),
-                    v["path"].as_str().unwrap().to_string(),
-                    v["status"].as_u64().unwrap(),
-                    v["login"].as_str().unwrap_or("").to_string(),
-                )
-            })
-            .collect()
-    }
-    /// (method, path, body) of every request.
-    fn requests(&self) -> Vec<(String, String, String)> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                (
-                    v["method"].as_str().unwrap().to_string(),
-                    v["path"].as_str().unwrap().to_string(),
-                    v["body"].as_str().unwrap_or("").to_string(),
-                )
-            })
-            .collect()
-    }
-    /// Comments created (201) on the results issue.
-    fn creates(&self) -> usize {
-        self.answers()
-            .iter()
-            .filter(|(m, p, s, _)| m == "POST" && p.contains("/issues/7/comments") && *s == 201)
-            .count()
-    }
-    /// Comments edited (200).
-    fn edits(&self) -> usize {
-        self.answers()
-            .iter()
-            .filter(|(m, p, s, _)| m == "PATCH" && p.contains("/issues/comments/") && *s == 200)
-            .count()
-    }
-}
-
-impl Drop for FakeGithub {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 struct World {

@@ -12,11 +12,13 @@
 
 #[path = "container_common/mod.rs"]
 mod container_common;
+mod fake_github;
 mod workflows;
 
 use container_common::{make_repo, BUILD, TEST};
+use fake_github::FakeGithub;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 use workflows::{copy_tree, Harness, Kill};
 
@@ -26,79 +28,10 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-struct Api {
-    child: std::process::Child,
-    log: PathBuf,
-    url: String,
-}
-
-impl Api {
-    fn start(dir: &Path, tokens: &Path) -> Api {
-        let log = dir.join("api.log");
-        let port_file = dir.join("api.port");
-        let child = std::process::Command::new("python3")
-            .arg(root().join("scripts/fault-injection/fake_github.py"))
-            .arg("--log")
-            .arg(&log)
-            .arg("--port-file")
-            .arg(&port_file)
-            .arg("--tokens")
-            .arg(tokens)
-            .spawn()
-            .expect("python3 runs the GitHub API stand-in");
-        let t = std::time::Instant::now();
-        while !port_file.exists() {
-            assert!(
-                t.elapsed() < Duration::from_secs(20),
-                "fake GitHub did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let port = std::fs::read_to_string(&port_file).unwrap();
-        Api {
-            child,
-            log,
-            url: format!("http://127.0.0.1:{}", port.trim()),
-        }
-    }
-
-    /// The body of the last comment created or edited on harness/results#7.
-    fn last_body(&self) -> String {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .rev()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|v| {
-                let (m, p) = (
-                    v["method"].as_str().unwrap_or(""),
-                    v["path"].as_str().unwrap_or(""),
-                );
-                (m == "POST" && p.contains("/issues/7/comments"))
-                    || (m == "PATCH" && p.contains("/issues/comments/"))
-            })
-            .filter_map(|v| {
-                let b = v["body"].as_str()?;
-                serde_json::from_str::<Value>(b).ok()?["body"]
-                    .as_str()
-                    .map(str::to_string)
-            })
-            .next()
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for Api {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 struct World {
     _d: tempfile::TempDir,
     h: Harness,
-    api: Api,
+    api: FakeGithub,
 }
 
 /// Two ROCm versions (two legs), two configurations each, two revisions; every GPU run hangs.
@@ -148,7 +81,7 @@ args = ["--level", "10"]
         &assert_cmd::cargo::cargo_bin("setrows-bisect"),
         &d.path().join("actions"),
     );
-    let api = Api::start(d.path(), &h.tokens_file());
+    let api = FakeGithub::start(d.path(), &h.tokens_file(), &[]);
     h.register_token(
         RESULTS_TOKEN,
         json!({"kind": "user", "login": "results-bot", "repos": ["harness/results"]}),
@@ -247,7 +180,7 @@ fn a_cut_off_leg_and_a_lost_runner_keep_every_configuration_with_its_reason() {
     );
     let legs = w.legs();
     assert_eq!(legs.len(), 2, "{explain}");
-    let body = w.api.last_body();
+    let body = w.api.comment_bodies().pop().unwrap_or_default();
     assert!(!body.is_empty(), "nothing posted:\n{explain}");
     let (cut, lost) = (&legs[0], &legs[1]);
     let (cut, lost) = if w.h.jobs["run[0]"].matrix["name"] == json!(cut.0) {
@@ -287,7 +220,7 @@ fn a_run_with_no_results_says_so_and_its_report_fails() {
     let explain = w.explain();
     assert_eq!(r, "failure", "{explain}");
     assert_eq!(w.h.jobs["report[0]"].result, "failure", "{explain}");
-    let body = w.api.last_body();
+    let body = w.api.comment_bodies().pop().unwrap_or_default();
     assert!(
         body.contains("No fresh matrix results"),
         "{body}\n{explain}"

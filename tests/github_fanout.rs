@@ -5,8 +5,10 @@
 //! against the gh stand-in, which checks every `gh workflow run` against bisect.yml's inputs and
 //! keeps each run's artifacts for `gh run download`.
 
+mod fake_github;
 mod workflows;
 
+use fake_github::FakeGithub;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use workflows::{copy_tree, Harness};
@@ -94,61 +96,8 @@ fn write_night(scen: &Path, images: &[(String, Vec<String>)]) -> Vec<(String, us
 struct World {
     h: Harness,
     failing: Vec<(String, usize)>,
-    api: Api,
+    api: FakeGithub,
     _d: tempfile::TempDir,
-}
-
-/// The GitHub API stand-in (scripts/fault-injection/fake_github.py) on loopback, killed on drop.
-struct Api {
-    child: std::process::Child,
-    log: PathBuf,
-    url: String,
-}
-
-impl Api {
-    fn start(dir: &Path, tokens: &Path) -> Self {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let (log, port_file) = (dir.join("api.log"), dir.join("api.port"));
-        let child = std::process::Command::new("python3")
-            .arg(root.join("scripts/fault-injection/fake_github.py"))
-            .arg("--log")
-            .arg(&log)
-            .arg("--port-file")
-            .arg(&port_file)
-            .arg("--tokens")
-            .arg(tokens)
-            .spawn()
-            .expect("python3 runs the GitHub API stand-in");
-        let t = std::time::Instant::now();
-        while !port_file.exists() {
-            assert!(t.elapsed().as_secs() < 20, "fake GitHub did not start");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let port = std::fs::read_to_string(&port_file).unwrap();
-        Api {
-            child,
-            log,
-            url: format!("http://127.0.0.1:{}", port.trim()),
-        }
-    }
-
-    /// The bodies of every comment created or edited.
-    fn bodies(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|v| v["method"] == "POST" || v["method"] == "PATCH")
-            .filter_map(|v| v["body"].as_str().map(String::from))
-            .collect()
-    }
-}
-
-impl Drop for Api {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 const RESULTS_TOKEN: &str = "github_pat_11HARNESS0fanout0results0token";
@@ -218,7 +167,7 @@ exec '{real}' "$@"
     );
     h.stand_in("sudo", "#!/bin/sh\nexit 0\n");
     // A posting report reaches the API stand-in on loopback, with the results token.
-    let api = Api::start(d.path(), &h.tokens_file());
+    let api = FakeGithub::start(d.path(), &h.tokens_file(), &[]);
     h.register_token(
         RESULTS_TOKEN,
         json!({"kind": "user", "login": "results-bot", "repos": ["harness/results"]}),
@@ -391,7 +340,7 @@ fn a_posting_nightly_restarts_what_a_non_posting_dispatch_bisected() {
     assert_eq!(dry.len(), 3, "{}", w.h.log.join("\n"));
     let r = w.h.dispatch("matrix.yml", "schedule", json!({}));
     assert_eq!(r, "success", "{}", w.h.log.join("\n"));
-    let bodies = w.api.bodies();
+    let bodies = w.api.comment_bodies();
     assert!(
         bodies
             .iter()
