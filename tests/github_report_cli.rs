@@ -503,3 +503,63 @@ async fn comments_that_keep_vanishing_give_up_in_one_line() {
     let line = error_line(&err);
     assert!(line.contains("deleted while we edited it"), "{line}");
 }
+
+/// A night with every leg lost (`--expect-legs`, no results) keeps the last results that ran:
+/// folded under the rows that say nothing is fresh, and as the comment's state, so a second
+/// night offline still shows them. The report fails (exit 3) both nights.
+#[tokio::test]
+async fn a_night_with_no_fresh_results_keeps_the_last_results_that_ran() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ran = github_support::matrix_result(&[("rocm-6.4.1-wave32", "gpu_fault")]);
+    let ran = write(dir.path(), "ran.json", serde_json::to_value(ran).unwrap());
+    let (code, _, err) = post(&server.uri(), "o/r#1", &[ran]).await;
+    assert_eq!(code, 0, "{err}");
+    let plan = write(
+        dir.path(),
+        "plan.json",
+        json!({"include": [{"name": "hip-6.4.1", "ids": "rocm-6.4.1-wave32"}]}),
+    );
+    let offline = || {
+        let mut c = bin();
+        c.current_dir(dir.path())
+            .args(["report", "--issue", "o/r#1", "--post", "--api-url"])
+            .arg(server.uri())
+            .args(["--expect-legs", &plan])
+            .env("GITHUB_TOKEN", TOKEN);
+        c
+    };
+    for night in 1..=2 {
+        let (code, _, err) = run(offline()).await;
+        assert_eq!(code, 3, "night {night}: {err}");
+        let comments = fake.comments();
+        assert_eq!(comments.len(), 1, "night {night}: one living comment");
+        let body = &comments[0].body;
+        let (fresh, kept) = body
+            .split_once("Last results that ran")
+            .unwrap_or_else(|| panic!("night {night}: nothing kept:\n{body}"));
+        assert!(fresh.contains("No fresh matrix results"), "{body}");
+        assert!(
+            fresh.contains("no results: runner offline or lost"),
+            "{body}"
+        );
+        assert!(!fresh.contains("gpu_fault"), "{body}");
+        assert!(
+            kept.contains("gpu_fault"),
+            "night {night}: the last results are gone:\n{body}"
+        );
+        eprintln!("--- night {night} ---\n{body}");
+    }
+    let mut c = bin();
+    c.args(["report", "--issue", "o/r#1", "--api-url"])
+        .arg(server.uri())
+        .args(["--load-state", "matrix"])
+        .env("GITHUB_TOKEN", TOKEN);
+    let (code, out, err) = run(c).await;
+    assert_eq!(code, 0, "{err}");
+    let state: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        state["results"][0]["cells"][0]["outcome"], "gpu_fault",
+        "{state:#}"
+    );
+}

@@ -425,10 +425,15 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     if stale {
         for r in &mut rendered {
             r.doc.push_markdown(format!(
-                "⚠️ **No fresh matrix results**: no leg of {} wrote results ({}: runner offline or lost). Every row above says so; the last results that ran are in the earlier runs' artifacts.",
+                "⚠️ **No fresh matrix results**: no leg of {} wrote results ({}: runner offline or lost). Every row above says so. The last results that ran, where this comment had them, are folded below; every earlier run keeps its own in its artifacts.",
                 run_url.as_deref().map(|u| format!("[this run]({u})")).unwrap_or_else(|| "this run".into()),
                 lost.join(", ")
             ));
+        }
+    }
+    if let (true, Some(issue)) = (stale, &issue) {
+        for r in rendered.iter_mut().filter(|r| r.key.starts_with("matrix")) {
+            keep_last_ran(&args.github, issue, r)?;
         }
     }
     if let Some(f) = &fanout {
@@ -472,6 +477,37 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         );
     }
     no_fresh(stale, &lost)
+}
+
+/// A comment with no fresh results keeps the last results that ran: folded under the rows that
+/// say why nothing is fresh, and as its state, so a second night offline keeps them too, and
+/// the table people read at 2 a.m. is never replaced by nothing but "no results".
+fn keep_last_ran(github: &GithubOptions, issue: &IssueRef, r: &mut Rendered) -> anyhow::Result<()> {
+    let previous = github::load_state_blocking(github, issue, &r.key, None)
+        .map_err(|e| e.into_cli())?
+        .and_then(|v| serde_json::from_value::<github::state::State>(v).ok());
+    let Some(previous) = previous.filter(|st| st.results.iter().any(ran)) else {
+        return Ok(());
+    };
+    let last: Vec<&AnyResult> = previous.results.iter().collect();
+    r.doc.push_markdown(
+        "<details><summary>Last results that ran (kept from this comment before this run)</summary>\n",
+    );
+    r.doc.sections.extend(crate::report::render(&last).sections);
+    r.doc.push_markdown("</details>");
+    r.state = serde_json::to_value(github::state::state(&r.key, &last)).unwrap_or_default();
+    Ok(())
+}
+
+/// Whether a result holds a cell that ran (a lost or cut-off leg's rows are all `infra_error`).
+fn ran(r: &AnyResult) -> bool {
+    match r {
+        AnyResult::Matrix(m) => m
+            .cells
+            .iter()
+            .any(|c| c.outcome != crate::core::outcome::Outcome::InfraError),
+        _ => false,
+    }
 }
 
 /// A report whose every planned leg is lost has said so in the comment; it still fails (exit 3),
