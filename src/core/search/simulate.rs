@@ -108,8 +108,8 @@ pub fn worst_case(n: usize, slots: usize, _ends: EndpointCheck, commits: usize) 
     // waves of any placement are the bound. On its own it is one probe and one wave more.
     let endpoints = 1;
     let alone = halving_waves(open, slots, None);
-    let (midpoints, waves) = (1..alone.1)
-        .filter(|_| slots > 1)
+    let shared = if slots > 1 { 1..alone.1 } else { 0..0 };
+    let (midpoints, waves) = shared
         .map(|k| {
             let (m, w) = halving_waves(open, slots, Some(k));
             (m, w.saturating_sub(1))
