@@ -3,6 +3,7 @@
 //! passed and failed per op at every probe, and the line to paste in the built tree.
 
 use super::{code, escape, short};
+use crate::core::backend_ops::BackendOpsRun;
 use crate::core::result::BisectResult;
 
 /// Failing case lines shown (the JSON keeps `core::backend_ops::KEPT_FAILURES`).
@@ -16,40 +17,45 @@ pub fn render(b: &BisectResult) -> Option<String> {
     }
     let mut md = String::from("### test-backend-ops\n\n");
     // The failing side of the answer: the culprit for a regression, its parent's side (the
-    // last failing probe) for a fix search.
+    // last failing probe) for a fix search. A run that died before it printed a case (its
+    // output unflushed) failed too, with no case line: its probe's signature says how.
+    let fails = |r: &BackendOpsRun| r.ops.iter().any(|o| o.failed > 0);
     let failing = b
         .target()
-        .and_then(|t| s.at(t))
-        .filter(|r| !r.failures.is_empty())
-        .or_else(|| {
-            s.probes
-                .iter()
-                .rev()
-                .map(|p| &p.run)
-                .find(|r| !r.failures.is_empty())
-        });
-    let failing_sha = failing.and_then(|f| {
-        s.probes
-            .iter()
-            .find(|p| &p.run == f)
-            .map(|p| p.sha.as_str())
-    });
-    if let (Some(run), Some(sha)) = (failing, failing_sha) {
-        md.push_str(&format!(
-            "Failing cases on {} at {} (first {} of {}):\n\n",
-            code(&run.device),
-            short(sha, 10),
-            run.failures.len().min(SHOWN),
-            run.ops.iter().map(|o| o.failed).sum::<u32>()
-        ));
-        let lines: Vec<String> = run
+        .and_then(|t| s.probes.iter().find(|p| p.sha == t))
+        .filter(|p| fails(&p.run))
+        .or_else(|| s.probes.iter().rev().find(|p| fails(&p.run)));
+    if let Some(p) = failing {
+        let run = &p.run;
+        let mut lines: Vec<String> = run
             .failures
             .iter()
             .take(SHOWN)
             .map(|c| c.signature())
             .collect();
+        if lines.is_empty() {
+            let died = b
+                .probes
+                .iter()
+                .find(|q| q.sha == p.sha)
+                .and_then(|q| q.signature.clone())
+                .unwrap_or_else(|| "died before it printed a case".into());
+            lines.push(died);
+        }
+        md.push_str(&format!(
+            "Failing cases on {} at {} (first {} of {}):\n\n",
+            code(&run.device),
+            short(&p.sha, 10),
+            lines.len(),
+            run.ops.iter().map(|o| o.failed).sum::<u32>()
+        ));
         md.push_str(&escape::code_block(&lines.join("\n")));
-        md.push_str("\n\nThe first of them again, in the tree built at that commit:\n\n");
+        let again = if run.failures.is_empty() {
+            "The same run, in the tree built at that commit (it died before naming its case):"
+        } else {
+            "The first of them again, in the tree built at that commit:"
+        };
+        md.push_str(&format!("\n\n{again}\n\n"));
         md.push_str(&escape::code_block(&run.reproducer()).replacen("text\n", "sh\n", 1));
         md.push_str("\n\n");
     } else {
@@ -122,5 +128,43 @@ mod tests {
         assert!(crate::report::bisect::markdown(&b).contains("### test-backend-ops"));
         b.backend_ops = None;
         assert_eq!(render(&b), None);
+    }
+
+    /// REPEAT at llama.cpp #15631 on the H100: a segfault before stdout was flushed, so no
+    /// case line, one failed case in the counts; the section names the crash, not "no failing case".
+    #[test]
+    fn a_run_that_died_before_printing_a_case_is_the_failing_side() {
+        let mut b = crate::report::tests::bisect_found();
+        let target = b.target().unwrap().to_string();
+        let died = "REPEAT: crash (signal 11) in a case it had not printed";
+        for p in b.probes.iter_mut().filter(|p| p.sha == target) {
+            p.signature = Some(died.into());
+        }
+        b.backend_ops = Some(BackendOpsSection {
+            ops: vec!["REPEAT".into()],
+            op_params: None,
+            probes: vec![BackendOpsProbe {
+                sha: target,
+                run: BackendOpsRun {
+                    device: "CUDA0".into(),
+                    ops: vec![OpCount {
+                        op: "REPEAT".into(),
+                        passed: 0,
+                        failed: 1,
+                        not_run: 0,
+                    }],
+                    failures: vec![],
+                    devices: vec![],
+                    op_params: None,
+                },
+            }],
+        });
+        let md = render(&b).unwrap();
+        assert!(!md.contains("No probe had a failing case"), "{md}");
+        assert!(md.contains(died), "{md}");
+        assert!(
+            md.contains("test-backend-ops test -o REPEAT -b CUDA0"),
+            "{md}"
+        );
     }
 }
