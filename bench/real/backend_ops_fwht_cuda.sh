@@ -6,9 +6,10 @@
 # bad). Real case 3 of bench/real/README.md found it with the decode probe; here the same window
 # with ggml's own test: #23615 routes the op test-backend-ops names MUL_MAT_HADAMARD (a mul_mat
 # with GGML_HINT_SRC0_IS_HADAMARD, a case since #22631, before the window) through the new
-# kernel. Not run: in test-backend-ops the kernel's input is a leaf set by a synchronous copy, so
-# no kernel runs before it in the stream for a missing PDL wait to race with; the REPEAT case
-# (backend_ops_repeat_cuda.sh) is the one run.
+# kernel. Not seen: in test-backend-ops the kernel's input is a leaf set by a synchronous copy, so
+# no kernel runs before it in the stream for a missing PDL wait to race with; one probe of b9333
+# on an H100 passed 5/5 cases (BENCHMARKS.md). The REPEAT case (backend_ops_repeat_cuda.sh) is
+# the CUDA case found.
 #
 #   bench/real/backend_ops_fwht_cuda.sh prepare|run [...]   (bench/real/backend_ops_cuda.sh)
 CASE=fwht
