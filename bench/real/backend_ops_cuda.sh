@@ -28,24 +28,20 @@
 backend_ops_cuda_main() {
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
+# shellcheck source=bench/real/case_lib.sh
+. bench/real/case_lib.sh
 local ROOT=$PWD REAL=${REAL:-.work/real}
 local BUNDLE=$ROOT/$REAL/$CASE.bundle budget
 case ${1:-} in
 prepare)
-  local mirror=${2:-/work/.mirror/wangqi+llama.cpp/repo} out
-  out=$(mktemp -d "/tmp/bo-$CASE-window-XXXX")
-  bash bench/real/window.sh "$mirror" "$GOOD_UP" "$END_UP" "$out" || exit 3
-  mkdir -p "$(dirname "$BUNDLE")" && cp "$out/window.bundle" "$BUNDLE" && rm -rf "$out"
-  ls -la "$BUNDLE"
+  window_bundle "${2:-/work/.mirror/wangqi+llama.cpp/repo}" "$GOOD_UP" "$END_UP" "$BUNDLE" || exit 3
   exit 0 ;;
 run) budget=${2:-570} ;;
 *) echo "usage: $0 prepare [LLAMA_CPP_GIT_DIR] | run [SECONDS]" >&2; exit 2 ;;
 esac
 
 [ -f "$BUNDLE" ] || { echo "no $BUNDLE: run '$0 prepare' where the mirror is, and carry it" >&2; exit 2; }
-local BIN=$ROOT/$REAL/setrows-bisect
-[ -x "$BIN" ] || BIN=$ROOT/target/release/setrows-bisect
-[ -x "$BIN" ] || { echo "no binary: strip -o $REAL/setrows-bisect target/release/setrows-bisect" >&2; exit 2; }
+BIN=$(carried_bin "$ROOT" "$REAL") || exit 2
 S=$ROOT/.work/real-state-bo-$CASE
 OUT=${OUT:-$ROOT/$REAL/out-bo-$CASE}
 mkdir -p "$S" "$OUT"

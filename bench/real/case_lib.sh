@@ -81,3 +81,22 @@ echo "\$(git log -1 --format=%s | cut -c1-50) build_s \$(python3 -c "print(round
 case \$rc in 0) exit 0 ;; 1) exit 1 ;; *) exit 125 ;; esac
 STEP
 }
+
+# window_bundle MIRROR GOOD END BUNDLE: the window GOOD..END of a fetched mirror as one git bundle
+# at BUNDLE (bench/real/window.sh; what a device run carries, the machine having no network).
+window_bundle() {
+  local out
+  out=$(mktemp -d /tmp/window-XXXX)
+  bash bench/real/window.sh "$1" "$2" "$3" "$out" >"$out.txt" || { cat "$out.txt" >&2; return 3; }
+  mkdir -p "$(dirname "$4")" && cp "$out/window.bundle" "$4" && rm -rf "$out" "$out.txt"
+  ls -la "$4"
+}
+
+# carried_bin ROOT REAL: the binary a device run carries in REAL (stripped: the unstripped one is
+# over the carry limit), else this checkout's release build.
+carried_bin() {
+  local b=$1/$2/setrows-bisect
+  [ -x "$b" ] || b=$1/target/release/setrows-bisect
+  [ -x "$b" ] || { echo "no binary: strip -o $2/setrows-bisect target/release/setrows-bisect here and carry $2" >&2; return 2; }
+  echo "$b"
+}

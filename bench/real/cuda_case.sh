@@ -47,6 +47,8 @@
 cuda_case_main() {
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
+# shellcheck source=bench/real/case_lib.sh
+. bench/real/case_lib.sh
 local root_dir=$PWD
 local real=${REAL:-.work/real}
 local bundle=$root_dir/$real/$CASE.bundle
@@ -55,28 +57,20 @@ local budget
 case ${1:-} in
 prepare)
   local mirror=${2:-/work/.mirror/wangqi+llama.cpp/repo}
-  local out
-  out=$(mktemp -d "/tmp/$CASE-window-XXXX")
-  bash bench/real/window.sh "$mirror" "$GOOD_UP" "$END_UP" "$out"
-  mkdir -p "$(dirname "$bundle")"
-  cp "$out/window.bundle" "$bundle"
+  window_bundle "$mirror" "$GOOD_UP" "$END_UP" "$bundle" || exit 3
   if command -v ccache >/dev/null; then
     mkdir -p "$real/bin" "$real/lib"
     cp "$(command -v ccache)" "$real/bin/"
     for l in $(ldd "$(command -v ccache)" | awk '/hiredis|zstd/ {print $3}'); do cp -L "$l" "$real/lib/"; done
   fi
-  rm -rf "$out"
-  ls -la "$bundle"
   exit 0 ;;
 run) budget=${2:-560} ;;
 *) echo "usage: $0 prepare [LLAMA_CPP_GIT_DIR] | run [SECONDS]" >&2; exit 2 ;;
 esac
 
 [ -f "$bundle" ] || { echo "no $bundle: run '$0 prepare' where the fork is fetched, and carry $real" >&2; exit 2; }
-# The binary travels inside $real (stripped: the unstripped one is over the carry limit).
-local BIN=$root_dir/$real/setrows-bisect
-[ -x "$BIN" ] || BIN=$root_dir/target/release/setrows-bisect
-[ -x "$BIN" ] || { echo "no binary: strip -o $real/setrows-bisect target/release/setrows-bisect here and carry $real" >&2; exit 2; }
+local BIN
+BIN=$(carried_bin "$root_dir" "$real") || exit 2
 OUT=${OUT:-$root_dir/$real/out}
 mkdir -p "$OUT"
 # The state lives under an ignored path that is not carried (.work/real is, and is replaced on
