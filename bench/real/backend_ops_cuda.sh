@@ -52,7 +52,7 @@ export GGML_NO_BACKTRACE=1 CCACHE_DISABLE=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_B
   command -v ccache || echo "no ccache"; } >"$OUT/setup.txt" 2>&1
 
 [ -d "$S/tool-src" ] || git clone -q -b window "$BUNDLE" "$S/tool-src" || exit 3
-good=$(bo_up "$S/tool-src" "$GOOD_UP") bad=$(bo_up "$S/tool-src" "$BAD_UP") first_bad=$(bo_up "$S/tool-src" "$FIRST_BAD_UP")
+good=$(up "$S/tool-src" "$GOOD_UP") bad=$(up "$S/tool-src" "$BAD_UP") first_bad=$(up "$S/tool-src" "$FIRST_BAD_UP")
 [ -n "$good" ] && [ -n "$bad" ] && [ -n "$first_bad" ] || { echo "the bundle lacks the window's endpoints" >&2; exit 3; }
 local a
 TOOL_ARGS=(--repo "$S/tool-src" --good "$good" --bad "$bad" --probe-kind backend-ops --op "$OP"
@@ -64,21 +64,17 @@ if [ "${GIT_FIRST:-0}" = 1 ]; then bo_git_side; bo_tool_side; else bo_tool_side;
 bo_summary
 }
 
-bo_ph() { echo "[$(($(date +%s) - T0))s] $*" | tee -a "$OUT/phases.txt"; }
-# The window's commit whose Upstream-commit trailer starts with $2 (bench/real/window.sh).
-bo_up() { git -C "$1" log --format='%H %(trailers:key=Upstream-commit,valueonly,separator=)' window | awk -v u="$2" 'index($2, u) == 1 {print $1; exit}'; }
-
 # The tool: the command a user types (a resumed call is the same command: its journal).
 bo_tool_side() {
   [ "${TOOL_SIDE:-1}" != 0 ] && ! [ -s "$OUT/tool.json" ] || return 0
-  bo_ph "tool: setrows-bisect --good <$GOOD_NAME> --bad <$BAD_NAME> --probe-kind backend-ops --op $OP --backend cuda --gpu-target 90${CMAKE_EXTRA[*]:+ --cmake-arg=${CMAKE_EXTRA[*]}}"
+  ph "tool: setrows-bisect --good <$GOOD_NAME> --bad <$BAD_NAME> --probe-kind backend-ops --op $OP --backend cuda --gpu-target 90${CMAKE_EXTRA[*]:+ --cmake-arg=${CMAKE_EXTRA[*]}}"
   local t0 rc
   t0=$(date +%s.%N)
   timeout -s INT $((stop_at - $(date +%s) - 20)) "$BIN" "${TOOL_ARGS[@]}" --json "$OUT/tool.json.part" --report "$OUT/tool.md" >>"$OUT/tool.log" 2>&1
   rc=$?
   echo "call wall_s $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") rc $rc" >>"$OUT/tool-calls.txt"
   [ $rc -eq 0 ] && [ -s "$OUT/tool.json.part" ] && mv "$OUT/tool.json.part" "$OUT/tool.json"
-  bo_ph "tool exits rc=$rc"
+  ph "tool exits rc=$rc"
 }
 
 # git bisect run: the tool's build line less its ccache launcher, the same test-backend-ops line;
@@ -107,13 +103,13 @@ echo "git-step \$h upstream \$(git log -1 --format=%B | sed -n 's/^Upstream-comm
 exit 0
 STEP
   if git -C "$G" bisect log | grep -q '^# first bad commit'; then
-    bo_ph "git: already done"
+    ph "git: already done"
   elif [ $((stop_at - $(date +%s))) -gt $((need + 20)) ]; then
-    bo_ph "git bisect run starts"
+    ph "git bisect run starts"
     t0=$(date +%s.%N)
     (cd "$G" && timeout -s INT $((stop_at - $(date +%s) - 5)) git bisect run sh "$S/git-step.sh") >>"$S/git-bisect.log" 2>&1
     echo "call wall_s $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") rc $?" >>"$OUT/git-calls.txt"
-    bo_ph "git bisect run exits"
+    ph "git bisect run exits"
   fi
   git -C "$G" bisect log >"$OUT/git-bisect-log.txt" 2>&1
   cp "$S/git-steps.txt" "$OUT/git-steps.txt" 2>/dev/null

@@ -7,6 +7,14 @@
 
 now() { date +%s.%N; }
 
+# ph TEXT: one line of the run's phases (clock time, seconds since T0) on stdout and in
+# $OUT/phases.txt.
+ph() { echo "$(date -u +%T) +$(($(date +%s) - T0))s $*" | tee -a "$OUT/phases.txt"; }
+
+# up REPO UPSTREAM: the window's commit whose Upstream-commit trailer starts with UPSTREAM
+# (bench/real/window.sh recommits each upstream commit with that trailer).
+up() { git -C "$1" log --format=%H -1 --grep="^Upstream-commit: $2" window; }
+
 # run_tool STATE_DIR ARGS...: setrows-bisect ARGS with its work dir, JSON and report under
 # STATE_DIR (a resumed run appends to tool.out), then the answer and every probe, one line each.
 # TOOL_JOBS (environment, e.g. `auto` or 2) passes `--jobs`; unset, the tool's default. The

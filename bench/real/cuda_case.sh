@@ -287,6 +287,4 @@ fi
 # $S is kept: a later call resumes; remove $STATE for a cold run.
 }
 
-ph() { echo "$(date -u +%T) +$(($(date +%s) - T0))s $*" | tee -a "$OUT/phases.txt"; }
 nlines() { local n; n=$(grep -c "$2" "$1" 2>/dev/null); echo "${n:-0}"; }
-up() { git -C "$1" log --format=%H -1 --grep="^Upstream-commit: $2" window; }

@@ -34,8 +34,7 @@ W=$root_dir/.work/real/findslot
 if [ ! -d "$W/repo" ]; then
   bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$W" >"$W.window.txt" || exit 3
 fi
-up() { git -C "$W/repo" log --format=%H -1 --grep="^Upstream-commit: $1" window; }
-good=$(up "$GOOD_UP") bad=$(up "$(git -C "$mirror" rev-parse "$BAD_UP")") first_bad=$(up "$FIRST_BAD_UP")
+good=$(up "$W/repo" "$GOOD_UP") bad=$(up "$W/repo" "$(git -C "$mirror" rev-parse "$BAD_UP")") first_bad=$(up "$W/repo" "$FIRST_BAD_UP")
 [ -n "$good" ] && [ -n "$bad" ] && [ -n "$first_bad" ] || { echo "window lacks its endpoints" >&2; exit 3; }
 
 if [ "$mode" = tool ] || [ "$mode" = both ]; then

@@ -48,8 +48,7 @@ if [ ! -d "$W/repo" ]; then
     bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$W" >"$W.window.txt" || exit 3
   fi
 fi
-up() { git -C "$W/repo" log --format=%H -1 --grep="^Upstream-commit: $1" window; }
-good=$(up "$GOOD_UP") bad=$(up "$BAD_UP") first_bad=$(up "$FIRST_BAD_UP")
+good=$(up "$W/repo" "$GOOD_UP") bad=$(up "$W/repo" "$BAD_UP") first_bad=$(up "$W/repo" "$FIRST_BAD_UP")
 if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "window lacks its endpoints" >&2; exit 3; fi
 TOOL_S=$root_dir/.work/real/stackreuse-tool
 

@@ -52,8 +52,7 @@ mkdir -p "$(dirname "$W")"
 if [ ! -d "$W/repo" ]; then
   bash bench/real/window.sh "$mirror" "$GOOD_UP" "$FIX_UP" "$W" >"$W.window.txt" || exit 3
 fi
-up() { git -C "$W/repo" log --format=%H -1 --grep="^Upstream-commit: $1" window; }
-good=$(up "$GOOD_UP") bad=$(up "$(git -C "$mirror" rev-parse "$BAD_UP")") first_bad=$(up "$FIRST_BAD_UP")
+good=$(up "$W/repo" "$GOOD_UP") bad=$(up "$W/repo" "$(git -C "$mirror" rev-parse "$BAD_UP")") first_bad=$(up "$W/repo" "$FIRST_BAD_UP")
 if [ -z "$good" ] || [ -z "$bad" ] || [ -z "$first_bad" ]; then echo "window lacks its endpoints" >&2; exit 3; fi
 
 if [ "$mode" = tool ] || [ "$mode" = both ]; then
