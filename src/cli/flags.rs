@@ -15,6 +15,8 @@ use std::path::PathBuf;
 /// `--repo`: bisect, matrix and bisect-config.
 #[derive(Debug, Clone, Args)]
 pub struct RepoFlag {
+    /// The git repository to bisect (ggml, llama.cpp, lucebox, any)
+    ///
     /// The git repository the revisions come from: a ggml, llama.cpp or lucebox tree for the
     /// bundled probes, any repository for a bisect's --script. Never modified: probes run in
     /// private checkouts.
@@ -25,6 +27,8 @@ pub struct RepoFlag {
 /// `--timeout`: every command that probes (bisect, matrix, bisect-config).
 #[derive(Debug, Clone, Default, Args)]
 pub struct TimeoutFlag {
+    /// Call a test that runs longer than SECS seconds a hang
+    ///
     /// Kill a probe's test after SECS seconds and call it a hang (matrix and bisect-config: in
     /// place of the matrix's `[probe] timeout_s`).
     #[arg(long, value_name = "SECS", value_parser = crate::cli::ranges::secs, allow_negative_numbers = true)]
@@ -164,6 +168,8 @@ pub struct GraphFlag {
 /// `--jobs`: bisect, bisect-config's commit bisect and demo.
 #[derive(Debug, Clone, Args)]
 pub struct JobsFlag {
+    /// Probe N commits in parallel
+    ///
     /// Probe N commits in parallel (N checkouts and build dirs; the search multisects; GPU
     /// tests take turns). `auto`: N from this host's cores and the CPU use of the builds
     /// measured on the work dir (1 on 2 cores, and until a build is measured).
@@ -174,6 +180,8 @@ pub struct JobsFlag {
 /// `--regress` and `--match`: what counts as the new behaviour (bisect, bisect-config).
 #[derive(Debug, Clone, Args)]
 pub struct Question {
+    /// What is new: error, success (the fix), crash or build
+    ///
     /// What counts as the new behaviour: error (any failure), success (old = failing: finds the
     /// fix, or the first value that works), crash (signals, aborts and GPU faults only), build
     /// (the build fails; no test runs).
@@ -248,6 +256,8 @@ pub struct Flaky {
     /// Run every probed commit N times; one new-behaviour run decides new.
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = |s: &str| crate::cli::ranges::int(s, 1, 10_000).map(|v| v as u32))]
     pub repeat: Option<u32>,
+    /// For intermittent faults: re-run passes until the answer holds at C
+    ///
     /// For intermittent faults: a failure is bad at once, a pass is re-run until "good" is
     /// believable, so that the answer holds at confidence C (e.g. 0.95); the report states the
     /// confidence reached and the estimated reproduction rate.

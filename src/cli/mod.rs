@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand};
 /// The line `-h` ends a bisect's help with: the sections only `--help` shows.
 macro_rules! bisect_more_help {
     () => {
-        "GitHub posting (--post-to, --resume-from-issue, how to reach GitHub) and CI runner options (--plan-only, --probe, --run-index): see --help."
+        "All options: --help. One command's: setrows-bisect help COMMAND. The book: docs/SUMMARY.md."
     };
 }
 
@@ -35,7 +35,7 @@ macro_rules! bisect_more_help {
     subcommand_negates_reqs = true,
     arg_required_else_help = true,
     after_help = concat!(
-        "Without a subcommand, the flags are `bisect`'s: `setrows-bisect --good REV --bad REV ...`.\n`setrows-bisect demo` bisects a generated repository with no setup.\n",
+        "Without a command, the flags are bisect's. New here? Try: setrows-bisect demo\n",
         bisect_more_help!()
     ),
     after_long_help = "Without a subcommand, the flags are `bisect`'s: `setrows-bisect --good REV --bad REV ...`.\n`setrows-bisect demo` bisects a generated repository with no setup."
@@ -49,39 +49,41 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Bisect history for the first commit whose behaviour changed (the default command).
+    /// Find the first commit whose behaviour changed (the default command).
     #[command(after_help = bisect_more_help!(), after_long_help = "")]
     Bisect(crate::cli::bisect::BisectArgs),
-    /// Build a small real repository in a temp dir and bisect it: a tour with no setup.
+    /// Bisect a generated repository in a temp dir: a tour with no setup.
     Demo(crate::cli::demo::DemoArgs),
-    /// Expand or run the configuration matrix (matrix.toml).
+    /// List or run the configuration matrix (matrix.toml).
     #[command(
         after_help = "GitHub posting (--post-to, how to reach GitHub): see --help.",
         after_long_help = ""
     )]
     Matrix(crate::cli::matrix::MatrixArgs),
-    /// Find the first failing value along one configuration axis at a fixed commit.
+    /// Find the first failing value of one configuration axis at one commit.
     #[command(
         after_help = "GitHub posting of the commit bisect (--post-to, --resume-from-issue, how to reach GitHub): see --help.",
         after_long_help = ""
     )]
     BisectConfig(crate::cli::matrix::BisectConfigArgs),
-    /// Decide which bisects a matrix run's new failures start (one per first failing revision
-    /// pair, at most --max-bisects, none already bisected) and print one line per bisect.
+    /// Decide which bisects a matrix run's new failures start (CI).
+    ///
+    /// One bisect per first failing revision pair, at most --max-bisects, none already
+    /// bisected; prints one line per bisect.
     FanOut(crate::cli::fanout::FanOutArgs),
-    /// Render stored results as markdown and (with --post) keep one GitHub issue comment current.
+    /// Render stored results; with --post, keep one GitHub comment current.
     Report(crate::cli::report::ReportArgs),
-    /// Print the JSON Schema of a result document (bisect, matrix, bisect-config).
+    /// Print the JSON Schema of a result document.
     Schema(crate::cli::schema::SchemaArgs),
-    /// List the bisections in the work dir: range, configuration, state and answer.
+    /// List the bisections in the work dir.
     Log(crate::cli::log::LogArgs),
-    /// Print one bisection's report again, from the work dir (nothing is probed).
+    /// Print one bisection's report again (nothing is probed).
     Show(crate::cli::show::ShowArgs),
-    /// Remove checkouts, build dirs and ccache not used for N days (results and logs stay).
+    /// Remove checkouts, build dirs and ccache unused for N days.
     Gc(crate::cli::gc::GcArgs),
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    /// Print a shell completion script.
     Completions(crate::cli::generate::CompletionsArgs),
-    /// Print the man page (roff), or write one per command with --out-dir.
+    /// Print the man page, or write one per command with --out-dir.
     Man(crate::cli::generate::ManArgs),
 }
 

@@ -37,7 +37,38 @@ pub mod heading {
 
 use heading::*;
 
+/// The flags `-h` shows: what a first bisect needs. The rest (configuration values, one probe
+/// kind's options, flaky-fault tuning, containers, GitHub, CI runners) waits in `--help`, so a
+/// newcomer's first screen is one page.
+pub const FIRST_BISECT: [&str; 14] = [
+    "good",
+    "bad",
+    "repo",
+    "regress",
+    "script",
+    "build",
+    "probe_kind",
+    "config",
+    "timeout",
+    "confidence",
+    "jobs",
+    "dry_run",
+    "json",
+    "report",
+];
+
+/// Hides from `-h` every flag that is not in [`FIRST_BISECT`]: one list decides, not a flag each.
+fn first_bisect_only(a: clap::Arg) -> clap::Arg {
+    let shown = FIRST_BISECT.contains(&a.get_id().as_str());
+    // A shown flag's one line names its values itself; clap's list would wrap it to two.
+    let values_in_text =
+        shown && a.get_action().takes_values() && !a.get_possible_values().is_empty();
+    a.hide_short_help(!shown)
+        .hide_possible_values(values_in_text)
+}
+
 #[derive(Debug, Args)]
+#[command(mut_args(first_bisect_only))]
 pub struct BisectArgs {
     /// A revision with the old behaviour.
     #[arg(long, required = true, help_heading = WHAT)]
@@ -54,11 +85,15 @@ pub struct BisectArgs {
     /// `--regress`, `--match`.
     #[command(flatten, next_help_heading = WHAT)]
     pub question: Question,
+    /// Your test, with git bisect run's exit codes [default: the bundled replay]
+    ///
     /// Test command, run with `sh -c` in the checkout ($SRC; the build dir is $WORK), with git
     /// bisect run's exit codes: 0 good, 125 skip, 1-127 bad, signal/>=128 crash. Without it the
     /// probe is the bundled set_rows replay reproducer (see --backend, --repro-arg).
     #[arg(long, value_name = "CMD", help_heading = PROBE)]
     pub script: Option<String>,
+    /// Your build, run in $WORK before the test (a failure is a skip)
+    ///
     /// Build command, run with `sh -c` in the persistent build dir ($WORK) before the test;
     /// a failing build is a skip, never a verdict. With --regress build it is the whole probe
     /// (no --script) and its failure is the new behaviour.
@@ -67,6 +102,8 @@ pub struct BisectArgs {
     /// `--timeout`.
     #[command(flatten, next_help_heading = PROBE)]
     pub timeout: crate::cli::flags::TimeoutFlag,
+    /// A bundled probe, when there is no --script: replay, decode or backend-ops
+    ///
     /// Which bundled probe runs when --script is absent: `replay` (the set_rows pattern through
     /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
     /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the
@@ -83,6 +120,8 @@ pub struct BisectArgs {
     /// which its other references, the tree itself, cannot.
     #[arg(long, help_heading = PROBE)]
     pub compare_good: bool,
+    /// The backend of a bundled probe: cpu, cuda or hip
+    ///
     /// Backend the bundled reproducer targets (used when --script is absent).
     #[arg(long, value_parser = ["cpu", "cuda", "hip"], help_heading = PROBE)]
     pub backend: Option<String>,
@@ -118,6 +157,8 @@ pub struct BisectArgs {
     /// `--jobs`.
     #[command(flatten, next_help_heading = WHERE)]
     pub jobs: JobsFlag,
+    /// Print the plan; check out, build and run nothing
+    ///
     /// Resolve everything (range, candidates, configuration, prober identity, what the store
     /// already answers) and print it; nothing is checked out, built or run.
     #[arg(long, conflicts_with_all = ["plan_only", "probe"], help_heading = WHERE)]
@@ -155,6 +196,8 @@ pub struct BisectArgs {
 #[derive(Debug, Default, Args)]
 #[command(mut_arg("matrix", |a| a.requires("config")))]
 pub struct ConfigFlags {
+    /// Probe in this matrix configuration (ids: `setrows-bisect matrix --list`)
+    ///
     /// Bisect in this configuration of the matrix (ids: `setrows-bisect matrix --list`): its
     /// image, backend, GPU target, wave size, graphs, CMake options, launch environment,
     /// reproducer and timeout. Explicit flags win over its values.
@@ -229,9 +272,9 @@ mod tests {
     use clap::CommandFactory;
 
     /// Every flag of the main command (with and without `bisect`) is in one of its sections, and
-    /// `-h` leaves out exactly the GitHub and CI runner ones.
+    /// `-h` shows exactly the first bisect's flags.
     #[test]
-    fn every_flag_has_a_section_and_only_the_rare_ones_are_long_help_only() {
+    fn every_flag_has_a_section_and_short_help_shows_the_first_bisect() {
         let cli = Cli::command();
         for c in [&cli, cli.find_subcommand("bisect").unwrap()] {
             let mut n = 0;
@@ -247,9 +290,12 @@ mod tests {
                 assert!(heading::ALL.contains(&h), "{id}: {h}");
                 assert_eq!(
                     a.is_hide_short_help_set(),
-                    heading::LONG_ONLY.contains(&h),
+                    !super::FIRST_BISECT.contains(&id),
                     "{id} ({h})"
                 );
+                if heading::LONG_ONLY.contains(&h) {
+                    assert!(a.is_hide_short_help_set(), "{id} ({h}) is for CI or GitHub");
+                }
             }
             assert!(n > 40, "{n} flags");
         }
