@@ -171,7 +171,28 @@ pub fn one_line_parse_error(e: &clap::Error) -> String {
     if s.is_empty() {
         s = "invalid command line".into();
     }
+    // clap's "a similar argument exists" tip is on a line of its own, which the cut above drops;
+    // a typo's answer is the one thing the user needs from this line.
+    if let Some(near) = suggestion(e) {
+        s.push_str(&format!("; did you mean '{near}'?"));
+    }
     format!("{s} (see --help)")
+}
+
+/// The flag, value or command clap found close to what was typed.
+fn suggestion(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    [
+        ContextKind::SuggestedArg,
+        ContextKind::SuggestedValue,
+        ContextKind::SuggestedSubcommand,
+    ]
+    .into_iter()
+    .find_map(|k| match e.get(k)? {
+        ContextValue::String(v) => Some(v.clone()),
+        ContextValue::Strings(v) => Some(v.first()?.clone()),
+        _ => None,
+    })
 }
 
 /// Flag value parsers with ranges, shared by the subcommands: a value outside the range is a
@@ -289,5 +310,28 @@ mod tests {
         let e = Cli::try_parse_from(["setrows-bisect", "bisect", "--good", "a"]).unwrap_err();
         let line = one_line_parse_error(&e);
         assert!(!line.contains('\n') && line.contains("--bad"), "{line}");
+        // A typo keeps clap's suggestion, on the same line.
+        for (typed, meant) in [
+            (
+                &["--good", "a", "--bad", "b", "--dryrun"][..],
+                "'--dry-run'",
+            ),
+            (
+                &["--good", "a", "--bad", "b", "--scirpt", "x"][..],
+                "'--script'",
+            ),
+            (
+                &["--good", "a", "--bad", "b", "--regress", "crsh"][..],
+                "'crash'",
+            ),
+            (&["matrix", "--lsit"][..], "'--list'"),
+        ] {
+            let argv = std::iter::once("setrows-bisect").chain(typed.iter().copied());
+            let line = one_line_parse_error(&Cli::try_parse_from(argv).unwrap_err());
+            assert!(
+                !line.contains('\n') && line.contains(&format!("did you mean {meant}?")),
+                "{typed:?}: {line}"
+            );
+        }
     }
 }

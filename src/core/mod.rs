@@ -22,3 +22,4 @@ pub mod result;
 pub mod search;
 pub mod settings;
 pub mod shell;
+pub mod spelling;

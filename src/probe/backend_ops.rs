@@ -111,14 +111,18 @@ pub fn unknown_ops(tree: &Tree, requested: &[String]) -> Option<String> {
     if tree.ops.is_empty() {
         return None;
     }
-    let unknown = ops::unknown_ops(requested, &tree.ops);
-    (!unknown.is_empty()).then(|| {
-        format!(
-            "--op {}: no such op in this tree's ggml; its ops: {}",
-            unknown.join(" --op "),
-            tree.ops.join(" ")
-        )
-    })
+    // One short line: the closest op to what was typed, never the tree's two hundred names.
+    let first = *ops::unknown_ops(requested, &tree.ops).first()?;
+    let hint = match crate::core::spelling::closest(first, tree.ops.iter().map(String::as_str)) {
+        Some(op) => format!("did you mean --op {op}?"),
+        None => format!(
+            "ops are spelled as ggml's GGML_OP_NAME table spells them ({} in this tree, e.g. SET_ROWS)",
+            tree.ops.len()
+        ),
+    };
+    Some(format!(
+        "--op {first}: no such op in this tree's ggml; {hint}"
+    ))
 }
 
 /// What the checkout's own commands read besides the build: the files `tree` opens, in every
@@ -492,10 +496,10 @@ mod tests {
         .unwrap();
         assert_eq!(llama.tests_switch, "LLAMA_BUILD_TESTS");
         assert_eq!(llama.ops, ["SET_ROWS"]);
-        let why = unknown_ops(&llama, &["SETROWS".to_string()]).unwrap();
+        let why = unknown_ops(&llama, &["set_rows".to_string()]).unwrap();
         assert_eq!(
             why,
-            "--op SETROWS: no such op in this tree's ggml; its ops: SET_ROWS"
+            "--op set_rows: no such op in this tree's ggml; did you mean --op SET_ROWS?"
         );
         let none = tree(files(&["include/ggml.h", "CMakeLists.txt"]), |_| None).unwrap_err();
         assert!(none.contains("no tests/test-backend-ops.cpp"), "{none}");

@@ -209,9 +209,8 @@ impl Resolved {
             Ok(g) => g,
             Err(word) => {
                 let names: Vec<&str> = table.iter().map(|o| o.name).collect();
-                let close = names
-                    .iter()
-                    .find(|n| near(n, word.split(' ').next().unwrap_or("")))
+                let typed = word.split(' ').next().unwrap_or("");
+                let close = crate::core::spelling::closest(typed, names.iter().copied())
                     .map(|n| format!(" (did you mean {n}?)"))
                     .unwrap_or_default();
                 return Some(format!(
@@ -245,29 +244,6 @@ impl Resolved {
         }
         None
     }
-}
-
-/// One edit apart (a typo: `--stpes`, `--step`).
-fn near(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len().abs_diff(b.len()) > 1 {
-        return false;
-    }
-    // Levenshtein distance <= 1, or one transposition.
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-        }
-        prev = cur;
-    }
-    let transposed = a.len() == b.len() && {
-        let d: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
-        d.len() == 2 && d[1] == d[0] + 1 && a[d[0]] == b[d[1]] && a[d[1]] == b[d[0]]
-    };
-    prev[b.len()] <= 1 || transposed
 }
 
 #[cfg(test)]
@@ -305,12 +281,5 @@ mod tests {
             replaced,
             ["--repro-arg --wraps 3 replaces the default --steps 100000"]
         );
-    }
-
-    #[test]
-    fn typos_are_near() {
-        assert!(near("--steps", "--stpes"));
-        assert!(near("--steps", "--step"));
-        assert!(!near("--steps", "--seed"));
     }
 }
