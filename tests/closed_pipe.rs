@@ -84,3 +84,19 @@ fn json_on_a_closed_stdout_is_not_a_failure() {
         .expect("--report written")
         .contains(&f.sha(7)[..10]));
 }
+
+/// `man` and `completions` print a page the reader may stop reading at any line: a closed pipe
+/// ends them with exit 0 and nothing on stderr, as it ends `git log` (it was exit 3 and a
+/// panic, 101).
+#[test]
+fn man_and_completions_into_a_closed_pipe_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["man"][..], &["completions", "bash"][..]] {
+        for reader in ["true", "head -1"] {
+            let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"));
+            cmd.args(args);
+            let (code, err) = piped(cmd, reader, dir.path());
+            assert_eq!((code, err.as_str()), (0, ""), "{args:?} | {reader}");
+        }
+    }
+}

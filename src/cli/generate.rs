@@ -1,8 +1,9 @@
 //! `setrows-bisect completions SHELL` and `setrows-bisect man`: generated from the clap
-//! definition, so they cannot drift from `--help`.
+//! definition, so they cannot drift from `--help`. Both print through `out!`, so a reader that
+//! quits early (`| head -1`) ends them with exit 0, as it ends `git log`.
 
 use clap::{Args, CommandFactory};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -19,19 +20,193 @@ pub struct ManArgs {
     pub out_dir: Option<PathBuf>,
 }
 
+/// The values a completion script asks the binary for while the user presses TAB: they live
+/// in files (the matrix, the tree's ggml.c), not in the clap definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Candidates {
+    /// Configuration ids of the matrix the command line reads (`--matrix`, else the default).
+    Config,
+    /// The ops of the ggml in the command line's `--repo` (default: the current directory).
+    Op,
+}
+
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    pub what: Candidates,
+    /// The words of the command line being completed, as the shell has them.
+    #[arg(last = true, allow_hyphen_values = true)]
+    pub words: Vec<String>,
+}
+
+/// The flags whose values the bash script asks `complete` for, instead of file names.
+const DYNAMIC: [(&str, Candidates); 3] = [
+    ("--config", Candidates::Config),
+    ("--only", Candidates::Config),
+    ("--op", Candidates::Op),
+];
+
 pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
     let mut cmd = crate::cli::Cli::command();
-    clap_complete::generate(
-        args.shell,
-        &mut cmd,
-        "setrows-bisect",
-        &mut std::io::stdout(),
-    );
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "setrows-bisect", &mut script);
+    let mut script = String::from_utf8(script)?;
+    if args.shell == clap_complete::Shell::Bash {
+        script = bash(&script);
+    }
+    out!("{script}");
     Ok(0)
 }
 
+/// clap_complete's bash script for a hyphenated name labels its cases `setrows__subcmd__bisect_…`
+/// but dispatches to `setrows__bisect_…`, so no subcommand ever completes: the labels are
+/// renamed to what the dispatch sets. The flags in [`DYNAMIC`] ask the binary that is being
+/// completed (`${COMP_WORDS[0]}`) for their values.
+fn bash(script: &str) -> String {
+    let mut s = script.replace("setrows__subcmd__bisect", "setrows__bisect");
+    let files = "COMPREPLY=($(compgen -f \"${cur}\"))";
+    for (flag, what) in DYNAMIC {
+        let name = match what {
+            Candidates::Config => "config",
+            Candidates::Op => "op",
+        };
+        let ask = format!(
+            "COMPREPLY=($(compgen -W \"$(\"${{COMP_WORDS[0]}}\" complete {name} -- \"${{COMP_WORDS[@]}}\" 2>/dev/null)\" -- \"${{cur}}\"))"
+        );
+        let case = format!("                {flag})\n                    ");
+        s = s.replace(&format!("{case}{files}"), &format!("{case}{ask}"));
+    }
+    s
+}
+
+/// `setrows-bisect complete config|op -- WORDS`: one candidate a line. Whatever goes wrong
+/// (no matrix, no ggml here) is no candidates, never an error on the user's prompt.
+pub fn complete(args: CompleteArgs) -> anyhow::Result<i32> {
+    let after = |flag: &str| {
+        args.words
+            .iter()
+            .position(|w| w == flag)
+            .and_then(|i| args.words.get(i + 1))
+            .map(PathBuf::from)
+    };
+    let names: Vec<String> = match args.what {
+        Candidates::Config => crate::cli::matrix_file::load_matrix(after("--matrix").as_deref())
+            .map(|m| m.configs.into_iter().map(|c| c.id).collect())
+            .unwrap_or_default(),
+        Candidates::Op => {
+            let repo = after("--repo").unwrap_or_else(|| PathBuf::from("."));
+            crate::probe::backend_ops::tree_at(&repo)
+                .map(|t| t.ops)
+                .unwrap_or_default()
+        }
+    };
+    for n in names {
+        outln!("{n}");
+    }
+    Ok(0)
+}
+
+/// Examples for a page, by command name ("" is the top-level page): one line each, so a
+/// test can parse every one with the real command line.
+pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
+    (
+        "",
+        &[
+            ("A tour with no setup: a generated repository, bisected on the CPU.", "setrows-bisect demo"),
+            (
+                "Your own build and test, in place of git bisect run.",
+                "setrows-bisect --repo ~/src/ggml --good v0.9.4 --bad master --build 'cmake -S \"$SRC\" -B . && cmake --build . -j' --script './bin/test-backend-ops -o SET_ROWS'",
+            ),
+            (
+                "The set_rows replay in a matrix configuration (ids: setrows-bisect matrix --list).",
+                "setrows-bisect --repo ~/src/ggml --good v0.9.4 --bad master --config 2e65ffd7 --regress crash --json result.json",
+            ),
+            (
+                "ggml's own test-backend-ops for one op, on CUDA.",
+                "setrows-bisect --repo ~/src/llama.cpp --good b6301 --bad 81017865e^ --probe-kind backend-ops --op REPEAT --backend cuda --gpu-target 90",
+            ),
+            (
+                "An intermittent fault: re-run passes until the answer holds at 95%.",
+                "setrows-bisect --repo ~/src/ggml --good v0.9.4 --bad master --config 2e65ffd7 --confidence 0.95",
+            ),
+            ("What a run would do, without doing it.", "setrows-bisect --repo ~/src/ggml --good v0.9.4 --bad master --config 2e65ffd7 --dry-run"),
+        ],
+    ),
+    (
+        "matrix",
+        &[
+            ("The configurations: id, values, image.", "setrows-bisect matrix --list"),
+            ("Run two configurations at master.", "setrows-bisect matrix --repo ~/src/ggml --rev master --only 2e65ffd7,14088324"),
+            ("Compile-check every configuration where no GPU exists.", "setrows-bisect matrix --repo ~/src/ggml --build-only"),
+        ],
+    ),
+    (
+        "bisect-config",
+        &[(
+            "The first ROCm version that faults at master, then the commit bisect in it.",
+            "setrows-bisect bisect-config --repo ~/src/ggml --axis rocm --rev master --good-rev v0.9.4",
+        )],
+    ),
+    (
+        "log",
+        &[("The bisections in the work dir.", "setrows-bisect log")],
+    ),
+    (
+        "gc",
+        &[(
+            "What two weeks of disuse would free, removing nothing.",
+            "setrows-bisect gc --older-than 14 --dry-run",
+        )],
+    ),
+    (
+        "completions",
+        &[(
+            "Install bash completion for your user.",
+            "setrows-bisect completions bash > ~/.local/share/bash-completion/completions/setrows-bisect",
+        )],
+    ),
+];
+
+/// One command's page: clap_mangen's, with an EXAMPLES section before VERSION.
+fn page(cmd: clap::Command, examples: &[(&str, &str)]) -> std::io::Result<String> {
+    let mut roff = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut roff)?;
+    let roff = String::from_utf8_lossy(&roff).into_owned();
+    if examples.is_empty() {
+        return Ok(roff);
+    }
+    let mut section = String::from(".SH EXAMPLES\n");
+    for (what, line) in examples {
+        section.push_str(&format!(
+            ".PP\n{}\n.PP\n.RS 4\n.nf\n{}\n.fi\n.RE\n",
+            roff_text(what),
+            roff_text(line)
+        ));
+    }
+    Ok(match roff.find(".SH VERSION") {
+        Some(at) => format!("{}{section}{}", &roff[..at], &roff[at..]),
+        None => roff + &section,
+    })
+}
+
+/// Text as roff shows it literally: backslashes and hyphens escaped, no control line.
+fn roff_text(s: &str) -> String {
+    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    match s.starts_with(['.', '\'']) {
+        true => format!("\\&{s}"),
+        false => s,
+    }
+}
+
+fn examples_of(name: &str) -> &'static [(&'static str, &'static str)] {
+    EXAMPLES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[][..], |(_, e)| e)
+}
+
 pub fn man(args: ManArgs) -> anyhow::Result<i32> {
-    let cmd = crate::cli::Cli::command();
+    let mut cmd = crate::cli::Cli::command().disable_help_subcommand(true);
+    cmd.build();
     match args.out_dir {
         Some(dir) => {
             // The user's path: a bad one is exit 2 naming it, found before anything is written.
@@ -40,10 +215,101 @@ pub fn man(args: ManArgs) -> anyhow::Result<i32> {
                 crate::error::CliError::infra(format!("--out-dir {}: {e}", dir.display()))
             };
             std::fs::create_dir_all(&dir).map_err(failed)?;
-            clap_mangen::generate_to(cmd, &dir).map_err(failed)?;
+            write_pages(&cmd, "", &dir).map_err(failed)?;
             errln!("setrows-bisect: man pages written to {}", dir.display());
         }
-        None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?,
+        None => out!("{}", page(cmd, examples_of(""))?),
     }
     Ok(0)
+}
+
+/// One page per visible command, named as clap_mangen names them (`setrows-bisect-log.1`).
+fn write_pages(cmd: &clap::Command, name: &str, dir: &Path) -> std::io::Result<()> {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write_pages(sub, sub.get_name(), dir)?;
+    }
+    let file = dir.join(clap_mangen::Man::new(cmd.clone()).get_filename());
+    std::fs::write(file, page(cmd.clone(), examples_of(name))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Splits an example as sh would: spaces, single and double quotes (no expansions).
+    fn words(line: &str) -> Vec<String> {
+        let (mut out, mut cur, mut quote, mut any) = (Vec::new(), String::new(), None, false);
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match (quote, c) {
+                (None, '\'' | '"') => (quote, any) = (Some(c), true),
+                (Some(q), c) if c == q => quote = None,
+                (Some('"'), '\\') => cur.extend(chars.next()),
+                (None, ' ') if any => {
+                    out.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+                (None, ' ') => {}
+                (_, c) => {
+                    cur.push(c);
+                    any = true;
+                }
+            }
+        }
+        if any {
+            out.push(cur);
+        }
+        out
+    }
+
+    #[test]
+    fn every_example_parses_and_every_page_has_its_examples() {
+        use clap::Parser;
+        for (name, examples) in EXAMPLES {
+            assert!(!examples.is_empty(), "{name}");
+            for (_, line) in *examples {
+                let mut argv = words(line);
+                // The shell's redirection is not the command's.
+                if let Some(at) = argv.iter().position(|w| w == ">") {
+                    argv.truncate(at);
+                }
+                assert_eq!(argv[0], "setrows-bisect", "{line}");
+                if !name.is_empty() {
+                    assert_eq!(argv[1], *name, "{line}");
+                }
+                if let Err(e) = crate::cli::Cli::try_parse_from(&argv) {
+                    panic!("{line}: {e}");
+                }
+            }
+            let mut cmd = crate::cli::Cli::command();
+            cmd.build();
+            let c = match *name {
+                "" => cmd,
+                n => cmd.find_subcommand(n).unwrap().clone(),
+            };
+            let roff = page(c, examples).unwrap();
+            let ex = roff.find(".SH EXAMPLES").expect("an EXAMPLES section");
+            assert!(ex < roff.find(".SH VERSION").unwrap_or(usize::MAX));
+            assert!(roff.contains("setrows\\-bisect"), "{roff}");
+        }
+    }
+
+    #[test]
+    fn bash_labels_match_the_dispatch_and_dynamic_flags_ask_the_binary() {
+        let mut cmd = crate::cli::Cli::command();
+        let mut raw = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut cmd,
+            "setrows-bisect",
+            &mut raw,
+        );
+        let s = bash(&String::from_utf8(raw).unwrap());
+        assert!(!s.contains("__subcmd__bisect__subcmd__matrix)"));
+        assert!(s.contains("        setrows__bisect__subcmd__matrix)"));
+        assert!(!s.contains("--config)\n                    COMPREPLY=($(compgen -f"));
+        assert!(!s.contains("--op)\n                    COMPREPLY=($(compgen -f"));
+        assert!(s.contains("complete config --"));
+        assert!(s.contains("complete op --"));
+    }
 }

@@ -85,6 +85,9 @@ pub enum Command {
     Completions(crate::cli::generate::CompletionsArgs),
     /// Print the man page, or write one per command with --out-dir.
     Man(crate::cli::generate::ManArgs),
+    /// The values a completion script offers for --config, --only and --op (one a line).
+    #[command(hide = true)]
+    Complete(crate::cli::generate::CompleteArgs),
 }
 
 /// Runs the parsed command; returns the process exit code.
@@ -103,6 +106,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Gc(a)) => crate::cli::gc::run(a),
         Some(Command::Completions(a)) => crate::cli::generate::completions(a),
         Some(Command::Man(a)) => crate::cli::generate::man(a),
+        Some(Command::Complete(a)) => crate::cli::generate::complete(a),
     }
 }
 
