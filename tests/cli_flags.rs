@@ -193,6 +193,20 @@ fn short_help_is_one_screen_with_the_first_bisect_and_says_where_the_rest_is() {
             assert!(text.contains(f), "{args:?}: the note names {f}\n{text}");
         }
     }
+    // The matrix commands' `-h` is a first run of each, the rest in `--help`.
+    for (cmd, shown, long_only) in [
+        ("matrix", "--list", "--time-limit"),
+        ("bisect-config", "--axis", "--max-runs"),
+    ] {
+        let short = help(&[cmd, "-h"]);
+        assert!(short.lines().count() <= 25, "{cmd} -h\n{short}");
+        assert!(
+            short.contains(shown) && !short.contains(long_only),
+            "{cmd} -h\n{short}"
+        );
+        assert!(short.contains("--help") && short.contains("docs/SUMMARY.md"));
+        assert!(help(&[cmd, "--help"]).contains(long_only), "{cmd} --help");
+    }
 }
 
 /// Every spelling of every flag of every command: long names, aliases, short names. A spelling

@@ -12,6 +12,19 @@ use crate::probe::container::EngineChoice;
 use clap::Args;
 use std::path::PathBuf;
 
+/// Hides from `-h` every flag of a command but `shown`: one list per command decides what a
+/// first run of it needs; `--help` keeps every flag in its section.
+pub fn short_help_only(shown: &'static [&'static str]) -> impl FnMut(clap::Arg) -> clap::Arg {
+    move |a| {
+        let show = shown.contains(&a.get_id().as_str());
+        // A shown flag's one line names its values itself; clap's list would wrap it to two.
+        let values_in_text =
+            show && a.get_action().takes_values() && !a.get_possible_values().is_empty();
+        a.hide_short_help(!show)
+            .hide_possible_values(values_in_text)
+    }
+}
+
 /// `--repo`: bisect, matrix and bisect-config.
 #[derive(Debug, Clone, Args)]
 pub struct RepoFlag {

@@ -56,13 +56,13 @@ pub enum Command {
     Demo(crate::cli::demo::DemoArgs),
     /// List or run the configuration matrix (matrix.toml).
     #[command(
-        after_help = "GitHub posting (--post-to, how to reach GitHub): see --help.",
+        after_help = "All options (probes, containers, GitHub posting): --help. The book: docs/SUMMARY.md.",
         after_long_help = ""
     )]
     Matrix(crate::cli::matrix::MatrixArgs),
     /// Find the first failing value of one configuration axis at one commit.
     #[command(
-        after_help = "GitHub posting of the commit bisect (--post-to, --resume-from-issue, how to reach GitHub): see --help.",
+        after_help = "All options (the commit bisect's, GitHub posting): --help. The book: docs/SUMMARY.md.",
         after_long_help = ""
     )]
     BisectConfig(crate::cli::matrix::BisectConfigArgs),

@@ -40,7 +40,7 @@ use heading::*;
 /// The flags `-h` shows: what a first bisect needs. The rest (configuration values, one probe
 /// kind's options, flaky-fault tuning, containers, GitHub, CI runners) waits in `--help`, so a
 /// newcomer's first screen is one page.
-pub const FIRST_BISECT: [&str; 14] = [
+pub const FIRST_BISECT: &[&str] = &[
     "good",
     "bad",
     "repo",
@@ -57,18 +57,8 @@ pub const FIRST_BISECT: [&str; 14] = [
     "report",
 ];
 
-/// Hides from `-h` every flag that is not in [`FIRST_BISECT`]: one list decides, not a flag each.
-fn first_bisect_only(a: clap::Arg) -> clap::Arg {
-    let shown = FIRST_BISECT.contains(&a.get_id().as_str());
-    // A shown flag's one line names its values itself; clap's list would wrap it to two.
-    let values_in_text =
-        shown && a.get_action().takes_values() && !a.get_possible_values().is_empty();
-    a.hide_short_help(!shown)
-        .hide_possible_values(values_in_text)
-}
-
 #[derive(Debug, Args)]
-#[command(mut_args(first_bisect_only))]
+#[command(mut_args(crate::cli::flags::short_help_only(FIRST_BISECT)))]
 pub struct BisectArgs {
     /// A revision with the old behaviour.
     #[arg(long, required = true, help_heading = WHAT)]

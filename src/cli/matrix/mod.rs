@@ -32,6 +32,8 @@ pub struct RunFlags {
     /// `--matrix FILE`.
     #[command(flatten)]
     pub matrix: MatrixFlag,
+    /// Configuration ids (`matrix --list`)
+    ///
     /// Configuration ids (`matrix --list`), as `setrows-bisect --config ID`: for `matrix` the
     /// configurations to run (like --only), for `bisect-config` the one giving every other
     /// value. A FILE here (the old spelling of --matrix) still works, with a notice.
@@ -67,13 +69,28 @@ pub struct RunFlags {
     pub out: PathBuf,
 }
 
+/// What `matrix -h` shows: a first run of the matrix.
+pub const FIRST_MATRIX: &[&str] = &[
+    "config",
+    "repo",
+    "list",
+    "dry_run",
+    "revs",
+    "only",
+    "build_only",
+    "out",
+];
+
 #[derive(Debug, Args)]
+#[command(mut_args(crate::cli::flags::short_help_only(FIRST_MATRIX)))]
 pub struct MatrixArgs {
     #[command(flatten)]
     pub run: RunFlags,
     /// Print the expanded configurations and exit; nothing runs.
     #[arg(long)]
     pub list: bool,
+    /// Print every cell and what it would run; check out, build and run nothing
+    ///
     /// Resolve the revisions and print every cell (revision x configuration) with its image,
     /// store identity and the environment its steps get (CMake arguments, launch settings);
     /// nothing is checked out, built or run.
@@ -92,6 +109,8 @@ pub struct MatrixArgs {
     /// `--graph`: only the configurations of one of the replay's graphs.
     #[command(flatten)]
     pub graph: GraphFlag,
+    /// Compile-check only: build every cell, run no test (no GPU needed)
+    ///
     /// Compile-check only: every cell stops after its build and reports `built` or
     /// `build_failed`; no test runs and no GPU is passed to the container, so this runs where
     /// no GPU exists (hosted CI runners). Results are stored apart from full runs. Exits 1
@@ -121,12 +140,17 @@ fn minutes(s: &str) -> Result<f64, String> {
     }
 }
 
+/// What `bisect-config -h` shows: a first search along one axis.
+pub const FIRST_BISECT_CONFIG: &[&str] = &[
+    "axis", "values", "config", "rev", "good_rev", "regress", "repo", "dry_run",
+];
+
 #[derive(Debug, Args)]
+#[command(mut_args(crate::cli::flags::short_help_only(FIRST_BISECT_CONFIG)))]
 pub struct BisectConfigArgs {
     #[command(flatten)]
     pub run: RunFlags,
-    /// The ordered axis: a matrix axis (`rocm`, `wave_size`, ...) or a reproducer flag
-    /// (`arg:--start-row`).
+    /// The ordered axis: a matrix axis (`rocm`, `wave_size`, ...) or `arg:--start-row`
     #[arg(long)]
     pub axis: String,
     /// The ladder, in order (default: the axis's values as written in the matrix file).
@@ -142,11 +166,15 @@ pub struct BisectConfigArgs {
     /// commit).
     #[command(flatten)]
     pub question: Question,
+    /// Then bisect the commits --good-rev..--rev in the first failing configuration
+    ///
     /// The two-level question: once the first failing value is found at `--rev`, bisect the
     /// commits `--good-rev..--rev` in that configuration for the first bad commit: the commit
     /// bisect of `setrows-bisect --config`, with the flags below.
     #[arg(long)]
     pub good_rev: Option<String>,
+    /// Print the ladder and each value's configuration; build and run nothing
+    ///
     /// Resolve the base configuration, the ladder, the revision(s) and each value's
     /// configuration and image, and print them; nothing is checked out, built or run.
     #[arg(long)]
