@@ -4,9 +4,12 @@
 # The GPU runners keep a result store, images and ccache that later jobs trust, so only this
 # repository's own scheduled and dispatched workflows on main may run there. GitHub can enforce
 # that only with runner-group workflow restrictions, which exist on some plans only; this hook
-# works on any plan: the runner runs it before the job's first step, and a non-zero exit fails
-# the job before anything of it runs. Install and allowlist format: docs/github.md
-# ("Runner guard"); example allowlist: scripts/runner-guard.allow.example.
+# works on any plan: the runner runs it before the job's first step. A non-zero exit alone is
+# not enough: the runner marks the job failed and still runs its `if: always()` steps and every
+# action's `post:` (actions/runner#2811, closed unfixed). So a refusal also ends the job's
+# worker process (the Runner.Worker this hook runs under), which stops every later step. Install
+# and allowlist format: docs/github.md ("Runner guard"); example allowlist:
+# scripts/runner-guard.allow.example.
 #
 # A job is accepted only when an allowlist line names its event (GITHUB_EVENT_NAME), repository
 # (GITHUB_REPOSITORY) and workflow ref (GITHUB_WORKFLOW_REF). The runner sets those from the job
@@ -17,8 +20,9 @@
 # malformed line, no jq, an unreadable payload.
 #
 # Output: exactly one line, `runner-guard: accepted ...` or `::error::runner-guard: refused ...`
-# (an annotation on the run). It holds the three values above, the reason and the allowlist's
-# path; no secret and no free text from the payload.
+# (an annotation on the run). It holds the three values above, the reason, the allowlist's
+# path and, on a refusal under a runner, the worker it stops; no secret and no free text from
+# the payload.
 set -euo pipefail
 
 allow=${RUNNER_GUARD_ALLOW:-/etc/setrows-bisect/runner-allow}
@@ -39,8 +43,34 @@ job() {
     "$(clean "${wref:-unknown}")"
 }
 
+# The job's worker: the nearest ancestor named Runner.Worker that was started as the runner
+# starts one (`Runner.Worker spawnclient IN OUT`). Nothing else is ever a candidate, so a hook
+# run by hand from a shell stops nothing.
+worker() {
+  local pid=$$ comm args
+  while :; do
+    pid=$(awk '/^PPid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || return 1
+    { [ -n "$pid" ] && [ "$pid" -gt 1 ]; } || return 1
+    comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
+    [ "$comm" = Runner.Worker ] || continue
+    args=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    case "$args" in
+      *Runner.Worker\ spawnclient\ *)
+        printf '%s' "$pid"
+        return 0
+        ;;
+    esac
+  done
+}
+
 refuse() {
-  printf '::error::runner-guard: refused %s: %s (allowlist %s)\n' "$(job)" "$1" "$(clean "$allow")"
+  local w stop=""
+  if w=$(worker); then
+    stop="; stopping its Runner.Worker ($w), so no later step runs"
+  fi
+  printf '::error::runner-guard: refused %s: %s (allowlist %s)%s\n' "$(job)" "$1" "$(clean "$allow")" "$stop"
+  # The line is out first: the worker is the one that reads it.
+  [ -z "$stop" ] || kill -KILL "$w" 2>/dev/null || true
   exit 1
 }
 

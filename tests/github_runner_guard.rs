@@ -95,10 +95,20 @@ impl Runner {
     fn run(&self, job: &Job) -> (i32, String) {
         // bash by its absolute path: PATH may be pruned (the jq-missing case).
         let bash = which("bash").expect("bash on PATH");
-        let mut cmd = Command::new(bash);
-        cmd.arg("-e")
-            .arg(script())
-            .env_clear()
+        let mut cmd = self.job_env(Command::new(bash), job);
+        cmd.arg("-e").arg(script());
+        let out = cmd.output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+
+    /// `cmd` with the job's environment and nothing else.
+    fn job_env(&self, mut cmd: Command, job: &Job) -> Command {
+        cmd.env_clear()
             .env("PATH", &self.path)
             .env("RUNNER_GUARD_ALLOW", &self.allow)
             .env("GITHUB_EVENT_NAME", job.event)
@@ -111,13 +121,46 @@ impl Runner {
             std::fs::write(&file, p).unwrap();
             cmd.env("GITHUB_EVENT_PATH", file);
         }
-        let out = cmd.output().unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        cmd
+    }
+
+    /// The job run by a stand-in for the runner's worker: a process named `Runner.Worker`,
+    /// started with `argv` (the runner's is `spawnclient IN OUT`), that runs the hook as the
+    /// runner does and then, whatever the hook said, an `if: always()` step, as the runner does
+    /// (actions/runner#2811). Returns (the worker's exit code, None when a signal ended it; the
+    /// hook's output; whether the always() step ran).
+    fn under_worker(&self, job: &Job, argv: &[&str]) -> (Option<i32>, String, bool) {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = self.dir.path().join("runner-bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let worker = bin.join("Runner.Worker");
+        let (out, step) = (
+            self.dir.path().join("hook.out"),
+            self.dir.path().join("always-step-ran"),
         );
-        (out.status.code().unwrap_or(-1), text)
+        let _ = std::fs::remove_file(&step);
+        std::fs::write(
+            &worker,
+            format!(
+                "#!{bash}
+{bash} -e {hook} >{out} 2>&1 || true
+touch {step}
+",
+                bash = which("bash").unwrap().display(),
+                hook = script().display(),
+                out = out.display(),
+                step = step.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&worker, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut cmd = self.job_env(Command::new(&worker), job);
+        let status = cmd.args(argv).status().unwrap();
+        (
+            status.code(),
+            std::fs::read_to_string(&out).unwrap_or_default(),
+            step.exists(),
+        )
     }
 
     fn accepted(&self, job: &Job, line: usize) {
@@ -470,6 +513,37 @@ fn an_allowlist_that_cannot_be_trusted_refuses_everything() {
         "schedule {REPO} .github/workflows/matrix.yml@refs/heads/main  # nightly\r\n"
     )));
     r.accepted(&job, 1);
+}
+
+/// A refusal under the runner's worker ends the worker, so the `always()` step the runner would
+/// still run never does; an accepted job runs on; a process of that name that the runner did not
+/// start as a worker (no `spawnclient`) is never stopped.
+#[test]
+fn a_refused_job_runs_no_step_not_even_an_always_step() {
+    let r = Runner::example();
+    let fork = Job::new("pull_request", "matrix.yml", pull_request_payload(FORK));
+    let (code, out, ran) = r.under_worker(&fork, &["spawnclient", "3", "4"]);
+    assert_eq!(code, None, "the worker was not stopped: {out}");
+    assert!(!ran, "the always() step ran after a refusal: {out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.starts_with("::error::runner-guard: refused pull_request job of ")
+            && out.contains("; stopping its Runner.Worker (")
+            && out.ends_with("), so no later step runs\n"),
+        "{out}"
+    );
+
+    let nightly = Job::new("schedule", "matrix.yml", schedule_payload());
+    let (code, out, ran) = r.under_worker(&nightly, &["spawnclient", "3", "4"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        ran && out.starts_with("runner-guard: accepted schedule job"),
+        "{out}"
+    );
+
+    let (code, out, ran) = r.under_worker(&fork, &["--version"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(ran && !out.contains("stopping"), "{out}");
 }
 
 #[test]
