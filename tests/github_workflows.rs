@@ -745,6 +745,22 @@ fn every_job_that_edits_a_results_comment_holds_that_comments_group() {
         }
         assert_eq!(wf["concurrency"]["cancel-in-progress"], false, "{name}");
     }
+    // The nightly's group names whether a run posts and whether it starts bisects, as the
+    // jobs decide them, so a quiet dispatch never replaces a pending nightly that posts.
+    let wf = yaml("matrix.yml");
+    let g = wf["concurrency"]["group"].as_str().unwrap();
+    for part in [
+        "-post-${{ github.event_name == 'schedule' || inputs.post }}",
+        "-bisect-${{ inputs.bisect_new_failures || vars.BISECT_NEW_FAILURES == 'true' }}",
+    ] {
+        assert!(g.contains(part), "matrix.yml's group lacks {part}: {g}");
+    }
+    let text = std::fs::read_to_string(root().join(".github/workflows/matrix.yml")).unwrap();
+    assert!(
+        text.contains("(github.event_name == 'schedule' || inputs.post)")
+            && text.contains("(inputs.bisect_new_failures || vars.BISECT_NEW_FAILURES == 'true')"),
+        "the jobs decide posting and bisecting with the same expressions as the group"
+    );
 }
 
 /// Labels that only self-hosted runners carry: `self-hosted` and actionlint.yaml's.
