@@ -162,6 +162,17 @@ impl Renderer {
                 "setrows-bisect: {commits} commits, {candidates} candidates; work dir {work_dir}; journal {journal}"
             ),
             Event::Note { text } => format!("setrows-bisect: {text}"),
+            Event::Answer {
+                first_bad,
+                title,
+                checking,
+                check_s,
+                ..
+            } => format!("{t} {}", answer_text(first_bad, title, checking, *check_s)),
+            Event::AnswerWithdrawn { which, got } => format!(
+                "{t} ANSWER WITHDRAWN: {} showed {got}, so the answer above does not hold",
+                endpoint_flag(*which)
+            ),
             Event::Grouped { candidates, groups } => format!(
                 "{t} build-aware: {candidates} candidates -> {groups} (commits that change nothing the build reads are joined)"
             ),
@@ -326,6 +337,50 @@ impl Renderer {
                 }
             }
         }
+    }
+}
+
+/// `ANSWER: first bad commit abc1234 "title", if --good is good; checking --good now (about 40 s)`.
+fn answer_text(
+    first_bad: &[String],
+    title: &str,
+    checking: &[crate::core::search::Endpoint],
+    check_s: Option<f64>,
+) -> String {
+    use crate::core::search::Endpoint;
+    let what = match first_bad {
+        [one] => format!("first bad commit {} \"{}\"", short_sha(one), cut(title)),
+        many => format!(
+            "the first bad commit is one of {}: {}",
+            many.len(),
+            many.iter()
+                .map(|s| short_sha(s))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    };
+    let condition = checking
+        .iter()
+        .map(|e| match e {
+            Endpoint::Good => "--good is good",
+            Endpoint::Bad => "--bad is bad",
+        })
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let flags: Vec<&str> = checking.iter().map(|e| endpoint_flag(*e)).collect();
+    let about = check_s
+        .map(|s| format!(" (about {})", crate::report::secs(s)))
+        .unwrap_or_default();
+    format!(
+        "ANSWER: {what}, if {condition}; checking {} now{about}",
+        flags.join(" and ")
+    )
+}
+
+fn endpoint_flag(e: crate::core::search::Endpoint) -> &'static str {
+    match e {
+        crate::core::search::Endpoint::Good => "--good",
+        crate::core::search::Endpoint::Bad => "--bad",
     }
 }
 

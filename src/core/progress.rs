@@ -246,6 +246,22 @@ pub enum Event {
         signature: Option<String>,
         cached: bool,
     },
+    /// The walk has its answer and only the endpoint check it rests on is left: the answer is
+    /// told now, with its condition, then `checking` is probed (about `check_s` seconds when a
+    /// probe's cost is known). `first_bad` holds one commit, or the N a skip leaves.
+    Answer {
+        first_bad: Vec<String>,
+        title: String,
+        checking: Vec<crate::core::search::Endpoint>,
+        elapsed_s: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        check_s: Option<f64>,
+    },
+    /// The endpoint check contradicted the answer told before it: that answer does not hold.
+    AnswerWithdrawn {
+        which: crate::core::search::Endpoint,
+        got: Verdict,
+    },
     /// Anything else worth a line: a detected layout, validation's runs, a warning.
     Note { text: String },
     /// Nothing more will come (bars are cleared).

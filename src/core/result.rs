@@ -136,6 +136,10 @@ pub struct BisectRecord {
     /// What the search ran over: the range's candidates, or fewer groups of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grouping: Option<Grouping>,
+    /// Seconds until the answer was known and told, before the endpoint check it rested on
+    /// (`elapsed_s` is the checked answer's time). None: no check followed the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_s: Option<f64>,
 }
 
 /// How many of the range's candidates the search ran over, and why fewer: a commit that
@@ -225,6 +229,10 @@ pub struct BisectResult {
     pub predicate: String,
     pub policy: String,
     pub elapsed_s: f64,
+    /// Seconds until the answer was known and told, before the endpoint check it rested on
+    /// (`elapsed_s` is the checked answer's). Absent: no check followed the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_s: Option<f64>,
     /// Metadata of the endpoints and every probed commit (absent in a compacted state block).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commits: Vec<CommitInfo>,

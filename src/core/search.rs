@@ -179,6 +179,32 @@ impl Search {
         ceil_log2(open + 1)
     }
 
+    /// The answer the search already holds while only endpoint checks remain: what it will
+    /// conclude if those endpoints behave as claimed, and which they are. A user waits for the
+    /// check, but need not wait to read the answer. `None` while a midpoint is still open.
+    pub fn provisional(&self) -> Option<(Conclusion, Vec<Endpoint>)> {
+        let n = self.len();
+        let (lo, hi) = self.bounds();
+        if (lo + 1..hi).any(|i| self.verdicts[i].is_none()) {
+            return None;
+        }
+        let mut ends = Vec::new();
+        if lo == 0 && self.verdicts[0].is_none() {
+            ends.push(Endpoint::Good);
+        }
+        if hi == n - 1 && self.verdicts[n - 1].is_none() {
+            ends.push(Endpoint::Bad);
+        }
+        if ends.is_empty() {
+            return None;
+        }
+        let mut set: Vec<usize> = (lo + 1..hi)
+            .filter(|&i| self.verdicts[i] == Some(Verdict::Skip))
+            .collect();
+        set.push(hi);
+        Some((Conclusion::among(set), ends))
+    }
+
     /// What to do next, proposing up to `slots` probes at once (multisection when > 1).
     pub fn next(&self, slots: usize) -> Step {
         let slots = slots.max(1);

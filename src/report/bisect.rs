@@ -186,6 +186,13 @@ fn summary(b: &BisectResult) -> String {
         b.probes.len().saturating_sub(b.executed),
         secs(b.elapsed_s)
     ));
+    if let Some(a) = b.answer_s {
+        md.push_str(&format!(
+            "- the answer was known after {}; the endpoint check it rested on ended at {}\n",
+            secs(a),
+            secs(b.elapsed_s)
+        ));
+    }
     let built_now = b.probes.iter().filter(|p| !p.cached);
     if let Some(line) = super::ccache::line(built_now.filter_map(|p| p.ccache.as_ref())) {
         md.push_str(&format!("- {line}\n"));

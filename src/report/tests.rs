@@ -84,6 +84,7 @@ pub(crate) fn bisect_found() -> BisectResult {
         predicate: "regress=crash match=Memory access fault".into(),
         policy: "single run".into(),
         elapsed_s: 300.0,
+        answer_s: None,
         commits: vec![CommitInfo {
             sha: CULPRIT.into(),
             title: "HIP: @someone set_rows tweak #42 <b>".into(),
@@ -521,6 +522,20 @@ fn the_reproducer_and_its_arguments_are_shown() {
     );
     assert!(
         md.contains("Every probe ran the bundled reproducer (100000 steps, checked every step; arguments: configuration c0ffee01)"),
+        "{md}"
+    );
+}
+
+/// The report gives the time to the answer beside the time to the checked answer, and says
+/// nothing of it when no check followed the answer.
+#[test]
+fn the_time_to_the_answer_stands_beside_the_time_to_the_checked_one() {
+    let mut r = bisect_found();
+    assert!(!crate::report::bisect::markdown(&r).contains("the answer was known"));
+    r.answer_s = Some(120.0);
+    let md = crate::report::bisect::markdown(&r);
+    assert!(
+        md.contains("- the answer was known after 2.0 min; the endpoint check it rested on ended at 5.0 min"),
         "{md}"
     );
 }

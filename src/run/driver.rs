@@ -62,6 +62,9 @@ struct Shared<'a> {
     overhead_ms: Mutex<Option<u64>>,
     /// What the search ran over, once it ended (the deterministic loop's groups).
     grouping: Mutex<Option<crate::core::result::Grouping>>,
+    started: std::time::Instant,
+    /// Seconds into the run when the answer was told, before the endpoint check it rests on.
+    answered_s: Mutex<Option<f64>>,
 }
 
 /// Runs one bisection to its conclusion. See the module doc for the contract.
@@ -130,6 +133,8 @@ fn drive(
         rebuild: Mutex::new(None),
         overhead_ms: Mutex::new(None),
         grouping: Mutex::new(None),
+        started,
+        answered_s: Mutex::new(None),
     };
     store.journal(&serde_json::json!({
         "event": "start", "at": now(), "good": plan.range.good, "bad": plan.range.bad,
@@ -189,6 +194,7 @@ fn drive(
         commits,
         budget: None,
         grouping: shared.grouping.into_inner().ok().flatten(),
+        answer_s: shared.answered_s.into_inner().ok().flatten(),
     })
 }
 
@@ -215,6 +221,81 @@ impl Shared<'_> {
                     &measured,
                 )));
         }
+    }
+}
+
+/// A conclusion over the search's groups, in candidates of the range.
+fn in_candidates(groups: &groups::Groups, c: Conclusion) -> Conclusion {
+    match c {
+        Conclusion::Found { index: g } => Conclusion::Found {
+            index: groups.members(g).start,
+        },
+        Conclusion::Ambiguous { indices: gs } => {
+            let last = gs.len() - 1;
+            let indices = gs
+                .iter()
+                .enumerate()
+                .flat_map(|(k, &g)| {
+                    let m = groups.members(g);
+                    if k == last {
+                        m.start..m.start + 1
+                    } else {
+                        m
+                    }
+                })
+                .collect();
+            Conclusion::Ambiguous { indices }
+        }
+        end @ Conclusion::BadEndpoint { .. } => end,
+    }
+}
+
+impl Shared<'_> {
+    /// The answer, told the moment the walk has it: on screen, in the journal (a killed run
+    /// keeps it) and in the result, with the endpoint check still to come.
+    fn tell(
+        &self,
+        answer: &Conclusion,
+        checking: Vec<crate::core::search::Endpoint>,
+    ) -> Result<(), DriverError> {
+        let cands = &self.plan.range.candidates;
+        let first_bad: Vec<String> = answer
+            .candidates()
+            .iter()
+            .map(|&i| cands[i].sha.clone())
+            .collect();
+        let title = answer
+            .candidates()
+            .last()
+            .map(|&i| title(self, i))
+            .unwrap_or_default();
+        let elapsed_s = self.started.elapsed().as_secs_f64();
+        let measured: Vec<f64> = self
+            .records
+            .lock()
+            .map(|r| {
+                r.iter()
+                    .filter(|p| !p.cached)
+                    .map(|p| p.duration_s)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let check_s = crate::core::progress::estimate(1, 1, &measured).seconds_left;
+        self.store.journal(&serde_json::json!({
+            "event": "answer", "at": now(), "first_bad": first_bad, "checking": checking,
+            "elapsed_s": elapsed_s,
+        }))?;
+        if let Ok(mut a) = self.answered_s.lock() {
+            *a = Some(elapsed_s);
+        }
+        self.events.emit(Event::Answer {
+            first_bad,
+            title,
+            checking,
+            elapsed_s,
+            check_s,
+        });
+        Ok(())
     }
 }
 
@@ -275,6 +356,7 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
     let mut shown = 0usize;
     let label = range_label(plan);
     let mut steps = 0usize;
+    let mut told: Option<Conclusion> = None;
     let conclusion = loop {
         if groups.len() != shown && groups.len() < plan.range.candidates.len() {
             shown = groups.len();
@@ -293,6 +375,13 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
             steps_left,
             rounds_left(steps_left, jobs),
         );
+        if told.is_none() {
+            if let Some((answer, checking)) = search.provisional() {
+                let answer = in_candidates(&groups, answer);
+                shared.tell(&answer, checking)?;
+                told = Some(answer);
+            }
+        }
         match search.next(jobs) {
             Step::Probe(batch) => {
                 steps += 1;
@@ -308,30 +397,16 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
                 groups.learn(&plan.range, &members);
                 search = shared.search(&mut groups, &repo, &mut endpoints, &known)?;
             }
-            Step::Done(Conclusion::Found { index: g }) => {
-                break Conclusion::Found {
-                    index: groups.members(g).start,
-                }
-            }
-            Step::Done(Conclusion::Ambiguous { indices: gs }) => {
-                let last = gs.len() - 1;
-                let indices = gs
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(k, &g)| {
-                        let m = groups.members(g);
-                        if k == last {
-                            m.start..m.start + 1
-                        } else {
-                            m
-                        }
-                    })
-                    .collect();
-                break Conclusion::Ambiguous { indices };
-            }
-            Step::Done(end @ Conclusion::BadEndpoint { .. }) => break end,
+            Step::Done(end) => break in_candidates(&groups, end),
         }
     };
+    if let (Some(_), Conclusion::BadEndpoint { which, got }) = (&told, &conclusion) {
+        // As loud as the answer it takes back.
+        shared.events.emit(Event::AnswerWithdrawn {
+            which: *which,
+            got: *got,
+        });
+    }
     if let Ok(mut g) = shared.grouping.lock() {
         *g = Some(groups.summary());
     }

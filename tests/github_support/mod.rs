@@ -322,6 +322,7 @@ pub fn bisect_result(
         predicate: predicate.into(),
         policy: "single run".into(),
         elapsed_s: 30.0,
+        answer_s: None,
         commits: vec![],
         reproduce: None,
         flaky: None,

@@ -51,6 +51,46 @@ fn history() -> impl Strategy<Value = (usize, usize, Vec<bool>, u64)> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
+    /// An answer announced while only endpoint checks remain is the answer those checks then
+    /// confirm (endpoints that hold), and a search that ends on an endpoint-only wave always
+    /// announced it first: the user reads it before the check, never a different one after.
+    #[test]
+    fn the_provisional_answer_is_the_answer_when_the_endpoints_hold(
+        (n, first_new, mut skips, base) in history(),
+        lazy in any::<bool>(),
+        slots in 1usize..5,
+    ) {
+        skips[0] = false;
+        skips[n - 1] = false;
+        let oracle = |i: usize| {
+            if skips[i] { Verdict::Skip } else if i >= first_new { Verdict::New } else { Verdict::Old }
+        };
+        let ends = if lazy { EndpointCheck::Lazy } else { EndpointCheck::First };
+        let mut s = Search::new((0..n as u64).map(|i| base + i).collect(), ends);
+        let (mut announced, mut last_wave) = (None, Vec::new());
+        let end = loop {
+            if announced.is_none() {
+                announced = s.provisional();
+            }
+            match s.next(slots) {
+                Step::Probe(wave) => {
+                    for &i in &wave {
+                        s.record(i, oracle(i));
+                    }
+                    last_wave = wave;
+                }
+                Step::Done(c) => break c,
+            }
+        };
+        if let Some((answer, pending)) = &announced {
+            prop_assert_eq!(answer, &end);
+            prop_assert!(!pending.is_empty());
+        }
+        if !last_wave.is_empty() && last_wave.iter().all(|&i| i == 0 || i == n - 1) {
+            prop_assert!(announced.is_some(), "ended on {:?} unannounced", last_wave);
+        }
+    }
+
     #[test]
     fn monotone_with_skips_matches_brute_force(
         (n, first_new, mut skips, base) in history(),

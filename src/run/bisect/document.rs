@@ -156,6 +156,7 @@ fn of_outcome(range: &Range, o: &BisectRecord, p: &Prepared) -> BisectResult {
         predicate: o.predicate.clone(),
         policy: o.policy.clone(),
         elapsed_s: o.elapsed_s,
+        answer_s: o.answer_s,
         commits: o.commits.clone(),
         reproduce: None,
         flaky: None,
