@@ -286,15 +286,16 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
                 "event": "groups", "at": now(), "candidates": plan.range.candidates.len(), "groups": shown,
             }))?;
         }
-        let steps_left = search.steps_left();
-        shared.round(
-            &label,
-            steps_left,
-            steps_left,
-            rounds_left(steps_left, jobs),
-        );
         match search.next(jobs) {
             Step::Probe(batch) => {
+                // A round is announced only when one runs: the last word is the verdict.
+                let steps_left = search.steps_left();
+                shared.round(
+                    &label,
+                    steps_left,
+                    steps_left,
+                    rounds_left(steps_left, jobs),
+                );
                 steps += 1;
                 let stored = shared.stored_keys();
                 let members: Vec<usize> = batch
