@@ -96,14 +96,14 @@ pub fn engine(choice: EngineChoice) -> Result<Option<Engine>, RunError> {
     Engine::detect(choice).map_err(|e| RunError::Engine(e.to_string()))
 }
 
-/// What a run would lack when `choice` names no engine that answers, in one sentence.
-fn would_lack(choice: EngineChoice, why: &RunError) -> String {
-    let wanted = match choice {
-        EngineChoice::Podman => "podman",
-        EngineChoice::Docker => "docker",
-        _ => "podman or docker",
-    };
-    format!("a run would need {wanted}: none answers here ({why})")
+/// What a run would lack when `choice` names no engine that answers, in one sentence (a run
+/// says why in full when it stops on it).
+fn would_lack(choice: EngineChoice) -> String {
+    match choice {
+        EngineChoice::Podman => "a run would need podman: it does not answer here".into(),
+        EngineChoice::Docker => "a run would need docker: it does not answer here".into(),
+        _ => "a run would need podman or docker: none answers here".into(),
+    }
 }
 
 /// Resolves the revisions and opens the store. A dry run opens no store and reads each
@@ -116,7 +116,7 @@ pub fn prepare(req: Request) -> Result<Prepared, RunError> {
         Ok(e) => (e, None),
         // A dry run makes nothing: it plans the containers a run would use and says what the
         // run would lack, instead of stopping where the run would.
-        Err(e) if dry => (None, Some(would_lack(req.engine, &e))),
+        Err(_) if dry => (None, Some(would_lack(req.engine))),
         Err(e) => return Err(e),
     };
     let mut runner = Runner::new(
