@@ -116,7 +116,10 @@ fn a_run_measures_its_builds_and_the_journal_says_the_k() {
     assert!(wall.is_finite() && wall > 0.0, "{u}");
     let executed = f.result()["executed"].as_u64().unwrap();
     let builds = u["builds"].as_u64().unwrap();
-    assert!(builds >= 1 && builds <= executed, "{u}, {executed} probes ran");
+    assert!(
+        builds >= 1 && builds <= executed,
+        "{u}, {executed} probes ran"
+    );
 }
 
 #[test]

@@ -100,27 +100,45 @@ fn log_counts_the_probes_the_report_counts_and_names_earlier_runs_apart() {
     let counted = result["probes"].as_array().expect("probes").len();
     assert!(counted >= 2, "{result}");
     assert_eq!(result["first_bad"], r.shas[7].as_str());
-    let report = ok(&r.bin().arg("show").arg("--work-dir").arg(r.work()).arg(
-        std::fs::read_dir(r.work().join("journal"))
-            .unwrap()
-            .flatten()
-            .find_map(|e| {
-                e.file_name()
-                    .to_str()?
-                    .strip_suffix(".jsonl")
-                    .map(str::to_string)
-            })
-            .unwrap(),
-    ).output().unwrap());
+    let report = ok(&r
+        .bin()
+        .arg("show")
+        .arg("--work-dir")
+        .arg(r.work())
+        .arg(
+            std::fs::read_dir(r.work().join("journal"))
+                .unwrap()
+                .flatten()
+                .find_map(|e| {
+                    e.file_name()
+                        .to_str()?
+                        .strip_suffix(".jsonl")
+                        .map(str::to_string)
+                })
+                .unwrap(),
+        )
+        .output()
+        .unwrap());
     assert!(
         report.contains(&format!("- {counted} probes in ")),
         "the report counts {counted}:\n{report}"
     );
-    let log = ok(&r.bin().arg("log").arg("--work-dir").arg(r.work()).output().unwrap());
+    let log = ok(&r
+        .bin()
+        .arg("log")
+        .arg("--work-dir")
+        .arg(r.work())
+        .output()
+        .unwrap());
     let line = log.lines().nth(1).unwrap_or_else(|| panic!("{log}"));
     let cell = format!("  {counted} (+{counted} in 1 earlier run)  ");
     assert!(line.contains(&cell), "want {cell:?} in:\n{log}");
-    let json = ok(&r.bin().args(["log", "--json", "--work-dir"]).arg(r.work()).output().unwrap());
+    let json = ok(&r
+        .bin()
+        .args(["log", "--json", "--work-dir"])
+        .arg(r.work())
+        .output()
+        .unwrap());
     let v: Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
     assert_eq!(v["probes"], counted, "{v}");
     assert_eq!(v["earlier_runs"], 1, "{v}");
@@ -149,16 +167,25 @@ fn a_two_probe_run_never_says_no_steps_left_before_a_step() {
             continue;
         }
         rounds += 1;
-        let after = events[i..].iter().filter(|e| e["event"] == "verdict").count() as u64;
+        let after = events[i..]
+            .iter()
+            .filter(|e| e["event"] == "verdict")
+            .count() as u64;
         let left = e["steps_left"].as_u64().unwrap();
-        assert!(left >= after && left > 0, "round says {left}, {after} verdicts follow:\n{err}");
+        assert!(
+            left >= after && left > 0,
+            "round says {left}, {after} verdicts follow:\n{err}"
+        );
     }
     assert!(rounds > 0, "{err}");
     let plain = r.bisect().output().unwrap();
     ok(&plain);
     let err = String::from_utf8_lossy(&plain.stderr);
     assert!(err.contains("steps left"), "{err}");
-    assert!(!err.contains("~0 steps left") && !err.contains("no steps left"), "{err}");
+    assert!(
+        !err.contains("~0 steps left") && !err.contains("no steps left"),
+        "{err}"
+    );
 }
 
 /// A directory holding only `git` and `sh` (and what a dry run may call), so neither podman
@@ -193,7 +220,10 @@ fn dry_runs_plan_without_an_engine_and_say_what_a_run_would_lack() {
         .arg("--work-dir")
         .arg(r.work());
     let out = ok(&matrix.output().unwrap());
-    assert!(out.starts_with("1 cells: 1 revision(s) x 1 configuration(s)"), "{out}");
+    assert!(
+        out.starts_with("1 cells: 1 revision(s) x 1 configuration(s)"),
+        "{out}"
+    );
     assert!(out.contains(lack), "{out}");
     assert!(out.contains("image: localhost/setrows-rocm:"), "{out}");
     let mut ladder = r.bin();
@@ -206,7 +236,10 @@ fn dry_runs_plan_without_an_engine_and_say_what_a_run_would_lack() {
         .arg(r.work());
     let out = ok(&ladder.output().unwrap());
     assert!(out.contains(lack), "{out}");
-    assert!(out.contains("axis: rocm") && out.contains("in image localhost/setrows-rocm:"), "{out}");
+    assert!(
+        out.contains("axis: rocm") && out.contains("in image localhost/setrows-rocm:"),
+        "{out}"
+    );
     // The plan is not a promise the run breaks: without --dry-run the matrix still stops.
     let mut run = r.bin();
     run.env("PATH", &path)
@@ -218,7 +251,10 @@ fn dry_runs_plan_without_an_engine_and_say_what_a_run_would_lack() {
         .arg("--out")
         .arg(r.dir.path().join("out"));
     assert_eq!(run.output().unwrap().status.code(), Some(3));
-    assert!(!r.work().join("matrix/src").exists(), "a dry run checked out");
+    assert!(
+        !r.work().join("matrix/src").exists(),
+        "a dry run checked out"
+    );
 }
 
 /// Item 5: a build question's plan names no reproducer and offers no `--confidence` (which a
@@ -234,10 +270,21 @@ fn a_build_only_plan_names_only_what_runs() {
         .arg("--work-dir")
         .arg(r.work());
     let plan = ok(&c.output().unwrap());
-    assert!(plan.contains("build only: each probe stops after the build"), "{plan}");
+    assert!(
+        plan.contains("build only: each probe stops after the build"),
+        "{plan}"
+    );
     assert!(plan.contains("if --bad builds:"), "{plan}");
-    for absent in ["reproducer:", "setrows-replay", "--confidence", "arguments:"] {
-        assert!(!plan.contains(absent), "{absent:?} in a build-only plan:\n{plan}");
+    for absent in [
+        "reproducer:",
+        "setrows-replay",
+        "--confidence",
+        "arguments:",
+    ] {
+        assert!(
+            !plan.contains(absent),
+            "{absent:?} in a build-only plan:\n{plan}"
+        );
     }
     // The same plan with a test names its reproducer and the advice.
     let mut t = r.bin();
@@ -248,17 +295,77 @@ fn a_build_only_plan_names_only_what_runs() {
         .arg("--work-dir")
         .arg(r.work());
     let tested = ok(&t.output().unwrap());
-    assert!(tested.contains("reproducer: setrows-replay") && tested.contains("--confidence"), "{tested}");
+    assert!(
+        tested.contains("reproducer: setrows-replay") && tested.contains("--confidence"),
+        "{tested}"
+    );
     let mut m = r.bin();
-    m.args(["matrix", "--dry-run", "--build-only", "--engine", "none", "--only", "e2c194a2"])
-        .args(["--rev", &r.shas[3]])
-        .arg("--repo")
-        .arg(r.repo())
-        .arg("--work-dir")
-        .arg(r.work());
+    m.args([
+        "matrix",
+        "--dry-run",
+        "--build-only",
+        "--engine",
+        "none",
+        "--only",
+        "e2c194a2",
+    ])
+    .args(["--rev", &r.shas[3]])
+    .arg("--repo")
+    .arg(r.repo())
+    .arg("--work-dir")
+    .arg(r.work());
     let plan = ok(&m.output().unwrap());
     assert!(plan.contains("build only:"), "{plan}");
     for absent in ["SETROWS_REPRO_ARGS", "setrows-replay", "--confidence"] {
-        assert!(!plan.contains(absent), "{absent:?} in a build-only plan:\n{plan}");
+        assert!(
+            !plan.contains(absent),
+            "{absent:?} in a build-only plan:\n{plan}"
+        );
     }
+}
+
+/// Item 6: the by-hand recipe of a configuration's script probe runs in a plain shell as the
+/// probe ran: it defines `$SETROWS_CMAKE_ARGS` (the configuration's CMake line) itself.
+#[test]
+fn the_by_hand_recipe_defines_what_the_build_reads() {
+    let r = generate(3, 2, true);
+    let mut c = r.bin();
+    c.arg("--repo")
+        .arg(r.repo())
+        .args(["--good", &r.shas[0], "--bad", &r.shas[2]])
+        .args(["--config", "e2c194a2", "--engine", "none", "--dry-run"])
+        .args([
+            "--build",
+            r#"echo "$SETROWS_CMAKE_ARGS" > args"#,
+            "--script",
+            "true",
+        ])
+        .arg("--work-dir")
+        .arg(r.work());
+    let plan = ok(&c.output().unwrap());
+    let recipe: Vec<&str> = plan
+        .split("one probe, by hand:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no recipe in:\n{plan}"))
+        .lines()
+        .map(str::trim)
+        .collect();
+    let here = r.dir.path().join("by-hand");
+    let script = recipe
+        .join("\n")
+        .replace("SHA", &r.shas[2])
+        .replace("/tmp/setrows-repro", &here.to_string_lossy());
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env_remove("SETROWS_CMAKE_ARGS")
+        .output()
+        .unwrap();
+    let said = ok(&out);
+    assert!(said.contains("exit 0"), "{script}\n{said}");
+    let args = std::fs::read_to_string(here.join("build/args")).unwrap();
+    assert!(
+        args.contains("-DGGML_HIP=ON") && args.contains("-DGPU_TARGETS=gfx1151"),
+        "the recipe's build saw {args:?}:\n{script}"
+    );
 }
