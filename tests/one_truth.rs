@@ -369,3 +369,60 @@ fn the_by_hand_recipe_defines_what_the_build_reads() {
         "the recipe's build saw {args:?}:\n{script}"
     );
 }
+
+/// Item 3: a clean tree's ggml version has no `-dirty`. ggml 0.9.x asks git in its source dir
+/// and takes any failure as dirty; the tool's private checkout is no repository. The tree here
+/// asks the same question ggml 0.9.3 asks, added through the reproducer's own `ggml-source.cmake`.
+#[test]
+fn a_private_checkout_of_a_clean_tree_is_not_dirty() {
+    let Some(cmake) = common_cmake() else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let ggml = d.path().join("checkout");
+    std::fs::create_dir_all(ggml.join("include")).unwrap();
+    std::fs::write(ggml.join("include/ggml.h"), "").unwrap();
+    std::fs::write(
+        ggml.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.14)\nproject(ggml NONE)\n\
+         find_program(GIT_EXE NAMES git)\nset(V 0.9.3)\n\
+         if(GIT_EXE)\n  execute_process(COMMAND ${GIT_EXE} diff-index --quiet HEAD -- . \
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} RESULT_VARIABLE D ERROR_QUIET)\nendif()\n\
+         if(D AND NOT D EQUAL 0)\n  set(V \"${V}-dirty\")\nendif()\n\
+         message(STATUS \"ggml version: ${V}\")\n",
+    )
+    .unwrap();
+    let outer = d.path().join("outer");
+    std::fs::create_dir_all(&outer).unwrap();
+    let rule = Path::new(env!("CARGO_MANIFEST_DIR")).join("repro-kernels/ggml-source.cmake");
+    std::fs::write(
+        outer.join("CMakeLists.txt"),
+        format!(
+            "cmake_minimum_required(VERSION 3.14)\nproject(outer NONE)\ninclude(\"{}\")\nsetrows_add_ggml(\"{}\")\n",
+            rule.display(),
+            ggml.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(cmake)
+        .arg("-S")
+        .arg(&outer)
+        .arg("-B")
+        .arg(d.path().join("build"))
+        .env("GIT_CEILING_DIRECTORIES", d.path())
+        .output()
+        .unwrap();
+    let said = ok(&out);
+    assert!(said.contains("ggml version: 0.9.3\n"), "{said}");
+}
+
+/// cmake, under the tests' one rule for outside tools (required under CI).
+fn common_cmake() -> Option<PathBuf> {
+    #[path = "tools/mod.rs"]
+    mod tools;
+    tools::require(
+        setrows_bisect::probe::exec::which("cmake"),
+        "cmake",
+        "scripts/setup.d/00-base.sh",
+    )
+}
