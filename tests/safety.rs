@@ -217,7 +217,8 @@ fn a_probe_dies_with_a_sigkilled_tool() {
     assert!(!alive(&secs).is_empty(), "the probe is running");
     child.kill().unwrap(); // SIGKILL: no handler runs
     child.wait().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3);
+    // A liveness bound, not a timing: the loop ends as soon as the last one is gone.
+    let deadline = Instant::now() + Duration::from_secs(60);
     let mut left = alive(&secs);
     while !left.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));

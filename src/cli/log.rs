@@ -27,6 +27,7 @@ pub fn run(args: LogArgs) -> anyhow::Result<i32> {
                 "candidates": b.candidates, "predicate": b.predicate,
                 "configuration": b.configuration(), "state": b.state(),
                 "answer": b.answer(), "probes": b.probes.len(),
+                "earlier_runs": b.earlier_runs, "earlier_probes": b.earlier_probes,
                 "first_bad": b.result.as_ref().and_then(|r| r.first_bad.clone()),
             });
             outln!("{v}");
@@ -38,7 +39,7 @@ pub fn run(args: LogArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     outln!(
-        "{:<16}  {:<20}  {:<23}  {:>6}  {:<10}  {:<28}  configuration",
+        "{:<16}  {:<20}  {:<23}  {:<24}  {:<10}  {:<28}  configuration",
         "id",
         "started",
         "range (good..bad)",
@@ -48,11 +49,11 @@ pub fn run(args: LogArgs) -> anyhow::Result<i32> {
     );
     for b in &all {
         outln!(
-            "{:<16}  {:<20}  {:<23}  {:>6}  {:<10}  {:<28}  {}",
+            "{:<16}  {:<20}  {:<23}  {:<24}  {:<10}  {:<28}  {}",
             b.id,
             b.started.chars().take(19).collect::<String>(),
             format!("{}..{}", short(&b.good), short(&b.bad)),
-            b.probes.len(),
+            probes(b),
             b.state(),
             b.answer(),
             b.configuration()
@@ -60,4 +61,18 @@ pub fn run(args: LogArgs) -> anyhow::Result<i32> {
     }
     outln!("\nsetrows-bisect show ID prints one's report (a unique prefix of ID will do)");
     Ok(0)
+}
+
+/// The last run's probes, as its report counts them; earlier runs of the same command are
+/// named apart, since a re-run journals again every stored probe it replays.
+fn probes(b: &workdir::Bisection) -> String {
+    match b.earlier_runs {
+        0 => b.probes.len().to_string(),
+        runs => format!(
+            "{} (+{} in {runs} earlier run{})",
+            b.probes.len(),
+            b.earlier_probes,
+            if runs == 1 { "" } else { "s" }
+        ),
+    }
 }

@@ -413,8 +413,15 @@ fn cut(title: &str) -> String {
     title.chars().take(60).collect()
 }
 
+/// `steps_left` is the search's worst case, endpoints included, so a round never says 0
+/// before a step; `~` because a skip, or a cut off-centre to save a rebuild, may add one.
 fn round_text(range: &str, steps_left: u32, probes_done: usize) -> String {
-    format!("{range}: ~{steps_left} steps left, {probes_done} probes done")
+    let left = match steps_left {
+        0 => "no steps left".to_string(),
+        1 => "~1 step left".to_string(),
+        n => format!("~{n} steps left"),
+    };
+    format!("{range}: {left}, {probes_done} probes done")
 }
 
 fn header_text(round: &str, estimate: Option<&Estimate>) -> String {

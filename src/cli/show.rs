@@ -83,6 +83,12 @@ fn from_journal(b: &workdir::Bisection) -> String {
                 .unwrap_or_else(|| "?".into())
         ));
     }
+    if b.earlier_runs > 0 {
+        s.push_str(&format!(
+            "\nThe probes of the last run; {} earlier run(s) of the same command journaled {} more.\n",
+            b.earlier_runs, b.earlier_probes
+        ));
+    }
     if b.conclusion.is_none() {
         s.push_str("\nUnfinished: re-run the same bisect command to resume it (stored probes are replayed).\n");
     }

@@ -172,11 +172,21 @@ impl Search {
         (lo, hi)
     }
 
-    /// Probes an exact binary search still needs in the worst case (a progress estimate).
+    /// Probes an exact binary search still needs in the worst case (a progress estimate),
+    /// the endpoints included: an untested endpoint next to the answer is probed before the
+    /// answer is claimed, so a range with nothing between its endpoints still has steps left.
     pub fn steps_left(&self) -> u32 {
+        let n = self.len();
         let (lo, hi) = self.bounds();
         let open = (lo + 1..hi).filter(|&i| self.verdicts[i].is_none()).count();
-        ceil_log2(open + 1)
+        let bad_open = hi == n - 1 && self.verdicts[n - 1].is_none();
+        let good_open = lo == 0 && self.verdicts[0].is_none();
+        // Midpoints end next to one endpoint at most; with none left, both may still be due.
+        let ends = match open {
+            0 => u32::from(bad_open) + u32::from(good_open),
+            _ => u32::from(bad_open || good_open),
+        };
+        ceil_log2(open + 1) + ends
     }
 
     /// The answer the search already holds while only endpoint checks remain: what it will

@@ -100,6 +100,11 @@ impl ScriptProber {
             "git -C {} worktree add --detach /tmp/setrows-repro {sha}\ncd /tmp/setrows-repro && export SRC=$PWD WORK=$PWD/build && mkdir -p \"$WORK\"\n",
             crate::core::shell::word(&repo.to_string_lossy())
         );
+        // What the probe's steps are given ($SETROWS_CMAKE_ARGS and the rest), spelled out:
+        // a shell of one's own defines none of it.
+        for (k, v) in &self.env {
+            s.push_str(&format!("export {k}={}\n", crate::core::shell::word(v)));
+        }
         if let Some(b) = &self.build {
             s.push_str(&format!(
                 "(cd \"$WORK\" && sh -c {})",

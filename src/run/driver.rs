@@ -368,13 +368,6 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
                 "event": "groups", "at": now(), "candidates": plan.range.candidates.len(), "groups": shown,
             }))?;
         }
-        let steps_left = search.steps_left();
-        shared.round(
-            &label,
-            steps_left,
-            steps_left,
-            rounds_left(steps_left, jobs),
-        );
         if told.is_none() {
             if let Some((answer, checking)) = search.provisional() {
                 let answer = in_candidates(&groups, answer);
@@ -384,6 +377,14 @@ fn search_loop(shared: &Shared<'_>, rule: &dyn Rule) -> Result<(Conclusion, usiz
         }
         match search.next(jobs) {
             Step::Probe(batch) => {
+                // A round is announced only when one runs: the last word is the verdict.
+                let steps_left = search.steps_left();
+                shared.round(
+                    &label,
+                    steps_left,
+                    steps_left,
+                    rounds_left(steps_left, jobs),
+                );
                 steps += 1;
                 let stored = shared.stored_keys();
                 let members: Vec<usize> = batch

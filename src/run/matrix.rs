@@ -33,6 +33,9 @@ pub struct Runner {
     pub work_dir: PathBuf,
     /// `None`: run on the host.
     pub engine: Option<Engine>,
+    /// A dry run's engine that did not answer, in words: the plan still describes the
+    /// containers a run would use, and says what it would lack (a run stops on it instead).
+    pub engine_lacking: Option<String>,
     pub probe: RawProbe,
     pub timeout: Option<Duration>,
     /// Further attempts after an infrastructure error.
@@ -99,6 +102,7 @@ impl Runner {
             repo,
             work_dir,
             engine,
+            engine_lacking: None,
             probe,
             timeout,
             retries,
@@ -284,7 +288,8 @@ impl Runner {
         launcher: Arc<dyn Launcher>,
         hip_env: Vec<(String, String)>,
     ) -> crate::run::probers::Place {
-        crate::run::probers::Place::new(launcher, self.engine.is_some(), hip_env)
+        let in_container = self.engine.is_some() || self.engine_lacking.is_some();
+        crate::run::probers::Place::new(launcher, in_container, hip_env)
     }
 
     /// The configuration as `run::probers` takes it (timeout: the runner's).

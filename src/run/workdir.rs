@@ -42,7 +42,12 @@ pub struct Bisection {
     pub predicate: String,
     /// The last run's conclusion, when it finished (a resumed run that did not finish is not).
     pub conclusion: Option<Conclusion>,
+    /// The probes of the last run of the command (what its report counts: a re-run journals
+    /// the stored probes it replays again, so summing every run counts them twice).
     pub probes: Vec<JournalProbe>,
+    /// Runs of the same command before the last one, and the probes they journaled.
+    pub earlier_runs: usize,
+    pub earlier_probes: usize,
     /// The commits the conclusion names (the culprit, or the suspects), as journaled.
     pub answer: Vec<String>,
     /// The command line, as journaled at the start.
@@ -146,6 +151,8 @@ pub fn read_bisection(journal: &Path) -> Result<Bisection, WorkDirError> {
         predicate: String::new(),
         conclusion: None,
         probes: Vec::new(),
+        earlier_runs: 0,
+        earlier_probes: 0,
         answer: Vec::new(),
         argv: Vec::new(),
         result: None,
@@ -159,6 +166,10 @@ pub fn read_bisection(journal: &Path) -> Result<Bisection, WorkDirError> {
             Some("start") => {
                 if b.started.is_empty() {
                     b.started = s("at");
+                } else {
+                    b.earlier_runs += 1;
+                    b.earlier_probes += b.probes.len();
+                    b.probes.clear();
                 }
                 b.good = s("good");
                 b.bad = s("bad");

@@ -127,7 +127,12 @@ pub(super) fn dry_run(
             crate::core::range::short_sha(&r.good)
         );
     }
-    let _ = writeln!(out, "{}", lying_bad(facts, p.plan.jobs, p.plan.endpoints));
+    let build_only = p.plan.predicate.regress.build_only();
+    let _ = writeln!(
+        out,
+        "{}",
+        lying_bad(facts, p.plan.jobs, p.plan.endpoints, build_only)
+    );
     match (&facts.unknown, doc.stored) {
         (Some(why), _) => {
             let _ = writeln!(out, "already in the store: not counted ({why})");
@@ -149,7 +154,7 @@ pub(super) fn dry_run(
         );
     }
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
-    if p.plan.predicate.regress.build_only() {
+    if build_only {
         let _ = writeln!(
             out,
             "build only: each probe stops after the build, no test runs (new = build_failed, old = built; untestable is a skip)"
@@ -170,7 +175,8 @@ pub(super) fn dry_run(
             let _ = writeln!(out, "  overridden by flag: {o}");
         }
     }
-    if let Some(r) = &p.reproducer {
+    // A build question runs no reproducer: the plan names only what runs.
+    if let Some(r) = p.reproducer.as_ref().filter(|_| !build_only) {
         let _ = writeln!(out, "reproducer: {} ({})", r.command(), r.extent());
         let _ = writeln!(out, "  arguments: {}", r.source);
         if r.is_decode() {
@@ -240,14 +246,21 @@ fn estimate(facts: &PlanFacts, n: usize, jobs: usize, ends: EndpointCheck) -> St
 /// With equal probe costs that point is exact (the real search, replayed); with build costs it
 /// comes earlier when `--bad` is an incremental build, never later than the whole walk, which
 /// the estimate bounds.
-fn lying_bad(facts: &PlanFacts, jobs: usize, ends: EndpointCheck) -> String {
+/// A build question refuses `--confidence` (a rebuild answers the same), so its plan does not
+/// offer it.
+fn lying_bad(facts: &PlanFacts, jobs: usize, ends: EndpointCheck, build_only: bool) -> String {
     let lazy = ends == EndpointCheck::Lazy;
     let probes = facts.lying_bad;
     format!(
-        "if --bad does not reproduce: reported after {probes} probe(s) when builds cost alike, \
+        "if --bad {}: reported after {probes} probe(s) when builds cost alike, \
          at most {} (the walk all the way to it){}",
+        if build_only {
+            "builds"
+        } else {
+            "does not reproduce"
+        },
         facts.worst.total.max(probes),
-        if lazy || jobs > 1 {
+        if lazy || jobs > 1 || build_only {
             ""
         } else {
             "; --confidence tests it first"

@@ -213,6 +213,9 @@ fn dry_run(args: &BisectConfigArgs, base: &str, plan: &LadderPlan) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let n = plan.values.len();
+    if let Some(lacking) = &plan.lacking {
+        let _ = writeln!(out, "{lacking}; it would stop before its first probe");
+    }
     let _ = writeln!(out, "axis: {} ({n} values)", args.axis);
     let _ = writeln!(out, "base configuration: {base}");
     let _ = writeln!(out, "revision: {} ({})", plan.sha, plan.rev);
@@ -238,6 +241,7 @@ fn dry_run(args: &BisectConfigArgs, base: &str, plan: &LadderPlan) -> String {
             ImagePlace::Image { image, engine, .. } => format!(
                 "in image {image} ({engine}): missing here, a run stops before its first probe"
             ),
+            ImagePlace::NoEngine { image } => format!("in image {image}"),
         };
         let _ = writeln!(
             out,

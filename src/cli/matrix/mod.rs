@@ -565,6 +565,9 @@ fn dry_run(p: &crate::run::matrix::request::Plan) -> String {
         "{} cells: {revs} revision(s) x {configs} configuration(s)\n",
         revs * configs,
     );
+    if let Some(lacking) = &p.lacking {
+        let _ = writeln!(out, "{lacking}; it would stop before its first cell");
+    }
     if p.build_only {
         out.push_str("build only: each cell stops after its build (built / build_failed); no test runs, no GPU is passed to the container\n");
     }

@@ -273,3 +273,41 @@ fn stored_candidates_are_asked_first_wherever_they_lie() {
         "{next:?}"
     );
 }
+
+/// The progress line's bound holds: before every step of a search with one slot, `steps_left`
+/// is at least the probes still to come, endpoints included (a two-candidate range probes both
+/// endpoints, and said "~0 steps left" before them), and it reaches 0 only when nothing is left.
+#[test]
+fn steps_left_bounds_the_probes_still_to_come_endpoints_included() {
+    for n in 2..=40usize {
+        for first_new in 1..n {
+            for ends in [EndpointCheck::First, EndpointCheck::Lazy] {
+                let oracle = |i: usize| {
+                    if i >= first_new {
+                        Verdict::New
+                    } else {
+                        Verdict::Old
+                    }
+                };
+                let mut s = Search::new((0..n as u64).collect(), ends);
+                let mut bounds = Vec::new();
+                let mut probes = Vec::new();
+                while let Step::Probe(wave) = s.next(1) {
+                    bounds.push(s.steps_left());
+                    for i in wave {
+                        probes.push(i);
+                        s.record(i, oracle(i));
+                    }
+                }
+                for (k, bound) in bounds.iter().enumerate() {
+                    let to_come = (probes.len() - k) as u32;
+                    assert!(
+                        *bound >= to_come,
+                        "n={n} first_new={first_new} {ends:?}: step {k} said {bound} left, {to_come} came ({probes:?})"
+                    );
+                }
+                assert_eq!(s.steps_left(), 0, "n={n} first_new={first_new} {ends:?}");
+            }
+        }
+    }
+}

@@ -73,6 +73,8 @@ pub struct LadderPlan {
     pub values: Vec<PlannedValue>,
     /// `--good-rev..--rev`, the commit level after the ladder.
     pub commit: Option<(String, String)>,
+    /// What a run would lack here (`Runner::engine_lacking`); a run stops on it.
+    pub lacking: Option<String>,
 }
 
 /// One ladder value as a run would take it.
@@ -96,6 +98,8 @@ pub enum ImagePlace {
         engine: String,
         missing: Option<String>,
     },
+    /// In `image`, but no engine answers here (a dry run's `LadderPlan::lacking` says which).
+    NoEngine { image: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -162,7 +166,7 @@ pub fn carry_out(p: Prepared, events: &dyn Sink) -> Result<Done, LadderError> {
 fn planned(p: &Prepared) -> LadderPlan {
     let n = p.ladder.values.len();
     let rev = &p.cells.revs[0];
-    let engine = p.cells.runner.engine.as_ref();
+    let runner = &p.cells.runner;
     LadderPlan {
         sha: rev.sha.clone(),
         rev: rev.rev.clone(),
@@ -182,13 +186,20 @@ fn planned(p: &Prepared) -> LadderPlan {
                 value: v.clone(),
                 id: c.id.clone(),
                 label: c.label(),
-                place: image_place(engine, c),
+                place: match (&runner.engine_lacking, &c.image) {
+                    (Some(_), Some(image)) => ImagePlace::NoEngine {
+                        image: image.clone(),
+                    },
+                    (Some(_), None) => ImagePlace::HostNoImage,
+                    (None, _) => image_place(runner.engine.as_ref(), c),
+                },
             })
             .collect(),
         commit: p
             .commit
             .as_ref()
             .map(|c| (c.good.to_string(), c.bad.to_string())),
+        lacking: runner.engine_lacking.clone(),
     }
 }
 

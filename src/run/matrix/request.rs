@@ -73,6 +73,8 @@ pub struct Plan {
     pub configurations: usize,
     /// `--build-only`: each cell would stop after its build.
     pub build_only: bool,
+    /// What a run would lack here (`Runner::engine_lacking`); a run stops on it.
+    pub lacking: Option<String>,
     pub cells: Vec<PlannedCell>,
 }
 
@@ -94,20 +96,38 @@ pub fn engine(choice: EngineChoice) -> Result<Option<Engine>, RunError> {
     Engine::detect(choice).map_err(|e| RunError::Engine(e.to_string()))
 }
 
+/// What a run would lack when `choice` names no engine that answers, in one sentence (a run
+/// says why in full when it stops on it).
+fn would_lack(choice: EngineChoice) -> String {
+    match choice {
+        EngineChoice::Podman => "a run would need podman: it does not answer here".into(),
+        EngineChoice::Docker => "a run would need docker: it does not answer here".into(),
+        _ => "a run would need podman or docker: none answers here".into(),
+    }
+}
+
 /// Resolves the revisions and opens the store. A dry run opens no store and reads each
 /// revision's tree facts from its commit instead of a checkout, so nothing is made; its cells
 /// are resolved from the same runner a run uses (`carry_out`).
 pub fn prepare(req: Request) -> Result<Prepared, RunError> {
     let dry = req.dry_run;
     let engine_choice = req.engine;
+    let (found, lacking) = match engine(req.engine) {
+        Ok(e) => (e, None),
+        // A dry run makes nothing: it plans the containers a run would use and says what the
+        // run would lack, instead of stopping where the run would.
+        Err(_) if dry => (None, Some(would_lack(req.engine))),
+        Err(e) => return Err(e),
+    };
     let mut runner = Runner::new(
         req.repo,
         req.work_dir,
-        engine(req.engine)?,
+        found,
         req.probe,
         req.retries,
         req.log_dir,
     );
+    runner.engine_lacking = lacking;
     runner.build_only = req.build_only;
     if let Some(t) = req.timeout {
         runner.timeout = Some(std::time::Duration::from_secs_f64(t));
@@ -174,6 +194,7 @@ fn planned(p: &Prepared) -> Plan {
         revisions: p.revs.len(),
         configurations: p.configs.len(),
         build_only: p.runner.build_only,
+        lacking: p.runner.engine_lacking.clone(),
         cells,
     }
 }
