@@ -380,7 +380,11 @@ fn refusal(code: i32, out: &str, err: &str) -> String {
 /// Nothing of the run exists: no probe ran (the script leaves a line per run in
 /// `invocations`), no work dir (no checkout, no store, no journal), no result file.
 fn nothing_ran(b: &Bisect) {
-    assert!(!b.p("invocations").exists(), "a probe ran: {:?}", b.probed());
+    assert!(
+        !b.p("invocations").exists(),
+        "a probe ran: {:?}",
+        b.probed()
+    );
     assert!(!b.p("work").exists(), "the work dir was made");
     assert!(!b.p("result.json").exists(), "a result was written");
 }
@@ -415,7 +419,9 @@ async fn a_token_github_refuses_stops_bisect_before_the_first_probe() {
     std::fs::write(&token_file, format!("{REFUSED}\n")).unwrap();
     let (code, out, err) = run({
         let mut c = b.cmd(&[]);
-        c.env_remove("GITHUB_TOKEN").arg("--token-file").arg(&token_file);
+        c.env_remove("GITHUB_TOKEN")
+            .arg("--token-file")
+            .arg(&token_file);
         c
     })
     .await;
@@ -489,7 +495,10 @@ async fn a_token_github_takes_is_checked_first_and_the_run_goes_on() {
         "{asked:?}"
     );
     assert_eq!(
-        asked.iter().filter(|(_, p)| p == "/repos/o/r/issues/1").count(),
+        asked
+            .iter()
+            .filter(|(_, p)| p == "/repos/o/r/issues/1")
+            .count(),
         1,
         "checked once: {asked:?}"
     );
@@ -591,7 +600,10 @@ async fn a_token_github_refuses_stops_matrix_before_the_first_cell() {
     );
     assert!(!marker.exists(), "a cell ran");
     assert!(!d.path().join("work").exists(), "the work dir was made");
-    assert!(!d.path().join("matrix-results").exists(), "results were written");
+    assert!(
+        !d.path().join("matrix-results").exists(),
+        "results were written"
+    );
     assert!(fake.comments().is_empty());
     // The token it takes: the same run goes on, its cell runs and is posted.
     let (code, out, err) = run(run_matrix(TOKEN)).await;

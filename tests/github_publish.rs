@@ -534,12 +534,18 @@ async fn the_token_check_reads_the_issue_and_tells_refusals_from_failures() {
     let p = Publisher::new("o/r#1".parse().unwrap(), &wrong, &server.uri()).unwrap();
     let err = p.check_access().await.unwrap_err();
     assert!(matches!(err, GithubError::Unauthorized { .. }), "{err:?}");
-    assert!(err.is_refusal() && !err.to_string().contains("ghp_wrong"), "{err}");
+    assert!(
+        err.is_refusal() && !err.to_string().contains("ghp_wrong"),
+        "{err}"
+    );
 
     let token = Token::new(TOKEN, "test").unwrap();
     let p = Publisher::new("o/r#2".parse().unwrap(), &token, &server.uri()).unwrap();
     let err = p.check_access().await.unwrap_err();
-    assert!(matches!(err, GithubError::NotFound { .. }) && err.is_refusal(), "{err:?}");
+    assert!(
+        matches!(err, GithubError::NotFound { .. }) && err.is_refusal(),
+        "{err:?}"
+    );
 
     let server = wiremock::MockServer::start().await;
     Mock::given(method("GET"))

@@ -362,13 +362,20 @@ async fn a_refused_token_writes_nothing_and_says_so_in_one_line() {
     let (summary, junit) = (dir.path().join("summary.md"), dir.path().join("junit.xml"));
     let refused = "ghp_REFUSED0TOKEN0the0stand0in0does0not0know";
     let mut c = bin();
-    c.args(["report", "--issue", "o/r#1", "--post", "--api-url", &server.uri()])
-        .arg("--junit")
-        .arg(&junit)
-        .arg("--results")
-        .args(&files)
-        .env("GITHUB_TOKEN", refused)
-        .env("GITHUB_STEP_SUMMARY", &summary);
+    c.args([
+        "report",
+        "--issue",
+        "o/r#1",
+        "--post",
+        "--api-url",
+        &server.uri(),
+    ])
+    .arg("--junit")
+    .arg(&junit)
+    .arg("--results")
+    .args(&files)
+    .env("GITHUB_TOKEN", refused)
+    .env("GITHUB_STEP_SUMMARY", &summary);
     let (code, out, err) = run(c).await;
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(out.is_empty(), "{out}");

@@ -336,7 +336,11 @@ pub fn verify_token(
         };
     }
     let holder = match &github.token_file {
-        Some(p) => format!("put a token that can {} in --token-file {}", need.verb(issue), p.display()),
+        Some(p) => format!(
+            "put a token that can {} in --token-file {}",
+            need.verb(issue),
+            p.display()
+        ),
         None => format!("set GITHUB_TOKEN to a token that can {}", need.verb(issue)),
     };
     let line = match &e {

@@ -402,9 +402,12 @@ fn finish(args: &MatrixArgs, results: crate::run::matrix::MatrixResults) -> anyh
         _ => crate::error::exit::BUILD_FAILED,
     };
     // Posted even with infrastructure errors (their cells say so); exit 3 either way then.
-    let code = args
-        .post
-        .publish(vec![AnyResult::Matrix(results)], code, &written, Some(&file));
+    let code = args.post.publish(
+        vec![AnyResult::Matrix(results)],
+        code,
+        &written,
+        Some(&file),
+    );
     out!("{md}");
     if failed_builds > 0 {
         errln!(
