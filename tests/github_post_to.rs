@@ -244,6 +244,15 @@ async fn a_failed_post_keeps_the_result_and_exits_3() {
         err.contains("read-only") && err.contains("not lost"),
         "{err}"
     );
+    // The hint names the file --json wrote, in the command that posts it again.
+    assert!(
+        err.contains(&format!(
+            "the JSON is in {0}; post them again with `setrows-bisect report --post --issue 'o/r#1' --api-url {1} --results {0}`",
+            b.p("result.json").display(),
+            server.uri()
+        )),
+        "{err}"
+    );
     assert_eq!(b.result()["first_bad"], b.shas[23].as_str());
     assert!(std::fs::read_to_string(b.p("report.md"))
         .unwrap()
@@ -352,4 +361,253 @@ async fn a_broken_state_block_starts_fresh_and_says_so() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(err.contains("seeded"), "{err}");
     assert_eq!(b.probed(), probed, "{err}");
+}
+
+/// A token GitHub refuses, as a run now meets it: one line, exit 2, before the first probe.
+const REFUSED: &str = "ghp_REFUSED0TOKEN0the0stand0in0does0not0know";
+
+/// The one line a refused run printed, checked for what every refusal must be: exit 2, exactly
+/// one stderr line that is an error, nothing on stdout, no token of either kind in it.
+fn refusal(code: i32, out: &str, err: &str) -> String {
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(out.is_empty(), "stdout: {out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("setrows-bisect: error: "), "{err}");
+    assert!(!err.contains(REFUSED) && !err.contains(TOKEN), "{err}");
+    err.trim_end().to_string()
+}
+
+/// Nothing of the run exists: no probe ran (the script leaves a line per run in
+/// `invocations`), no work dir (no checkout, no store, no journal), no result file.
+fn nothing_ran(b: &Bisect) {
+    assert!(
+        !b.p("invocations").exists(),
+        "a probe ran: {:?}",
+        b.probed()
+    );
+    assert!(!b.p("work").exists(), "the work dir was made");
+    assert!(!b.p("result.json").exists(), "a result was written");
+}
+
+#[tokio::test]
+async fn a_token_github_refuses_stops_bisect_before_the_first_probe() {
+    let (server, fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    let (code, out, err) = run({
+        let mut c = b.cmd(&[]);
+        c.env("GITHUB_TOKEN", REFUSED);
+        c
+    })
+    .await;
+    let line = refusal(code, &out, &err);
+    assert!(
+        line.contains("GitHub refused the token (401 Bad credentials) for o/r#1")
+            && line.contains("set GITHUB_TOKEN to a token that can comment on o/r#1")
+            && line.contains("drop --post-to"),
+        "{line}"
+    );
+    nothing_ran(&b);
+    // One question was asked: the issue, with the token.
+    assert_eq!(
+        github_support::requests(&server).await,
+        vec![("GET".to_string(), "/repos/o/r/issues/1".to_string())]
+    );
+    assert!(fake.comments().is_empty());
+
+    // The same token from --token-file: the line names the file to fix, not GITHUB_TOKEN.
+    let token_file = b.p("token");
+    std::fs::write(&token_file, format!("{REFUSED}\n")).unwrap();
+    let (code, out, err) = run({
+        let mut c = b.cmd(&[]);
+        c.env_remove("GITHUB_TOKEN")
+            .arg("--token-file")
+            .arg(&token_file);
+        c
+    })
+    .await;
+    let line = refusal(code, &out, &err);
+    assert!(
+        line.contains("(401 Bad credentials)")
+            && line.contains(&format!("in --token-file {}", token_file.display())),
+        "{line}"
+    );
+    nothing_ran(&b);
+}
+
+#[tokio::test]
+async fn an_issue_the_token_cannot_see_or_touch_stops_bisect_before_the_first_probe() {
+    let (server, _fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    // 404: no such issue, or a repository the token cannot see (GitHub says the same).
+    let (code, out, err) = run(b.cmd_to("o/r#2", &[])).await;
+    let line = refusal(code, &out, &err);
+    assert!(
+        line.contains("no issue o/r#2 (404 Not Found") && line.contains("drop --post-to"),
+        "{line}"
+    );
+    nothing_ran(&b);
+    // 403: a fine-grained token without access to this repository.
+    Mock::given(method("GET"))
+        .and(path("/repos/o/r/issues/1"))
+        .respond_with(ResponseTemplate::new(403).set_body_json(
+            serde_json::json!({"message": "Resource not accessible by personal access token"}),
+        ))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let (code, out, err) = run(b.cmd(&[])).await;
+    let line = refusal(code, &out, &err);
+    assert!(
+        line.contains("(403 Resource not accessible by personal access token)")
+            && line.contains("Issues read and write"),
+        "{line}"
+    );
+    nothing_ran(&b);
+    // --resume-from-issue alone needs only to read its issue, and says so.
+    let (code, out, err) = run({
+        let mut c = b.cmd_to("", &["--resume-from-issue", "o/r#1"]);
+        c.env("GITHUB_TOKEN", REFUSED);
+        c
+    })
+    .await;
+    let line = refusal(code, &out, &err);
+    assert!(
+        line.contains("a token that can read o/r#1") && line.contains("drop --resume-from-issue"),
+        "{line}"
+    );
+    nothing_ran(&b);
+}
+
+/// The check passes a token GitHub takes, first of all requests, and the run goes on to post.
+#[tokio::test]
+async fn a_token_github_takes_is_checked_first_and_the_run_goes_on() {
+    let (server, fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    let (code, out, err) = run(b.cmd(&[])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!err.contains("not verified"), "{err}");
+    assert!(b.probed().len() >= 4, "{err}");
+    assert_eq!(b.result()["first_bad"], b.shas[23].as_str());
+    let asked = github_support::requests(&server).await;
+    assert_eq!(
+        asked.first(),
+        Some(&("GET".to_string(), "/repos/o/r/issues/1".to_string())),
+        "{asked:?}"
+    );
+    assert_eq!(
+        asked
+            .iter()
+            .filter(|(_, p)| p == "/repos/o/r/issues/1")
+            .count(),
+        1,
+        "checked once: {asked:?}"
+    );
+    assert_eq!(fake.comments().len(), 1);
+    // A dry run asks GitHub nothing, not even the check.
+    let before = asked.len();
+    let (code, out, err) = run(b.cmd(&["--dry-run"])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(github_support::requests(&server).await.len(), before);
+}
+
+/// A check that cannot be made (nothing listens at the API address) is no refusal: the run says
+/// in one line that the token is not verified and goes on; its post then fails, and the hint
+/// names the file the run kept and the whole command that posts it.
+#[tokio::test]
+async fn an_unreachable_github_is_said_and_the_run_keeps_its_result_to_post_later() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let b = Bisect::new(&closed);
+    // `--json -`: the JSON goes to stdout, so the hint names the work dir's copy.
+    let script = format!(
+        "echo \"$(cat \"$SRC/n\")\" >> '{}'; test \"$(cat \"$SRC/state\")\" = good",
+        b.p("invocations").display()
+    );
+    let mut c = bin();
+    c.arg("bisect")
+        .args(["--good", &b.shas[0], "--bad", &b.shas[39]])
+        .arg("--repo")
+        .arg(b.p("repo"))
+        .arg("--work-dir")
+        .arg(b.p("work"))
+        .args(["--json", "-", "--script", &script])
+        .args(["--api-url", &closed, "--github-retries", "0"])
+        .args(["--post-to", "o/r#1"])
+        .env("GITHUB_TOKEN", TOKEN);
+    let (code, out, err) = run(c).await;
+    assert_eq!(code, 3, "{out}\n{err}");
+    let warned: Vec<&str> = err.lines().filter(|l| l.contains("not verified")).collect();
+    assert_eq!(warned.len(), 1, "{err}");
+    assert!(
+        warned[0].starts_with("setrows-bisect: warning:")
+            && warned[0].contains("o/r#1")
+            && warned[0].contains("cannot reach GitHub"),
+        "{err}"
+    );
+    assert!(b.probed().len() >= 4, "the run did not go on: {err}");
+    let result: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(result["first_bad"], b.shas[23].as_str());
+    let hint = err
+        .lines()
+        .find(|l| l.contains("post them again with"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let journal = b.p("work").join("journal");
+    let kept = std::fs::read_dir(&journal)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".result.json"))
+        .unwrap();
+    assert!(
+        hint.contains(&format!(
+            "`setrows-bisect report --post --issue 'o/r#1' --api-url {closed} --results {}`",
+            kept.display()
+        )),
+        "{hint}"
+    );
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    assert_eq!(saved["first_bad"], result["first_bad"]);
+}
+
+#[tokio::test]
+async fn a_token_github_refuses_stops_matrix_before_the_first_cell() {
+    let (server, fake) = start(100).await;
+    let d = tempfile::tempdir().unwrap();
+    let shas = history(&d.path().join("repo"), 3, 2);
+    let marker = d.path().join("ran");
+    let matrix = MATRIX.replace(
+        "script = 'test",
+        &format!("script = 'touch {}; test", marker.display()),
+    );
+    std::fs::write(d.path().join("matrix.toml"), matrix).unwrap();
+    let run_matrix = |token: &str| {
+        let mut c = bin();
+        c.current_dir(d.path())
+            .args(["matrix", "--engine", "none", "--rev", &shas[0]])
+            .args(["--post-to", "o/r#1", "--api-url", &server.uri()])
+            .env("SETROWS_WORK_DIR", d.path().join("work"))
+            .env("GITHUB_TOKEN", token)
+            .args(["--repo", "repo"]);
+        c
+    };
+    let (code, out, err) = run(run_matrix(REFUSED)).await;
+    let line = refusal(code, &out, &err);
+    assert!(
+        line.contains("GitHub refused the token (401 Bad credentials) for o/r#1")
+            && line.contains("drop --post-to"),
+        "{line}"
+    );
+    assert!(!marker.exists(), "a cell ran");
+    assert!(!d.path().join("work").exists(), "the work dir was made");
+    assert!(
+        !d.path().join("matrix-results").exists(),
+        "results were written"
+    );
+    assert!(fake.comments().is_empty());
+    // The token it takes: the same run goes on, its cell runs and is posted.
+    let (code, out, err) = run(run_matrix(TOKEN)).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(marker.exists(), "{err}");
+    assert_eq!(fake.comments().len(), 1, "{err}");
 }

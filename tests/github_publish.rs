@@ -516,3 +516,55 @@ async fn server_errors_on_reads_are_retried_a_bounded_number_of_times() {
     assert!(!err.is_usage());
     assert_eq!(count(&server, "GET", ISSUE_COMMENTS).await, 2);
 }
+
+/// The token check reads the issue: the issue GitHub shows passes; a refusal is a refusal
+/// (401, 404, 403), which the command line turns into exit 2; a 5xx is retried and then no
+/// refusal (the check could not be made); a 200 that is not the issue does not pass.
+#[tokio::test]
+async fn the_token_check_reads_the_issue_and_tells_refusals_from_failures() {
+    let (server, _fake) = start(100).await;
+    let p = publisher(&server.uri());
+    p.check_access().await.unwrap();
+    assert_eq!(
+        requests(&server).await,
+        vec![("GET".to_string(), "/repos/o/r/issues/1".to_string())]
+    );
+
+    let wrong = Token::new("ghp_wrong_token_value", "test").unwrap();
+    let p = Publisher::new("o/r#1".parse().unwrap(), &wrong, &server.uri()).unwrap();
+    let err = p.check_access().await.unwrap_err();
+    assert!(matches!(err, GithubError::Unauthorized { .. }), "{err:?}");
+    assert!(
+        err.is_refusal() && !err.to_string().contains("ghp_wrong"),
+        "{err}"
+    );
+
+    let token = Token::new(TOKEN, "test").unwrap();
+    let p = Publisher::new("o/r#2".parse().unwrap(), &token, &server.uri()).unwrap();
+    let err = p.check_access().await.unwrap_err();
+    assert!(
+        matches!(err, GithubError::NotFound { .. }) && err.is_refusal(),
+        "{err:?}"
+    );
+
+    let server = wiremock::MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/o/r/issues/1"))
+        .respond_with(ResponseTemplate::new(502).set_body_json(json!({"message": "Bad Gateway"})))
+        .mount(&server)
+        .await;
+    let mut p = publisher(&server.uri());
+    p.max_retries = 1;
+    let err = p.check_access().await.unwrap_err();
+    assert!(!err.is_refusal(), "{err:?}");
+    assert_eq!(requests(&server).await.len(), 2, "a 5xx is retried");
+
+    let server = wiremock::MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/o/r/issues/1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"number": 7})))
+        .mount(&server)
+        .await;
+    let err = publisher(&server.uri()).check_access().await.unwrap_err();
+    assert!(matches!(err, GithubError::BadResponse { .. }), "{err:?}");
+}

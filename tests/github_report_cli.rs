@@ -331,7 +331,8 @@ async fn a_locked_issue_says_unlock_or_post_elsewhere() {
     assert!(fake.comments().is_empty());
 }
 
-/// An issue that does not exist (or the token cannot see) is named in one line.
+/// An issue that does not exist (or the token cannot see) is named in one line, by the token
+/// check before anything is posted or written.
 #[tokio::test]
 async fn a_missing_issue_is_named_in_one_line() {
     let (server, _fake) = start(100).await;
@@ -339,11 +340,57 @@ async fn a_missing_issue_is_named_in_one_line() {
     let files = results(dir.path());
     let (code, _, err) = post(&server.uri(), "o/r#9", &files).await;
     assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
     let line = error_line(&err);
     assert!(
-        line.contains("404") && line.contains("issue o/r#9 exists"),
+        line.contains("404") && line.contains("no issue o/r#9") && line.contains("drop --post"),
         "{line}"
     );
+    assert_eq!(
+        github_support::requests(&server).await,
+        vec![("GET".to_string(), "/repos/o/r/issues/9".to_string())]
+    );
+}
+
+/// A token GitHub refuses is one line and exit 2 before anything is written: not the JUnit
+/// file, not the step summary, no comment read or posted.
+#[tokio::test]
+async fn a_refused_token_writes_nothing_and_says_so_in_one_line() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let files = results(dir.path());
+    let (summary, junit) = (dir.path().join("summary.md"), dir.path().join("junit.xml"));
+    let refused = "ghp_REFUSED0TOKEN0the0stand0in0does0not0know";
+    let mut c = bin();
+    c.args([
+        "report",
+        "--issue",
+        "o/r#1",
+        "--post",
+        "--api-url",
+        &server.uri(),
+    ])
+    .arg("--junit")
+    .arg(&junit)
+    .arg("--results")
+    .args(&files)
+    .env("GITHUB_TOKEN", refused)
+    .env("GITHUB_STEP_SUMMARY", &summary);
+    let (code, out, err) = run(c).await;
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!err.contains(refused), "{err}");
+    assert!(
+        err.starts_with("setrows-bisect: error: GitHub refused the token (401 Bad credentials) for o/r#1: set GITHUB_TOKEN to a token that can comment on o/r#1, or drop --post"),
+        "{err}"
+    );
+    assert!(!junit.exists() && !summary.exists());
+    assert_eq!(
+        github_support::requests(&server).await,
+        vec![("GET".to_string(), "/repos/o/r/issues/1".to_string())]
+    );
+    assert!(fake.comments().is_empty());
 }
 
 /// A comment deleted between our list and our edit (the edit answers 404) is looked for again

@@ -3,7 +3,8 @@
 workflow harness (tests/github_actions_run.rs).
 
 Serves what `setrows-bisect report --post` / `bisect --post-to` / `--resume-from-issue` call:
-GET /user, list issue comments (paginated), create a comment, edit a comment.
+GET /user, get an issue (the token check before a run), list issue comments (paginated), create
+a comment, edit a comment.
 
 What GitHub enforces for those calls, enforced here:
 - Tokens (with --tokens FILE; without it every token is a personal token of `fi-bot` that may
@@ -239,6 +240,14 @@ def main():
                 if kind == "installation":
                     return self._error(403, "Resource not accessible by integration", DOCS["user"])
                 return self._send(200, {"login": login, "id": 1, "type": "User"})
+            issue = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues/(\d+)", path)
+            if issue and method == "GET":
+                # Every issue exists and every repository is public: any valid token reads it
+                # (what a posting command asks first, to check its token).
+                o, r, n = issue.group(1), issue.group(2), int(issue.group(3))
+                return self._send(200, {"number": n, "title": f"issue {n}", "state": "open",
+                                        "locked": False,
+                                        "html_url": f"https://github.invalid/{o}/{r}/issues/{n}"})
             m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues/(\d+)/comments", path)
             byid = re.fullmatch(r"/repositories/(\d+)/issues/(\d+)/comments", path)
             if byid and method == "GET":

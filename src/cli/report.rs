@@ -6,7 +6,9 @@
 
 use crate::core::result::{self, AnyResult};
 use crate::error::CliError;
-use crate::github::{self, GithubOptions, IssueRef, Post, PostAction, PostOutcome, Token};
+use crate::github::{
+    self, GithubError, GithubOptions, IssueRef, Post, PostAction, PostOutcome, Token,
+};
 use crate::run::bisect::Resume;
 use clap::Args;
 use std::io::Write;
@@ -220,12 +222,34 @@ impl PostToArgs {
         Ok(())
     }
 
+    /// `--post-to`'s token, checked with GitHub before the run (`verify_token`); call it once
+    /// every offline input is known good and before anything is checked out, built or made,
+    /// and only when the run will post (a dry run asks GitHub nothing).
+    pub fn verify(&self) -> anyhow::Result<()> {
+        let Some(issue) = self.check()? else {
+            return Ok(());
+        };
+        let unverified = verify_token(&self.github, &issue, Need::Comment, "--post-to")?;
+        if let Some(reason) = unverified {
+            warn_unverified(&issue, &reason);
+        }
+        Ok(())
+    }
+
     /// The end of a `bisect` / `matrix` run whose results are already written to disk: posts
     /// them, and on failure says so (with how to post again) instead of losing the result.
-    /// Returns the exit code: `code` unchanged, except that a successful run (0) whose post
-    /// failed exits 3 (infrastructure), so CI notices the comment is stale; an inconclusive
-    /// run keeps its own code, which already fails the job.
-    pub fn publish(&self, results: Vec<AnyResult>, code: i32, written: &str) -> i32 {
+    /// `file` is the JSON the run wrote, which the retry command names: a hint ending in
+    /// `--results FILE` would leave the user to find it. Returns the exit code: `code`
+    /// unchanged, except that a successful run (0) whose post failed exits 3 (infrastructure),
+    /// so CI notices the comment is stale; an inconclusive run keeps its own code, which
+    /// already fails the job.
+    pub fn publish(
+        &self,
+        results: Vec<AnyResult>,
+        code: i32,
+        written: &str,
+        file: Option<&std::path::Path>,
+    ) -> i32 {
         let Some(raw) = &self.post_to else {
             return code;
         };
@@ -235,7 +259,8 @@ impl PostToArgs {
                 errln!(
                     "setrows-bisect: error: posting the results to {raw} failed: {e:#}\n\
                      setrows-bisect: the results are not lost: {written}; post them again with \
-                     `setrows-bisect report --issue {raw} --post --results FILE`"
+                     `{}`",
+                    self.repost_command(raw, file)
                 );
                 if code == crate::error::exit::FOUND {
                     crate::error::exit::INFRA
@@ -245,6 +270,123 @@ impl PostToArgs {
             }
         }
     }
+
+    /// The `report --post` line that posts `file` where this run meant to, pasteable: the
+    /// connection flags that differ from the defaults go with it (never the token itself).
+    fn repost_command(&self, issue: &str, file: Option<&std::path::Path>) -> String {
+        let mut argv: Vec<String> = ["setrows-bisect", "report", "--post", "--issue", issue]
+            .map(String::from)
+            .to_vec();
+        if self.github.api_url.trim_end_matches('/') != "https://api.github.com" {
+            argv.extend(["--api-url".into(), self.github.api_url.clone()]);
+        }
+        if let Some(p) = &self.github.token_file {
+            argv.extend(["--token-file".into(), p.display().to_string()]);
+        }
+        argv.push("--results".into());
+        let mut line = crate::core::shell::line(&argv);
+        match file {
+            Some(f) => {
+                line.push(' ');
+                line.push_str(&crate::core::shell::word(&f.display().to_string()));
+            }
+            None => line.push_str(" FILE"),
+        }
+        line
+    }
+}
+
+/// What a token must be able to do on the issue, for the line that says what to change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// `--post-to`, `report --post`: read the comments and write ours.
+    Comment,
+    /// `--resume-from-issue` alone: read the state block.
+    Read,
+}
+
+/// The token check of every command that talks to an issue, made before its work starts: a
+/// token GitHub refuses used to be found after hours of probing (exit 3 at the post), although
+/// it is the user's input like any flag. A refusal (401, 403, 404 or another 4xx) is exit 2 in
+/// one line naming the issue, what GitHub said and what to change. A check that could not be
+/// made (GitHub unreachable, a 5xx after retries, a rate limit, an answer that is not the
+/// issue) is no refusal: it is returned as `Some(reason)`, for the caller to say, and the run
+/// goes on, as an offline night still runs and keeps its results to post later; nothing calls
+/// that token verified.
+pub fn verify_token(
+    github: &GithubOptions,
+    issue: &IssueRef,
+    need: Need,
+    flag: &str,
+) -> anyhow::Result<Option<String>> {
+    let e = match github::check_access_blocking(github, issue) {
+        Ok(()) => return Ok(None),
+        Err(e) => e,
+    };
+    let redact = |s: String| {
+        let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        crate::probe::secrets::redact(&one_line, &crate::probe::secrets::redactions())
+    };
+    if !e.is_refusal() {
+        return match e.is_usage() {
+            // The token or --api-url as given (checked offline before; here for a caller
+            // that did not).
+            true => Err(e.into_cli()),
+            false => Ok(Some(redact(e.to_string()))),
+        };
+    }
+    let holder = match &github.token_file {
+        Some(p) => format!(
+            "put a token that can {} in --token-file {}",
+            need.verb(issue),
+            p.display()
+        ),
+        None => format!("set GITHUB_TOKEN to a token that can {}", need.verb(issue)),
+    };
+    let line = match &e {
+        GithubError::Unauthorized { message, .. } => {
+            format!("GitHub refused the token (401 {message}) for {issue}: {holder}, or drop {flag}")
+        }
+        GithubError::NotFound { .. } => format!(
+            "GitHub shows the token no issue {issue} (404 Not Found: it does not exist, or the token cannot see its repository): check the issue, or {holder}, or drop {flag}"
+        ),
+        GithubError::Forbidden { message, .. } => format!(
+            "GitHub refused the token access to {issue} (403 {message}): {holder} (fine-grained: Issues {}; classic: public_repo, or repo for a private one), or drop {flag}",
+            need.permission()
+        ),
+        GithubError::ReadOnlyToken { .. } => format!(
+            "GitHub refused the token access to {issue} (403 Resource not accessible by integration): {holder} (a workflow's GITHUB_TOKEN reaches only its own repository), or drop {flag}"
+        ),
+        GithubError::Http {
+            status, message, ..
+        } => format!(
+            "GitHub refused the token access to {issue} ({status} {message}): {holder}, or drop {flag}"
+        ),
+        other => format!("GitHub refused the token for {issue} ({other}): {holder}, or drop {flag}"),
+    };
+    Err(CliError::usage(redact(line)))
+}
+
+impl Need {
+    fn verb(self, issue: &IssueRef) -> String {
+        match self {
+            Need::Comment => format!("comment on {issue}"),
+            Need::Read => format!("read {issue}"),
+        }
+    }
+    fn permission(self) -> &'static str {
+        match self {
+            Need::Comment => "read and write",
+            Need::Read => "read",
+        }
+    }
+}
+
+/// One line: the run goes on with a token nobody checked, and what becomes of its results.
+fn warn_unverified(issue: &IssueRef, reason: &str) {
+    errln!(
+        "setrows-bisect: warning: the GitHub token is not verified for {issue} ({reason}); the run goes on: its results are posted at the end, or kept to post later if that fails too"
+    );
 }
 
 impl Default for PostToArgs {
@@ -289,6 +431,32 @@ impl BisectPostArgs {
         self.post.check()?;
         self.resume_issue()?;
         Ok(())
+    }
+
+    /// The token checked with GitHub (`verify_token`) on every issue this run will talk to:
+    /// `--post-to`'s when `posts` (a run that ends in a result), and `--resume-from-issue`'s
+    /// (read before the first probe). Call it after every offline check, before any work; never
+    /// for a dry run.
+    pub fn verify(&self, posts: bool) -> anyhow::Result<()> {
+        let post = match posts {
+            true => self.post.check()?,
+            false => None,
+        };
+        if let Some(issue) = &post {
+            if let Some(reason) =
+                verify_token(&self.post.github, issue, Need::Comment, "--post-to")?
+            {
+                warn_unverified(issue, &reason);
+            }
+        }
+        match self.resume_issue()? {
+            Some(issue) if post.as_ref() != Some(&issue) => {
+                // Unreachable here is said by the read itself a moment later (`resume`).
+                verify_token(&self.post.github, &issue, Need::Read, "--resume-from-issue")?;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     fn resume_issue(&self) -> anyhow::Result<Option<IssueRef>> {
@@ -420,6 +588,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         Some(plan) => lost_legs(plan, &mut results)?,
         None => Vec::new(),
     };
+    // The token checked with GitHub once every file is read, before anything is written (the
+    // JUnit file, the step summary): a refused one is exit 2 in one line. One that could not
+    // be checked goes on unsaid: the post a moment later asks again and says what it found.
+    if let Some(issue) = &issue {
+        verify_token(&args.github, issue, Need::Comment, "--post")?;
+    }
     let mut rendered = render_values(&results, args.key.as_deref(), run_url.as_deref());
     let stale = !lost.is_empty() && lost.len() == lost_total(&args)?;
     if stale {

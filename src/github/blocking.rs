@@ -72,6 +72,13 @@ pub fn load_state_blocking(
         .unwrap_or_else(|e| Err(runtime_error(e)))
 }
 
+/// [`Publisher::check_access`] for synchronous callers: the token check every posting command
+/// makes before its first probe.
+pub fn check_access_blocking(opts: &GithubOptions, issue: &IssueRef) -> Result<(), GithubError> {
+    block_on(async { opts.publisher(issue)?.check_access().await })
+        .unwrap_or_else(|e| Err(runtime_error(e)))
+}
+
 /// Runs a future to completion from synchronous code, on a fresh current-thread runtime.
 pub fn block_on<F: std::future::Future + Send>(fut: F) -> std::io::Result<F::Output>
 where

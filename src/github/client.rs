@@ -256,6 +256,32 @@ impl Publisher {
         }
     }
 
+    /// Reads the issue itself (`GET /repos/OWNER/REPO/issues/N`) with the token, so that a run
+    /// learns before its first probe, not after the last one, whether GitHub takes this token
+    /// here. The issue rather than `GET /user`: it proves the token is valid *and* can see the
+    /// issue posting needs, and it works for a workflow's GITHUB_TOKEN, which `GET /user`
+    /// refuses. Reading cannot prove the right to comment (GitHub has no cheap question for
+    /// that short of commenting); what it cannot see, it cannot comment on.
+    pub async fn check_access(&self) -> Result<(), GithubError> {
+        let i = &self.issue;
+        let route = format!("/repos/{}/{}/issues/{}", i.owner, i.repo, i.number);
+        let what = format!("check the token on {i} (GET {route})");
+        let ctx = Ctx {
+            what: &what,
+            target: &format!("issue {i}"),
+        };
+        let (v, _) = self.send(Method::GET, &route, None, true, &ctx).await?;
+        // An answer that is not this issue is not GitHub answering (a proxy's or portal's
+        // page): the token was not checked.
+        match v.get("number").and_then(serde_json::Value::as_u64) {
+            Some(n) if n == i.number => Ok(()),
+            _ => Err(GithubError::BadResponse {
+                what,
+                detail: "the answer is not the issue".into(),
+            }),
+        }
+    }
+
     /// The state block of our comment for `key`, if there is such a comment with a state block.
     pub async fn load_state(&self, key: &str) -> Result<Option<serde_json::Value>, GithubError> {
         self.load_state_former(key, None).await

@@ -22,7 +22,9 @@ pub mod options;
 pub mod state;
 
 pub use crate::report::document::{Document, Section};
-pub use blocking::{load_state_blocking, post_all_blocking, post_or_update_blocking, Post};
+pub use blocking::{
+    check_access_blocking, load_state_blocking, post_all_blocking, post_or_update_blocking, Post,
+};
 pub use body::MAX_BODY;
 pub use client::{post_or_update, PostAction, PostOutcome, Publisher};
 pub use former::Former;
@@ -213,6 +215,24 @@ impl GithubError {
                 | GithubError::NotFound { .. }
                 | GithubError::UnknownAuthor(_)
         )
+    }
+
+    /// GitHub answered and said no (a 4xx that is no rate limit): the token or the issue is
+    /// the user's to fix. Unreachable, a 5xx or a rate limit is a question not answered yet.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            GithubError::Unauthorized { .. }
+            | GithubError::ReadOnlyToken { .. }
+            | GithubError::ForeignRepository { .. }
+            | GithubError::Forbidden { .. }
+            | GithubError::Locked { .. }
+            | GithubError::NotFound { .. }
+            | GithubError::Unprocessable { .. } => true,
+            GithubError::Http { status, .. } => {
+                (400..500).contains(status) && !matches!(status, 408 | 429)
+            }
+            _ => false,
+        }
     }
 
     /// Maps to the command line's exit codes (2 = fix your input, 3 = infrastructure).

@@ -2,7 +2,8 @@
 //! comments live in memory, listing paginates with real `Link` headers, create and edit change
 //! them. Tests drive the real octocrab client against it and inspect what was sent.
 //!
-//! GitHub's answers it gives as GitHub does: issue 1 of o/r exists and any other is 404; a
+//! GitHub's answers it gives as GitHub does: issue 1 of o/r exists (`GET` of it answers the
+//! issue) and any other is 404; a
 //! locked issue refuses comments and edits with GitHub's 403 message; `DELETE` of a comment;
 //! bodies over 65,536 characters are 422; and `vanish_before_edit` deletes the comment an
 //! edit targets just before the edit arrives (someone deleting it between our list and edit).
@@ -107,6 +108,10 @@ impl Respond for FakeGithub {
         let mut s = self.state.lock().unwrap();
         match (method.as_str(), path.as_str()) {
             ("GET", "/user") => ResponseTemplate::new(200).set_body_json(json!({"login": BOT})),
+            // The issue itself: what a posting command reads to check its token first.
+            ("GET", "/repos/o/r/issues/1") => ResponseTemplate::new(200).set_body_json(json!({
+                "number": 1, "title": "set_rows fault", "state": "open", "locked": s.locked,
+                "html_url": format!("{}/o/r/issues/1", self.base)})),
             ("GET", "/repos/o/r/issues/1/comments")
             | ("GET", "/repositories/77/issues/1/comments") => {
                 let page: usize = query(req, "page").and_then(|p| p.parse().ok()).unwrap_or(1);

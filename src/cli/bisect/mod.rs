@@ -159,8 +159,13 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         mode,
         resume: None,
     };
-    // Last of all, the issue's state block (`--resume-from-issue`): an input like the
-    // repository, read once every flag is known good; `prepare` seeds the store with it.
+    // Last of all, GitHub: the token checked on the issues this run talks to (a refused one is
+    // exit 2 now, not after the last probe), then the issue's state block
+    // (`--resume-from-issue`), an input like the repository, read once every flag is known
+    // good; `prepare` seeds the store with it. A dry run asks GitHub nothing.
+    if req.mode != Mode::DryRun {
+        args.github.verify(req.mode == Mode::Run)?;
+    }
     req.resume = args.github.resume(&req)?;
     Ok(req)
 }
@@ -225,7 +230,7 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
 /// bisection's result published.
 fn deliver(p: &Prepared, done: Done, out: &Outputs) -> anyhow::Result<(i32, Option<BisectResult>)> {
     match done {
-        Done::Result(result) => publish(&result, out).map(|code| (code, Some(*result))),
+        Done::Result(result) => publish(p, &result, out).map(|code| (code, Some(*result))),
         Done::Planned(facts) => plan(p, &facts, out).map(|code| (code, None)),
         Done::Json(v) => {
             let text = serde_json::to_string_pretty(&v).unwrap_or_default();
@@ -267,7 +272,7 @@ fn plan(p: &Prepared, facts: &PlanFacts, out: &Outputs) -> anyhow::Result<i32> {
 /// cannot cost them; printing is the optional part. Every output is attempted even when one
 /// fails (a failed --report must not also cost the JSON and the comment); the first failure is
 /// returned afterwards.
-fn publish(result: &BisectResult, out: &Outputs) -> anyhow::Result<i32> {
+fn publish(p: &Prepared, result: &BisectResult, out: &Outputs) -> anyhow::Result<i32> {
     let md = report::markdown(result);
     // `--json -` makes standard output the JSON's alone: the report goes to stderr then.
     let json_on_stdout = out.json == Some(Path::new("-"));
@@ -278,22 +283,34 @@ fn publish(result: &BisectResult, out: &Outputs) -> anyhow::Result<i32> {
             failed.get_or_insert(e);
         }
     }
+    let mut json_file = None;
     if let Some(path) = out.json {
         let text = serde_json::to_string_pretty(result).unwrap_or_default() + "\n";
-        if let Err(e) = crate::cli::output::write("--json", path, text.as_bytes()) {
-            errln!("setrows-bisect: error: {e:#}");
-            failed.get_or_insert(e);
+        match crate::cli::output::write("--json", path, text.as_bytes()) {
+            Ok(()) => json_file = Some(path).filter(|_| !json_on_stdout),
+            Err(e) => {
+                errln!("setrows-bisect: error: {e:#}");
+                failed.get_or_insert(e);
+            }
         }
     }
-    let written = match out.json {
-        Some(_) if json_on_stdout => "the JSON went to standard output".to_string(),
-        Some(path) => format!("the JSON is in {}", path.display()),
-        None => "the report is printed below and kept in the work dir (`setrows-bisect log`, then `show ID`)".to_string(),
+    // The file a retry posts: --json's, else the copy the work dir keeps of every result
+    // (`run::stamp::finish_bisect`), which is there even when --json went to standard output.
+    let kept = p.store.result_path(&p.id);
+    let (written, file) = match json_file {
+        Some(path) => (format!("the JSON is in {}", path.display()), path),
+        None => (
+            format!("the result is kept in {}", kept.display()),
+            kept.as_path(),
+        ),
     };
     let results = vec![crate::core::result::AnyResult::Bisect(Box::new(
         result.clone(),
     ))];
-    let code = out.github.post.publish(results, result.exit_code, &written);
+    let code = out
+        .github
+        .post
+        .publish(results, result.exit_code, &written, Some(file));
     match (out.print, json_on_stdout) {
         (true, false) => outln!("{md}"),
         (true, true) => errln!("{md}"),

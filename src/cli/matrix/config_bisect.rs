@@ -88,6 +88,11 @@ fn request(args: &BisectConfigArgs) -> anyhow::Result<(Request, String)> {
         }
     }
     let commit = commit_level(args, &predicate)?;
+    // The token checked with GitHub, last of the checks (a refused one is exit 2 now, not
+    // after the ladder and the commit bisect); a dry run asks GitHub nothing.
+    if !args.dry_run {
+        args.commit.github.verify(true)?;
+    }
     errln!("{base_note}");
     let cells = crate::run::matrix::request::Request {
         repo: args.run.repo.repo.clone(),

@@ -269,6 +269,11 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         return cut_off(&args, &m, &configs, reason);
     }
     let request = request(&args, &m, &configs)?;
+    // The token checked with GitHub, last of the checks and before anything is made: a refused
+    // one is exit 2 now, not after every cell ran. A dry run asks GitHub nothing.
+    if !args.dry_run {
+        args.post.verify()?;
+    }
     use crate::run::matrix::request::{carry_out, prepare, Done};
     // One preparation: a dry run makes nothing and says what a run would do.
     let mut prepared = prepare(request).map_err(run_error)?;
@@ -412,10 +417,8 @@ fn finish(args: &MatrixArgs, results: crate::run::matrix::MatrixResults) -> anyh
     // Written and posted before it is printed: a closed standard output cannot cost them.
     write_results(&args.run.out, "matrix-results", &results, &md)?;
     let infra = results.infra_errors();
-    let written = format!(
-        "they are in {}",
-        args.run.out.join("matrix-results.json").display()
-    );
+    let file = args.run.out.join("matrix-results.json");
+    let written = format!("they are in {}", file.display());
     // A compile check fails when a build does, so a nightly job shows red on its own.
     let failed_builds = results
         .cells
@@ -427,9 +430,12 @@ fn finish(args: &MatrixArgs, results: crate::run::matrix::MatrixResults) -> anyh
         _ => crate::error::exit::BUILD_FAILED,
     };
     // Posted even with infrastructure errors (their cells say so); exit 3 either way then.
-    let code = args
-        .post
-        .publish(vec![AnyResult::Matrix(results)], code, &written);
+    let code = args.post.publish(
+        vec![AnyResult::Matrix(results)],
+        code,
+        &written,
+        Some(&file),
+    );
     out!("{md}");
     if failed_builds > 0 {
         errln!(
