@@ -369,8 +369,8 @@ fn simple_commands(toks: Vec<Tok>) -> Vec<Vec<String>> {
             Tok::Op(_) => out.push(Vec::new()),
         }
     }
+    let assignment = regex::Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*=").unwrap();
     for c in &mut out {
-        let assignment = regex::Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*=").unwrap();
         while c.first().is_some_and(|w| assignment.is_match(w)) {
             c.remove(0);
         }
