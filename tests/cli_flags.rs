@@ -496,8 +496,8 @@ fn every_flag_the_readme_docs_scripts_and_benchmarks_use_parses() {
     // The scan sees what it checks: flags of each kind of file.
     for (file, flag) in [
         ("README.md", "--config"),
-        ("README.md", "--graph"),
-        ("README.md", "--only"),
+        ("docs/strix-halo.md", "--graph"),
+        ("docs/configurations.md", "--only"),
         ("docs/github.md", "--post-to"),
         ("bench/real/fwht_pdl_cuda.sh", "--cache-type-k"),
         ("bench/flaky-wall.sh", "--jobs"),

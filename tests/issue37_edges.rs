@@ -280,7 +280,9 @@ fn the_reports_graph_is_a_first_class_choice() {
     assert!(text(&help).0.contains("--graph"), "--help");
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let quick = &readme[readme.find("## Strix Halo quick start").unwrap()..];
+    let quick = &readme[readme
+        .find("## Quick start: the Strix Halo replay")
+        .unwrap()..];
     let quick = &quick[..quick[3..].find("\n## ").unwrap()];
     assert!(quick.contains("--graph ds4"), "README's quick start");
 }
