@@ -752,6 +752,12 @@ fn the_docs_say_how_to_install_it() {
         "RUNNER_GUARD_ALLOW",
         "/etc/setrows-bisect/runner-allow",
         "any plan",
+        // What a refusal does and does not do, and the settings it does not replace.
+        "Runner.Worker",
+        "if: always()",
+        "actions/runner#2811",
+        "ephemeral or just-in-time runners",
+        "Require approval for all external contributors",
     ] {
         assert!(section.contains(needle), "Runner guard lacks {needle:?}");
     }
