@@ -347,6 +347,14 @@ fn fan_out_refuses_bad_input_in_one_line() {
             vec!["--max-bisects", "3", "--results", &p("notjson")],
             "--results",
         ),
+        (
+            vec!["--max-bisects", "3", "--finished", &p("notjson")],
+            "not a finished bisect",
+        ),
+        (
+            vec!["--max-bisects", "3", "--finished", &p("other.json")],
+            "--finished",
+        ),
     ] {
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_setrows-bisect"))
             .args(["fan-out", "--bisect-post", "false", "--json", &out])
