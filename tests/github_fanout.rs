@@ -1,9 +1,12 @@
 //! matrix.yml's bounded fan-out, end to end in the workflow harness (tests/workflows): the real
 //! plan job expands the real matrix.toml (264 HIP configurations and a CPU one); the GPU
 //! runner's work is stood in by copying each image's results for the night (written here: every
-//! HIP configuration failing), and the fan-out, dispatch and report jobs run as the YAML says,
-//! against the gh stand-in, which checks every `gh workflow run` against bisect.yml's inputs and
-//! keeps each run's artifacts for `gh run download`.
+//! HIP configuration failing, or the shipped one-revision nightly of master), and the fan-out,
+//! dispatch and report jobs run as the YAML says, against the gh stand-in, which checks every
+//! `gh workflow run` against bisect.yml's inputs and keeps each run's artifacts for `gh run
+//! download`. The bisects it dispatched run as bisect.yml says too (its GPU bisect stood in by a
+//! verdict of the range asked), so a range counts as bisected the way it does on GitHub: once
+//! bisect.yml reported it.
 
 mod fake_github;
 mod workflows;
@@ -97,6 +100,14 @@ struct World {
     h: Harness,
     failing: Vec<(String, usize)>,
     api: FakeGithub,
+    /// The plan job's images (name, ids).
+    images: Vec<(String, Vec<String>)>,
+    /// The night's results the GPU runner's stand-in copies.
+    night: PathBuf,
+    /// The repository standing in for ggml (a night's master is a commit of it).
+    ggml: PathBuf,
+    /// While this file exists, a GPU bisect ends in an infrastructure error (exit 3).
+    bisect_fails: PathBuf,
     _d: tempfile::TempDir,
 }
 
@@ -116,10 +127,24 @@ fn world() -> World {
     // The GPU runner's `matrix ... --out results/NAME` copies the night's results of NAME; the
     // compile check's `--build-only` writes nothing; every other command is the tool itself.
     let bin = d.path().join("tool");
+    let bisect_fails = d.path().join("bisect-fails");
     std::fs::write(
         &bin,
         format!(
             r#"#!/bin/sh
+if [ "$1" = bisect ]; then
+  # The GPU bisect: a verdict of the range asked (the golden result, its range replaced).
+  prev=""; json=""; report=""; good=""; bad=""
+  for a in "$@"; do
+    case "$prev" in --json) json=$a ;; --report) report=$a ;; --good) good=$a ;; --bad) bad=$a ;; esac
+    prev=$a
+  done
+  if [ -e '{fails}' ]; then echo "setrows-bisect: infrastructure: runner lost" >&2; exit 3; fi
+  mkdir -p "$(dirname "$json")" "$(dirname "$report")"
+  jq --arg g "$good" --arg b "$bad" '.range.good = $g | .range.bad = $b' '{golden}' > "$json" || exit 3
+  echo "bisected $good..$bad" > "$report"
+  exit 0
+fi
 if [ "$1" = matrix ]; then
   out=""; list=""; build=""; prev=""
   for a in "$@"; do
@@ -136,6 +161,8 @@ fi
 exec '{real}' "$@"
 "#,
             scen = scen.display(),
+            fails = bisect_fails.display(),
+            golden = root.join("tests/golden/bisect-result.json").display(),
             real = env!("CARGO_BIN_EXE_setrows-bisect"),
         ),
     )
@@ -159,11 +186,11 @@ exec '{real}' "$@"
     git(&["init", "-q"]);
     git(&["commit", "-q", "--allow-empty", "-m", "r0"]);
     let mut h = Harness::new(&project, &bin, &d.path().join("actions"));
-    h.repos.insert("ggml-org/ggml".into(), ggml);
+    h.repos.insert("ggml-org/ggml".into(), ggml.clone());
     // The runner has every image; the hosted runner's disk clean-up is not this test's.
     h.stand_in(
         "podman",
-        "#!/bin/sh\n[ \"$1 $2\" = 'image exists' ] && exit 0\nexit 97\n",
+        "#!/bin/sh\ncase \"$1 $2\" in 'image exists'|'image inspect') exit 0 ;; esac\nexit 97\n",
     );
     h.stand_in("sudo", "#!/bin/sh\nexit 0\n");
     // A posting report reaches the API stand-in on loopback, with the results token.
@@ -182,6 +209,10 @@ exec '{real}' "$@"
         h,
         failing,
         api,
+        images: imgs,
+        night: scen,
+        ggml,
+        bisect_fails,
         _d: d,
     }
 }
@@ -201,6 +232,17 @@ fn dispatches(h: &Harness, before: usize) -> Vec<Vec<(String, String)>> {
                     (k.to_string(), v.to_string())
                 })
                 .collect()
+        })
+        .collect()
+}
+
+/// Runs bisect.yml for each of these dispatches, as GitHub would; their results.
+fn run_bisects(w: &mut World, ds: &[Vec<(String, String)>]) -> Vec<String> {
+    ds.iter()
+        .map(|d| {
+            let inputs: serde_json::Map<String, Value> =
+                d.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            w.h.dispatch("bisect.yml", "workflow_dispatch", Value::Object(inputs))
         })
         .collect()
 }
@@ -257,6 +299,9 @@ fn two_hundred_sixty_four_failing_configurations_start_at_most_the_cap() {
             record["over_cap"].as_array().unwrap().len(),
             [5, 2, 0, 0][n]
         );
+        // GitHub runs them; each reports, so its range is bisected from now on.
+        let results = run_bisects(&mut w, &ds);
+        assert!(results.iter().all(|r| r == "success"), "{results:?}");
         if n == 0 {
             // The report names the rest.
             let summary = read(w.h.base.join("step-summary.md"));
@@ -302,6 +347,14 @@ fn fan_out_refuses_bad_input_in_one_line() {
             vec!["--max-bisects", "3", "--results", &p("notjson")],
             "--results",
         ),
+        (
+            vec!["--max-bisects", "3", "--finished", &p("notjson")],
+            "not a finished bisect",
+        ),
+        (
+            vec!["--max-bisects", "3", "--finished", &p("other.json")],
+            "--finished",
+        ),
     ] {
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_setrows-bisect"))
             .args(["fan-out", "--bisect-post", "false", "--json", &out])
@@ -318,7 +371,7 @@ fn fan_out_refuses_bad_input_in_one_line() {
 
 /// The nightly (schedule) posts, so its bisects post; bisects a `post: false` dispatch started
 /// posted nothing, so they do not count as done for it; the comment it posts names the ranges
-/// over the cap.
+/// over the cap; once its bisects reported, the next night starts the next ranges.
 #[test]
 fn a_posting_nightly_restarts_what_a_non_posting_dispatch_bisected() {
     let mut w = world();
@@ -349,6 +402,9 @@ fn a_posting_nightly_restarts_what_a_non_posting_dispatch_bisected() {
     );
     let posted = ranges(&w.h, 3, "true");
     assert_eq!(posted, dry);
+    // GitHub runs the posting bisects; each reports, so the next night starts others.
+    let ds = dispatches(&w.h, 3);
+    assert_eq!(run_bisects(&mut w, &ds), ["success"; 3]);
     w.h.dispatch("matrix.yml", "schedule", json!({}));
     let next = ranges(&w.h, 6, "true");
     assert_eq!(next.len(), 3);
@@ -393,4 +449,173 @@ fn a_failed_dispatch_is_not_counted_as_bisected() {
         .map(|g| g["bad"].as_str().unwrap())
         .collect();
     assert_eq!(bads, want, "{}", w.h.log.join("\n"));
+}
+
+/// A new commit on the ggml stand-in's master: its sha.
+fn commit(w: &World, msg: &str) -> String {
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&w.ggml)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    git(&["commit", "-q", "--allow-empty", "-m", msg]);
+    git(&["rev-parse", "HEAD"])
+}
+
+/// One night of the shipped matrix.toml (`revisions = ["master"]`): every configuration of
+/// every image tested once, at `master`; `broken` fails (a GPU fault), every other passes.
+fn write_master_night(w: &World, master: &str, broken: &str) {
+    for (name, ids) in &w.images {
+        let hip = name.starts_with("hip");
+        let doc = json!({
+            "schema": setrows_bisect::core::result::Kind::Matrix.tag(),
+            "matrix": "matrix.toml", "engine": "podman",
+            "revisions": [{"rev": "master", "sha": master}],
+            "configs": ids.iter().map(|id| json!({"id": id, "label": id,
+                "backend": if hip { "hip" } else { "cpu" }, "image": null})).collect::<Vec<_>>(),
+            "cells": ids.iter().map(|id| json!({"config": id, "rev": "master", "sha": master,
+                "outcome": if id == broken { "gpu_fault" } else { "pass" }, "signature": null,
+                "duration_s": 1.0, "build_s": 0.5, "test_s": 0.5, "attempts": 1,
+                "log": format!("logs/{id}.log")})).collect::<Vec<_>>(),
+        });
+        std::fs::write(w.night.join(format!("{name}.json")), doc.to_string()).unwrap();
+    }
+}
+
+/// A scheduled night of the shipped one-revision matrix at a new master: the dispatches it made
+/// and the fan-out section of the results comment it posted.
+fn master_night(
+    w: &mut World,
+    n: usize,
+    broken: &str,
+) -> (String, Vec<Vec<(String, String)>>, String) {
+    let master = commit(w, &format!("night {n}"));
+    write_master_night(w, &master, broken);
+    let before = dispatches(&w.h, 0).len();
+    let r = w.h.dispatch("matrix.yml", "schedule", json!({}));
+    let log = w.h.log.join("\n");
+    assert_eq!(r, "success", "night {n}: {log}");
+    assert_eq!(w.h.jobs["fan-out"].result, "success", "night {n}: {log}");
+    let body = w
+        .api
+        .comment_bodies()
+        .into_iter()
+        .rev()
+        .find(|b| b.contains("### New failures: bisects"))
+        .unwrap_or_else(|| panic!("night {n}: no fan-out section posted\n{log}"));
+    let section = body[body.find("### New failures: bisects").unwrap()..].to_string();
+    (master, dispatches(&w.h, before), section)
+}
+
+/// The nightly world of the shipped matrix.toml: bisecting new failures on, as its settings
+/// say; the configuration that breaks is the first HIP one.
+fn nightly() -> (World, String) {
+    let mut w = world();
+    let toml = std::fs::read_to_string(w.h.project.join("matrix.toml")).unwrap();
+    assert!(
+        toml.lines()
+            .any(|l| l.trim() == r#"revisions = ["master"]"#),
+        "the shipped matrix.toml no longer tests master only: this test is about that one"
+    );
+    w.h.vars.insert("BISECT_NEW_FAILURES".into(), json!("true"));
+    let broken = w
+        .images
+        .iter()
+        .find(|(name, _)| name.starts_with("hip"))
+        .unwrap()
+        .1[0]
+        .clone();
+    (w, broken)
+}
+
+/// Issue: with the shipped `revisions = ["master"]` a failure never had a passing revision in
+/// the same run, so the nightly said "No newly failing configuration" whatever failed. Night 1
+/// all pass (nothing to compare with yet, and the comment says so); night 2 a new commit breaks
+/// one configuration: exactly one bisect, night 1's master good and night 2's bad; it runs and
+/// reports; night 3 (master moved again, still failing) starts nothing and names it bisected.
+#[test]
+fn a_one_revision_nightly_bisects_what_broke_since_last_night_once() {
+    let (mut w, broken) = nightly();
+    let (a, ds, section) = master_night(&mut w, 1, "");
+    assert!(ds.is_empty(), "{ds:?}");
+    assert!(
+        section.contains(
+            "No earlier results to compare with: new failures start from the next night."
+        ),
+        "{section}"
+    );
+    assert!(!section.contains("No newly failing"), "{section}");
+
+    let (b, ds, section) = master_night(&mut w, 2, &broken);
+    assert_eq!(ds.len(), 1, "{ds:?}\n{section}");
+    let d = &ds[0];
+    assert_eq!(
+        (field(d, "config"), field(d, "good"), field(d, "bad")),
+        (broken.as_str(), a.as_str(), b.as_str())
+    );
+    assert_eq!((field(d, "post"), field(d, "shared_by")), ("true", "-"));
+    assert!(
+        section.contains(&format!("`{}..{}`: `{broken}`", &a[..12], &b[..12])),
+        "{section}"
+    );
+    assert_eq!(
+        run_bisects(&mut w, &ds),
+        ["success"],
+        "{}",
+        w.h.log.join("\n")
+    );
+    let finished: Value = serde_json::from_str(&read(
+        w.h.base.join("artifacts/bisect-finished/finished.json"),
+    ))
+    .unwrap();
+    assert_eq!(finished["good"], json!(a));
+
+    let (c, ds, section) = master_night(&mut w, 3, &broken);
+    assert!(ds.is_empty(), "started again: {ds:?}\n{section}");
+    assert!(
+        section.contains("**already bisected** (1 ranges, 1 configurations)")
+            && section.contains(&format!("`{}..{}`: `{broken}`", &a[..12], &c[..12])),
+        "{section}"
+    );
+    assert!(!section.contains("not finished"), "{section}");
+}
+
+/// A dispatched bisect is no answer: one that never ran (cancelled in the queue) or ended
+/// without a verdict (runner lost) leaves no result, so the next night starts the same range
+/// again (same good, same bad: the same question) and the comment names it "started, not
+/// finished"; once one reports, the night after starts nothing.
+#[test]
+fn a_bisect_without_a_result_is_started_again_the_next_night() {
+    let (mut w, broken) = nightly();
+    let (a, _, _) = master_night(&mut w, 1, "");
+    let (b, first, _) = master_night(&mut w, 2, &broken);
+    assert_eq!(first.len(), 1, "{first:?}");
+    // Night 2's bisect is cancelled in the queue: it never runs.
+    let (_, again, section) = master_night(&mut w, 3, &broken);
+    assert_eq!(again, first, "{section}");
+    let unfinished = format!(
+        "**started, not finished (an earlier run started it and no result came; started again)** (1 ranges, 1 configurations)\n\n- `{}..{}`: `{broken}`",
+        &a[..12],
+        &b[..12]
+    );
+    assert!(section.contains(&unfinished), "{section}");
+    // Night 3's runs and loses its runner: still no result.
+    std::fs::write(&w.bisect_fails, "").unwrap();
+    assert_eq!(run_bisects(&mut w, &again), ["failure"]);
+    let (_, again, section) = master_night(&mut w, 4, &broken);
+    assert_eq!(again, first, "{section}");
+    assert!(section.contains(&unfinished), "{section}");
+    std::fs::remove_file(&w.bisect_fails).unwrap();
+    assert_eq!(run_bisects(&mut w, &again), ["success"]);
+    let (_, ds, section) = master_night(&mut w, 5, &broken);
+    assert!(ds.is_empty(), "{ds:?}\n{section}");
+    assert!(section.contains("**already bisected**"), "{section}");
 }

@@ -29,6 +29,23 @@ pub fn read_results(paths: &[PathBuf]) -> anyhow::Result<Vec<AnyResult>> {
 }
 
 /// Reads a fan-out record; anything else is a one-line usage error naming the file.
+/// One `--finished` file (a bisect's reported result, core::fanout::Finished).
+pub fn read_finished(flag: &str, p: &std::path::Path) -> anyhow::Result<fanout::Finished> {
+    let shown = p.display();
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| CliError::usage(format!("{flag} {shown}: cannot read: {e}")))?;
+    let r: fanout::Finished = serde_json::from_str(&text)
+        .map_err(|e| CliError::usage(format!("{flag} {shown}: not a finished bisect: {e}")))?;
+    if r.schema != fanout::FINISHED_SCHEMA {
+        return Err(CliError::usage(format!(
+            "{flag} {shown}: schema {:?} is not {:?}",
+            r.schema,
+            fanout::FINISHED_SCHEMA
+        )));
+    }
+    Ok(r)
+}
+
 pub fn read_record(flag: &str, p: &std::path::Path) -> anyhow::Result<Record> {
     let shown = p.display();
     let text = std::fs::read_to_string(p)

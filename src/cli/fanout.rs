@@ -14,10 +14,15 @@ pub struct FanOutArgs {
     /// record carries the previous one's entries on.
     #[arg(value_parser = crate::cli::output::absolute, long, num_args = 1.., value_name = "FILE")]
     pub results: Vec<PathBuf>,
-    /// The previous fan-out record (`--json` of an earlier run): failures it bisected are not
-    /// started again.
+    /// The previous fan-out record (`--json` of an earlier run): each configuration's last pass
+    /// (tonight's failures pair with it), and the bisects it started.
     #[arg(value_parser = crate::cli::output::absolute, long, value_name = "FILE")]
     pub previous: Option<PathBuf>,
+    /// Results of bisects that reported (`finished.json` of bisect.yml's `bisect-finished`
+    /// artifact): only a range with a result counts as bisected; one started without a result
+    /// is started again.
+    #[arg(value_parser = crate::cli::output::absolute, long, num_args = 1.., value_name = "FILE")]
+    pub finished: Vec<PathBuf>,
     /// Start at most N bisects (0 to 64); the other ranges are named "not bisected: over the cap".
     #[arg(long, value_name = "N", value_parser = max_bisects, allow_negative_numbers = true)]
     pub max_bisects: usize,
@@ -40,6 +45,11 @@ pub fn run(args: FanOutArgs) -> anyhow::Result<i32> {
         Some(p) => Some(crate::cli::documents::read_record("--previous", p)?),
         None => None,
     };
+    let finished = args
+        .finished
+        .iter()
+        .map(|p| crate::cli::documents::read_finished("--finished", p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let results = crate::cli::documents::read_results(&args.results)?;
     let mut matrices = Vec::new();
     for (r, p) in results.iter().zip(&args.results) {
@@ -56,6 +66,7 @@ pub fn run(args: FanOutArgs) -> anyhow::Result<i32> {
     let record = fanout::plan(
         &matrices,
         previous.as_ref(),
+        &finished,
         args.max_bisects,
         args.bisect_post,
     );
@@ -76,15 +87,20 @@ pub fn run(args: FanOutArgs) -> anyhow::Result<i32> {
             if others.is_empty() { "-" } else { &others }
         );
     }
+    if !record.compared {
+        errln!("setrows-bisect: fan-out: {}", fanout::NO_EARLIER);
+    }
     let n = |gs: &[fanout::Group]| gs.iter().map(|g| g.configs.len()).sum::<usize>();
     errln!(
-        "setrows-bisect: fan-out: {} bisects started ({} configurations), {} ranges not bisected: over the cap ({} configurations), {} ranges already bisected ({} configurations)",
+        "setrows-bisect: fan-out: {} bisects started ({} configurations), {} ranges not bisected: over the cap ({} configurations), {} ranges already bisected ({} configurations), {} ranges started again: started, not finished ({} configurations)",
         record.started.len(),
         n(&record.started),
         record.over_cap.len(),
         n(&record.over_cap),
         record.already_bisected.len(),
-        n(&record.already_bisected)
+        n(&record.already_bisected),
+        record.unfinished.len(),
+        n(&record.unfinished)
     );
     Ok(crate::error::exit::FOUND)
 }
