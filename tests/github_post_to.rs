@@ -611,3 +611,30 @@ async fn a_token_github_refuses_stops_matrix_before_the_first_cell() {
     assert!(marker.exists(), "{err}");
     assert_eq!(fake.comments().len(), 1, "{err}");
 }
+
+/// A resume whose read fails for a reason that is not the user's (GitHub answers 502) loses
+/// the resume, not the bisection: one warning, then the run goes on from the local store.
+#[tokio::test]
+async fn a_failed_resume_read_is_a_warning_and_the_bisection_goes_on() {
+    let (server, _fake) = start(100).await;
+    Mock::given(method("GET"))
+        .and(path("/repos/o/r/issues/1/comments"))
+        .respond_with(ResponseTemplate::new(502))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let b = Bisect::new(&server.uri());
+    let (code, out, err) = run(b.cmd_to(
+        "",
+        &["--resume-from-issue", "o/r#1", "--github-retries", "0"],
+    ))
+    .await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("warning: could not read the bisect:")
+            && err.contains("starting from the local store"),
+        "{err}"
+    );
+    assert_eq!(b.result()["first_bad"], b.shas[23].as_str());
+    assert!(!err.contains(TOKEN), "{err}");
+}

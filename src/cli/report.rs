@@ -504,6 +504,12 @@ impl BisectPostArgs {
                 errln!("setrows-bisect: {key} comment on {issue}: {e}; starting from the local store (the next post replaces the block)");
                 None
             }
+            // GitHub unreachable, a 5xx, a rate limit: the resume is lost, not the bisection.
+            // The local store still answers what it holds; a refusal stays the user's to fix.
+            Err(e) if !e.is_refusal() => {
+                errln!("setrows-bisect: warning: could not read the {key} comment on {issue} ({e}); starting from the local store");
+                None
+            }
             r => r.map_err(|e| e.into_cli())?,
         };
         let Some(state) = state else {

@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 pub enum GitError {
     #[error("repository path {0} does not exist")]
     NoSuchPath(PathBuf),
-    #[error("{0} is not a git repository ({1}): run inside the checkout to bisect, or give --repo DIR")]
+    #[error(
+        "{0} is not a git repository ({1}): run inside the checkout to bisect, or give --repo DIR"
+    )]
     NotARepo(PathBuf, String),
     #[error("unknown revision `{rev}` (given as {flag}): {msg}")]
     UnknownRev {
