@@ -638,3 +638,35 @@ async fn a_failed_resume_read_is_a_warning_and_the_bisection_goes_on() {
     assert_eq!(b.result()["first_bad"], b.shas[23].as_str());
     assert!(!err.contains(TOKEN), "{err}");
 }
+
+/// A transferred (301) or deleted (410) issue is the user's to fix, not an infrastructure
+/// error: one line, exit 2, before the first probe, saying where it went when GitHub says.
+#[tokio::test]
+async fn a_moved_or_deleted_issue_is_one_line_before_the_first_probe() {
+    for (status, body, want) in [
+        (
+            301,
+            serde_json::json!({"message": "Moved Permanently", "url": "https://api.github.com/repositories/42/issues/7"}),
+            "has moved (301) to https://api.github.com/repositories/42/issues/7; post to the issue it moved to",
+        ),
+        (
+            410,
+            serde_json::json!({"message": "This issue was deleted"}),
+            "was deleted (410); post to another issue",
+        ),
+    ] {
+        let (server, _fake) = start(100).await;
+        Mock::given(method("GET"))
+            .and(path("/repos/o/r/issues/1"))
+            .respond_with(ResponseTemplate::new(status).set_body_json(body))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        let b = Bisect::new(&server.uri());
+        let (code, out, err) = run(b.cmd(&["--github-retries", "0"])).await;
+        assert_eq!(code, 2, "{status}: {out}\n{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{status}: {err}");
+        assert!(err.contains(want), "{status}: {err}");
+        assert!(b.probed().is_empty(), "{status}: a probe ran: {err}");
+    }
+}

@@ -117,6 +117,23 @@ pub(crate) fn classify(
             what,
             target: ctx.target.to_string(),
         },
+        // A transferred issue answers 301 with where it went (`url` in the body); following it
+        // would post somewhere the user never named, so the user decides.
+        301 | 308 => GithubError::Moved {
+            what,
+            target: ctx.target.to_string(),
+            status: status.as_u16(),
+            to: serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .and_then(|v| v.get("url")?.as_str().map(String::from))
+                .filter(|u| u.starts_with("https://") && !u.contains(char::is_whitespace))
+                .map(|u| format!(" to {}", u.chars().take(200).collect::<String>()))
+                .unwrap_or_default(),
+        },
+        410 => GithubError::Gone {
+            what,
+            target: ctx.target.to_string(),
+        },
         422 => {
             let details = serde_json::from_str::<serde_json::Value>(text)
                 .ok()

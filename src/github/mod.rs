@@ -165,6 +165,16 @@ pub enum GithubError {
     CommentVanished { what: String, attempts: u32 },
     #[error("{what}: not found (404). Check that {target} exists and that the token can see it (private repositories need a token with access)")]
     NotFound { what: String, target: String },
+    #[error("{what}: {target} has moved ({status}){to}; post to the issue it moved to (--post-to, --issue, vars.RESULTS_ISSUE)")]
+    Moved {
+        what: String,
+        target: String,
+        status: u16,
+        /// ` to <url>` when GitHub said where, else empty.
+        to: String,
+    },
+    #[error("{what}: {target} was deleted (410); post to another issue (--post-to, --issue, vars.RESULTS_ISSUE)")]
+    Gone { what: String, target: String },
     #[error("{what}: GitHub refused the request as invalid (422: {message}{details})")]
     Unprocessable {
         what: String,
@@ -213,6 +223,8 @@ impl GithubError {
                 | GithubError::Forbidden { .. }
                 | GithubError::Locked { .. }
                 | GithubError::NotFound { .. }
+                | GithubError::Moved { .. }
+                | GithubError::Gone { .. }
                 | GithubError::UnknownAuthor(_)
         )
     }
@@ -227,6 +239,8 @@ impl GithubError {
             | GithubError::Forbidden { .. }
             | GithubError::Locked { .. }
             | GithubError::NotFound { .. }
+            | GithubError::Moved { .. }
+            | GithubError::Gone { .. }
             | GithubError::Unprocessable { .. } => true,
             GithubError::Http { status, .. } => {
                 (400..500).contains(status) && !matches!(status, 408 | 429)
