@@ -639,6 +639,13 @@ fn three_queued_runs_of_each_workflow_lose_nothing() {
         ],
         vec![nightly.clone(), own(true), nightly.clone()],
         vec![nightly.clone(), own(true), own(false)],
+        // A quiet dispatch (matrix.toml's revisions, `post: false`) queued behind a pending
+        // nightly that posts: the nightly must still run.
+        vec![
+            nightly.clone(),
+            nightly.clone(),
+            ("matrix.yml", "workflow_dispatch", json!({"post": false})),
+        ],
         // What changes a bisect's outcome, queued between runs that differ from it only there.
         vec![
             bisect("bisect.yml", "cpu-a", false),
@@ -665,13 +672,13 @@ fn three_queued_runs_of_each_workflow_lose_nothing() {
             bisect("bisect-distributed.yml", "cpu-a", true),
         ],
     ];
-    for q in &queues[..6] {
+    for q in &queues[..7] {
         assert_eq!(h.queue_plan(q), [], "{q:?}");
     }
     // Runs that all post one question's comment: every bisect runs (no whole run is
     // cancelled); what GitHub may still drop is a pending edit of that comment superseded by a
     // later run's edit of the same comment, which is the one answer the comment shows.
-    for q in &queues[6..] {
+    for q in &queues[7..] {
         let plan = h.queue_plan(q);
         assert!(
             plan.iter().all(|(_, g)| g
@@ -698,11 +705,8 @@ fn three_queued_runs_of_each_workflow_lose_nothing() {
             &format!("results-comment-{issue}-bisect-"),
         );
     }
-    undo(
-        "matrix.yml",
-        "matrix-gfx1151-${{ inputs.revisions && github.run_id || 'default' }}",
-        "matrix-gfx1151",
-    );
+    let matrix_group = "matrix-gfx1151-${{ inputs.revisions && github.run_id || 'default' }}-post-${{ github.event_name == 'schedule' || inputs.post }}-bisect-${{ inputs.bisect_new_failures || vars.BISECT_NEW_FAILURES == 'true' }}";
+    undo("matrix.yml", matrix_group, "matrix-gfx1151");
     undo(
         "bisect.yml",
         "-post-${{ inputs.post }}-resume-${{ inputs.resume }}\n",
@@ -729,9 +733,10 @@ fn three_queued_runs_of_each_workflow_lose_nothing() {
     assert!(lost[1].iter().any(|(r, _)| *r == 1), "{lost:?}");
     assert!(lost[2].contains(&(1, None)), "{lost:?}");
     assert!(lost[3].contains(&(1, None)), "{lost:?}");
+    assert!(lost[4].contains(&(1, None)), "{lost:?}");
     // The question's group alone: the middle run (the one that posts, or that asks afresh or
     // to a confidence) is replaced by the last.
-    for l in &lost[4..8] {
+    for l in &lost[5..9] {
         assert!(l.contains(&(1, None)), "{lost:?}");
     }
     // Only the non-posting report's own group differs from before in the last queue: with the
@@ -739,7 +744,7 @@ fn three_queued_runs_of_each_workflow_lose_nothing() {
     undo(
         "matrix.yml",
         "matrix-gfx1151\n",
-        "matrix-gfx1151-${{ inputs.revisions && github.run_id || 'default' }}\n",
+        &format!("{matrix_group}\n"),
     );
     undo(
         "matrix.yml",
