@@ -67,7 +67,9 @@ fn main() {
     println!(
         "`--confidence 0.95`, one slot, `First` endpoints; {trials} histories per cell ({trials_2000} at N = 2000), seed {seed}\n"
     );
-    println!("| N | p | log2(N)/C(p) | mean runs | x bound | p90 runs | max runs | right (95% CI) |");
+    println!(
+        "| N | p | log2(N)/C(p) | mean runs | x bound | p90 runs | max runs | right (95% CI) |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for n in [100usize, 400, 2000] {
         let t = if n >= 2000 { trials_2000 } else { trials };
