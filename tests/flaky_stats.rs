@@ -132,3 +132,24 @@ fn runs_stay_near_the_information_limit() {
         s.mean_runs / limit
     );
 }
+
+#[test]
+fn the_benchmark_cell_is_reproduced_run_for_run() {
+    // `examples/flaky_bench.rs`'s cell N = 100, p = 0.3 with its first 50 histories (seed 1):
+    // the simulation is deterministic, so these counts move only when the Session's decisions
+    // do. A change that moves them must say why and refresh BENCHMARKS.md.
+    let s = batch(100, 0.3, 50, 1, |h: &History, seed| {
+        trial(
+            h,
+            Policy::Confidence {
+                confidence: 0.95,
+                max_runs: None,
+            },
+            EndpointCheck::First,
+            1,
+            seed,
+        )
+    });
+    let total = (s.mean_runs * f64::from(s.trials)).round() as u64;
+    assert_eq!((s.right, s.wrong, total), (49, 1, 3526), "{s:?}");
+}

@@ -321,6 +321,17 @@ struct FlakySchema {
     rate_low: f64,
     rate_high: f64,
     runs: u64,
+    confirmation: Option<ConfirmationSchema>,
+}
+
+/// Mirror of `flaky::Confirmation` for the JSON Schema.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct ConfirmationSchema {
+    runs: u64,
+    at_parent: u64,
+    from: f64,
+    to: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -136,6 +136,14 @@ fn summary(b: &BisectResult) -> String {
         ));
     }
     md.push_str(&format!("- confidence: {}\n", confidence(b)));
+    if let Some(a) = &b.flaky {
+        if let Some(c) = &a.confirmation {
+            md.push_str(&format!(
+                "- confirmation: {}\n",
+                escape::inline(&c.line(a.runs, a.requested))
+            ));
+        }
+    }
     let title = |sha: &str| {
         b.info(sha)
             .map(|i| format!(" {}", escape::inline_short(&i.title, 80)))

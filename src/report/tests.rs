@@ -539,3 +539,32 @@ fn the_time_to_the_answer_stands_beside_the_time_to_the_checked_one() {
         "{md}"
     );
 }
+
+#[test]
+fn a_flaky_answer_says_what_its_confirmation_took() {
+    use crate::core::flaky::{Assessment, Confirmation};
+    let mut b = bisect_found();
+    b.flaky = Some(Assessment {
+        confidence: 0.951,
+        requested: 0.95,
+        rate: 0.3,
+        rate_low: 0.15,
+        rate_high: 0.5,
+        runs: 64,
+        confirmation: Some(Confirmation {
+            runs: 23,
+            at_parent: 21,
+            from: 0.81,
+            to: 0.951,
+        }),
+    });
+    let md = render(&[&AnyResult::Bisect(Box::new(b.clone()))]).to_markdown(None);
+    assert!(
+        md.contains("- confirmation: confirming the answer took 23 of 64 runs (21 at its parent): P(answer) rose from 0.81, when it became the likeliest, to 0.95 (requested 0.95)\n"),
+        "{md}"
+    );
+    // Without one (a document from before it existed) the line is absent.
+    b.flaky.as_mut().unwrap().confirmation = None;
+    let md = render(&[&AnyResult::Bisect(Box::new(b))]).to_markdown(None);
+    assert!(!md.contains("confirming the answer"), "{md}");
+}

@@ -236,6 +236,73 @@ pub struct Assessment {
     pub rate_low: f64,
     pub rate_high: f64,
     pub runs: u64,
+    /// The runs spent after the search had its answer, so a reader sees how much of the time
+    /// went on making it believable rather than on finding it. Absent in documents written
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
+}
+
+/// The tail of the runs that only raised the answer's posterior: from the run after which the
+/// answer was the likeliest candidate and stayed so, to the last run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// Runs made after the answer became (for good) the likeliest.
+    pub runs: u64,
+    /// Of those, the runs at the answer's parent (the commit right before it).
+    pub at_parent: u64,
+    /// P(answer) when it became the likeliest, and after the last run.
+    pub from: f64,
+    pub to: f64,
+}
+
+impl Confirmation {
+    /// Replays the runs in order through the posterior. `None` when the answer never became
+    /// the likeliest, or when the runs contradict the model.
+    pub fn of(candidates: usize, runs: &[(usize, Verdict)], answer: &[usize]) -> Option<Self> {
+        let first = *answer.first()?;
+        let mut ev = vec![Evidence::default(); candidates];
+        // (runs made when the answer last became the likeliest, P(answer) then)
+        let mut since: Option<(usize, f64)> = None;
+        let mut to = 0.0;
+        for (k, &(i, v)) in runs.iter().enumerate() {
+            if let Some(e) = ev.get_mut(i) {
+                e.add(v);
+            }
+            let Some(b) = belief(&ev, Beta::UNIFORM) else {
+                since = None;
+                continue;
+            };
+            let mass: f64 = answer.iter().filter_map(|&j| b.culprit.get(j)).sum();
+            let rival = (0..b.culprit.len())
+                .filter(|j| !answer.contains(j))
+                .map(|j| b.culprit[j])
+                .fold(0.0f64, f64::max);
+            if mass > rival {
+                since.get_or_insert((k + 1, mass));
+            } else {
+                since = None;
+            }
+            to = mass;
+        }
+        let (start, from) = since?;
+        let tail = &runs[start..];
+        Some(Confirmation {
+            runs: tail.len() as u64,
+            at_parent: tail.iter().filter(|&&(i, _)| i + 1 == first).count() as u64,
+            from,
+            to,
+        })
+    }
+
+    /// One line for the report: where the time after the answer went, and why (the posterior
+    /// the stopping rule needed).
+    pub fn line(&self, total: u64, requested: f64) -> String {
+        format!(
+            "confirming the answer took {} of {} runs ({} at its parent): P(answer) rose from {:.2}, when it became the likeliest, to {:.2} (requested {:.2})",
+            self.runs, total, self.at_parent, self.from, self.to, requested
+        )
+    }
 }
 
 impl Assessment {
@@ -248,6 +315,7 @@ impl Assessment {
     ) -> Option<Self> {
         let runs: Vec<(usize, Verdict)> = runs.into_iter().collect();
         let total = runs.len() as u64;
+        let confirmation = Confirmation::of(candidates, &runs, answer.candidates());
         let post = posterior(&evidence_from_runs(candidates, runs), Beta::UNIFORM)?;
         Some(Assessment {
             confidence: post.confidence(answer),
@@ -256,6 +324,7 @@ impl Assessment {
             rate_low: post.rate.quantile(0.05),
             rate_high: post.rate.quantile(0.95),
             runs: total,
+            confirmation,
         })
     }
 

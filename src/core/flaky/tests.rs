@@ -400,3 +400,48 @@ fn robust_mass_takes_the_rate_at_its_lower_bound() {
     let want = 1.0 / (1.0 + (1.0 - p).powi(2));
     assert!((robust - want).abs() < 0.01, "{robust} vs {want}");
 }
+
+#[test]
+fn confirmation_counts_the_runs_after_the_answer_led() {
+    use Verdict::{New, Old};
+    // Candidates 0 (good) .. 4 (bad); the answer is 3, its parent 2.
+    let runs = [
+        (4, New), // 1..4 equally likely: 3 does not lead
+        (0, Old), // the good endpoint says nothing about the culprit
+        (2, Old), // 3 and 4 tie: still no lead
+        (3, New), // 3 leads from here on
+        (2, Old),
+        (2, Old),
+        (1, Old),
+    ];
+    let c = Confirmation::of(5, &runs, &[3]).expect("3 leads at the end");
+    assert_eq!((c.runs, c.at_parent), (3, 2));
+    let after = |k: usize| {
+        let e = evidence_from_runs(5, runs[..k].iter().copied());
+        belief(&e, Beta::UNIFORM).unwrap().culprit[3]
+    };
+    assert!((c.from - after(4)).abs() < 1e-12, "{c:?}");
+    assert!((c.to - after(runs.len())).abs() < 1e-12, "{c:?}");
+    assert!(c.from < c.to, "{c:?}");
+    assert_eq!(
+        c.line(7, 0.95),
+        format!(
+            "confirming the answer took 3 of 7 runs (2 at its parent): P(answer) rose from {:.2}, when it became the likeliest, to {:.2} (requested 0.95)",
+            c.from, c.to
+        )
+    );
+    // Before its own failure the answer only ties its parent (runs 1 to 3 above); the count
+    // starts at the run that breaks the tie.
+    // An answer that never led has no confirmation.
+    assert_eq!(Confirmation::of(5, &[(4, New)], &[3]), None);
+}
+
+#[test]
+fn the_assessment_carries_the_confirmation() {
+    use Verdict::{New, Old};
+    let runs = vec![(4, New), (0, Old), (3, New), (2, Old), (2, Old)];
+    let a = Assessment::of(5, runs.clone(), &Conclusion::Found { index: 3 }, 0.95).unwrap();
+    assert_eq!(a.confirmation, Confirmation::of(5, &runs, &[3]));
+    // 3 leads once its parent has passed once more than it (the 4th run): one run follows.
+    assert_eq!(a.confirmation.map(|c| (c.runs, c.at_parent)), Some((1, 1)));
+}
