@@ -211,13 +211,35 @@ pub enum GithubError {
 impl GithubError {
     /// Errors the user fixes by changing input (token, issue, flags) rather than retrying.
     pub fn is_usage(&self) -> bool {
+        self.names_the_token_or_issue()
+            || matches!(
+                self,
+                GithubError::InvalidIssue(_)
+                    | GithubError::InvalidKey(_)
+                    | GithubError::InvalidApiUrl(_)
+                    | GithubError::Token(_)
+                    | GithubError::UnknownAuthor(_)
+            )
+    }
+
+    /// GitHub answered and said no (a 4xx that is no rate limit): the token or the issue is
+    /// the user's to fix. Unreachable, a 5xx or a rate limit is a question not answered yet.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            GithubError::Unprocessable { .. } => true,
+            GithubError::Http { status, .. } => {
+                (400..500).contains(status) && !matches!(status, 408 | 429)
+            }
+            e => e.names_the_token_or_issue(),
+        }
+    }
+
+    /// GitHub's no that names what to change: the token (its rights) or the issue (gone,
+    /// moved, locked, unseen). One list for both rules above.
+    fn names_the_token_or_issue(&self) -> bool {
         matches!(
             self,
-            GithubError::InvalidIssue(_)
-                | GithubError::InvalidKey(_)
-                | GithubError::InvalidApiUrl(_)
-                | GithubError::Token(_)
-                | GithubError::Unauthorized { .. }
+            GithubError::Unauthorized { .. }
                 | GithubError::ReadOnlyToken { .. }
                 | GithubError::ForeignRepository { .. }
                 | GithubError::Forbidden { .. }
@@ -225,28 +247,7 @@ impl GithubError {
                 | GithubError::NotFound { .. }
                 | GithubError::Moved { .. }
                 | GithubError::Gone { .. }
-                | GithubError::UnknownAuthor(_)
         )
-    }
-
-    /// GitHub answered and said no (a 4xx that is no rate limit): the token or the issue is
-    /// the user's to fix. Unreachable, a 5xx or a rate limit is a question not answered yet.
-    pub fn is_refusal(&self) -> bool {
-        match self {
-            GithubError::Unauthorized { .. }
-            | GithubError::ReadOnlyToken { .. }
-            | GithubError::ForeignRepository { .. }
-            | GithubError::Forbidden { .. }
-            | GithubError::Locked { .. }
-            | GithubError::NotFound { .. }
-            | GithubError::Moved { .. }
-            | GithubError::Gone { .. }
-            | GithubError::Unprocessable { .. } => true,
-            GithubError::Http { status, .. } => {
-                (400..500).contains(status) && !matches!(status, 408 | 429)
-            }
-            _ => false,
-        }
     }
 
     /// Maps to the command line's exit codes (2 = fix your input, 3 = infrastructure).
