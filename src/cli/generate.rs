@@ -65,10 +65,10 @@ fn bash(script: &str) -> String {
     let mut s = script.replace("setrows__subcmd__bisect", "setrows__bisect");
     let files = "COMPREPLY=($(compgen -f \"${cur}\"))";
     for (flag, what) in DYNAMIC {
-        let name = match what {
-            Candidates::Config => "config",
-            Candidates::Op => "op",
-        };
+        // The helper's own spelling of `what`, as clap parses it back.
+        let name = clap::ValueEnum::to_possible_value(&what)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
         let ask = format!(
             "COMPREPLY=($(compgen -W \"$(\"${{COMP_WORDS[0]}}\" complete {name} -- \"${{COMP_WORDS[@]}}\" 2>/dev/null)\" -- \"${{cur}}\"))"
         );

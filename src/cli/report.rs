@@ -284,15 +284,8 @@ impl PostToArgs {
             argv.extend(["--token-file".into(), p.display().to_string()]);
         }
         argv.push("--results".into());
-        let mut line = crate::core::shell::line(&argv);
-        match file {
-            Some(f) => {
-                line.push(' ');
-                line.push_str(&crate::core::shell::word(&f.display().to_string()));
-            }
-            None => line.push_str(" FILE"),
-        }
-        line
+        argv.push(file.map_or("FILE".into(), |f| f.display().to_string()));
+        crate::core::shell::line(&argv)
     }
 }
 
@@ -442,12 +435,8 @@ impl BisectPostArgs {
             true => self.post.check()?,
             false => None,
         };
-        if let Some(issue) = &post {
-            if let Some(reason) =
-                verify_token(&self.post.github, issue, Need::Comment, "--post-to")?
-            {
-                warn_unverified(issue, &reason);
-            }
+        if posts {
+            self.post.verify()?;
         }
         match self.resume_issue()? {
             Some(issue) if post.as_ref() != Some(&issue) => {
