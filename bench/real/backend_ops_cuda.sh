@@ -8,6 +8,10 @@
 #   GOOD_NAME BAD_NAME FIRST_BAD_NAME    how the summary names them
 #   OP            the test-backend-ops op (-o)
 #   CMAKE_EXTRA   (array) CMake flags beyond the tool's defaults, the same on both sides
+#   APPLY_UP APPLY_PATH  (optional) the fix whose test is applied to every tree: the tool gets
+#                 `--apply <fix>:APPLY_PATH`; git's step applies the same diff with `git apply -3`
+#                 before its build and restores the tree after its run (a tree it does not apply
+#                 to is a skip, 125)
 #
 # then calls `backend_ops_cuda_main "$@"`:
 #
@@ -58,6 +62,12 @@ local a
 TOOL_ARGS=(--repo "$S/tool-src" --good "$good" --bad "$bad" --probe-kind backend-ops --op "$OP"
    --backend cuda --gpu-target 90 --engine none)
 for a in ${CMAKE_EXTRA[@]+"${CMAKE_EXTRA[@]}"}; do TOOL_ARGS+=("--cmake-arg=$a"); done
+fix=
+if [ -n "${APPLY_UP:-}" ]; then
+  fix=$(up "$S/tool-src" "$APPLY_UP")
+  [ -n "$fix" ] || { echo "the bundle lacks the applied fix $APPLY_UP" >&2; exit 3; }
+  TOOL_ARGS+=(--apply "$fix:$APPLY_PATH")
+fi
 TOOL_ARGS+=(--work-dir "$S/w")
 "$BIN" "${TOOL_ARGS[@]}" --dry-run >"$OUT/dry-run.txt" 2>&1
 if [ "${GIT_FIRST:-0}" = 1 ]; then bo_git_side; bo_tool_side; else bo_tool_side; bo_git_side; fi
@@ -67,7 +77,7 @@ bo_summary
 # The tool: the command a user types (a resumed call is the same command: its journal).
 bo_tool_side() {
   [ "${TOOL_SIDE:-1}" != 0 ] && ! [ -s "$OUT/tool.json" ] || return 0
-  ph "tool: setrows-bisect --good <$GOOD_NAME> --bad <$BAD_NAME> --probe-kind backend-ops --op $OP --backend cuda --gpu-target 90${CMAKE_EXTRA[*]:+ --cmake-arg=${CMAKE_EXTRA[*]}}"
+  ph "tool: setrows-bisect --good <$GOOD_NAME> --bad <$BAD_NAME> --probe-kind backend-ops --op $OP --backend cuda --gpu-target 90${CMAKE_EXTRA[*]:+ --cmake-arg=${CMAKE_EXTRA[*]}}${APPLY_UP:+ --apply <$APPLY_UP>:$APPLY_PATH}"
   local t0 rc
   t0=$(date +%s.%N)
   timeout -s INT $((stop_at - $(date +%s) - 20)) "$BIN" "${TOOL_ARGS[@]}" --json "$OUT/tool.json.part" --report "$OUT/tool.md" >>"$OUT/tool.log" 2>&1
@@ -89,13 +99,18 @@ bo_git_side() {
   fi
   cat >"$S/git-step.sh" <<STEP
 b='$S/git-build'; h=\$(git rev-parse --short=10 HEAD)
+if [ -n '$fix' ]; then
+  git diff '$fix^' '$fix' -- '${APPLY_PATH:-}' | git apply -3 >"\$b.apply.log" 2>&1 ||
+    { git reset -q --hard; echo "git-step \$h apply-failed" >>'$S/git-steps.txt'; exit 125; }
+fi
 if [ \$((\$(date +%s) + $need)) -gt $((stop_at - 15)) ]; then echo "git-stop \$h: too little time left in this call" >>'$S/git-steps.txt'; exit 255; fi
 t0=\$(date +%s.%N)
 cmake -S . -B "\$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CCACHE=OFF -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 ${CMAKE_EXTRA[*]} \\
   -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF >"\$b.configure.log" 2>&1 &&
-  cmake --build "\$b" --target test-backend-ops >"\$b.build.log" 2>&1 || { echo "git-step \$h build-failed" >>'$S/git-steps.txt'; exit 125; }
+  cmake --build "\$b" --target test-backend-ops >"\$b.build.log" 2>&1 || { [ -z '$fix' ] || git reset -q --hard; echo "git-step \$h build-failed" >>'$S/git-steps.txt'; exit 125; }
 t1=\$(date +%s.%N)
 "\$b/bin/test-backend-ops" test -o $OP -b CUDA0 >"\$b.run.log" 2>&1; rc=\$?
+[ -z '$fix' ] || git reset -q --hard
 fails=\$(grep -c 'FAIL\$' "\$b.run.log"); cases=\$(grep -c '^  $OP(' "\$b.run.log")
 echo "git-step \$h upstream \$(git log -1 --format=%B | sed -n 's/^Upstream-commit: //p' | cut -c1-9) build_s \$(python3 -c "print(round(\$t1 - \$t0, 1))") run_s \$(python3 -c "print(round(\$(date +%s.%N) - \$t1, 1))") rc \$rc cases \$cases fail_lines \$fails" >>'$S/git-steps.txt'
 [ \$rc -ne 0 ] && exit 1
