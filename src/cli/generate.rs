@@ -2,6 +2,7 @@
 //! definition, so they cannot drift from `--help`. Both print through `out!`, so a reader that
 //! quits early (`| head -1`) ends them with exit 0, as it ends `git log`.
 
+use crate::error::Exit;
 use clap::{Args, CommandFactory};
 use std::path::{Path, PathBuf};
 
@@ -45,7 +46,7 @@ const DYNAMIC: [(&str, Candidates); 3] = [
     ("--op", Candidates::Op),
 ];
 
-pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
+pub fn completions(args: CompletionsArgs) -> anyhow::Result<Exit> {
     let mut cmd = crate::cli::Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "setrows-bisect", &mut script);
@@ -54,7 +55,7 @@ pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
         script = bash(&script);
     }
     out!("{script}");
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// clap_complete's bash script for a hyphenated name labels its cases `setrows__subcmd__bisect_…`
@@ -80,7 +81,7 @@ fn bash(script: &str) -> String {
 
 /// `setrows-bisect complete config|op -- WORDS`: one candidate a line. Whatever goes wrong
 /// (no matrix, no ggml here) is no candidates, never an error on the user's prompt.
-pub fn complete(args: CompleteArgs) -> anyhow::Result<i32> {
+pub fn complete(args: CompleteArgs) -> anyhow::Result<Exit> {
     let after = |flag: &str| {
         args.words
             .iter()
@@ -102,7 +103,7 @@ pub fn complete(args: CompleteArgs) -> anyhow::Result<i32> {
     for n in names {
         outln!("{n}");
     }
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// Examples for a page, by command name ("" is the top-level page): one line each, so a
@@ -204,7 +205,7 @@ fn examples_of(name: &str) -> &'static [(&'static str, &'static str)] {
         .map_or(&[][..], |(_, e)| e)
 }
 
-pub fn man(args: ManArgs) -> anyhow::Result<i32> {
+pub fn man(args: ManArgs) -> anyhow::Result<Exit> {
     let mut cmd = crate::cli::Cli::command().disable_help_subcommand(true);
     cmd.build();
     match args.out_dir {
@@ -220,7 +221,7 @@ pub fn man(args: ManArgs) -> anyhow::Result<i32> {
         }
         None => out!("{}", page(cmd, examples_of(""))?),
     }
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// One page per visible command, named as clap_mangen names them (`setrows-bisect-log.1`).

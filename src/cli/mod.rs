@@ -90,8 +90,8 @@ pub enum Command {
     Complete(crate::cli::generate::CompleteArgs),
 }
 
-/// Runs the parsed command; returns the process exit code.
-pub fn run(cli: Cli) -> anyhow::Result<i32> {
+/// Runs the parsed command; returns how the process ends.
+pub fn run(cli: Cli) -> anyhow::Result<crate::error::Exit> {
     match cli.command {
         None => crate::cli::bisect::run(cli.bisect),
         Some(Command::Bisect(a)) => crate::cli::bisect::run(a),
@@ -138,8 +138,8 @@ impl clap::ValueEnum for crate::core::outcome::Regress {
 }
 
 /// Prints a command-line parse error as the tool prints its own (`setrows-bisect: error: ...`,
-/// one line) and returns the exit code; `--help` and `--version` keep clap's output as is.
-pub fn render_parse_error(e: clap::Error) -> i32 {
+/// one line) and returns how the process ends; `--help` and `--version` keep clap's output as is.
+pub fn render_parse_error(e: clap::Error) -> crate::error::Exit {
     use clap::error::ErrorKind;
     if matches!(
         e.kind(),
@@ -148,10 +148,10 @@ pub fn render_parse_error(e: clap::Error) -> i32 {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         let _ = e.print();
-        return e.exit_code();
+    } else {
+        errln!("setrows-bisect: error: {}", one_line_parse_error(&e));
     }
-    errln!("setrows-bisect: error: {}", one_line_parse_error(&e));
-    crate::error::exit::USAGE
+    crate::error::Exit::of_parse_error(&e)
 }
 
 /// clap's message up to its usage/tip part, on one line, without the `error: ` prefix.
