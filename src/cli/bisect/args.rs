@@ -257,37 +257,34 @@ pub fn bundled_kind() -> impl clap::builder::TypedValueParser<Value = crate::cor
 
 #[cfg(test)]
 mod tests {
-    use super::heading;
-    use crate::cli::Cli;
-    use clap::CommandFactory;
+    use super::{heading, BisectArgs};
+    use clap::Args;
 
-    /// Every flag of the main command (with and without `bisect`) is in one of its sections, and
-    /// `-h` shows exactly the first bisect's flags.
+    /// Every flag of the main command (with and without `bisect`: both are these) is in one of
+    /// its sections, and `-h` shows exactly the first bisect's flags.
     #[test]
     fn every_flag_has_a_section_and_short_help_shows_the_first_bisect() {
-        let cli = Cli::command();
-        for c in [&cli, cli.find_subcommand("bisect").unwrap()] {
-            let mut n = 0;
-            for a in c.get_arguments().filter(|a| !a.is_positional()) {
-                let id = a.get_id().as_str();
-                if id == "help" || id == "version" {
-                    continue;
-                }
-                n += 1;
-                let h = a
-                    .get_help_heading()
-                    .unwrap_or_else(|| panic!("{id}: in no section"));
-                assert!(heading::ALL.contains(&h), "{id}: {h}");
-                assert_eq!(
-                    a.is_hide_short_help_set(),
-                    !super::FIRST_BISECT.contains(&id),
-                    "{id} ({h})"
-                );
-                if heading::LONG_ONLY.contains(&h) {
-                    assert!(a.is_hide_short_help_set(), "{id} ({h}) is for CI or GitHub");
-                }
+        let bisect = BisectArgs::augment_args(clap::Command::new("bisect"));
+        let mut n = 0;
+        for a in bisect.get_arguments().filter(|a| !a.is_positional()) {
+            let id = a.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
             }
-            assert!(n > 40, "{n} flags");
+            n += 1;
+            let h = a
+                .get_help_heading()
+                .unwrap_or_else(|| panic!("{id}: in no section"));
+            assert!(heading::ALL.contains(&h), "{id}: {h}");
+            assert_eq!(
+                a.is_hide_short_help_set(),
+                !super::FIRST_BISECT.contains(&id),
+                "{id} ({h})"
+            );
+            if heading::LONG_ONLY.contains(&h) {
+                assert!(a.is_hide_short_help_set(), "{id} ({h}) is for CI or GitHub");
+            }
         }
+        assert!(n > 40, "{n} flags");
     }
 }
