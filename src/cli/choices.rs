@@ -28,3 +28,86 @@ impl clap::ValueEnum for crate::core::outcome::Regress {
         })
     }
 }
+
+/// `--backend`, in the order the help has always listed them.
+impl clap::ValueEnum for crate::core::build::Backend {
+    fn value_variants<'a>() -> &'a [Self] {
+        use crate::core::build::Backend::*;
+        &[Cpu, Cuda, Hip]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}
+
+/// `--memory`: the core's own words, so a configuration and the flag cannot spell it apart.
+impl clap::ValueEnum for crate::core::build::Memory {
+    fn value_variants<'a>() -> &'a [Self] {
+        &crate::core::build::Memory::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}
+
+/// `--wave-size`: the two widths a HIP build of the replay compiles in; any other number would
+/// reach CMake and fail there, minutes later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WaveSize {
+    #[value(name = "32")]
+    W32,
+    #[value(name = "64")]
+    W64,
+}
+
+impl WaveSize {
+    pub fn lanes(self) -> u32 {
+        match self {
+            WaveSize::W32 => 32,
+            WaveSize::W64 => 64,
+        }
+    }
+}
+
+/// `--graphs`: a flag that is off unless asked could not say "off" over a configuration's "on".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+impl Switch {
+    pub fn is_on(self) -> bool {
+        self == Switch::On
+    }
+}
+
+/// `--graph`: a replay graph by the name users know, standing for the built-in matrix's
+/// `[params.NAME]` that holds its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Graph {
+    // No doc comments here: clap would print them under --graph in --help, which --graph's
+    // own text already covers.
+    DecodeReuse,
+    Ds4,
+}
+
+impl Graph {
+    /// The `[params.NAME]` of the built-in matrix that holds this graph's arguments.
+    pub const fn params(self) -> &'static str {
+        match self {
+            Graph::DecodeReuse => "decode-reuse",
+            Graph::Ds4 => "decode-ds4",
+        }
+    }
+}
+
+/// As typed on the command line, so a message quotes the flag the way the user wrote it.
+impl std::fmt::Display for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = clap::ValueEnum::to_possible_value(self).expect("no variant is skipped");
+        f.write_str(name.get_name())
+    }
+}

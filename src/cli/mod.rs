@@ -214,6 +214,11 @@ mod tests {
                 "'crash'",
             ),
             (&["matrix", "--lsit"][..], "'--list'"),
+            (
+                &["--good", "a", "--bad", "b", "--memory", "unifed"][..],
+                "'unified'",
+            ),
+            (&["matrix", "--graph", "ds"][..], "'ds4'"),
         ] {
             let argv = std::iter::once("setrows-bisect").chain(typed.iter().copied());
             let line = one_line_parse_error(&Cli::try_parse_from(argv).unwrap_err());

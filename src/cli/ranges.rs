@@ -16,7 +16,10 @@ pub fn engine(s: &str) -> Result<crate::probe::container::EngineChoice, String> 
         "none" => Ok(EngineChoice::None),
         "ds4" | "generic" | "decode-reuse" => Err(format!(
             "{s:?} is a graph of the replay, not a container engine: use --graph {} (--engine takes auto, podman, docker or none)",
-            if s == "ds4" { "ds4" } else { "decode-reuse" }
+            match s {
+                "ds4" => crate::cli::choices::Graph::Ds4,
+                _ => crate::cli::choices::Graph::DecodeReuse,
+            }
         )),
         _ => Err(format!(
             "{s:?} is not a container engine: auto, podman, docker or none"

@@ -113,8 +113,8 @@ pub struct BisectArgs {
     /// The backend of a bundled probe: cpu, cuda or hip
     ///
     /// Backend the bundled reproducer targets (used when --script is absent).
-    #[arg(long, value_parser = ["cpu", "cuda", "hip"], help_heading = PROBE)]
-    pub backend: Option<String>,
+    #[arg(long, value_enum, help_heading = PROBE)]
+    pub backend: Option<crate::core::build::Backend>,
     /// `--graph`: the replay's graph.
     #[command(flatten, next_help_heading = PROBE)]
     pub graph: GraphFlag,
@@ -200,17 +200,17 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "TARGET", help_heading = CONFIGURATION)]
     pub gpu_target: Option<String>,
     /// HIP wave size compiled in (`-DDFLASH_WAVE_SIZE=N`).
-    #[arg(long, value_name = "N", value_parser = ["32", "64"], help_heading = CONFIGURATION)]
-    pub wave_size: Option<String>,
+    #[arg(long, value_name = "N", value_enum, help_heading = CONFIGURATION)]
+    pub wave_size: Option<crate::cli::choices::WaveSize>,
     /// HIP/CUDA graphs (`GGML_HIP_GRAPHS` / `GGML_CUDA_GRAPHS`).
-    #[arg(long, value_name = "on|off", value_parser = ["on", "off"], help_heading = CONFIGURATION)]
-    pub graphs: Option<String>,
+    #[arg(long, value_name = "on|off", value_enum, help_heading = CONFIGURATION)]
+    pub graphs: Option<crate::cli::choices::Switch>,
     /// Where the replay's buffers live: `device` (ggml's device memory), `unified` (ggml's own
     /// switch makes them managed: the env or CMake option each tree reads), `host` (the device's
     /// host buffer type, used in place by the GPU). Proven by the replay's pointer report; the
     /// decode probe takes device and unified (its KV cache and a weight proven the same way).
-    #[arg(long, value_name = "device|unified|host", value_parser = ["device", "unified", "host"], help_heading = CONFIGURATION)]
-    pub memory: Option<String>,
+    #[arg(long, value_name = "device|unified|host", value_enum, help_heading = CONFIGURATION)]
+    pub memory: Option<crate::core::build::Memory>,
     /// Environment of the test step, e.g. `HIP_LAUNCH_BLOCKING=1` (repeatable).
     #[arg(
         long = "launch-env",

@@ -13,7 +13,6 @@ mod placement;
 mod settings;
 
 pub use args::{heading, BisectArgs, ConfigFlags};
-pub use config::graph_params;
 pub use settings::SettingsFlags;
 
 use crate::core::result::BisectResult;

@@ -327,9 +327,8 @@ fn selected(args: &MatrixArgs) -> anyhow::Result<(Matrix, Vec<Config>)> {
         .iter()
         .filter(|c| only.is_empty() || only.contains(&&c.id))
         .filter(|c| {
-            args.graph.graph.as_deref().is_none_or(|g| {
-                c.values.get("params").map(|v| v.to_string()).as_deref()
-                    == Some(crate::cli::bisect::graph_params(g))
+            args.graph.graph.is_none_or(|g| {
+                c.values.get("params").map(|v| v.to_string()).as_deref() == Some(g.params())
             })
         })
         .cloned()
@@ -343,7 +342,7 @@ fn selected(args: &MatrixArgs) -> anyhow::Result<(Matrix, Vec<Config>)> {
                 " of --only/--config"
             },
             m.file,
-            crate::cli::bisect::graph_params(g)
+            g.params()
         )));
     }
     Ok((m, configs))
