@@ -16,16 +16,15 @@ fn main() {
     // step runs under a supervisor that kills its whole tree on timeout or when we die.
     probe::exec::become_subreaper();
     probe::exec::use_supervisor("/proc/self/exe".into());
-    let parsed = match cli::Cli::try_parse() {
-        Ok(p) => p,
-        Err(e) => std::process::exit(cli::render_parse_error(e)),
+    let exit = match cli::Cli::try_parse() {
+        Err(e) => cli::render_parse_error(e),
+        Ok(parsed) => match cli::run(parsed) {
+            Ok(exit) => exit,
+            Err(err) => {
+                setrows_bisect::errln!("setrows-bisect: error: {err:#}");
+                error::Exit::of_error(&err)
+            }
+        },
     };
-    let code = match cli::run(parsed) {
-        Ok(code) => code,
-        Err(err) => {
-            setrows_bisect::errln!("setrows-bisect: error: {err:#}");
-            error::exit_code(&err)
-        }
-    };
-    std::process::exit(code);
+    std::process::exit(exit.code());
 }

@@ -113,3 +113,18 @@ fn config_offers_the_matrix_ids_and_op_the_trees_ops() {
     // Nowhere near a ggml tree: nothing, and no error on the prompt.
     assert!(complete(tmp.path(), &["--op", ""]).is_empty());
 }
+
+#[test]
+fn choice_flags_offer_their_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (words, want) in [
+        (&["--backend", ""][..], &["cpu", "cuda", "hip"][..]),
+        (&["--memory", ""][..], &["device", "unified", "host"][..]),
+        (&["--graphs", ""][..], &["on", "off"][..]),
+        (&["--wave-size", ""][..], &["32", "64"][..]),
+        (&["--graph", ""][..], &["decode-reuse", "ds4"][..]),
+        (&["matrix", "--graph", ""][..], &["decode-reuse", "ds4"][..]),
+    ] {
+        assert_eq!(complete(tmp.path(), words), want, "{words:?}");
+    }
+}

@@ -464,8 +464,8 @@ async fn post_to_flags_check_early_and_post_bisect_json() {
         github: options(&server.uri(), Some(tf.clone())),
     };
     assert_eq!(
-        setrows_bisect::error::exit_code(&bad.check().unwrap_err()),
-        2
+        setrows_bisect::error::Exit::of_error(&bad.check().unwrap_err()),
+        setrows_bisect::error::Exit::Usage
     );
     let missing = PostToArgs {
         post_to: Some("o/r#1".into()),

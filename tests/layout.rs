@@ -198,7 +198,7 @@ fn modules_form_no_cycles() {
 fn the_checker_sees_what_it_checks() {
     // The parser finds paths the rules are about, so the tests above cannot pass vacuously.
     let p = crate_paths(
-        "use crate::run::driver::Plan; // crate::cli::x\nlet x = crate::error::exit::USAGE;",
+        "use crate::run::driver::Plan; // crate::cli::x\nlet x = crate::error::Exit::Usage;",
     );
     let got: Vec<String> = p.into_iter().map(|(_, n)| n).collect();
     assert_eq!(got, ["error", "run::driver"]);

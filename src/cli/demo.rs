@@ -14,7 +14,7 @@ use crate::core::config::{Flags, Resolved};
 use crate::core::evidence::Policy;
 use crate::core::outcome::{Predicate, Regress};
 use crate::core::search::EndpointCheck;
-use crate::error::CliError;
+use crate::error::{CliError, Exit};
 use crate::probe::container::EngineChoice;
 use crate::run::bisect::{Chosen, Mode, Naming, Request, Subtree};
 use clap::Args;
@@ -109,7 +109,7 @@ pub fn request(
     })
 }
 
-pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
+pub fn run(args: DemoArgs) -> anyhow::Result<Exit> {
     if crate::probe::exec::which("cmake").is_none() {
         return Err(CliError::usage(
             "the demo builds a C library with CMake, and cmake is not on PATH; run ./scripts/demo.sh (it installs cmake) or install cmake",
@@ -158,7 +158,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
             q(&build_command()),
             q(TEST_COMMAND)
         );
-        return Ok(0);
+        return Ok(Exit::Ok);
     }
     errln!(
         "demo: setrows-bisect --repo {} --good {} --bad {} --build '{}' --script '{}'\n",
@@ -218,7 +218,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         where_it_went(&args, seed, &root, field("id").as_deref())
     );
     if !found_it {
-        return Ok(crate::error::exit::INCONCLUSIVE);
+        return Ok(Exit::Inconclusive);
     }
     Ok(code)
 }

@@ -4,7 +4,7 @@
 
 use crate::core::fanout;
 use crate::core::result::AnyResult;
-use crate::error::CliError;
+use crate::error::{CliError, Exit};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -39,7 +39,7 @@ fn max_bisects(s: &str) -> Result<usize, String> {
     crate::cli::ranges::int(s, 0, 64).map(|v| v as usize)
 }
 
-pub fn run(args: FanOutArgs) -> anyhow::Result<i32> {
+pub fn run(args: FanOutArgs) -> anyhow::Result<Exit> {
     crate::cli::output::check_writable("--json", &args.json)?;
     let previous = match &args.previous {
         Some(p) => Some(crate::cli::documents::read_record("--previous", p)?),
@@ -102,5 +102,5 @@ pub fn run(args: FanOutArgs) -> anyhow::Result<i32> {
         record.unfinished.len(),
         n(&record.unfinished)
     );
-    Ok(crate::error::exit::FOUND)
+    Ok(Exit::Ok)
 }

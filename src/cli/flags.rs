@@ -174,8 +174,8 @@ pub struct GraphFlag {
     /// 53859c26, the built-in matrix's `params=decode-ds4`). Either runs 100,000 steps of a
     /// reused graph, checked every step; `--repro-arg` adds to it. `matrix --graph` runs only
     /// that graph's configurations.
-    #[arg(long, value_name = "GRAPH", value_parser = ["decode-reuse", "ds4"])]
-    pub graph: Option<String>,
+    #[arg(long, value_name = "GRAPH", value_enum)]
+    pub graph: Option<crate::cli::choices::Graph>,
 }
 
 /// `--jobs`: bisect, bisect-config's commit bisect and demo.

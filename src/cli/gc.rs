@@ -2,7 +2,7 @@
 //! N days. Results, logs and journals stay: they are what later runs reuse and `show` renders.
 //! A checkout a running bisect holds is skipped.
 
-use crate::error::CliError;
+use crate::error::{CliError, Exit};
 use crate::run::workdir;
 use clap::Args;
 use std::time::{Duration, SystemTime};
@@ -29,7 +29,7 @@ fn human(bytes: u64) -> String {
     }
 }
 
-pub fn run(args: GcArgs) -> anyhow::Result<i32> {
+pub fn run(args: GcArgs) -> anyhow::Result<Exit> {
     let dir = args.work_dir.dir();
     let now = SystemTime::now();
     let items = workdir::gc_plan(&dir, Duration::from_secs(args.older_than * 86_400), now);
@@ -83,5 +83,5 @@ pub fn run(args: GcArgs) -> anyhow::Result<i32> {
             String::new()
         }
     );
-    Ok(0)
+    Ok(Exit::Ok)
 }

@@ -2,7 +2,8 @@
 //! definition, so they cannot drift from `--help`. Both print through `out!`, so a reader that
 //! quits early (`| head -1`) ends them with exit 0, as it ends `git log`.
 
-use clap::{Args, CommandFactory};
+use crate::error::Exit;
+use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -45,8 +46,8 @@ const DYNAMIC: [(&str, Candidates); 3] = [
     ("--op", Candidates::Op),
 ];
 
-pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
-    let mut cmd = crate::cli::Cli::command();
+/// `cmd` is the whole command line, handed down by the dispatcher that owns it.
+pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<Exit> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "setrows-bisect", &mut script);
     let mut script = String::from_utf8(script)?;
@@ -54,7 +55,7 @@ pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
         script = bash(&script);
     }
     out!("{script}");
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// clap_complete's bash script for a hyphenated name labels its cases `setrows__subcmd__bisect_…`
@@ -80,7 +81,7 @@ fn bash(script: &str) -> String {
 
 /// `setrows-bisect complete config|op -- WORDS`: one candidate a line. Whatever goes wrong
 /// (no matrix, no ggml here) is no candidates, never an error on the user's prompt.
-pub fn complete(args: CompleteArgs) -> anyhow::Result<i32> {
+pub fn complete(args: CompleteArgs) -> anyhow::Result<Exit> {
     let after = |flag: &str| {
         args.words
             .iter()
@@ -102,7 +103,7 @@ pub fn complete(args: CompleteArgs) -> anyhow::Result<i32> {
     for n in names {
         outln!("{n}");
     }
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// Examples for a page, by command name ("" is the top-level page): one line each, so a
@@ -204,8 +205,9 @@ fn examples_of(name: &str) -> &'static [(&'static str, &'static str)] {
         .map_or(&[][..], |(_, e)| e)
 }
 
-pub fn man(args: ManArgs) -> anyhow::Result<i32> {
-    let mut cmd = crate::cli::Cli::command().disable_help_subcommand(true);
+/// `cmd` is the whole command line, as for [`completions`].
+pub fn man(args: ManArgs, cmd: clap::Command) -> anyhow::Result<Exit> {
+    let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
     match args.out_dir {
         Some(dir) => {
@@ -220,7 +222,7 @@ pub fn man(args: ManArgs) -> anyhow::Result<i32> {
         }
         None => out!("{}", page(cmd, examples_of(""))?),
     }
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// One page per visible command, named as clap_mangen names them (`setrows-bisect-log.1`).
@@ -233,83 +235,4 @@ fn write_pages(cmd: &clap::Command, name: &str, dir: &Path) -> std::io::Result<(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Splits an example as sh would: spaces, single and double quotes (no expansions).
-    fn words(line: &str) -> Vec<String> {
-        let (mut out, mut cur, mut quote, mut any) = (Vec::new(), String::new(), None, false);
-        let mut chars = line.chars();
-        while let Some(c) = chars.next() {
-            match (quote, c) {
-                (None, '\'' | '"') => (quote, any) = (Some(c), true),
-                (Some(q), c) if c == q => quote = None,
-                (Some('"'), '\\') => cur.extend(chars.next()),
-                (None, ' ') if any => {
-                    out.push(std::mem::take(&mut cur));
-                    any = false;
-                }
-                (None, ' ') => {}
-                (_, c) => {
-                    cur.push(c);
-                    any = true;
-                }
-            }
-        }
-        if any {
-            out.push(cur);
-        }
-        out
-    }
-
-    #[test]
-    fn every_example_parses_and_every_page_has_its_examples() {
-        use clap::Parser;
-        for (name, examples) in EXAMPLES {
-            assert!(!examples.is_empty(), "{name}");
-            for (_, line) in *examples {
-                let mut argv = words(line);
-                // The shell's redirection is not the command's.
-                if let Some(at) = argv.iter().position(|w| w == ">") {
-                    argv.truncate(at);
-                }
-                assert_eq!(argv[0], "setrows-bisect", "{line}");
-                if !name.is_empty() {
-                    assert_eq!(argv[1], *name, "{line}");
-                }
-                if let Err(e) = crate::cli::Cli::try_parse_from(&argv) {
-                    panic!("{line}: {e}");
-                }
-            }
-            let mut cmd = crate::cli::Cli::command();
-            cmd.build();
-            let c = match *name {
-                "" => cmd,
-                n => cmd.find_subcommand(n).unwrap().clone(),
-            };
-            let roff = page(c, examples).unwrap();
-            let ex = roff.find(".SH EXAMPLES").expect("an EXAMPLES section");
-            assert!(ex < roff.find(".SH VERSION").unwrap_or(usize::MAX));
-            assert!(roff.contains("setrows\\-bisect"), "{roff}");
-        }
-    }
-
-    #[test]
-    fn bash_labels_match_the_dispatch_and_dynamic_flags_ask_the_binary() {
-        let mut cmd = crate::cli::Cli::command();
-        let mut raw = Vec::new();
-        clap_complete::generate(
-            clap_complete::Shell::Bash,
-            &mut cmd,
-            "setrows-bisect",
-            &mut raw,
-        );
-        let s = bash(&String::from_utf8(raw).unwrap());
-        assert!(!s.contains("__subcmd__bisect__subcmd__matrix)"));
-        assert!(s.contains("        setrows__bisect__subcmd__matrix)"));
-        assert!(!s.contains("--config)\n                    COMPREPLY=($(compgen -f"));
-        assert!(!s.contains("--op)\n                    COMPREPLY=($(compgen -f"));
-        assert!(s.contains("complete config --"));
-        assert!(s.contains("complete op --"));
-    }
-}
+mod tests;

@@ -1,7 +1,7 @@
 //! `setrows-bisect log`: the bisections in the work dir, from their journals (like `git bisect
 //! log`, for every bisection at once): id, range, configuration, state and answer.
 
-use crate::error::CliError;
+use crate::error::{CliError, Exit};
 use crate::run::workdir;
 use clap::Args;
 
@@ -17,7 +17,7 @@ pub struct LogArgs {
 
 use crate::core::range::short_sha as short;
 
-pub fn run(args: LogArgs) -> anyhow::Result<i32> {
+pub fn run(args: LogArgs) -> anyhow::Result<Exit> {
     let dir = args.work_dir.dir();
     let all = workdir::list(&dir).map_err(|e| CliError::infra(e.to_string()))?;
     if args.json {
@@ -32,11 +32,11 @@ pub fn run(args: LogArgs) -> anyhow::Result<i32> {
             });
             outln!("{v}");
         }
-        return Ok(0);
+        return Ok(Exit::Ok);
     }
     if all.is_empty() {
         outln!("no bisections in {}", dir.display());
-        return Ok(0);
+        return Ok(Exit::Ok);
     }
     outln!(
         "{:<16}  {:<20}  {:<23}  {:<24}  {:<10}  {:<28}  configuration",
@@ -60,7 +60,7 @@ pub fn run(args: LogArgs) -> anyhow::Result<i32> {
         );
     }
     outln!("\nsetrows-bisect show ID prints one's report (a unique prefix of ID will do)");
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// The last run's probes, as its report counts them; earlier runs of the same command are

@@ -2,6 +2,7 @@
 //! `setrows-bisect --good X --bad Y` (no subcommand) is `bisect`.
 
 pub mod bisect;
+pub mod choices;
 pub mod demo;
 pub mod documents;
 pub mod fanout;
@@ -13,11 +14,12 @@ pub mod matrix;
 pub mod matrix_file;
 pub mod output;
 pub mod progress;
+pub mod ranges;
 pub mod report;
 pub mod schema;
 pub mod show;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// The line `-h` ends a bisect's help with: the sections only `--help` shows.
 macro_rules! bisect_more_help {
@@ -90,8 +92,8 @@ pub enum Command {
     Complete(crate::cli::generate::CompleteArgs),
 }
 
-/// Runs the parsed command; returns the process exit code.
-pub fn run(cli: Cli) -> anyhow::Result<i32> {
+/// Runs the parsed command; returns how the process ends.
+pub fn run(cli: Cli) -> anyhow::Result<crate::error::Exit> {
     match cli.command {
         None => crate::cli::bisect::run(cli.bisect),
         Some(Command::Bisect(a)) => crate::cli::bisect::run(a),
@@ -104,42 +106,15 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Log(a)) => crate::cli::log::run(a),
         Some(Command::Show(a)) => crate::cli::show::run(a),
         Some(Command::Gc(a)) => crate::cli::gc::run(a),
-        Some(Command::Completions(a)) => crate::cli::generate::completions(a),
-        Some(Command::Man(a)) => crate::cli::generate::man(a),
+        Some(Command::Completions(a)) => crate::cli::generate::completions(a, Cli::command()),
+        Some(Command::Man(a)) => crate::cli::generate::man(a, Cli::command()),
         Some(Command::Complete(a)) => crate::cli::generate::complete(a),
     }
 }
 
-/// `--regress` values. The vocabulary lives in the pure core, which does not know clap; the
-/// command line spells it here, with the words the help shows.
-impl clap::ValueEnum for crate::core::outcome::Regress {
-    fn value_variants<'a>() -> &'a [Self] {
-        use crate::core::outcome::Regress::*;
-        &[Error, Success, Crash, Build]
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        use crate::core::outcome::Regress::*;
-        use clap::builder::PossibleValue;
-        Some(match self {
-            Error => PossibleValue::new("error").help(
-                "New = any failure (wrong result, fault, crash, hang). Finds the first bad commit",
-            ),
-            Success => PossibleValue::new("success")
-                .help("New = success; old = failing. Finds the commit that fixed it"),
-            Crash => PossibleValue::new("crash").help(
-                "New = a crash or GPU fault (signals/aborts) only; wrong results and hangs count as old",
-            ),
-            Build => PossibleValue::new("build").help(
-                "New = the build fails; old = it builds. No test runs. Finds the first commit whose build breaks",
-            ),
-        })
-    }
-}
-
 /// Prints a command-line parse error as the tool prints its own (`setrows-bisect: error: ...`,
-/// one line) and returns the exit code; `--help` and `--version` keep clap's output as is.
-pub fn render_parse_error(e: clap::Error) -> i32 {
+/// one line) and returns how the process ends; `--help` and `--version` keep clap's output as is.
+pub fn render_parse_error(e: clap::Error) -> crate::error::Exit {
     use clap::error::ErrorKind;
     if matches!(
         e.kind(),
@@ -148,10 +123,10 @@ pub fn render_parse_error(e: clap::Error) -> i32 {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         let _ = e.print();
-        return e.exit_code();
+    } else {
+        errln!("setrows-bisect: error: {}", one_line_parse_error(&e));
     }
-    errln!("setrows-bisect: error: {}", one_line_parse_error(&e));
-    crate::error::exit::USAGE
+    crate::error::Exit::of_parse_error(&e)
 }
 
 /// clap's message up to its usage/tip part, on one line, without the `error: ` prefix.
@@ -199,99 +174,9 @@ fn suggestion(e: &clap::Error) -> Option<String> {
     })
 }
 
-/// Flag value parsers with ranges, shared by the subcommands: a value outside the range is a
-/// one-line usage error naming the flag, never a panic further down (`--timeout 1e20` overflowed
-/// `Duration`).
-pub mod ranges {
-    /// Longest accepted timeout: the same week a matrix file may set.
-    pub const MAX_SECS: f64 = crate::core::matrix::MAX_TIMEOUT_S as f64;
-
-    /// `--engine`: the container engine. `ds4` and `generic` are the replay's graphs (its own
-    /// `--engine` option), which this tool names `--graph`: the error says so.
-    pub fn engine(s: &str) -> Result<crate::probe::container::EngineChoice, String> {
-        use crate::probe::container::EngineChoice;
-        match s {
-            "auto" => Ok(EngineChoice::Auto),
-            "podman" => Ok(EngineChoice::Podman),
-            "docker" => Ok(EngineChoice::Docker),
-            "none" => Ok(EngineChoice::None),
-            "ds4" | "generic" | "decode-reuse" => Err(format!(
-                "{s:?} is a graph of the replay, not a container engine: use --graph {} (--engine takes auto, podman, docker or none)",
-                if s == "ds4" { "ds4" } else { "decode-reuse" }
-            )),
-            _ => Err(format!(
-                "{s:?} is not a container engine: auto, podman, docker or none"
-            )),
-        }
-    }
-
-    /// Seconds, finite, > 0 and at most a week.
-    pub fn secs(s: &str) -> Result<f64, String> {
-        let v: f64 = s
-            .trim()
-            .parse()
-            .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-        if !v.is_finite() || v <= 0.0 || v > MAX_SECS {
-            return Err(format!(
-                "{s} is out of range (more than 0, at most {MAX_SECS} seconds)"
-            ));
-        }
-        Ok(v)
-    }
-
-    /// THE rule for `--confidence` (bisect and bisect-config): at least 0.5 and below 1. Below
-    /// one half "bad" would be believed on less than a coin toss; 1 is never reached by runs.
-    pub fn confidence(s: &str) -> Result<f64, String> {
-        let v: f64 = s
-            .trim()
-            .parse()
-            .map_err(|_| format!("{s:?} is not a number"))?;
-        if !(0.5..1.0).contains(&v) {
-            return Err(format!(
-                "{s} is out of range (at least 0.5 and below 1, e.g. 0.95)"
-            ));
-        }
-        Ok(v)
-    }
-
-    /// Parallel probes: 1 to 256, or `auto`.
-    pub fn jobs(s: &str) -> Result<crate::core::jobs::Jobs, String> {
-        crate::core::jobs::Jobs::parse(s)
-    }
-
-    /// An integer in `lo..=hi`.
-    /// Read as a signed number first, so `-1` is "out of range", not "not a number" (and the
-    /// flags that take one accept a leading `-`, so clap names the flag, not an "unexpected
-    /// argument '-1'").
-    pub fn int(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
-        let v: i128 = s
-            .trim()
-            .parse()
-            .map_err(|_| format!("{s:?} is not a whole number ({lo} to {hi})"))?;
-        if v < lo as i128 || v > hi as i128 {
-            return Err(format!("{s} is out of range ({lo} to {hi})"));
-        }
-        Ok(v as u64)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ranges_reject_what_would_panic_or_mean_nothing() {
-        assert_eq!(ranges::secs("2.5"), Ok(2.5));
-        for bad in ["0", "-1", "1e20", "NaN", "inf", "x"] {
-            assert!(ranges::secs(bad).is_err(), "{bad}");
-        }
-        assert!(ranges::confidence("0.95").is_ok());
-        assert!(ranges::confidence("1").is_err() && ranges::confidence("0").is_err());
-        assert!(ranges::confidence("0.3").is_err() && ranges::confidence("0.5").is_ok());
-        assert_eq!(ranges::jobs("4"), Ok(crate::core::jobs::Jobs::Fixed(4)));
-        assert_eq!(ranges::jobs("auto"), Ok(crate::core::jobs::Jobs::Auto));
-        assert!(ranges::jobs("0").is_err() && ranges::jobs("257").is_err());
-    }
 
     #[test]
     fn parse_errors_are_one_line() {
@@ -329,6 +214,11 @@ mod tests {
                 "'crash'",
             ),
             (&["matrix", "--lsit"][..], "'--list'"),
+            (
+                &["--good", "a", "--bad", "b", "--memory", "unifed"][..],
+                "'unified'",
+            ),
+            (&["matrix", "--graph", "ds"][..], "'ds4'"),
         ] {
             let argv = std::iter::once("setrows-bisect").chain(typed.iter().copied());
             let line = one_line_parse_error(&Cli::try_parse_from(argv).unwrap_err());

@@ -136,7 +136,11 @@ mod tests {
         assert!(check_writable("--json", &d.path().join("r.json")).is_ok());
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
         let e = check_writable("--json", &d.path().join("no/such/r.json")).unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+        assert_eq!(
+            crate::error::Exit::of_error(&e),
+            crate::error::Exit::Usage,
+            "{e}"
+        );
         let e = check_writable("--report", d.path()).unwrap_err();
         assert!(e.to_string().contains("is a directory"), "{e}");
     }
@@ -170,7 +174,7 @@ mod tests {
         let file = d.path().join("f");
         std::fs::write(&file, "x").unwrap();
         let e = check_dir_writable("--out", &file.join("sub")).unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 2);
+        assert_eq!(crate::error::Exit::of_error(&e), crate::error::Exit::Usage);
         assert!(e.to_string().starts_with("--out "), "{e}");
     }
 

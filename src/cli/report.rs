@@ -5,7 +5,7 @@
 //! and `matrix --post-to` use, so every path to GitHub renders the same way.
 
 use crate::core::result::{self, AnyResult};
-use crate::error::CliError;
+use crate::error::{CliError, Exit};
 use crate::github::{
     self, GithubError, GithubOptions, IssueRef, Post, PostAction, PostOutcome, Token,
 };
@@ -246,10 +246,10 @@ impl PostToArgs {
     pub fn publish(
         &self,
         results: Vec<AnyResult>,
-        code: i32,
+        code: Exit,
         written: &str,
         file: Option<&std::path::Path>,
-    ) -> i32 {
+    ) -> Exit {
         let Some(raw) = &self.post_to else {
             return code;
         };
@@ -262,11 +262,7 @@ impl PostToArgs {
                      `{}`",
                     self.repost_command(raw, file)
                 );
-                if code == crate::error::exit::FOUND {
-                    crate::error::exit::INFRA
-                } else {
-                    code
-                }
+                code.then_failed(Exit::Infra)
             }
         }
     }
@@ -539,14 +535,14 @@ fn set_repo_url(r: &mut AnyResult, url: &str) {
     }
 }
 
-pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
+pub fn run(args: ReportArgs) -> anyhow::Result<Exit> {
     if let Some(key) = &args.load_state {
         let issue = parse_issue(&args, "with --load-state")?;
         let state = github::load_state_blocking(&args.github, &issue, key, None)
             .map_err(|e| e.into_cli())?;
         let text = serde_json::to_string_pretty(&state.unwrap_or(serde_json::Value::Null))?;
         outln!("{text}");
-        return Ok(crate::error::exit::FOUND);
+        return Ok(Exit::Ok);
     }
     if args.results.is_empty() && args.expect_legs.is_none() {
         return Err(CliError::usage(
@@ -681,9 +677,9 @@ fn ran(r: &AnyResult) -> bool {
 
 /// A report whose every planned leg is lost has said so in the comment; it still fails (exit 3),
 /// so a nightly with its runner offline is red, not a green job with an old-looking table.
-fn no_fresh(stale: bool, lost: &[String]) -> anyhow::Result<i32> {
+fn no_fresh(stale: bool, lost: &[String]) -> anyhow::Result<Exit> {
     match stale {
-        false => Ok(crate::error::exit::FOUND),
+        false => Ok(Exit::Ok),
         true => Err(CliError::infra(format!(
             "no fresh matrix results: no leg wrote results ({}); the comment says so",
             lost.join(", ")

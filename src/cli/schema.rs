@@ -3,6 +3,7 @@
 //! `jq`, a dashboard) can check what it reads against what this binary writes.
 
 use crate::core::result::Kind;
+use crate::error::Exit;
 use clap::{Args, ValueEnum};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -24,7 +25,7 @@ pub struct SchemaArgs {
     pub kind: SchemaKind,
 }
 
-pub fn run(args: SchemaArgs) -> anyhow::Result<i32> {
+pub fn run(args: SchemaArgs) -> anyhow::Result<Exit> {
     let (mut schema, tag) = match args.kind {
         SchemaKind::Bisect => (Kind::Bisect.json_schema(), Kind::Bisect.tag()),
         SchemaKind::Matrix => (Kind::Matrix.json_schema(), Kind::Matrix.tag()),
@@ -36,5 +37,5 @@ pub fn run(args: SchemaArgs) -> anyhow::Result<i32> {
     };
     schema.insert("$id".into(), tag.into());
     outln!("{}", serde_json::to_string_pretty(&schema)?);
-    Ok(crate::error::exit::FOUND)
+    Ok(Exit::Ok)
 }

@@ -2,7 +2,7 @@
 //! result, else its journal); nothing is probed.
 
 use crate::core::result::AnyResult;
-use crate::error::CliError;
+use crate::error::{CliError, Exit};
 use crate::run::workdir::{self, WorkDirError};
 use clap::{Args, ValueEnum};
 
@@ -29,7 +29,7 @@ pub struct ShowArgs {
     pub format: ShowFormat,
 }
 
-pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
+pub fn run(args: ShowArgs) -> anyhow::Result<Exit> {
     let dir = args.work_dir.dir();
     let b = workdir::find(&dir, &args.id).map_err(|e| match e {
         WorkDirError::Io { .. } => CliError::infra(e.to_string()),
@@ -44,7 +44,7 @@ pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
             )));
         }
         out!("{}", from_journal(&b));
-        return Ok(0);
+        return Ok(Exit::Ok);
     };
     match args.format {
         ShowFormat::Json => outln!("{}", serde_json::to_string_pretty(result)?),
@@ -54,7 +54,7 @@ pub fn run(args: ShowArgs) -> anyhow::Result<i32> {
             outln!("{}", crate::report::render(&[&any]).to_markdown(None));
         }
     }
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// What the journal alone says: the range, every probe in order, and the state.

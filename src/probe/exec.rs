@@ -114,7 +114,7 @@ pub fn on_interrupt(hook: fn()) {
 }
 
 /// Installs the SIGINT/SIGTERM/SIGHUP handler that kills every live step's process group and
-/// exits with 130. Idempotent; call once from each command that runs steps.
+/// exits as interrupted (`Exit::Interrupted`). Idempotent; call once from each command that runs steps.
 pub fn install_interrupt_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -130,7 +130,7 @@ pub fn install_interrupt_handler() {
             }
             kill_live_groups(libc::SIGKILL);
             errln!("\nsetrows-bisect: interrupted; finished probes are stored, re-run the same command to resume");
-            std::process::exit(130);
+            std::process::exit(crate::error::Exit::Interrupted.code());
         });
     });
 }

@@ -5,6 +5,7 @@
 //! Finding a tree walks `/proc/*/stat`; killing it stops each process first, so nothing forks
 //! past the walk.
 
+use crate::error::Exit;
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -143,14 +144,14 @@ pub fn kill_strays_in(dir: &Path) -> usize {
 ///   (a container engine client, whose `conmon` finishes the container's removal after the
 ///   client exits) leaves them.
 pub fn supervise(args: &[std::ffi::OsString]) -> ! {
-    let code = supervise_inner(args).unwrap_or_else(|e| {
+    let exit = supervise_inner(args).unwrap_or_else(|e| {
         errln!("setrows-bisect: step supervisor: {e}");
-        127
+        Exit::StepLost
     });
-    std::process::exit(code)
+    std::process::exit(exit.code())
 }
 
-fn supervise_inner(args: &[std::ffi::OsString]) -> std::io::Result<i32> {
+fn supervise_inner(args: &[std::ffi::OsString]) -> std::io::Result<Exit> {
     let (mode, argv) = args
         .split_first()
         .ok_or_else(|| std::io::Error::other("no mode"))?;
@@ -167,7 +168,7 @@ fn supervise_inner(args: &[std::ffi::OsString]) -> std::io::Result<i32> {
         command.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
             if libc::getppid() != me {
-                libc::_exit(137);
+                libc::_exit(Exit::Orphaned.code());
             }
             Ok(())
         });
@@ -191,7 +192,7 @@ fn supervise_inner(args: &[std::ffi::OsString]) -> std::io::Result<i32> {
         }
         kill_tree(me, false);
         // SAFETY: leaving at once; nothing of ours to flush.
-        unsafe { libc::_exit(137) }
+        unsafe { libc::_exit(Exit::Orphaned.code()) }
     });
     let status = child.wait()?;
     if sweep {
@@ -201,7 +202,7 @@ fn supervise_inner(args: &[std::ffi::OsString]) -> std::io::Result<i32> {
     // SAFETY: waitpid on any child, non-blocking.
     while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
     match (status.code(), status.signal()) {
-        (Some(c), _) => Ok(c),
+        (Some(c), _) => Ok(Exit::Step(c)),
         (None, Some(sig)) => {
             // Die the same way, so the tool sees the signal; without a core file of our own.
             // SAFETY: plain libc calls on our own process.
@@ -214,9 +215,9 @@ fn supervise_inner(args: &[std::ffi::OsString]) -> std::io::Result<i32> {
                 libc::signal(sig, libc::SIG_DFL);
                 libc::kill(libc::getpid(), sig);
             }
-            Ok(128 + sig)
+            Ok(Exit::Step(128 + sig))
         }
-        _ => Ok(127),
+        _ => Ok(Exit::StepLost),
     }
 }
 

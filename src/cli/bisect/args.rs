@@ -113,8 +113,8 @@ pub struct BisectArgs {
     /// The backend of a bundled probe: cpu, cuda or hip
     ///
     /// Backend the bundled reproducer targets (used when --script is absent).
-    #[arg(long, value_parser = ["cpu", "cuda", "hip"], help_heading = PROBE)]
-    pub backend: Option<String>,
+    #[arg(long, value_enum, help_heading = PROBE)]
+    pub backend: Option<crate::core::build::Backend>,
     /// `--graph`: the replay's graph.
     #[command(flatten, next_help_heading = PROBE)]
     pub graph: GraphFlag,
@@ -200,17 +200,17 @@ pub struct ConfigFlags {
     #[arg(long, value_name = "TARGET", help_heading = CONFIGURATION)]
     pub gpu_target: Option<String>,
     /// HIP wave size compiled in (`-DDFLASH_WAVE_SIZE=N`).
-    #[arg(long, value_name = "N", value_parser = ["32", "64"], help_heading = CONFIGURATION)]
-    pub wave_size: Option<String>,
+    #[arg(long, value_name = "N", value_enum, help_heading = CONFIGURATION)]
+    pub wave_size: Option<crate::cli::choices::WaveSize>,
     /// HIP/CUDA graphs (`GGML_HIP_GRAPHS` / `GGML_CUDA_GRAPHS`).
-    #[arg(long, value_name = "on|off", value_parser = ["on", "off"], help_heading = CONFIGURATION)]
-    pub graphs: Option<String>,
+    #[arg(long, value_name = "on|off", value_enum, help_heading = CONFIGURATION)]
+    pub graphs: Option<crate::cli::choices::Switch>,
     /// Where the replay's buffers live: `device` (ggml's device memory), `unified` (ggml's own
     /// switch makes them managed: the env or CMake option each tree reads), `host` (the device's
     /// host buffer type, used in place by the GPU). Proven by the replay's pointer report; the
     /// decode probe takes device and unified (its KV cache and a weight proven the same way).
-    #[arg(long, value_name = "device|unified|host", value_parser = ["device", "unified", "host"], help_heading = CONFIGURATION)]
-    pub memory: Option<String>,
+    #[arg(long, value_name = "device|unified|host", value_enum, help_heading = CONFIGURATION)]
+    pub memory: Option<crate::core::build::Memory>,
     /// Environment of the test step, e.g. `HIP_LAUNCH_BLOCKING=1` (repeatable).
     #[arg(
         long = "launch-env",
@@ -257,37 +257,34 @@ pub fn bundled_kind() -> impl clap::builder::TypedValueParser<Value = crate::cor
 
 #[cfg(test)]
 mod tests {
-    use super::heading;
-    use crate::cli::Cli;
-    use clap::CommandFactory;
+    use super::{heading, BisectArgs};
+    use clap::Args;
 
-    /// Every flag of the main command (with and without `bisect`) is in one of its sections, and
-    /// `-h` shows exactly the first bisect's flags.
+    /// Every flag of the main command (with and without `bisect`: both are these) is in one of
+    /// its sections, and `-h` shows exactly the first bisect's flags.
     #[test]
     fn every_flag_has_a_section_and_short_help_shows_the_first_bisect() {
-        let cli = Cli::command();
-        for c in [&cli, cli.find_subcommand("bisect").unwrap()] {
-            let mut n = 0;
-            for a in c.get_arguments().filter(|a| !a.is_positional()) {
-                let id = a.get_id().as_str();
-                if id == "help" || id == "version" {
-                    continue;
-                }
-                n += 1;
-                let h = a
-                    .get_help_heading()
-                    .unwrap_or_else(|| panic!("{id}: in no section"));
-                assert!(heading::ALL.contains(&h), "{id}: {h}");
-                assert_eq!(
-                    a.is_hide_short_help_set(),
-                    !super::FIRST_BISECT.contains(&id),
-                    "{id} ({h})"
-                );
-                if heading::LONG_ONLY.contains(&h) {
-                    assert!(a.is_hide_short_help_set(), "{id} ({h}) is for CI or GitHub");
-                }
+        let bisect = BisectArgs::augment_args(clap::Command::new("bisect"));
+        let mut n = 0;
+        for a in bisect.get_arguments().filter(|a| !a.is_positional()) {
+            let id = a.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
             }
-            assert!(n > 40, "{n} flags");
+            n += 1;
+            let h = a
+                .get_help_heading()
+                .unwrap_or_else(|| panic!("{id}: in no section"));
+            assert!(heading::ALL.contains(&h), "{id}: {h}");
+            assert_eq!(
+                a.is_hide_short_help_set(),
+                !super::FIRST_BISECT.contains(&id),
+                "{id} ({h})"
+            );
+            if heading::LONG_ONLY.contains(&h) {
+                assert!(a.is_hide_short_help_set(), "{id} ({h}) is for CI or GitHub");
+            }
         }
+        assert!(n > 40, "{n} flags");
     }
 }

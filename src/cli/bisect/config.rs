@@ -2,8 +2,9 @@
 //! prober is built from (`run::probers`).
 
 use super::BisectArgs;
+use crate::cli::choices::{Graph, Switch, WaveSize};
 use crate::cli::matrix_file::{load_matrix, EMBEDDED_MATRIX, EMBEDDED_NAME};
-use crate::core::build::{Backend, Memory};
+use crate::core::build::Backend;
 use crate::core::config::{Flags, ProbeKind, Resolved};
 use crate::core::matrix;
 use crate::error::CliError;
@@ -13,7 +14,7 @@ use crate::run::bisect::{Chosen, Naming};
 /// names other arguments: the upstream report's pattern (a cached decode graph reused many
 /// times, checked every step). The replay's own default, 2,000 steps, misses a fault that
 /// starts after tens of thousands of reuses, and a pass there says nothing about it.
-pub const DEFAULT_PARAMS: &str = "decode-reuse";
+pub const DEFAULT_PARAMS: &str = Graph::DecodeReuse.params();
 
 /// The arguments of `DEFAULT_PARAMS` in the built-in matrix: one definition for the matrix's
 /// decode-reuse configurations and for a bisect, `--probe` and `--validate` without
@@ -45,12 +46,12 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         launch_env,
     } = with_sanitizer(&c.sanitize, &c.cmake_args, launch_env)?;
     Ok(Flags {
-        backend: args.backend.as_deref().and_then(Backend::parse),
+        backend: args.backend,
         image: args.image.clone(),
         gpu_target: c.gpu_target.clone(),
-        wave_size: c.wave_size.as_deref().and_then(|w| w.parse().ok()),
-        graphs: c.graphs.as_deref().map(|g| g == "on"),
-        memory: c.memory.as_deref().and_then(Memory::parse),
+        wave_size: c.wave_size.map(WaveSize::lanes),
+        graphs: c.graphs.map(Switch::is_on),
+        memory: c.memory,
         launch_env,
         cmake_args,
         repro_args: args.repro_args.clone(),
@@ -101,14 +102,6 @@ fn with_sanitizer(
             .collect(),
         launch_env,
     })
-}
-
-/// The built-in matrix's `[params.*]` a `--graph` value names: the replay's two graphs.
-pub fn graph_params(graph: &str) -> &'static str {
-    match graph {
-        "ds4" => "decode-ds4",
-        _ => DEFAULT_PARAMS,
-    }
 }
 
 /// The arguments of `[params.NAME]` in the built-in matrix.
@@ -180,7 +173,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
                 cfg.probe.name()
             )));
         }
-        let preset = builtin_params(graph_params(g));
+        let preset = builtin_params(g.params());
         if named && preset != cfg.repro_args {
             graph_override = Some(format!(
                 "--graph {g} (configuration: {})",
@@ -208,8 +201,8 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     } else if let Some(g) = &args.graph.graph {
         format!(
             "--graph {g}: [params.{}] of the built-in matrix.toml{}",
-            graph_params(g),
-            if g == "ds4" {
+            g.params(),
+            if *g == Graph::Ds4 {
                 " (the DeepSeek-V4-Flash decode attention of the report)"
             } else {
                 ""

@@ -13,11 +13,10 @@ mod placement;
 mod settings;
 
 pub use args::{heading, BisectArgs, ConfigFlags};
-pub use config::graph_params;
 pub use settings::SettingsFlags;
 
 use crate::core::result::BisectResult;
-use crate::error::CliError;
+use crate::error::{CliError, Exit};
 use crate::report::bisect as report;
 use crate::run::bisect::{check, git_error, Done, Mode, PlanFacts, Prepared, Request};
 use crate::run::git;
@@ -36,7 +35,7 @@ pub struct Outputs<'a> {
     pub github: &'a crate::cli::report::BisectPostArgs,
 }
 
-pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
+pub fn run(args: BisectArgs) -> anyhow::Result<Exit> {
     crate::probe::exec::install_interrupt_handler();
     let req = request(&args)?;
     let outputs = Outputs {
@@ -218,7 +217,7 @@ fn build_question(args: &BisectArgs) -> anyhow::Result<()> {
 /// A checked request, carried out: prepared (the store seeded from the issue when the request
 /// carries its state) and carried out by `run::bisect`; what it gives back is delivered here.
 /// Returns the exit code and, after a bisection, its result.
-pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<BisectResult>)> {
+pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(Exit, Option<BisectResult>)> {
     let events = crate::cli::progress::stderr()?;
     let p = crate::run::bisect::prepare(req, events)?;
     let done = crate::run::bisect::carry_out(&p, &req.mode, events)?;
@@ -228,7 +227,11 @@ pub fn run_request(req: &Request, out: &Outputs) -> anyhow::Result<(i32, Option<
 /// What a carried-out request gave back, at the edge: the plan said and written, the JSON of
 /// `--plan-only`/`--probe` written to `--json FILE` (`-` or none: standard output), a
 /// bisection's result published.
-fn deliver(p: &Prepared, done: Done, out: &Outputs) -> anyhow::Result<(i32, Option<BisectResult>)> {
+fn deliver(
+    p: &Prepared,
+    done: Done,
+    out: &Outputs,
+) -> anyhow::Result<(Exit, Option<BisectResult>)> {
     match done {
         Done::Result(result) => publish(p, &result, out).map(|code| (code, Some(*result))),
         Done::Planned(facts) => plan(p, &facts, out).map(|code| (code, None)),
@@ -238,13 +241,13 @@ fn deliver(p: &Prepared, done: Done, out: &Outputs) -> anyhow::Result<(i32, Opti
                 Some(path) => crate::cli::output::write("--json", path, (text + "\n").as_bytes())?,
                 None => outln!("{text}"),
             }
-            Ok((0, None))
+            Ok((Exit::Ok, None))
         }
     }
 }
 
 /// `--dry-run`: the plan's text printed, and written where `--report`/`--json` ask.
-fn plan(p: &Prepared, facts: &PlanFacts, out: &Outputs) -> anyhow::Result<i32> {
+fn plan(p: &Prepared, facts: &PlanFacts, out: &Outputs) -> anyhow::Result<Exit> {
     let text = dry_run::dry_run(p, facts, out.github)?;
     // `--json FILE` gets the plan (`core::result::PlanDocument`), never nothing at all.
     if let Some(path) = out.json {
@@ -252,7 +255,7 @@ fn plan(p: &Prepared, facts: &PlanFacts, out: &Outputs) -> anyhow::Result<i32> {
         crate::cli::output::write("--json", path, body.as_bytes())?;
         if path == Path::new("-") {
             errln!("{text}");
-            return Ok(0);
+            return Ok(Exit::Ok);
         }
         errln!("setrows-bisect: the plan's JSON is in {}", path.display());
     }
@@ -260,11 +263,11 @@ fn plan(p: &Prepared, facts: &PlanFacts, out: &Outputs) -> anyhow::Result<i32> {
     if let Some(path) = out.report {
         crate::cli::output::write("--report", path, text.as_bytes())?;
         if path == Path::new("-") {
-            return Ok(0);
+            return Ok(Exit::Ok);
         }
     }
     out!("{text}");
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// The result at the edge: written to `--report`/`--json`, posted, then printed. The named
@@ -272,7 +275,7 @@ fn plan(p: &Prepared, facts: &PlanFacts, out: &Outputs) -> anyhow::Result<i32> {
 /// cannot cost them; printing is the optional part. Every output is attempted even when one
 /// fails (a failed --report must not also cost the JSON and the comment); the first failure is
 /// returned afterwards.
-fn publish(p: &Prepared, result: &BisectResult, out: &Outputs) -> anyhow::Result<i32> {
+fn publish(p: &Prepared, result: &BisectResult, out: &Outputs) -> anyhow::Result<Exit> {
     let md = report::markdown(result);
     // `--json -` makes standard output the JSON's alone: the report goes to stderr then.
     let json_on_stdout = out.json == Some(Path::new("-"));
@@ -307,10 +310,12 @@ fn publish(p: &Prepared, result: &BisectResult, out: &Outputs) -> anyhow::Result
     let results = vec![crate::core::result::AnyResult::Bisect(Box::new(
         result.clone(),
     ))];
-    let code = out
-        .github
-        .post
-        .publish(results, result.exit_code, &written, Some(file));
+    let code = out.github.post.publish(
+        results,
+        Exit::recorded(result.exit_code),
+        &written,
+        Some(file),
+    );
     match (out.print, json_on_stdout) {
         (true, false) => outln!("{md}"),
         (true, true) => errln!("{md}"),

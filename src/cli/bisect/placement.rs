@@ -47,7 +47,11 @@ mod tests {
             (EngineChoice::Auto, None),
         ] {
             let err = check_flags(e, i).unwrap_err();
-            assert_eq!(crate::error::exit_code(&err), 2, "{e:?} {i:?}: {err}");
+            assert_eq!(
+                crate::error::Exit::of_error(&err),
+                crate::error::Exit::Usage,
+                "{e:?} {i:?}: {err}"
+            );
         }
     }
 }

@@ -90,29 +90,29 @@ impl SettingsFlags {
 
 #[cfg(test)]
 mod tests {
-    use crate::cli::Cli;
+    use crate::cli::bisect::BisectArgs;
     use crate::core::settings::SETTINGS;
-    use clap::{CommandFactory, Parser};
+    use clap::{Args, FromArgMatches};
 
     /// Each flag is its table entry: the flag's name and `given` pair the same setting, so a
     /// value reaches the axis its flag names.
     #[test]
     fn the_flags_are_the_table() {
+        let bisect = BisectArgs::augment_args(clap::Command::new("bisect"));
         for (i, s) in SETTINGS.iter().enumerate() {
-            let mut argv = vec!["setrows-bisect", "bisect", "--good", "a", "--bad", "b"];
+            let mut argv = vec!["bisect", "--good", "a", "--bad", "b"];
             let v = s.default.unwrap_or("on");
             argv.extend([s.flag, v]);
-            let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{}: {e}", s.flag));
-            let crate::cli::Command::Bisect(b) = cli.command.expect("bisect") else {
-                panic!("not a bisect")
-            };
+            let b = bisect
+                .clone()
+                .try_get_matches_from(&argv)
+                .and_then(|m| BisectArgs::from_arg_matches(&m))
+                .unwrap_or_else(|e| panic!("{}: {e}", s.flag));
             let given = b.cfg.settings.given();
             assert_eq!(given.len(), 1, "{}", s.flag);
             assert_eq!(given[0].0, &SETTINGS[i], "{}", s.flag);
             assert_eq!(given[0].1, v);
         }
-        let cmd = Cli::command();
-        let bisect = cmd.find_subcommand("bisect").unwrap();
         let declared = bisect
             .get_arguments()
             .filter(|a| a.get_help_heading() == Some(super::super::args::heading::DECODE))

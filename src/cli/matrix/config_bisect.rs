@@ -28,7 +28,7 @@ fn at_value(m: &Matrix, base: &Config, axis: &str, v: &str) -> anyhow::Result<Co
 /// `bisect-config`: every input checked here (the commit level's too, before the ladder runs),
 /// then the request runs in `run::matrix::ladder`; its commit level, when the ladder names a
 /// configuration, is carried out as `bisect` carries out its request.
-pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
+pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<Exit> {
     let (request, base) = request(&args)?;
     use crate::run::matrix::ladder::{carry_out, prepare, Done};
     let events: &dyn crate::core::progress::Sink = match args.dry_run {
@@ -43,18 +43,18 @@ pub fn run_bisect_config(args: BisectConfigArgs) -> anyhow::Result<i32> {
     match carry_out(prepared, events).map_err(ladder_error)? {
         Done::Planned(plan) => {
             out!("{}", dry_run(&args, &base, &plan));
-            Ok(0)
+            Ok(Exit::Ok)
         }
         Done::Searched { mut result, commit } => {
             if let Some(req) = commit {
                 let (code, b) = bisect_commits_in(&args, *req)?;
-                result.exit_code = code;
+                result.exit_code = code.code();
                 result.commit_bisect = b.map(Box::new);
             }
             let md = crate::report::config::markdown(&result);
             write_results(&args.run.out, "bisect-config", &result, &md)?;
             out!("{md}");
-            Ok(result.exit_code)
+            Ok(Exit::recorded(result.exit_code))
         }
     }
 }
@@ -355,7 +355,7 @@ pub struct CommitFlags {
 fn bisect_commits_in(
     args: &BisectConfigArgs,
     mut req: BisectRequest,
-) -> anyhow::Result<(i32, Option<BisectResult>)> {
+) -> anyhow::Result<(Exit, Option<BisectResult>)> {
     req.resume = args.commit.github.resume(&req)?;
     let (json, report) = (
         args.run.out.join("bisect.json"),

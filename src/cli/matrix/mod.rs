@@ -10,7 +10,7 @@ use crate::cli::flags::{EngineFlag, GraphFlag, MatrixFlag, Question, RepoFlag, W
 use crate::core::matrix::{self, Config, Matrix, Value};
 use crate::core::outcome::{Outcome, Predicate};
 use crate::core::result::{AnyResult, BisectResult, ConfigDetails};
-use crate::error::CliError;
+use crate::error::{CliError, Exit};
 use crate::probe::container::EngineChoice;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -246,7 +246,7 @@ impl RunFlags {
 
 /// `matrix`: every input checked here (before anything runs), then the request runs in
 /// `run::matrix::request`; results written and posted before anything optional is printed.
-pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
+pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<Exit> {
     // Issue and token first: a usage error before anything runs.
     args.post.check()?;
     // `--format` chooses how `--list` prints; a run's results always go to --out as JSON and
@@ -300,7 +300,7 @@ pub fn run_matrix(args: MatrixArgs) -> anyhow::Result<i32> {
         Done::Results(results) => finish(&args, *results),
         Done::Planned(plan) => {
             out!("{}", dry_run(&plan));
-            Ok(0)
+            Ok(Exit::Ok)
         }
     }
 }
@@ -327,9 +327,8 @@ fn selected(args: &MatrixArgs) -> anyhow::Result<(Matrix, Vec<Config>)> {
         .iter()
         .filter(|c| only.is_empty() || only.contains(&&c.id))
         .filter(|c| {
-            args.graph.graph.as_deref().is_none_or(|g| {
-                c.values.get("params").map(|v| v.to_string()).as_deref()
-                    == Some(crate::cli::bisect::graph_params(g))
+            args.graph.graph.is_none_or(|g| {
+                c.values.get("params").map(|v| v.to_string()).as_deref() == Some(g.params())
             })
         })
         .cloned()
@@ -343,14 +342,14 @@ fn selected(args: &MatrixArgs) -> anyhow::Result<(Matrix, Vec<Config>)> {
                 " of --only/--config"
             },
             m.file,
-            crate::cli::bisect::graph_params(g)
+            g.params()
         )));
     }
     Ok((m, configs))
 }
 
 /// `matrix --list`: the selected configurations; nothing runs.
-fn list(format: ListFormat, configs: &[Config]) -> anyhow::Result<i32> {
+fn list(format: ListFormat, configs: &[Config]) -> anyhow::Result<Exit> {
     let text = match format {
         ListFormat::Text => configs
             .iter()
@@ -369,7 +368,7 @@ fn list(format: ListFormat, configs: &[Config]) -> anyhow::Result<i32> {
         }
     };
     out!("{text}");
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// The run the flags ask for, its revisions checked (`--rev`, else the file's `revisions`).
@@ -411,7 +410,7 @@ fn request(
 
 /// Writes and posts the results, then prints them; the exit code (1: a build failed in a
 /// compile check, 3: cells without a verdict).
-fn finish(args: &MatrixArgs, results: crate::run::matrix::MatrixResults) -> anyhow::Result<i32> {
+fn finish(args: &MatrixArgs, results: crate::run::matrix::MatrixResults) -> anyhow::Result<Exit> {
     let total = results.cells.len();
     let md = results.markdown();
     // Written and posted before it is printed: a closed standard output cannot cost them.
@@ -426,8 +425,8 @@ fn finish(args: &MatrixArgs, results: crate::run::matrix::MatrixResults) -> anyh
         .filter(|c| results.build_only && c.outcome == Outcome::BuildFailed)
         .count();
     let code = match failed_builds {
-        0 => 0,
-        _ => crate::error::exit::BUILD_FAILED,
+        0 => Exit::Ok,
+        _ => Exit::BuildFailed,
     };
     // Posted even with infrastructure errors (their cells say so); exit 3 either way then.
     let code = args.post.publish(
@@ -439,7 +438,8 @@ fn finish(args: &MatrixArgs, results: crate::run::matrix::MatrixResults) -> anyh
     out!("{md}");
     if failed_builds > 0 {
         errln!(
-            "setrows-bisect: {failed_builds} of {total} cells failed to build (exit {code}); see {}",
+            "setrows-bisect: {failed_builds} of {total} cells failed to build (exit {}); see {}",
+            code.code(),
             args.run.out.join("matrix-results.md").display()
         );
     }
@@ -498,7 +498,12 @@ fn write_results(
 /// `matrix --cut-off REASON`: the run's own file completed (`MatrixResults::cut_off`), or, when
 /// the run wrote none (killed before its first cell), one made from the selection: revisions
 /// resolved in --repo where it can, else kept as written.
-fn cut_off(args: &MatrixArgs, m: &Matrix, configs: &[Config], reason: &str) -> anyhow::Result<i32> {
+fn cut_off(
+    args: &MatrixArgs,
+    m: &Matrix,
+    configs: &[Config],
+    reason: &str,
+) -> anyhow::Result<Exit> {
     use crate::core::result::{ConfigRow, Kind, MatrixResults, Rev};
     let out = &args.run.out;
     let file = out.join("matrix-results.json");
@@ -559,7 +564,7 @@ fn cut_off(args: &MatrixArgs, m: &Matrix, configs: &[Config], reason: &str) -> a
         doc.cells.len(),
         file.display()
     );
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// `matrix --dry-run`: every cell as `carry_out` resolved it from the runner a run uses (each

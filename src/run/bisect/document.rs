@@ -9,16 +9,7 @@ use crate::core::range::{Candidate, Range};
 use crate::core::result::{
     BisectProbe, BisectRange, BisectRecord, BisectResult, CandidateClass, Conclusion, Kind,
 };
-use crate::error::{exit, CliError};
-
-/// THE exit code of a search's conclusion (commit bisect and bisect-config): 0 found, 1
-/// inconclusive (ambiguous, or an endpoint that does not behave as claimed).
-pub fn exit_code(c: &Conclusion) -> i32 {
-    match c {
-        Conclusion::Found { .. } => exit::FOUND,
-        _ => exit::INCONCLUSIVE,
-    }
-}
+use crate::error::{CliError, Exit};
 
 /// The document of `outcome`, complete: validation runs here (`--validate`), and the result is
 /// stamped and saved for `show` before it is returned.
@@ -61,7 +52,7 @@ pub(super) fn assemble(
             .map_err(|e| CliError::infra(e.to_string()))?,
     );
     if result.validation.as_ref().is_some_and(|v| !v.confirmed) {
-        result.exit_code = exit::INCONCLUSIVE;
+        result.exit_code = Exit::Inconclusive.code();
     }
     // argv, tool version, the repository's web URL, provenance; saved for `show` and `log`.
     crate::run::stamp::finish_bisect(&mut result, &p.store, &p.plan.repo_path, &p.id)
@@ -117,7 +108,7 @@ fn of_outcome(range: &Range, o: &BisectRecord, p: &Prepared) -> BisectResult {
         },
         term: p.plan.predicate.regress.culprit_term().into(),
         conclusion: o.conclusion.clone(),
-        exit_code: exit_code(&o.conclusion),
+        exit_code: Exit::of_search(matches!(o.conclusion, Conclusion::Found { .. })).code(),
         candidates: sus.iter().map(|c| c.sha.clone()).collect(),
         candidate_classes: sus
             .iter()

@@ -18,7 +18,6 @@ mod plan_document;
 mod planned;
 mod resume;
 
-pub use document::exit_code;
 pub use place::facts_at;
 pub use plan_document::PlanFacts;
 pub use planned::{Planned, Where};

@@ -306,7 +306,8 @@ fn document(
         rev: rev.rev.clone(),
         sha: rev.sha.clone(),
         predicate: ladder.predicate.describe(),
-        exit_code: crate::run::bisect::exit_code(&conclusion),
+        exit_code: crate::error::Exit::of_search(matches!(conclusion, Conclusion::Found { .. }))
+            .code(),
         conclusion,
         first_failing: found.map(|i| ladder.values[i].clone()),
         first_failing_config: found.map(|i| ConfigDetails::of(&configs[i])),
