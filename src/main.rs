@@ -27,5 +27,7 @@ fn main() {
             error::exit_code(&err)
         }
     };
+    // This run's own ccache dirs: no later run reads them.
+    probe::ccache::remove_run_caches();
     std::process::exit(code);
 }

@@ -17,7 +17,7 @@ fn place_lines(planned: &Planned, out: &mut String) {
                 out,
                 "{}",
                 if *ccache {
-                    "ccache: your own cache (CCACHE_DIR, else ccache's default)"
+                    "ccache: a cache of this run's own, removed when it ends (your own is not used)"
                 } else {
                     "ccache: not installed here, builds run without it"
                 }
@@ -48,8 +48,13 @@ fn place_lines(planned: &Planned, out: &mut String) {
             };
             let _ = writeln!(
                 out,
-                "ccache: {} (made when a run starts)",
-                ccache_dir.display()
+                "ccache: a cache of this run's own, over {} read-only{}",
+                ccache_dir.display(),
+                if crate::probe::ccache::fills_shared() {
+                    " (this run fills it: SETROWS_CCACHE_FILL=1)"
+                } else {
+                    ""
+                }
             );
         }
     }
