@@ -388,10 +388,17 @@ fn a_probe_cannot_plant_a_ccache_entry_that_a_later_run_reads() {
     // Within one run, the run's own cache serves its later probes.
     assert!(one[1..].iter().any(|c| c.0 > 0), "{one:?}");
     let two = run("two");
-    assert_eq!(two[0].0, 0, "run two's first build read another run's entries: {two:?}");
+    assert_eq!(
+        two[0].0, 0,
+        "run two's first build read another run's entries: {two:?}"
+    );
     assert!(two[0].1 >= 9, "{two:?}");
     assert_eq!(two, one, "run two counts what run one did");
-    let left: Vec<_> = fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    let left: Vec<_> = fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     assert!(left.is_empty(), "each run removes its own cache: {left:?}");
 }
 
@@ -459,7 +466,10 @@ fn the_shared_cache_is_read_only_to_a_build() {
         Ccache::Used { hits: 0, misses: 1 }
     );
     assert_eq!(files(&shared), before, "a build wrote the shared cache");
-    assert!(!files(&run).is_empty(), "the run's own cache keeps its compiles");
+    assert!(
+        !files(&run).is_empty(),
+        "the run's own cache keeps its compiles"
+    );
 }
 
 fn leftover_files(dir: &Path, out: &mut Vec<String>) {

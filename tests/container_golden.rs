@@ -267,7 +267,10 @@ fn only_the_build_step_sees_a_cache() {
         ..job(true)
     };
     let test = shell::line(&run_argv(&s, &test));
-    assert!(!test.contains("ccache:") && !test.contains("/ccache "), "{test}");
+    assert!(
+        !test.contains("ccache:") && !test.contains("/ccache "),
+        "{test}"
+    );
     assert!(
         test.contains("--env CCACHE_DISABLE=1") && !test.contains("CCACHE_DIR"),
         "{test}"

@@ -278,7 +278,12 @@ fn a_comment_posted_as_another_login_than_ours_stops_with_one_line() {
     let mut c = github_support::bin();
     c.args(["report", "--post", "--issue", "me/tool#1", "--results"])
         .arg(results(d.path(), "bbbbbbb222"))
-        .args(["--api-url", &api.url, "--comment-author", "results-app[bot]"])
+        .args([
+            "--api-url",
+            &api.url,
+            "--comment-author",
+            "results-app[bot]",
+        ])
         .env("GITHUB_TOKEN", "ghs_app")
         .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_REPOSITORY", "me/tool");

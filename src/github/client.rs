@@ -308,7 +308,11 @@ impl Publisher {
     /// The comment GitHub just created (`created`) is by the login whose comments count as
     /// ours; else the next run would not find it and would create another, every run (a
     /// token whose login was guessed, e.g. an app's token inside Actions).
-    async fn check_author(&self, created: &serde_json::Value, what: &str) -> Result<(), GithubError> {
+    async fn check_author(
+        &self,
+        created: &serde_json::Value,
+        what: &str,
+    ) -> Result<(), GithubError> {
         let Some(posted) = created
             .get("user")
             .and_then(|u| u.get("login"))
