@@ -735,3 +735,25 @@ async fn an_edited_state_block_on_another_repositorys_issue_is_not_trusted() {
     assert_eq!(probed[run1.len()..], run1[..], "{err}");
     assert_eq!(fake.comments()[0].body, edited, "nothing was posted");
 }
+
+/// `--post-to` with a login that is not the one GitHub posts as: the comment is created once,
+/// then the run stops in one error line naming both logins and `--comment-author`, exit 2,
+/// without the "post them again" hint (posting again would add another comment).
+#[tokio::test]
+async fn a_comment_posted_as_another_login_stops_post_to_with_exit_2() {
+    let (server, fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    let (code, out, err) = run(b.cmd(&["--comment-author", "someone-else"])).await;
+    assert_eq!(code, 2, "{out}\n{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains(github_support::BOT)
+            && errors[0].contains("someone-else")
+            && errors[0].contains("--comment-author"),
+        "{err}"
+    );
+    assert!(!err.contains("post them again"), "{err}");
+    assert_eq!(fake.comments().len(), 1);
+    assert_eq!(b.result()["first_bad"], b.shas[23].as_str());
+}
