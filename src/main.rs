@@ -26,5 +26,7 @@ fn main() {
             }
         },
     };
+    // This run's own ccache dirs: no later run reads them.
+    probe::ccache::remove_run_caches();
     std::process::exit(exit.code());
 }

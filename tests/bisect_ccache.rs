@@ -306,3 +306,179 @@ fn without_ccache_the_report_says_it_was_not_installed() {
     );
     assert!(!work.join("ccache").exists(), "no cache dir without ccache");
 }
+
+/// A probe cannot change another run's outcome through ccache. Run one's build step compiles
+/// every file through ccache and writes into its cache dir; its test step compiles through
+/// ccache into the caller's cache and writes a file there. Run two, a separate run of the same
+/// question (another work dir, the same caller, the same temp dir), reads none of it: its
+/// first build meets a cold cache, and every probe counts exactly what run one's did (without
+/// the rule, every compile of run two would hit run one's entries). Each run's own cache is
+/// gone when it ends.
+#[test]
+fn a_probe_cannot_plant_a_ccache_entry_that_a_later_run_reads() {
+    let ccache = setrows_bisect::probe::exec::which("ccache");
+    let tools_there = common::have_ninja();
+    if tools::require(ccache, "ccache", "scripts/setup.d/00-base.sh").is_none() || !tools_there {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (repo, cache, tmp) = (
+        d.path().join("repo"),
+        d.path().join("cache"),
+        d.path().join("tmp"),
+    );
+    fs::create_dir_all(&tmp).unwrap();
+    let shas = history(&repo);
+    let run = |name: &str| {
+        let out = d.path().join(name);
+        fs::create_dir_all(&out).unwrap();
+        let json = out.join("r.json");
+        let o = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+            .arg("--repo")
+            .arg(&repo)
+            .args(["--good", &shas[0], "--bad", shas.last().unwrap()])
+            .args([
+                "--build",
+                "test -f build.ninja || cmake -S \"$SRC\" -B . -G Ninja >/dev/null; cmake --build . \
+                 && mkdir -p \"$CCACHE_DIR\" && echo planted > \"$CCACHE_DIR/planted-by-build\"",
+            ])
+            .args([
+                "--script",
+                "mkdir -p \"$CCACHE_DIR\" && echo planted > \"$CCACHE_DIR/planted-by-test\" \
+                 && for f in \"$SRC\"/*.c; do ccache cc -c \"$f\" -o \"$WORK/planted.o\" || exit 125; done; \
+                 \"$WORK/prog\"",
+            ])
+            .arg("--work-dir")
+            .arg(out.join("work"))
+            .arg("--json")
+            .arg(&json)
+            .env_remove("SETROWS_WORK_DIR")
+            .env("CCACHE_DIR", &cache)
+            .env("TMPDIR", &tmp)
+            .env_remove("CCACHE_DISABLE")
+            .env_remove("CCACHE_STATSLOG")
+            .env_remove("CCACHE_CONFIGPATH")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(json.is_file(), "{log}");
+        let r = common::read_json(&json);
+        assert_eq!(r["first_bad"].as_str(), Some(shas[5].as_str()), "{log}");
+        let counts: Vec<(u64, u64)> = r["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                assert_eq!(p["ccache"]["state"], "used", "{p:#}\n{log}");
+                (
+                    p["ccache"]["hits"].as_u64().unwrap(),
+                    p["ccache"]["misses"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        counts
+    };
+    let one = run("one");
+    // The plants were made: the test step wrote and compiled into the caller's cache.
+    assert!(cache.join("planted-by-test").is_file());
+    assert!(
+        fs::read_dir(&cache).unwrap().count() > 1,
+        "the test step's compiles went through ccache into the caller's cache"
+    );
+    // Within one run, the run's own cache serves its later probes.
+    assert!(one[1..].iter().any(|c| c.0 > 0), "{one:?}");
+    let two = run("two");
+    assert_eq!(
+        two[0].0, 0,
+        "run two's first build read another run's entries: {two:?}"
+    );
+    assert!(two[0].1 >= 9, "{two:?}");
+    assert_eq!(two, one, "run two counts what run one did");
+    let left: Vec<_> = fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "each run removes its own cache: {left:?}");
+}
+
+/// The shared cache as a container's build step sees it (`read_only_layer`), with the real
+/// ccache: an entry a trusted fill put there serves a build, and a build's new compile is
+/// stored only in the run's own cache, never in the shared one.
+#[test]
+fn the_shared_cache_is_read_only_to_a_build() {
+    let found = setrows_bisect::probe::exec::which("ccache");
+    if tools::require(found, "ccache", "scripts/setup.d/00-base.sh").is_none() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (shared, run) = (d.path().join("shared"), d.path().join("run"));
+    fs::write(d.path().join("u.c"), "int u(void) { return 7; }\n").unwrap();
+    fs::write(d.path().join("v.c"), "int v(void) { return 8; }\n").unwrap();
+    let compile = |file: &str, env: &[(String, String)], log: &str| {
+        let ok = Command::new("ccache")
+            .args(["cc", "-c", file, "-o", "x.o"])
+            .current_dir(d.path())
+            .env_remove("CCACHE_CONFIGPATH")
+            .env_remove("CCACHE_DISABLE")
+            .env_remove("CCACHE_READONLY")
+            .env("CCACHE_STATSLOG", d.path().join(log))
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        setrows_bisect::core::ccache::Ccache::from_stats_log(
+            &fs::read_to_string(d.path().join(log)).unwrap_or_default(),
+        )
+    };
+    let files = |dir: &Path| {
+        let mut v = Vec::new();
+        leftover_files(dir, &mut v);
+        v.sort();
+        v
+    };
+    // The trusted fill: a build that may write the shared cache.
+    let fill = vec![
+        (
+            "CCACHE_DIR".to_string(),
+            d.path().join("fill").display().to_string(),
+        ),
+        (
+            "CCACHE_SECONDARY_STORAGE".to_string(),
+            format!("file:{}", shared.display()),
+        ),
+    ];
+    compile("u.c", &fill, "fill.log");
+    let before = files(&shared);
+    assert!(!before.is_empty(), "the fill wrote the shared cache");
+    let build = vec![
+        ("CCACHE_DIR".to_string(), run.display().to_string()),
+        setrows_bisect::probe::ccache::read_only_layer(&shared.display().to_string()),
+    ];
+    use setrows_bisect::core::ccache::Ccache;
+    assert_eq!(
+        compile("u.c", &build, "u.log"),
+        Ccache::Used { hits: 1, misses: 0 }
+    );
+    assert_eq!(
+        compile("v.c", &build, "v.log"),
+        Ccache::Used { hits: 0, misses: 1 }
+    );
+    assert_eq!(files(&shared), before, "a build wrote the shared cache");
+    assert!(
+        !files(&run).is_empty(),
+        "the run's own cache keeps its compiles"
+    );
+}
+
+fn leftover_files(dir: &Path, out: &mut Vec<String>) {
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            leftover_files(&p, out);
+        } else {
+            out.push(p.display().to_string());
+        }
+    }
+}

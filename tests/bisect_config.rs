@@ -132,6 +132,8 @@ fn the_hip_configuration_runs_in_its_image_with_the_gpu_and_its_launch_environme
         image: cfg.image.clone().unwrap(),
         gpu: GpuAccess::from(cfg.backend),
         ccache_dir: "/cache/ccache".into(),
+        run_ccache_dir: "/tmp/run".into(),
+        fills_shared_ccache: false,
         uid: 1000,
         gid: 1000,
         gpu_groups: vec![44, 992],
@@ -146,16 +148,17 @@ fn the_hip_configuration_runs_in_its_image_with_the_gpu_and_its_launch_environme
         env: opts.run_env.clone(),
         timeout: cfg.timeout_s.map(std::time::Duration::from_secs_f64),
         name: "setrows-1-run".into(),
+        ccache: false,
     };
     let argv = run_argv(&spec, &job).join(" ");
     assert_eq!(
         argv,
         "podman run --rm --name setrows-1-run --pull never --network none --user 1000:1000 \
-         --volume /w/src:/src:ro --volume /w/build:/work --volume /cache/ccache:/ccache \
+         --volume /w/src:/src:ro --volume /w/build:/work \
          --workdir /work --timeout 630 --device /dev/kfd --device /dev/dri --group-add 44 \
          --group-add 992 --security-opt seccomp=unconfined --env HIP_LAUNCH_BLOCKING=1 \
          --env AMD_SERIALIZE_KERNEL=3 \
-         --env GGML_NO_BACKTRACE=1 --env SRC=/src --env WORK=/work --env CCACHE_DIR=/ccache --env HOME=/tmp \
+         --env GGML_NO_BACKTRACE=1 --env SRC=/src --env WORK=/work --env CCACHE_DISABLE=1 --env HOME=/tmp \
          --env GGML_NO_BACKTRACE=1 localhost/setrows-rocm:6.4.1 sh -c \
          exec \"$WORK/b/setrows-replay\" --mode reuse --steps 100000"
     );

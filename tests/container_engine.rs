@@ -20,6 +20,8 @@ fn job(src: &std::path::Path, work: &std::path::Path, script: &str, name: &str) 
         env: vec![("PROBE_VAR".into(), "42".into())],
         timeout: None,
         name: name.into(),
+        // A build step: the one that sees the run's cache.
+        ccache: true,
     }
 }
 

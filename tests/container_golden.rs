@@ -14,6 +14,8 @@ fn job(cwd_is_work: bool) -> ShellJob {
         env: vec![("HIP_LAUNCH_BLOCKING".into(), "1".into())],
         timeout: None,
         name: "setrows probe/1".into(),
+        // The build step: it alone sees a cache.
+        ccache: true,
     }
 }
 
@@ -24,6 +26,8 @@ fn spec(engine: EngineKind, gpu: GpuAccess) -> ContainerSpec {
         image: "localhost/setrows-rocm:6.4.1".into(),
         gpu,
         ccache_dir: "/cache/ccache/k1".into(),
+        run_ccache_dir: "/tmp/run/k1".into(),
+        fills_shared_ccache: false,
         uid: 1000,
         gid: 1000,
         gpu_groups: vec![44, 992],
@@ -34,9 +38,9 @@ fn spec(engine: EngineKind, gpu: GpuAccess) -> ContainerSpec {
 
 const COMMON: &str = "--rm --name setrows-probe-1 --pull never --network none --user 1000:1000 \
     --volume /cache/checkouts/abc:/src:ro --volume /cache/build/k1:/work \
-    --volume /cache/ccache/k1:/ccache --workdir /work";
+    --volume /tmp/run/k1:/ccache --volume /cache/ccache/k1:/ccache-shared:ro --workdir /work";
 const ENV: &str = "--env HIP_LAUNCH_BLOCKING=1 --env SRC=/src --env WORK=/work \
-    --env CCACHE_DIR=/ccache --env HOME=/tmp --env GGML_NO_BACKTRACE=1";
+    --env CCACHE_DIR=/ccache --env 'CCACHE_SECONDARY_STORAGE=file:/ccache-shared|read-only' --env HOME=/tmp --env GGML_NO_BACKTRACE=1";
 
 #[test]
 fn golden_podman_hip() {
@@ -63,9 +67,9 @@ fn golden_rootless_podman_hip() {
         shell::line(&argv),
         "podman run --rm --name setrows-probe-1 --pull never --network none --user 1000:1000 \
          --userns=keep-id --volume /cache/checkouts/abc:/src:ro --volume /cache/build/k1:/work \
-         --volume /cache/ccache/k1:/ccache --workdir /work --device /dev/kfd --device /dev/dri \
+         --volume /tmp/run/k1:/ccache --volume /cache/ccache/k1:/ccache-shared:ro --workdir /work --device /dev/kfd --device /dev/dri \
          --group-add keep-groups --security-opt seccomp=unconfined --env HIP_LAUNCH_BLOCKING=1 \
-         --env SRC=/src --env WORK=/work --env CCACHE_DIR=/ccache --env HOME=/tmp \
+         --env SRC=/src --env WORK=/work --env CCACHE_DIR=/ccache --env 'CCACHE_SECONDARY_STORAGE=file:/ccache-shared|read-only' --env HOME=/tmp \
          --env GGML_NO_BACKTRACE=1 localhost/setrows-rocm:6.4.1 sh -c 'cmake --build \"$WORK\"'"
     );
     // rootless CPU: keep-id, no devices, no groups, no seccomp change
@@ -96,10 +100,10 @@ fn golden_selinux() {
         shell::line(&run_argv(&s, &job(true))),
         "podman run --rm --name setrows-probe-1 --pull never --network none --user 1000:1000 \
          --security-opt label=disable --volume /cache/checkouts/abc:/src:ro \
-         --volume /cache/build/k1:/work --volume /cache/ccache/k1:/ccache --workdir /work \
+         --volume /cache/build/k1:/work --volume /tmp/run/k1:/ccache --volume /cache/ccache/k1:/ccache-shared:ro --workdir /work \
          --device /dev/kfd --device /dev/dri --group-add 44 --group-add 992 \
          --security-opt seccomp=unconfined --env HIP_LAUNCH_BLOCKING=1 --env SRC=/src \
-         --env WORK=/work --env CCACHE_DIR=/ccache --env HOME=/tmp --env GGML_NO_BACKTRACE=1 \
+         --env WORK=/work --env CCACHE_DIR=/ccache --env 'CCACHE_SECONDARY_STORAGE=file:/ccache-shared|read-only' --env HOME=/tmp --env GGML_NO_BACKTRACE=1 \
          localhost/setrows-rocm:6.4.1 sh -c 'cmake --build \"$WORK\"'"
     );
     s.rootless = true;
@@ -234,4 +238,41 @@ fn podman_containers_carry_their_own_deadline() {
     assert!(p.contains(" --workdir /work --timeout 90 --env "), "{p}");
     let d = shell::line(&run_argv(&spec(EngineKind::Docker, GpuAccess::None), &j));
     assert!(!d.contains("--timeout"), "docker run has no --timeout: {d}");
+}
+
+/// Only the build step sees a cache (the run's own, over the shared one mounted read-only); a
+/// step that runs what was built sees none, and ccache is off in it.
+#[test]
+fn only_the_build_step_sees_a_cache() {
+    let s = spec(EngineKind::Podman, GpuAccess::Amd);
+    let build = shell::line(&run_argv(&s, &job(true)));
+    assert!(
+        build.contains("--volume /cache/ccache/k1:/ccache-shared:ro ")
+            && build.contains("--volume /tmp/run/k1:/ccache "),
+        "{build}"
+    );
+    // A run told to fill the shared cache (by whoever trusts what it builds) writes it.
+    let fill = ContainerSpec {
+        fills_shared_ccache: true,
+        ..s.clone()
+    };
+    let fill = shell::line(&run_argv(&fill, &job(true)));
+    assert!(
+        fill.contains("--volume /cache/ccache/k1:/ccache-shared ")
+            && fill.contains("--env CCACHE_SECONDARY_STORAGE=file:/ccache-shared "),
+        "{fill}"
+    );
+    let test = ShellJob {
+        ccache: false,
+        ..job(true)
+    };
+    let test = shell::line(&run_argv(&s, &test));
+    assert!(
+        !test.contains("ccache:") && !test.contains("/ccache "),
+        "{test}"
+    );
+    assert!(
+        test.contains("--env CCACHE_DISABLE=1") && !test.contains("CCACHE_DIR"),
+        "{test}"
+    );
 }

@@ -241,3 +241,59 @@ fn secondary_rate_limits_answer_403_or_429_with_retry_after_and_are_waited_out()
         assert_eq!(patches, [status.parse::<u64>().unwrap(), 200], "{a:?}");
     }
 }
+
+/// A token whose login was guessed wrong (an app's installation token inside Actions: `GET
+/// /user` is refused, so comments by github-actions[bot] count as ours, but GitHub posts as the
+/// app) stops after its first comment, in one line naming both logins and what to set, instead
+/// of creating a new comment on every run. Told the right login, it edits that comment.
+#[test]
+fn a_comment_posted_as_another_login_than_ours_stops_with_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let tokens = json!({
+        "ghs_app": {"kind": "installation", "posts_as": "results-app[bot]",
+                    "permissions": {"issues": "write"}},
+    });
+    let Some(api) = Api::start(d.path(), tokens, &[]) else {
+        return;
+    };
+    let f = results(d.path(), "abcdef1234567890");
+    let (code, err) = post(&api, "ghs_app", "me/tool#1", &f, Some("me/tool"));
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    for want in [
+        "results-app[bot]",
+        "github-actions[bot]",
+        "--comment-author results-app[bot]",
+    ] {
+        assert!(err.contains(want), "no {want:?}: {err}");
+    }
+    let creates = |a: &[(String, String, u64)]| a.iter().filter(|x| x.2 == 201).count();
+    assert_eq!(creates(&api.answers()), 1, "{:?}", api.answers());
+    // A second run cannot see the first comment as its own, so it creates one more, and
+    // fails the same way: every such run fails the job, none passes quietly.
+    let (code, err) = post(&api, "ghs_app", "me/tool#1", &f, Some("me/tool"));
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(creates(&api.answers()), 2, "{:?}", api.answers());
+    // With the login it posts as, the comment is found and edited: no new one.
+    let mut c = github_support::bin();
+    c.args(["report", "--post", "--issue", "me/tool#1", "--results"])
+        .arg(results(d.path(), "bbbbbbb222"))
+        .args([
+            "--api-url",
+            &api.url,
+            "--comment-author",
+            "results-app[bot]",
+        ])
+        .env("GITHUB_TOKEN", "ghs_app")
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_REPOSITORY", "me/tool");
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let a = api.answers();
+    assert_eq!(creates(&a), 2, "{a:?}");
+    assert!(
+        a.iter().any(|x| x.0 == "PATCH" && x.2 == 200),
+        "the right login edits its comment: {a:?}"
+    );
+}

@@ -670,3 +670,90 @@ async fn a_moved_or_deleted_issue_is_one_line_before_the_first_probe() {
         assert!(b.probed().is_empty(), "{status}: a probe ran: {err}");
     }
 }
+
+/// Resume trusts only state this repository's own writers control. Inside a workflow of
+/// `me/tool`, the comment on `o/r` (another repository, whose writers can edit our comment
+/// there) is for display: a state block edited to flip every verdict changes nothing. The run
+/// says so in one line, reads no comment, probes what run 1 probed, and finds the same commit.
+#[tokio::test]
+async fn an_edited_state_block_on_another_repositorys_issue_is_not_trusted() {
+    let (server, fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    let (code, out, err) = run(b.cmd(&[])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let run1 = b.probed();
+    // An upstream writer swaps every pass and failure in the state block.
+    {
+        let mut s = fake.state.lock().unwrap();
+        let c = &mut s.comments[0];
+        let at = c.body.find("<!-- setrows-bisect-state:v1 ").unwrap();
+        let (shown, block) = c.body.split_at(at);
+        let edited = block
+            .replace("\"pass\"", "\"swap\"")
+            .replace("\"wrong_result\"", "\"pass\"")
+            .replace("\"swap\"", "\"wrong_result\"");
+        assert_ne!(edited, block, "the edit changed the state");
+        c.body = format!("{shown}{edited}");
+    }
+    let edited = fake.comments()[0].body.clone();
+    std::fs::remove_dir_all(b.p("work")).unwrap();
+    let in_workflow = |extra: &[&str]| {
+        let mut c = b.cmd_to("", extra);
+        c.env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_REPOSITORY", "me/tool");
+        c
+    };
+    let (code, out, err) = run(in_workflow(&["--resume-from-issue", "o/r#1", "--dry-run"])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("resume: o/r#1 is outside this repository (me/tool)"),
+        "{out}"
+    );
+    let reads = count(&server, "GET", "/repos/o/r/issues/1/comments").await;
+    let (code, out, err) = run(in_workflow(&["--resume-from-issue", "o/r#1"])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("outside this repository"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("(me/tool)")
+            && said[0].contains("display only")
+            && said[0].contains("starting from the local store"),
+        "{err}"
+    );
+    assert!(!err.contains("seeded"), "{err}");
+    assert_eq!(
+        count(&server, "GET", "/repos/o/r/issues/1/comments").await,
+        reads,
+        "the untrusted comment was read"
+    );
+    assert_eq!(b.result()["first_bad"], b.shas[23].as_str(), "{err}");
+    let probed = b.probed();
+    assert_eq!(probed.len(), 2 * run1.len(), "{err}");
+    assert_eq!(probed[run1.len()..], run1[..], "{err}");
+    assert_eq!(fake.comments()[0].body, edited, "nothing was posted");
+}
+
+/// `--post-to` with a login that is not the one GitHub posts as: the comment is created once,
+/// then the run stops in one error line naming both logins and `--comment-author`, exit 2,
+/// without the "post them again" hint (posting again would add another comment).
+#[tokio::test]
+async fn a_comment_posted_as_another_login_stops_post_to_with_exit_2() {
+    let (server, fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    let (code, out, err) = run(b.cmd(&["--comment-author", "someone-else"])).await;
+    assert_eq!(code, 2, "{out}\n{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains(github_support::BOT)
+            && errors[0].contains("someone-else")
+            && errors[0].contains("--comment-author"),
+        "{err}"
+    );
+    assert!(!err.contains("post them again"), "{err}");
+    assert_eq!(fake.comments().len(), 1);
+    assert_eq!(b.result()["first_bad"], b.shas[23].as_str());
+}

@@ -15,7 +15,8 @@
 //! gfx1151 device code (its offload bundles), GGML_HIP_GRAPHS is defined in every GPU compile
 //! command, each cell is `untestable: no AMD GPU` with the build kept (never a verdict), the
 //! second replay build compiled set-rows.cu alone, and the decode build compiled llama.cpp and
-//! decode-probe and took every HIP object of ggml from the replay's compiles (ccache: both
+//! decode-probe and took every HIP object of ggml from the replay's compiles (ccache, which the
+//! replay run fills as a trusted run (`SETROWS_CCACHE_FILL`) and the decode run reads: both
 //! programs add ggml by one rule, repro-kernels/ggml-source.cmake, so their commands are the
 //! same). Setup: scripts/setup.d/33-llama.sh and 35-rocm.sh; under CI a missing image or tree
 //! fails (`tools::require`). Times are in BENCHMARKS.md, never asserted.
@@ -85,7 +86,16 @@ const CMAKE_ARGS: &str = "[\"-DGGML_CUDA_FA=OFF\", \"-DCMAKE_C_FLAGS_RELEASE=-O0
 
 /// `setrows-bisect matrix` over `revs` with `probe` (a `[probe]` table's body) in the shared
 /// work directory; its cells, and everything it printed for a failing assertion.
-fn matrix(d: &Path, image: &str, name: &str, probe: &str, revs: &[&str]) -> (Vec<Value>, String) {
+/// `fill`: the run may add to the shared ccache of the image (`SETROWS_CCACHE_FILL`; this tree
+/// is trusted), which later runs read.
+fn matrix(
+    d: &Path,
+    image: &str,
+    name: &str,
+    probe: &str,
+    revs: &[&str],
+    fill: bool,
+) -> (Vec<Value>, String) {
     let m = d.join(format!("{name}.toml"));
     std::fs::write(
         &m,
@@ -98,6 +108,11 @@ fn matrix(d: &Path, image: &str, name: &str, probe: &str, revs: &[&str]) -> (Vec
     .unwrap();
     let out = d.join(format!("out-{name}"));
     let mut cmd = Command::cargo_bin("setrows-bisect").unwrap();
+    if fill {
+        cmd.env("SETROWS_CCACHE_FILL", "1");
+    } else {
+        cmd.env_remove("SETROWS_CCACHE_FILL");
+    }
     cmd.env_remove("GITHUB_TOKEN")
         .args(["matrix", "--engine", "podman", "--matrix"])
         .arg(&m)
@@ -180,6 +195,7 @@ fn ggml_hip_and_both_programs_build_for_gfx1151_in_the_debian_rocm_image() {
         "replay",
         "kind = \"replay\"\n",
         &[&first, &second],
+        true,
     );
     for cell in &replay {
         assert_built_for_gfx1151(cell);
@@ -193,14 +209,16 @@ fn ggml_hip_and_both_programs_build_for_gfx1151_in_the_debian_rocm_image() {
     assert_eq!(hip.len(), 1, "{hip:?}");
     assert!(hip[0].ends_with("set-rows.cu.o"), "{hip:?}");
 
-    // The decode probe at the second commit: llama.cpp and decode-probe compiled for this
-    // configuration, ggml's HIP objects the same commands as the replay's, so ccache's.
+    // The decode probe at the second commit, a later run: llama.cpp and decode-probe compiled
+    // for this configuration, ggml's HIP objects the same commands as the replay's, so
+    // ccache's (the shared cache the replay run filled, read-only to this one).
     let (decode, text) = matrix(
         d.path(),
         &image,
         "decode",
         "kind = \"decode\"\n",
         &[&second],
+        false,
     );
     let cell = &decode[0];
     assert_built_for_gfx1151(cell);

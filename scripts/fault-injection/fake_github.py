@@ -20,7 +20,8 @@ What GitHub enforces for those calls, enforced here:
   "Resource not accessible by personal access token" for a fine-grained one.
   `GET /user` answers a user token with its login and refuses an installation token with 403
   "Resource not accessible by integration" (GitHub: an app token is not a user).
-  A comment's author is its token's login (`github-actions[bot]` for installation tokens).
+  A comment's author is its token's login (`github-actions[bot]` for installation tokens; an
+  installation token with "posts_as" posts as that login instead, as another app's token does).
 - Pagination: `per_page` (default 30, at most 100) and `page`; a `Link` header with absolute
   `rel="next"` / `rel="last"` URLs by repository id (`/repositories/<id>/issues/<n>/comments`),
   as GitHub sends them. --filler N puts N comments by someone else on every issue first.
@@ -197,6 +198,7 @@ def main():
             self._rec["login"] = spec.get("login", "")
             kind = spec.get("kind", "user")
             login = ACTIONS_BOT if kind == "installation" else spec["login"]
+            author = spec.get("posts_as", login) if kind == "installation" else login
             writing = method in ("POST", "PATCH")
             now = time.time()
             with lock:
@@ -292,7 +294,7 @@ def main():
                 with lock:
                     state["next_id"] += 1
                     cid = state["next_id"]
-                    c = {"id": cid, "body": text, "user": {"login": login, "type": "User"},
+                    c = {"id": cid, "body": text, "user": {"login": author, "type": "User"},
                          "html_url": f"https://github.invalid/{m_owner}/{m_repo}/issues/{m_num}#issuecomment-{cid}"}
                     comments_of(m_owner, m_repo, m_num).append(c)
                 return self._send(201, c)

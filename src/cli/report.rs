@@ -123,6 +123,7 @@ pub fn post_values(
         &rendered,
         github::run_url_from_env().as_deref(),
     )
+    .map_err(|e| e.into_cli())
 }
 
 /// Appends the rendered markdown (without the hidden parts) to `$GITHUB_STEP_SUMMARY` when
@@ -150,7 +151,7 @@ fn post_rendered(
     issue: &IssueRef,
     rendered: &[Rendered],
     run_url: Option<&str>,
-) -> anyhow::Result<Vec<PostOutcome>> {
+) -> Result<Vec<PostOutcome>, GithubError> {
     let posts: Vec<Post<'_>> = rendered
         .iter()
         .map(|r| Post {
@@ -163,7 +164,29 @@ fn post_rendered(
                 .map(|(key, configuration)| github::Former { key, configuration }),
         })
         .collect();
-    github::post_all_blocking(github, issue, &posts, run_url).map_err(|e| e.into_cli())
+    github::post_all_blocking(github, issue, &posts, run_url)
+}
+
+/// Why `PostToArgs::post` did not post: GitHub's answer, kept typed, or anything else.
+#[derive(Debug)]
+pub enum PostFailure {
+    Github(GithubError),
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for PostFailure {
+    fn from(e: anyhow::Error) -> Self {
+        PostFailure::Other(e)
+    }
+}
+
+impl PostFailure {
+    fn into_anyhow(self) -> anyhow::Error {
+        match self {
+            PostFailure::Github(e) => e.into_cli(),
+            PostFailure::Other(e) => e,
+        }
+    }
 }
 
 /// `--post-to OWNER/REPO#N` plus the GitHub connection flags, for `bisect` and `matrix` to
@@ -198,14 +221,15 @@ impl PostToArgs {
 
     /// Posts the results when `--post-to` was given, after appending the same markdown to
     /// `$GITHUB_STEP_SUMMARY` (when set); says what it did on stderr.
-    pub fn post(&self, results: Vec<AnyResult>) -> anyhow::Result<()> {
+    pub fn post(&self, results: Vec<AnyResult>) -> Result<(), PostFailure> {
         let Some(issue) = self.check()? else {
             return Ok(());
         };
         let run_url = github::run_url_from_env();
         let rendered = render_values(&results, None, run_url.as_deref());
         append_step_summary(&rendered, run_url.as_deref())?;
-        let outcomes = post_rendered(&self.github, &issue, &rendered, run_url.as_deref())?;
+        let outcomes = post_rendered(&self.github, &issue, &rendered, run_url.as_deref())
+            .map_err(PostFailure::Github)?;
         for (r, o) in rendered.iter().zip(outcomes) {
             errln!(
                 "setrows-bisect: {} results comment {} ({}) on {issue}{}",
@@ -255,7 +279,14 @@ impl PostToArgs {
         };
         match self.post(results) {
             Ok(()) => code,
+            // The comment exists, as another login: posting again would add another. One
+            // line, exit 2: the login is the user's to give.
+            Err(PostFailure::Github(e @ GithubError::AuthorMismatch { .. })) => {
+                errln!("setrows-bisect: error: {e}");
+                Exit::Usage
+            }
             Err(e) => {
+                let e = e.into_anyhow();
                 errln!(
                     "setrows-bisect: error: posting the results to {raw} failed: {e:#}\n\
                      setrows-bisect: the results are not lost: {written}; post them again with \
@@ -472,6 +503,12 @@ impl BisectPostArgs {
         let Some(issue) = self.resume_issue()? else {
             return Ok(None);
         };
+        // The store is seeded only from state this repository's own writers control: a
+        // comment on another repository's issue can be edited by that repository's writers.
+        if let Err(home) = github::options::trusts_state_on(&issue) {
+            errln!("setrows-bisect: --resume-from-issue {issue}: the issue is outside this repository ({home}), whose writers can edit our comment there; its state is for display only: starting from the local store");
+            return Ok(None);
+        }
         let (good, bad) = (req.good.to_string(), req.bad.to_string());
         let predicate = req.predicate.describe();
         let configuration = req.chosen.info.as_ref().and_then(|c| c.id.as_deref());
@@ -627,7 +664,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<Exit> {
         }
         return no_fresh(stale, &lost);
     };
-    let outcomes = post_rendered(&args.github, &issue, &rendered, run_url.as_deref())?;
+    let outcomes = post_rendered(&args.github, &issue, &rendered, run_url.as_deref())
+        .map_err(|e| e.into_cli())?;
     for (r, res) in rendered.iter().zip(outcomes) {
         let verb = match res.action {
             PostAction::Created => "created",

@@ -244,7 +244,11 @@ impl Publisher {
                 .send_once(Method::POST, &route, Some(&payload), &ctx)
                 .await
             {
-                Ok(v) => return comment_outcome(PostAction::Created, v.0, &what),
+                Ok(v) => {
+                    let posted = comment_outcome(PostAction::Created, v.0.clone(), &what)?;
+                    self.check_author(&v.0, &what).await?;
+                    return Ok(posted);
+                }
                 // Maybe created: look again before creating, so retries cannot duplicate it.
                 Err(Failure::Maybe(e)) if attempt > self.max_retries => return Err(e),
                 Err(Failure::Maybe(_)) => {
@@ -299,6 +303,32 @@ impl Publisher {
             Some(c) => body::parse_state(c.body.as_deref().unwrap_or("")),
             None => Ok(None),
         }
+    }
+
+    /// The comment GitHub just created (`created`) is by the login whose comments count as
+    /// ours; else the next run would not find it and would create another, every run (a
+    /// token whose login was guessed, e.g. an app's token inside Actions).
+    async fn check_author(
+        &self,
+        created: &serde_json::Value,
+        what: &str,
+    ) -> Result<(), GithubError> {
+        let Some(posted) = created
+            .get("user")
+            .and_then(|u| u.get("login"))
+            .and_then(serde_json::Value::as_str)
+        else {
+            return Ok(());
+        };
+        let ours = self.our_login().await?;
+        if posted.eq_ignore_ascii_case(&ours) {
+            return Ok(());
+        }
+        Err(GithubError::AuthorMismatch {
+            what: what.to_string(),
+            posted: posted.to_string(),
+            ours,
+        })
     }
 
     /// The login whose comments count as ours.

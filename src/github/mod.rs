@@ -206,6 +206,14 @@ pub enum GithubError {
     StateCorrupt(String),
     #[error("cannot tell whose comments are ours: {0}; pass --comment-author LOGIN")]
     UnknownAuthor(String),
+    /// The comment just created is by another login than the one whose comments count as
+    /// ours: the next run would not find it and would create another, every run.
+    #[error("{what}: GitHub posted it as {posted}, but comments by {ours} count as ours, so the next run would not find it and would post another; pass --comment-author {posted}")]
+    AuthorMismatch {
+        what: String,
+        posted: String,
+        ours: String,
+    },
 }
 
 impl GithubError {
@@ -219,6 +227,7 @@ impl GithubError {
                     | GithubError::InvalidApiUrl(_)
                     | GithubError::Token(_)
                     | GithubError::UnknownAuthor(_)
+                    | GithubError::AuthorMismatch { .. }
             )
     }
 

@@ -246,6 +246,7 @@ impl BackendOpsProber {
             env,
             timeout,
             name: format!("{}-{step}", req.run_name),
+            ccache: false,
         }
     }
 
@@ -363,11 +364,10 @@ impl Prober for BackendOpsProber {
             Some(Duration::from_secs(3600).max(self.run_timeout.unwrap_or_default())),
             "build",
         );
-        let stats = self.recipe.ccache.then(|| {
-            let log = StatsLog::for_step(&*self.launcher, &build);
-            build.env.push(log.env());
-            log
-        });
+        let stats = self
+            .recipe
+            .ccache
+            .then(|| StatsLog::for_step(&*self.launcher, &mut build));
         let steps = build_steps(phase);
         let ran = self.run(&build, req.log_path, Some(&steps));
         report.ccache = Some(match stats {

@@ -25,6 +25,9 @@ pub struct ShellJob {
     pub timeout: Option<Duration>,
     /// Unique per run: container name, so a timeout can stop the container, not just the client.
     pub name: String,
+    /// The build step, whose compiles go through this run's own ccache
+    /// (`probe::ccache::StatsLog::for_step` sets it). No other step sees a cache.
+    pub ccache: bool,
 }
 
 /// A fully resolved process to start.
@@ -110,6 +113,14 @@ impl Launcher for HostLauncher {
     }
 
     fn command(&self, job: &ShellJob) -> Cmd {
+        let mut env = with_dirs(
+            &job.env,
+            &job.src.to_string_lossy(),
+            &job.work.to_string_lossy(),
+        );
+        if job.ccache {
+            env.extend(crate::probe::ccache::host_build_env());
+        }
         Cmd {
             argv: vec!["sh".into(), "-c".into(), job.script.clone()],
             cwd: if job.cwd_is_work {
@@ -117,11 +128,7 @@ impl Launcher for HostLauncher {
             } else {
                 job.src.clone()
             },
-            env: with_dirs(
-                &job.env,
-                &job.src.to_string_lossy(),
-                &job.work.to_string_lossy(),
-            ),
+            env,
         }
     }
 

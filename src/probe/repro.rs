@@ -200,6 +200,7 @@ impl ReproProber {
             env: env.to_vec(),
             timeout,
             name: format!("{}-{step}", req.run_name),
+            ccache: false,
         }
     }
 

@@ -50,28 +50,20 @@ pub struct ScriptProber {
 }
 
 impl ScriptProber {
-    /// A prober with ccache wired in when the host has it (CMake compiler launchers set; the
-    /// user's own cache on the host, one under the work dir in a container), so rebuilding a
-    /// revision seen before, by this tool or by the user, is cheap.
+    /// A prober with ccache wired in where the steps run have it (CMake compiler launchers
+    /// set; the build step's cache is this run's own, `probe::ccache`), so rebuilding a
+    /// revision seen before in this run is cheap.
     pub fn new(
         build: Option<String>,
         script: String,
         timeout: Option<Duration>,
         launcher: Box<dyn Launcher>,
-        work_dir: &Path,
     ) -> Self {
         let mut env = Vec::new();
         let in_container = launcher.identity() != "host";
         if crate::probe::ccache::used(in_container) {
-            // The user's own cache (content-addressed, so sharing it is safe) when the host
-            // runs the steps: a private cold one under the work dir would throw away what
-            // earlier builds paid for. A container sees only the work dir, so it keeps one there.
-            if in_container {
-                env.push((
-                    "CCACHE_DIR".into(),
-                    work_dir.join("ccache").to_string_lossy().into_owned(),
-                ));
-            }
+            // Where the build's cache lives is the launcher's to say (`probe::ccache`): this
+            // run's own, never one another run's probes wrote.
             env.push(("CMAKE_C_COMPILER_LAUNCHER".into(), "ccache".into()));
             env.push(("CMAKE_CXX_COMPILER_LAUNCHER".into(), "ccache".into()));
         }
@@ -171,6 +163,7 @@ impl Prober for ScriptProber {
                 env: self.env.clone(),
                 timeout,
                 name: format!("{}-{step}", req.run_name),
+                ccache: false,
             };
         let steps = build_steps(phase);
         let run = |j: &ShellJob, watch: Option<&dyn Fn(&str)>| {
@@ -199,11 +192,9 @@ impl Prober for ScriptProber {
         if let Some(build) = &self.build {
             phase(Phase::Build);
             let mut build_job = job(build, true, None, "build");
-            let stats = self.ccache_wired().then(|| {
-                let log = StatsLog::for_step(&*self.launcher, &build_job);
-                build_job.env.push(log.env());
-                log
-            });
+            let stats = self
+                .ccache_wired()
+                .then(|| StatsLog::for_step(&*self.launcher, &mut build_job));
             let ran = run(&build_job, Some(&steps));
             report.ccache = Some(match stats {
                 Some(log) => log.take().unwrap_or(Ccache::Used { hits: 0, misses: 0 }),

@@ -28,11 +28,8 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct Place {
     pub launcher: Arc<dyn Launcher>,
-    /// Steps run in a container: its image carries ccache and the launcher mounts the cache
-    /// (one under the work dir: a container sees nothing else). On the host the steps use the
-    /// caller's own cache (`CCACHE_DIR` or ccache's default), never a private one: ccache is
-    /// content-addressed, so sharing it is safe, and a cold private cache would throw away what
-    /// the user's earlier builds paid for.
+    /// Steps run in a container: its image carries ccache. Where a build's cache lives (the
+    /// run's own; the shared one read-only) is `probe::ccache`'s rule, for host and container.
     pub in_container: bool,
     /// `HIPCXX` / `HIP_PATH` where the steps run (HIP only; `hipconfig_env`).
     pub hip_env: Vec<(String, String)>,
@@ -82,11 +79,9 @@ impl Place {
     }
 }
 
-/// THE ccache directory of steps run in `image` by `engine` (one per engine and image, under
-/// the work dir: a container sees nothing else). Bisect and matrix share it, so a cell and a
-/// bisect in one image reuse each other's objects (ccache is content-addressed; its
-/// `CCACHE_STATSLOG` is per probe). Kept as bisect always spelled it: stores written before
-/// find their caches.
+/// THE shared ccache directory of steps run in `image` by `engine` (one per engine and image,
+/// under the work dir). Build steps read it read-only under their run's own cache; only a run
+/// with `SETROWS_CCACHE_FILL=1` writes it (`probe::ccache`).
 pub fn ccache_dir(work_dir: &Path, engine: &str, image: &str) -> std::path::PathBuf {
     work_dir
         .join("ccache")
@@ -482,6 +477,7 @@ pub fn hipconfig_env(launcher: &dyn Launcher) -> Result<Vec<(String, String)>, S
         env: Vec::new(),
         timeout: Some(Duration::from_secs(120)),
         name: format!("setrows-hipconfig-{}", std::process::id()),
+        ccache: false,
     };
     let log = dir.path().join("hipconfig.log");
     let r = crate::probe::exec::run(&launcher.command(&job), job.timeout, &log, &|| {

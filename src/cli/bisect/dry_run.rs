@@ -17,7 +17,7 @@ fn place_lines(planned: &Planned, out: &mut String) {
                 out,
                 "{}",
                 if *ccache {
-                    "ccache: your own cache (CCACHE_DIR, else ccache's default)"
+                    "ccache: a cache of this run's own, removed when it ends (your own is not used)"
                 } else {
                     "ccache: not installed here, builds run without it"
                 }
@@ -48,8 +48,13 @@ fn place_lines(planned: &Planned, out: &mut String) {
             };
             let _ = writeln!(
                 out,
-                "ccache: {} (made when a run starts)",
-                ccache_dir.display()
+                "ccache: a cache of this run's own, over {} read-only{}",
+                ccache_dir.display(),
+                if crate::probe::ccache::fills_shared() {
+                    " (this run fills it: SETROWS_CCACHE_FILL=1)"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -143,15 +148,29 @@ pub(super) fn dry_run(
         }
     }
     if let Some(issue) = github.resume_from_issue.as_deref() {
+        let named = match issue {
+            "" => github.post.post_to.as_deref().unwrap_or(""),
+            i => i,
+        };
         let issue = if issue.is_empty() {
             "the --post-to issue"
         } else {
             issue
         };
-        let _ = writeln!(
-            out,
-            "resume: a run first seeds the store from {issue}'s comment (a dry run reads and writes nothing there)"
-        );
+        let outside = named
+            .parse::<crate::github::IssueRef>()
+            .ok()
+            .and_then(|i| crate::github::options::trusts_state_on(&i).err());
+        let _ = match outside {
+            Some(home) => writeln!(
+                out,
+                "resume: {issue} is outside this repository ({home}): its comment's state is for display only; a run starts from the local store"
+            ),
+            None => writeln!(
+                out,
+                "resume: a run first seeds the store from {issue}'s comment (a dry run reads and writes nothing there)"
+            ),
+        };
     }
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
     if build_only {

@@ -11,8 +11,14 @@ pub struct ContainerSpec {
     pub program: String,
     pub image: String,
     pub gpu: GpuAccess,
-    /// Host directory mounted at `/ccache`, one per (image, recipe).
+    /// The shared cache of this engine and image: mounted read-only at `SHARED_MOUNT`, for
+    /// the build step only (`probe::ccache`).
     pub ccache_dir: PathBuf,
+    /// This run's own cache for this engine and image: mounted at `/ccache`, for the build
+    /// step only.
+    pub run_ccache_dir: PathBuf,
+    /// This run fills the shared cache (`probe::ccache::FILL_VAR`): its build step may write it.
+    pub fills_shared_ccache: bool,
     pub uid: u32,
     pub gid: u32,
     /// Host gids owning `/dev/kfd` and `/dev/dri` (`video`, `render`), numeric because the
@@ -84,8 +90,22 @@ pub fn run_argv(spec: &ContainerSpec, job: &ShellJob) -> Vec<String> {
         format!("{}:{SRC_MOUNT}:ro", job.src.display()),
         "--volume".into(),
         format!("{}:{WORK_MOUNT}", job.work.display()),
-        "--volume".into(),
-        format!("{}:{CCACHE_MOUNT}", spec.ccache_dir.display()),
+    ]);
+    // The build step alone sees a cache: the run's own, writable, over the shared one,
+    // read-only to the kernel as well as to ccache. A step that runs what was built sees none.
+    if job.ccache {
+        a.extend([
+            "--volume".into(),
+            format!("{}:{CCACHE_MOUNT}", spec.run_ccache_dir.display()),
+            "--volume".into(),
+            if spec.fills_shared_ccache {
+                format!("{}:{SHARED_MOUNT}", spec.ccache_dir.display())
+            } else {
+                format!("{}:{SHARED_MOUNT}:ro", spec.ccache_dir.display())
+            },
+        ]);
+    }
+    a.extend([
         "--workdir".into(),
         if job.cwd_is_work {
             WORK_MOUNT
@@ -123,7 +143,16 @@ pub fn run_argv(spec: &ContainerSpec, job: &ShellJob) -> Vec<String> {
         },
     }
     let mut env = with_dirs(&job.env, SRC_MOUNT, WORK_MOUNT);
-    env.push(("CCACHE_DIR".into(), CCACHE_MOUNT.into()));
+    if job.ccache {
+        env.push(("CCACHE_DIR".into(), CCACHE_MOUNT.into()));
+        env.push(if spec.fills_shared_ccache {
+            crate::probe::ccache::writable_layer(SHARED_MOUNT)
+        } else {
+            crate::probe::ccache::read_only_layer(SHARED_MOUNT)
+        });
+    } else {
+        env.push(("CCACHE_DISABLE".into(), "1".into()));
+    }
     // The caller's uid has no home in the image; tools that write caches need one.
     env.push(("HOME".into(), "/tmp".into()));
     env.push(("GGML_NO_BACKTRACE".into(), "1".into()));

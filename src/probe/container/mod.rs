@@ -37,6 +37,7 @@ use std::time::Duration;
 pub const SRC_MOUNT: &str = "/src";
 pub const WORK_MOUNT: &str = "/work";
 pub const CCACHE_MOUNT: &str = "/ccache";
+pub use crate::probe::ccache::SHARED_MOUNT;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -338,6 +339,13 @@ impl ContainerLauncher {
         // SAFETY: getuid/getgid cannot fail and touch no memory.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let (rootless, selinux) = ContainerSpec::host_security(engine.kind, uid);
+        // This run's own cache for this engine and image (`probe::ccache`): the build step
+        // writes it; the shared one is read-only to every step.
+        let run_ccache_dir = crate::probe::ccache::run_cache(
+            &ccache_dir
+                .file_name()
+                .map_or("shared".into(), |n| n.to_string_lossy().into_owned()),
+        );
         let launcher = ContainerLauncher {
             spec: ContainerSpec {
                 engine: engine.kind,
@@ -345,6 +353,8 @@ impl ContainerLauncher {
                 image: image.into(),
                 gpu,
                 ccache_dir: ccache_dir.to_path_buf(),
+                run_ccache_dir: run_ccache_dir.clone(),
+                fills_shared_ccache: crate::probe::ccache::fills_shared(),
                 uid,
                 gid,
                 gpu_groups,
@@ -355,7 +365,10 @@ impl ContainerLauncher {
             digest,
             provenance: OnceLock::new(),
         };
-        launcher.check_writable(ccache_dir)?;
+        launcher.check_writable(&run_ccache_dir)?;
+        if launcher.spec.fills_shared_ccache {
+            launcher.check_writable(ccache_dir)?;
+        }
         Ok(launcher)
     }
 
@@ -391,6 +404,7 @@ impl ContainerLauncher {
                 std::process::id(),
                 rand_suffix()
             ),
+            ccache: false,
         };
         let cmd = self.command(&job);
         let log = dir.path().join("provenance.log");

@@ -24,6 +24,7 @@ pub fn write_probe_job(dir: &Path) -> ShellJob {
             std::process::id(),
             rand_suffix()
         ),
+        ccache: false,
     }
 }
 

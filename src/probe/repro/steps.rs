@@ -207,8 +207,7 @@ impl ReproProber {
         );
         // The script decides whether ccache is there (`command -v`) and then creates the log,
         // so a missing log means it was not.
-        let stats = StatsLog::for_step(&*self.opts.launcher, &job);
-        job.env.push(stats.env());
+        let stats = StatsLog::for_step(&*self.opts.launcher, &mut job);
         let built = self.run_job(&job, req.log_path, Some(&crate::probe::build_steps(phase)));
         end.ccache = Some(stats.take().unwrap_or(Ccache::NotInstalled));
         let built = built.map_err(|e| {

@@ -58,7 +58,6 @@ fn probe_runs_build_in_work_and_test_in_src() {
         "test \"$(cat \"$WORK/built.txt\")\" = 7 && echo assert ok-ish && exit 3".into(),
         None,
         Box::new(HostLauncher),
-        d.path(),
     );
     let log = d.path().join("p.log");
     let req = ProbeRequest {
@@ -78,7 +77,6 @@ fn probe_runs_build_in_work_and_test_in_src() {
         "true".into(),
         None,
         Box::new(HostLauncher),
-        d.path(),
     );
     assert_eq!(p.probe(&req, &|_| {}).outcome, Outcome::BuildFailed);
     // Build-only: the test (which would fail) never starts.
@@ -87,7 +85,6 @@ fn probe_runs_build_in_work_and_test_in_src() {
         "touch \"$WORK/tested\"; exit 1".into(),
         None,
         Box::new(HostLauncher),
-        d.path(),
     );
     let full = p.identity();
     p.build_only = true;
