@@ -101,6 +101,7 @@ pub(crate) fn bisect_found() -> BisectResult {
         reproducer: None,
         endpoint: None,
         backend_ops: None,
+        applied: Vec::new(),
         invocation: Default::default(),
     }
 }

@@ -339,6 +339,7 @@ pub fn bisect_result(
         reproducer: None,
         endpoint: None,
         backend_ops: None,
+        applied: Vec::new(),
         invocation: Default::default(),
     }
 }

@@ -34,6 +34,8 @@ pub struct Request {
     pub revisions: Vec<String>,
     /// `--dry-run`: resolve every cell and make nothing (no store, no checkout, no run).
     pub dry_run: bool,
+    /// `--apply`: patches applied to every cell's tree before its build (read once).
+    pub applied: Vec<crate::core::applied::AppliedPatch>,
 }
 
 /// What `Prepared::on_cell` is handed: the document as it stands.
@@ -129,6 +131,11 @@ pub fn prepare(req: Request) -> Result<Prepared, RunError> {
     );
     runner.engine_lacking = lacking;
     runner.build_only = req.build_only;
+    runner.applied = req.applied.clone();
+    if !dry && !req.applied.is_empty() {
+        crate::run::apply::save(&runner.work_dir, &req.applied)
+            .map_err(|e| RunError::WorkDir(format!("saving the applied patches: {e}")))?;
+    }
     if let Some(t) = req.timeout {
         runner.timeout = Some(std::time::Duration::from_secs_f64(t));
     }
