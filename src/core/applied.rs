@@ -203,7 +203,10 @@ mod tests {
                 path: "tests/t.cpp".into()
             }
         );
-        assert_eq!(source("fix.patch", |_| false), Source::File("fix.patch".into()));
+        assert_eq!(
+            source("fix.patch", |_| false),
+            Source::File("fix.patch".into())
+        );
         assert_eq!(source(":x", |_| false), Source::File(":x".into()));
     }
 

@@ -60,7 +60,11 @@ pub fn render(b: &BisectResult) -> Option<String> {
             // The case may exist only in the patched tree (a fix's own test case).
             md.push_str(&format!(
                 "(that tree with the applied patches: {} in the checkout before the build)\n\n",
-                code(&crate::core::applied::apply_lines(&b.applied).trim_end().replace('\n', " && "))
+                code(
+                    &crate::core::applied::apply_lines(&b.applied)
+                        .trim_end()
+                        .replace('\n', " && ")
+                )
             ));
         }
         md.push_str(&escape::code_block(&run.reproducer()).replacen("text\n", "sh\n", 1));

@@ -314,22 +314,22 @@ fn commit_level(
     let request = move |mut chosen: crate::run::bisect::Chosen| {
         chosen.cfg.applied = applied;
         BisectRequest {
-        repo,
-        good,
-        bad,
-        first_parent,
-        path,
-        predicate,
-        runs,
-        jobs,
-        endpoints,
-        validate,
-        compare_good: false,
-        work_dir,
-        chosen,
-        mode: Mode::Run,
-        resume: None,
-    }
+            repo,
+            good,
+            bad,
+            first_parent,
+            path,
+            predicate,
+            runs,
+            jobs,
+            endpoints,
+            validate,
+            compare_good: false,
+            work_dir,
+            chosen,
+            mode: Mode::Run,
+            resume: None,
+        }
     };
     Ok(Some(CommitLevel {
         good,

@@ -247,7 +247,9 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     let path = match path {
         Some(dir) if touched.iter().any(|f| !f.starts_with(&format!("{dir}/"))) => {
             events.emit(Event::Note {
-                text: format!("--apply touches files outside {dir}/: commits are keyed by their whole tree"),
+                text: format!(
+                    "--apply touches files outside {dir}/: commits are keyed by their whole tree"
+                ),
             });
             None
         }
@@ -268,7 +270,10 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         let work_dir = std::fs::canonicalize(&req.work_dir).unwrap_or(req.work_dir.clone());
         let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
         crate::run::apply::save(&work_dir, &req.chosen.cfg.applied).map_err(|e| {
-            CliError::infra(format!("saving the applied patches in {}: {e}", work_dir.display()))
+            CliError::infra(format!(
+                "saving the applied patches in {}: {e}",
+                work_dir.display()
+            ))
         })?;
         (work_dir, store)
     };
