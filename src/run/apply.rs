@@ -37,7 +37,7 @@ pub fn resolve(repo_dir: &Path, args: &[String]) -> anyhow::Result<Vec<AppliedPa
                     )));
                 }
                 let sha = id.id().to_string();
-                let text = diff(repo_dir, &sha, &path).map_err(|e| bad(e))?;
+                let text = diff(repo_dir, &sha, &path).map_err(&bad)?;
                 if text.trim().is_empty() {
                     return Err(bad(format!(
                         "commit {} does not change `{path}` (git diff {0}^ {0} -- {path} is empty)",
