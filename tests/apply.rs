@@ -269,8 +269,8 @@ fn grouping_history() -> Repo {
         &[("main.c", "int main(void) { return 1; }\n")],
         "the regression",
     );
-    let mut fixed = list(5).replacen("head\n", "head, checked\n", 1);
-    fixed.push_str("");
+    // Only the first line: the hunk applies to every tree of the range.
+    let fixed = list(4).replacen("head\n", "head, checked\n", 1);
     r.commit(&[("t/list.txt", &fixed)], "fix: the list's head");
     r
 }
@@ -314,6 +314,11 @@ fn files_the_patch_touches_are_read_so_no_group_spans_them() {
     let (out, patched) = bisect_cmake(&r, "patched", &["--apply", &arg]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(patched["first_bad"], Value::String(r.shas[5].clone()));
+    let probes = patched["probes"].as_array().unwrap();
+    assert!(
+        probes.iter().all(|p| p["outcome"] != "untestable"),
+        "the patch applies to every tree here: {patched}"
+    );
     let g = &patched["grouping"];
     assert_eq!(g["groups"], g["candidates"], "{g}");
 }
