@@ -15,7 +15,8 @@ pub fn resolve(repo_dir: &Path, args: &[String]) -> anyhow::Result<Vec<AppliedPa
     if args.is_empty() {
         return Ok(Vec::new());
     }
-    let repo = crate::run::git::open(repo_dir).map_err(crate::run::bisect::git_error)?;
+    let repo =
+        crate::run::git::open(repo_dir).map_err(|e| CliError::usage(format!("--apply: {e}")))?;
     let mut out = Vec::new();
     for arg in args {
         let bad = |why: String| CliError::usage(format!("--apply {arg}: {why}"));
