@@ -409,3 +409,41 @@ fn the_report_names_the_patch_and_its_hand_run_applies_it() {
     let test = hand.find("sh -c").unwrap();
     assert!(cd < apply && apply < test, "{hand}");
 }
+
+/// `matrix` applies the patch to every cell's tree: the bad revision's cell passes without the
+/// fix's test and fails with it, and the patched cell is not the unpatched cell's stored result.
+#[test]
+fn matrix_cells_get_the_patch_too() {
+    let r = regression_history();
+    let conf = r.dir.path().join("m.toml");
+    fs::write(
+        &conf,
+        "[probe]\nkind = \"script\"\nscript = 'sh tests/check.sh'\n[matrix]\nbackend = [\"cpu\"]\n",
+    )
+    .unwrap();
+    let out = r.dir.path().join("out");
+    let run = |extra: &[&str]| -> Value {
+        let o = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+            .args(["matrix", "--rev", &r.shas[5], "--engine", "none"])
+            .arg("--matrix")
+            .arg(&conf)
+            .arg("--repo")
+            .arg(r.path())
+            .arg("--out")
+            .arg(&out)
+            .arg("--work-dir")
+            .arg(r.dir.path().join("work"))
+            .args(extra)
+            .env_remove("SETROWS_WORK_DIR")
+            .output()
+            .unwrap();
+        assert!(o.status.code().is_some_and(|c| c < 2), "{}", stderr(&o));
+        read_json(&out.join("matrix-results.json"))
+    };
+    let plain = run(&[]);
+    assert_eq!(plain["cells"][0]["outcome"], "pass", "{plain}");
+    let arg = fix_test(&r);
+    let patched = run(&["--apply", &arg]);
+    assert_eq!(patched["cells"][0]["outcome"], "wrong_result", "{patched}");
+    assert_eq!(patched["cells"][0]["cached"], false, "{patched}");
+}
