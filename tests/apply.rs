@@ -446,4 +446,7 @@ fn matrix_cells_get_the_patch_too() {
     let patched = run(&["--apply", &arg]);
     assert_eq!(patched["cells"][0]["outcome"], "wrong_result", "{patched}");
     assert_eq!(patched["cells"][0]["cached"], false, "{patched}");
+    assert_eq!(patched["applied"][0]["given"], Value::String(arg.clone()));
+    let md = fs::read_to_string(out.join("matrix-results.md")).unwrap();
+    assert!(md.contains(&arg) && md.contains("git apply "), "{md}");
 }

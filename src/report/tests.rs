@@ -39,6 +39,7 @@ pub(crate) fn matrix(cells: Vec<Cell>) -> MatrixResults {
         configs: vec![],
         cells,
         build_only: false,
+        applied: Vec::new(),
         invocation: Default::default(),
     }
 }

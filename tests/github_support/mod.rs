@@ -373,6 +373,7 @@ pub fn matrix_result(cells: &[(&str, &str)]) -> setrows_bisect::core::result::Ma
             })
             .collect(),
         build_only: false,
+        applied: Vec::new(),
         invocation: Default::default(),
     }
 }

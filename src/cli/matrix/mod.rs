@@ -553,6 +553,7 @@ fn cut_off(args: &MatrixArgs, m: &Matrix, configs: &[Config], reason: &str) -> a
                 configs: configs.iter().map(ConfigRow::of).collect(),
                 cells: Vec::new(),
                 build_only: args.build_only,
+                applied: Vec::new(),
                 invocation: crate::run::stamp::invocation(&args.run.repo.repo),
             }
         }

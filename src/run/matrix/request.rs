@@ -231,6 +231,14 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
         configs: configs.iter().map(ConfigRow::of).collect(),
         cells: Vec::new(),
         build_only: runner.build_only,
+        applied: runner
+            .applied
+            .iter()
+            .map(|a| {
+                let saved = crate::run::apply::saved_path(&runner.work_dir, a);
+                crate::core::applied::AppliedInfo::of(a, &saved.to_string_lossy())
+            })
+            .collect(),
         invocation: crate::run::stamp::invocation(&runner.repo),
     };
     let written = |d: &MatrixResults| {
