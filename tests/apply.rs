@@ -401,6 +401,24 @@ fn the_report_names_the_patch_and_its_hand_run_applies_it() {
         ) + "\n"
     );
     assert!(md.contains(&arg), "{md}");
+    // A dry run names it too, and makes nothing.
+    let dry = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
+        .arg("--repo")
+        .arg(r.path())
+        .args(["--good", &r.shas[0], "--bad", &r.shas[5], "--script", SCRIPT])
+        .args(["--apply", &arg, "--dry-run"])
+        .arg("--work-dir")
+        .arg(r.dir.path().join("dry-work"))
+        .env_remove("SETROWS_WORK_DIR")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        text.contains(&format!("applied before every build: {arg}")),
+        "{text}{}",
+        stderr(&dry)
+    );
+    assert!(!r.dir.path().join("dry-work").exists());
     assert!(md.contains(&format!("git apply {saved}")), "{md}");
     // The hand-run of one probe applies it after its cd into the checkout, before the test.
     let hand = v["reproduce"].as_str().unwrap();
