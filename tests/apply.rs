@@ -405,7 +405,9 @@ fn the_report_names_the_patch_and_its_hand_run_applies_it() {
     let dry = Command::new(assert_cmd::cargo::cargo_bin("setrows-bisect"))
         .arg("--repo")
         .arg(r.path())
-        .args(["--good", &r.shas[0], "--bad", &r.shas[5], "--script", SCRIPT])
+        .args([
+            "--good", &r.shas[0], "--bad", &r.shas[5], "--script", SCRIPT,
+        ])
         .args(["--apply", &arg, "--dry-run"])
         .arg("--work-dir")
         .arg(r.dir.path().join("dry-work"))
