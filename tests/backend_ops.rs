@@ -274,3 +274,88 @@ fn bad_input_is_one_line_before_any_probe() {
     // Nothing was checked out or built.
     assert!(!work.join("builds").exists() && !json.exists());
 }
+
+/// A fix's own test case, applied to every probed tree (`--apply FIX:tests/test-backend-ops.cpp`):
+/// c2 plants a NaN in SET_ROWS rows of 40 floats, a shape no case of the sdist's
+/// test-backend-ops has, so every tree before the fix passes; c4 removes it and adds the case
+/// that shows it. With the case applied and picked by `--op-params`, the bisect names c2, and
+/// the report shows that case's failing line and how to apply the case by hand.
+#[test]
+fn the_case_a_fix_added_is_followed_with_apply() {
+    let src = llama_src().expect("the llama.cpp source: scripts/setup.d/33-llama.sh");
+    assert!(
+        common::have_ninja(),
+        "cmake and ninja build test-backend-ops"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("ggml");
+    // c0..c1 of `make_repo`'s history, then this test's own.
+    let mut shas = make_repo(tmp.path(), &src);
+    git(&repo, &["reset", "-q", "--hard", &shas[1]]);
+    shas.truncate(2);
+    let commit = |msg: &str| {
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", msg]);
+        git(&repo, &["rev-parse", "HEAD"])
+    };
+    let ops = std::fs::read_to_string(repo.join(OPS_CPP)).unwrap();
+    plant(
+        &repo,
+        "if (nc == 40 && src0->type == GGML_TYPE_F32) { ((float *) ((char *) src0->data + i*nb01 + i02*nb02 + i03*nb03))[0] = NAN; }",
+    );
+    shas.push(commit("cpu: set_rows of 40-float rows writes NaN"));
+    std::fs::write(repo.join("README.md"), "ggml, tensors\n").unwrap();
+    shas.push(commit("docs"));
+    std::fs::write(repo.join(OPS_CPP), ops).unwrap();
+    let test = repo.join("tests/test-backend-ops.cpp");
+    let text = std::fs::read_to_string(&test).unwrap();
+    let anchor = "    test_cases.emplace_back(new test_set_rows(GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_I32, { 1, 8, 1, 3 }, { 1, 1 }, 2, false));\n";
+    assert!(
+        text.contains(anchor),
+        "the sdist's test-backend-ops changed"
+    );
+    std::fs::write(
+        &test,
+        text.replacen(
+            anchor,
+            &format!("{anchor}    test_cases.emplace_back(new test_set_rows(GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_I32, {{ 40, 5, 1, 3 }}, {{ 1, 1 }}, 1, false));\n"),
+            1,
+        ),
+    )
+    .unwrap();
+    shas.push(commit(
+        "cpu: fix set_rows of 40-float rows, with its test case",
+    ));
+
+    let work = tmp.path().join("work");
+    let json = tmp.path().join("r.json");
+    let apply = format!("{}:tests/test-backend-ops.cpp", shas[4]);
+    let (code, text) = bisect(
+        &repo,
+        &work,
+        &json,
+        &shas[0],
+        &shas[3],
+        &["--apply", &apply, "--op-params", r"ne=\[40,"],
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["first_bad"], shas[2].as_str(), "{text}");
+    let line = "SET_ROWS(type_src=f32,type_dst=f32,type_idx=i32,ne=[40,5,1,3]";
+    let culprit = r["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["sha"] == shas[2].as_str())
+        .expect("the culprit was probed");
+    assert_eq!(culprit["outcome"], "wrong_result", "{text}");
+    assert!(
+        culprit["signature"].as_str().unwrap().starts_with(line),
+        "{culprit}"
+    );
+    // The report: the case's line, and the patch applied before the hand-run's build.
+    assert!(text.contains("### test-backend-ops"), "{text}");
+    assert!(text.contains(line), "{text}");
+    let saved = r["applied"][0]["saved"].as_str().unwrap();
+    assert!(text.contains(&format!("git apply {saved}")), "{text}");
+}

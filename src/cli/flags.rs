@@ -48,6 +48,31 @@ pub struct TimeoutFlag {
     pub timeout: Option<f64>,
 }
 
+/// `--apply`: patches applied to every probed tree before its build (bisect, matrix,
+/// bisect-config), one parse for all three.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ApplyFlag {
+    /// Apply a change to every probed tree before its build (repeatable): REV:PATH or a patch
+    ///
+    /// Apply a change to every probed tree before its build (repeatable). REV:PATH is the
+    /// change commit REV made to PATH (`git diff REV^ REV -- PATH`), e.g. the test case a fix
+    /// added; anything else is a patch file. A tree it does not apply to is a skip, never a
+    /// verdict; the applied patch is part of each result's key and named in the report.
+    #[arg(long = "apply", value_name = "REV:PATH|PATCH")]
+    pub apply: Vec<String>,
+}
+
+impl ApplyFlag {
+    /// Each `--apply` read once from `repo` (the diff text every probe applies); a bad one is
+    /// one line, exit 2, before anything is made.
+    pub fn read(
+        &self,
+        repo: &std::path::Path,
+    ) -> anyhow::Result<Vec<crate::core::applied::AppliedPatch>> {
+        crate::run::apply::resolve(repo, &self.apply)
+    }
+}
+
 /// `--op` and `--op-params`: what `--probe-kind backend-ops` runs (bisect, matrix,
 /// bisect-config), one parse for all three.
 #[derive(Debug, Clone, Default, Args)]

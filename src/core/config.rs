@@ -97,6 +97,9 @@ pub struct Resolved {
     /// What the user's `--repro-arg`s replaced of the configuration's own arguments, one line
     /// each (`options::merge`): the plan's first lines. Not part of the identity.
     pub replaced: Vec<String>,
+    /// `--apply`: patches applied to every probed tree before its build, in order (part of
+    /// the identity: a patched tree's result never answers for the unpatched tree).
+    pub applied: Vec<crate::core::applied::AppliedPatch>,
 }
 
 /// Explicit flags of a commit bisect; `None`/empty leaves the configuration's value.
@@ -150,6 +153,7 @@ impl Resolved {
             build_only: false,
             settings: c.settings.clone(),
             replaced: Vec::new(),
+            applied: Vec::new(),
         }
     }
 
@@ -169,6 +173,7 @@ impl Resolved {
             build_only: false,
             settings: DecodeSettings::default(),
             replaced: Vec::new(),
+            applied: Vec::new(),
         }
     }
 
@@ -345,10 +350,11 @@ impl Resolved {
                 ProbeSpec::BackendOps { .. } => self.probe.name().to_string(),
             };
             return format!(
-                "configuration v1 build-only (no test runs)\nbackend={}\nimage={}\nrecipe={}\nprobe={probe}\n",
+                "configuration v1 build-only (no test runs)\nbackend={}\nimage={}\nrecipe={}\nprobe={probe}\n{}",
                 self.backend.as_str(),
                 self.image.as_deref().unwrap_or("host"),
                 recipe.identity(),
+                crate::core::applied::identity(&self.applied),
             );
         }
         let probe = match &self.probe {
@@ -368,8 +374,9 @@ impl Resolved {
         } else {
             format!("decode={}\n", self.settings.labels().join(" "))
         };
+        let applied = crate::core::applied::identity(&self.applied);
         format!(
-            "configuration v1\nbackend={}\nimage={}\nrecipe={}\nlaunch={:?}\nrepro_args={:?}\nprobe={probe}\n{decode}",
+            "configuration v1\nbackend={}\nimage={}\nrecipe={}\nlaunch={:?}\nrepro_args={:?}\nprobe={probe}\n{decode}{applied}",
             self.backend.as_str(),
             self.image.as_deref().unwrap_or("host"),
             recipe.identity(),

@@ -267,6 +267,9 @@ pub struct BisectResult {
     /// `--probe-kind backend-ops`: each probe's cases (issue 46; absent for other probes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_ops: Option<BackendOpsSection>,
+    /// `--apply`: the patches every probed tree had applied before its build.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applied: Vec<crate::core::applied::AppliedInfo>,
     /// How it was asked and by which build of the tool (absent in results of older versions).
     #[serde(flatten)]
     pub invocation: Invocation,

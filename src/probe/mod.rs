@@ -258,6 +258,12 @@ pub trait Prober: Send + Sync {
     fn reads(&self) -> Reads {
         Reads::Tree
     }
+
+    /// The patches (`--apply`) the slot loop applies to each checkout before this prober
+    /// runs and takes off after (`run::apply`); their ids are in the identity.
+    fn applied(&self) -> &[crate::core::applied::AppliedPatch] {
+        &[]
+    }
 }
 
 /// What of a commit's tree a prober reads.

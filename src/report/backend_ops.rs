@@ -56,6 +56,17 @@ pub fn render(b: &BisectResult) -> Option<String> {
             "The first of them again, in the tree built at that commit:"
         };
         md.push_str(&format!("\n\n{again}\n\n"));
+        if !b.applied.is_empty() {
+            // The case may exist only in the patched tree (a fix's own test case).
+            md.push_str(&format!(
+                "(that tree with the applied patches: {} in the checkout before the build)\n\n",
+                code(
+                    &crate::core::applied::apply_lines(&b.applied)
+                        .trim_end()
+                        .replace('\n', " && ")
+                )
+            ));
+        }
         md.push_str(&escape::code_block(&run.reproducer()).replacen("text\n", "sh\n", 1));
         md.push_str("\n\n");
     } else {

@@ -183,6 +183,13 @@ fn summary(b: &BisectResult) -> String {
         code(&b.predicate),
         escape::inline_short(&b.policy, 80)
     ));
+    if !b.applied.is_empty() {
+        let names: Vec<String> = b.applied.iter().map(|a| code(&a.given)).collect();
+        md.push_str(&format!(
+            "- applied to every probed tree before its build: {} (see Reproduce)\n",
+            names.join(", ")
+        ));
+    }
     if let Some(line) = environment(b) {
         md.push_str(&format!("- environment: {line}\n"));
     }

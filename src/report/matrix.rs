@@ -148,6 +148,33 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
         cells.len(),
         tally.join(" · ")
     );
+    // `--apply`: what every cell's tree had applied before its build, said before the table.
+    let mut applied: Vec<&crate::core::applied::AppliedInfo> = Vec::new();
+    for a in files.iter().flat_map(|m| &m.applied) {
+        if !applied.iter().any(|b| b.id == a.id) {
+            applied.push(a);
+        }
+    }
+    if !applied.is_empty() {
+        let lines: Vec<String> = applied
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} ({})",
+                    escape::inline(&crate::core::applied::describe_info(a)),
+                    code(&format!("git apply {}", crate::core::shell::word(&a.saved)))
+                )
+            })
+            .collect();
+        let table = md.rfind("\n\n| id |").unwrap_or(md.len());
+        md.insert_str(
+            table,
+            &format!(
+                "\n\nApplied to every cell's tree before its build: {}",
+                lines.join("; ")
+            ),
+        );
+    }
     for (sha, rev) in &cols {
         let name = escape::cell_short(rev, 40);
         let sha10 = &sha[..sha.len().min(10)];
@@ -364,6 +391,7 @@ pub fn lost_legs(
             configs,
             cells: Vec::new(),
             build_only: false,
+            applied: Vec::new(),
             invocation: Default::default(),
         };
         doc.cut_off(LOST_LEG);

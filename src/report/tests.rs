@@ -39,6 +39,7 @@ pub(crate) fn matrix(cells: Vec<Cell>) -> MatrixResults {
         configs: vec![],
         cells,
         build_only: false,
+        applied: Vec::new(),
         invocation: Default::default(),
     }
 }
@@ -101,6 +102,7 @@ pub(crate) fn bisect_found() -> BisectResult {
         reproducer: None,
         endpoint: None,
         backend_ops: None,
+        applied: Vec::new(),
         invocation: Default::default(),
     }
 }

@@ -57,6 +57,8 @@ pub struct Runner {
     /// Every cell stops after its build (`matrix --build-only`, `bisect-config --regress
     /// build`): no test, no GPU passed to the container.
     pub build_only: bool,
+    /// `--apply`: patches every cell's tree gets before its build (in each cell's identity).
+    pub applied: Vec<crate::core::applied::AppliedPatch>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +116,7 @@ impl Runner {
             shared: Mutex::new(HashMap::new()),
             reads_wave: Mutex::new(HashMap::new()),
             build_only: false,
+            applied: Vec::new(),
         }
     }
 
@@ -297,6 +300,7 @@ impl Runner {
         let mut r = crate::core::config::Resolved::from_matrix(config, &self.probe, "matrix");
         r.timeout_s = self.timeout.map(|t| t.as_secs_f64());
         r.build_only = self.build_only;
+        r.applied = self.applied.clone();
         r
     }
 

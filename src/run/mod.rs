@@ -1,5 +1,6 @@
 //! The effects that carry out a plan: git checkouts and ranges, the result store, and the loop
 //! that locks a slot, checks out, probes, retries infrastructure errors and saves.
+pub mod apply;
 pub mod artifacts;
 pub mod bisect;
 pub mod buildset;

@@ -226,6 +226,7 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
         // A --script may test on any device, whatever backend the configuration defaults to.
         test_uses_gpu: matches!(cfg.probe, ProbeSpec::Script { .. })
             || cfg.backend != crate::core::build::Backend::Cpu,
+        applied: cfg.applied.clone(),
     }
 }
 
@@ -410,18 +411,33 @@ pub struct ConfiguredProber {
     pub config_identity: String,
     pub config_id: Option<String>,
     pub test_uses_gpu: bool,
+    /// `--apply`: what the slot loop applies before each probe (`Prober::applied`).
+    pub applied: Vec<crate::core::applied::AppliedPatch>,
 }
 
 impl Prober for ConfiguredProber {
     // A wrapper must pass on what its prober reads, or build-aware candidates silently turn
     // off (the whole tree is assumed) for every bisect built through this path.
+    // The files an applied patch touches are read: two commits that differ only there are
+    // two trees once patched (or one the patch applies to and one it does not).
     fn named_inputs(&self) -> Option<Vec<String>> {
-        self.inner.named_inputs()
+        let mut named = self.inner.named_inputs()?;
+        named.extend(crate::run::apply::files(&self.applied));
+        Some(named)
     }
 
     // Likewise what of the tree it reads: a wrapper that dropped it would write whole trees.
+    // A patch may touch any file, so a patched probe's checkout is the whole tree.
     fn reads(&self) -> crate::probe::Reads {
-        self.inner.reads()
+        if self.applied.is_empty() {
+            self.inner.reads()
+        } else {
+            crate::probe::Reads::Tree
+        }
+    }
+
+    fn applied(&self) -> &[crate::core::applied::AppliedPatch] {
+        &self.applied
     }
 
     fn test_uses_gpu(&self) -> bool {

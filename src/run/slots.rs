@@ -138,6 +138,24 @@ impl Slot {
     }
 }
 
+impl Slot {
+    /// `Checkout::unsettle`: before an applied patch changes the checkout.
+    pub fn unsettle(&self) -> Result<Option<String>, DriverError> {
+        Ok(self.checkout.unsettle()?)
+    }
+
+    /// `Checkout::restore`: the patched `paths` back to `sha`'s own.
+    pub fn restore(
+        &self,
+        repo: &git2::Repository,
+        sha: &str,
+        paths: &[String],
+        state: Option<String>,
+    ) -> Result<(), DriverError> {
+        Ok(self.checkout.restore(repo, sha, paths, state)?)
+    }
+}
+
 /// One run to make: commit `sha` of `repo` (the user's, or validation's scratch repository),
 /// whose tested tree `tree` keys the store, as run `index` of that tree.
 pub struct RunSpec<'a> {
@@ -350,6 +368,18 @@ impl<'a> Probing<'a> {
             attempt += 1;
             (hooks.phase)(Phase::Checkout);
             slot.checkout_reading(run.repo, run.sha, self.reads, self.scope.as_deref())?;
+            // An applied patch goes on after the checkout and comes off after the probe: the
+            // slot's checkout is reused, and the next probe must start from its own commit.
+            let applied = self.prober.applied();
+            let state = if applied.is_empty() {
+                None
+            } else {
+                Some(slot.unsettle()?)
+            };
+            let refused = match state {
+                Some(_) => crate::run::apply::apply(slot.src(), applied).err(),
+                None => None,
+            };
             let name = format!("{}-{attempt}", run.name);
             let req = ProbeRequest {
                 commit: run.sha,
@@ -359,7 +389,20 @@ impl<'a> Probing<'a> {
                 run_name: &name,
                 artifacts: index.as_ref().map(|i| i as &dyn ArtifactIndex),
             };
-            let report = self.probe_taking_turns(&req, hooks.phase);
+            let report = match &refused {
+                // A tree the patch does not apply to is a skip with git apply's reason.
+                Some(why) => {
+                    let _ = std::fs::write(&log, format!("{why}\n"));
+                    let mut r = ProbeReport::infra(why.clone(), &log);
+                    r.outcome = Outcome::Untestable;
+                    r.skip_scope = crate::core::outcome::SkipScope::Commit;
+                    r
+                }
+                None => self.probe_taking_turns(&req, hooks.phase),
+            };
+            if let Some(state) = state {
+                slot.restore(run.repo, run.sha, &crate::run::apply::files(applied), state)?;
+            }
             // A reason of this machine or configuration is no result of the tree: stored, it
             // would answer for the tree after the environment is fixed ("no AMD GPU" forever).
             if report.is_systematic() {

@@ -339,6 +339,7 @@ pub fn bisect_result(
         reproducer: None,
         endpoint: None,
         backend_ops: None,
+        applied: Vec::new(),
         invocation: Default::default(),
     }
 }
@@ -372,6 +373,7 @@ pub fn matrix_result(cells: &[(&str, &str)]) -> setrows_bisect::core::result::Ma
             })
             .collect(),
         build_only: false,
+        applied: Vec::new(),
         invocation: Default::default(),
     }
 }

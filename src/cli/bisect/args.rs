@@ -104,6 +104,9 @@ pub struct BisectArgs {
     /// `--op`, `--op-params`: what `--probe-kind backend-ops` runs.
     #[command(flatten, next_help_heading = PROBE)]
     pub ops: crate::cli::flags::OpsFlag,
+    /// `--apply`: patches applied to every probed tree before its build.
+    #[command(flatten, next_help_heading = PROBE)]
+    pub apply: crate::cli::flags::ApplyFlag,
     /// The decode probe also compares every commit's logits with the --good commit's own,
     /// recorded by one probe of --good before the search: sees a change of model math that
     /// every path of a tree shares (a wrong attention mask, a hyperparameter no longer read),

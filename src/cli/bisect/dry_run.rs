@@ -173,6 +173,13 @@ pub(super) fn dry_run(
         };
     }
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
+    for a in &p.applied {
+        let _ = writeln!(
+            out,
+            "applied before every build: {} (a tree it does not apply to is a skip)",
+            crate::core::applied::describe_info(a)
+        );
+    }
     if build_only {
         let _ = writeln!(
             out,

@@ -124,8 +124,10 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
             )));
         }
     }
-    // Last, the revisions in the repository (`run::bisect::check`).
+    // Last, the revisions in the repository (`run::bisect::check`), and the applied patches
+    // read from it once (every probe applies the same bytes).
     let (good, bad) = check::revisions(&repo, (good, bad), ("--good", "--bad"))?;
+    chosen.cfg.applied = args.apply.read(&args.repo.repo)?;
     let path = check::subtree(
         &repo,
         bad,

@@ -87,7 +87,8 @@ fn request(args: &BisectConfigArgs) -> anyhow::Result<(Request, String)> {
             ));
         }
     }
-    let commit = commit_level(args, &predicate)?;
+    let applied = args.run.apply.read(&args.run.repo.repo)?;
+    let commit = commit_level(args, &predicate, &applied)?;
     // The token checked with GitHub, last of the checks (a refused one is exit 2 now, not
     // after the ladder and the commit bisect); a dry run asks GitHub nothing.
     if !args.dry_run {
@@ -110,6 +111,7 @@ fn request(args: &BisectConfigArgs) -> anyhow::Result<(Request, String)> {
         configs,
         revisions: vec![args.rev.clone()],
         dry_run: args.dry_run,
+        applied,
     };
     let base = format!("{} ({})", base.id, base.label());
     let ladder = Ladder {
@@ -281,6 +283,7 @@ fn dry_run(args: &BisectConfigArgs, base: &str, plan: &LadderPlan) -> String {
 fn commit_level(
     args: &BisectConfigArgs,
     predicate: &Predicate,
+    applied: &[crate::core::applied::AppliedPatch],
 ) -> anyhow::Result<Option<CommitLevel>> {
     let Some(good) = &args.good_rev else {
         if args.commit.walk.path.is_some() {
@@ -306,22 +309,27 @@ fn commit_level(
     let (repo, predicate) = (args.run.repo.repo.clone(), predicate.clone());
     let (first_parent, runs, jobs) = (!c.walk.no_first_parent, c.flaky.runs(), c.jobs.jobs);
     let (endpoints, validate) = (c.walk.endpoints(), c.flaky.validate);
-    let request = move |chosen| BisectRequest {
-        repo,
-        good,
-        bad,
-        first_parent,
-        path,
-        predicate,
-        runs,
-        jobs,
-        endpoints,
-        validate,
-        compare_good: false,
-        work_dir,
-        chosen,
-        mode: Mode::Run,
-        resume: None,
+    let applied = applied.to_vec();
+    // The ladder's configuration, with the patches its cells had.
+    let request = move |mut chosen: crate::run::bisect::Chosen| {
+        chosen.cfg.applied = applied;
+        BisectRequest {
+            repo,
+            good,
+            bad,
+            first_parent,
+            path,
+            predicate,
+            runs,
+            jobs,
+            endpoints,
+            validate,
+            compare_good: false,
+            work_dir,
+            chosen,
+            mode: Mode::Run,
+            resume: None,
+        }
     };
     Ok(Some(CommitLevel {
         good,

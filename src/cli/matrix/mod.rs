@@ -58,6 +58,9 @@ pub struct RunFlags {
     /// `--op`, `--op-params`: what `--probe-kind backend-ops` runs.
     #[command(flatten)]
     pub ops: crate::cli::flags::OpsFlag,
+    /// `--apply`: patches applied to every probed tree before its build.
+    #[command(flatten)]
+    pub apply: crate::cli::flags::ApplyFlag,
     /// Further attempts after an infrastructure error (engine down, image missing, full disk).
     #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = |s: &str| crate::cli::ranges::int(s, 0, 100).map(|v| v as u32))]
     pub retries: u32,
@@ -391,6 +394,7 @@ fn request(
     if args.build_only {
         build_only_probe(m)?;
     }
+    let applied = args.run.apply.read(&args.run.repo.repo)?;
     Ok(crate::run::matrix::request::Request {
         repo: args.run.repo.repo.clone(),
         work_dir: args.run.work_dir.dir(),
@@ -405,6 +409,7 @@ fn request(
         configs: configs.to_vec(),
         revisions,
         dry_run: args.dry_run,
+        applied,
     })
 }
 
@@ -553,6 +558,7 @@ fn cut_off(
                 configs: configs.iter().map(ConfigRow::of).collect(),
                 cells: Vec::new(),
                 build_only: args.build_only,
+                applied: Vec::new(),
                 invocation: crate::run::stamp::invocation(&args.run.repo.repo),
             }
         }

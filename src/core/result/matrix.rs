@@ -56,6 +56,9 @@ pub struct MatrixResults {
     /// so a failed build is the finding here, not a skip.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub build_only: bool,
+    /// `--apply`: the patches every cell's tree had applied before its build.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applied: Vec<crate::core::applied::AppliedInfo>,
     /// How it was asked and by which build of the tool (absent in results of older versions).
     #[serde(flatten)]
     pub invocation: Invocation,

@@ -62,6 +62,9 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
             ));
         }
     }
+    if !b.applied.is_empty() {
+        md.push_str(&applied(b));
+    }
     if let Some(snippet) = &b.reproduce {
         md.push_str(&format!("One probe of {}, by hand:\n\n", short(target, 12)));
         md.push_str(&escape::code_block(snippet).replacen("text\n", "sh\n", 1));
@@ -96,4 +99,23 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
 fn names_work_dir(argv: &[String]) -> bool {
     argv.iter()
         .any(|a| a == "--work-dir" || a.starts_with("--work-dir="))
+}
+
+/// `--apply`: what every probed tree had applied before its build, and the lines that apply
+/// the saved copies in a checkout of a commit (a tree one does not apply to was a skip).
+pub(crate) fn applied(b: &BisectResult) -> String {
+    let mut md = String::from("Every probed tree had these patches applied before its build (a tree one did not apply to was skipped):\n\n");
+    for a in &b.applied {
+        md.push_str(&format!(
+            "- {}\n",
+            escape::inline(&crate::core::applied::describe_info(a))
+        ));
+    }
+    md.push_str("\nIn a checkout of a commit, before the build:\n\n");
+    md.push_str(
+        &escape::code_block(crate::core::applied::apply_lines(&b.applied).trim_end())
+            .replacen("text\n", "sh\n", 1),
+    );
+    md.push_str("\n\n");
+    md
 }

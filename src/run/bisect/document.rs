@@ -159,6 +159,7 @@ fn of_outcome(range: &Range, o: &BisectRecord, p: &Prepared) -> BisectResult {
         reproducer: None,
         endpoint: None,
         backend_ops: None,
+        applied: p.applied.clone(),
         invocation: Default::default(),
     };
     if let (Some(tpl), Some(sha)) = (p.reproduce.as_deref(), r.target().map(str::to_string)) {

@@ -202,6 +202,8 @@ pub struct Prepared {
     pub planned: Option<Planned>,
     /// `--probe-kind backend-ops`: its ops and `-p`, for the result's per-case section.
     pub backend_ops: Option<(Vec<String>, Option<String>)>,
+    /// `--apply`: the patches every probe applied, and where their copies are kept.
+    pub applied: Vec<crate::core::applied::AppliedInfo>,
 }
 
 /// Maps git errors to exit 2 (the user's input) or 3 (the machinery).
@@ -238,6 +240,20 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
             })
         }
     };
+    // A patched file outside the keyed subtree is read too (once patched, commits that
+    // differ there are different trees): the whole tree keys the candidates then.
+    let touched = crate::run::apply::files(&req.chosen.cfg.applied);
+    let path = match path {
+        Some(dir) if touched.iter().any(|f| !f.starts_with(&format!("{dir}/"))) => {
+            events.emit(Event::Note {
+                text: format!(
+                    "--apply touches files outside {dir}/: commits are keyed by their whole tree"
+                ),
+            });
+            None
+        }
+        other => other,
+    };
     let spec = RangeSpec {
         first_parent: req.first_parent,
         path,
@@ -252,6 +268,12 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         Store::open(&req.work_dir).map_err(|e| CliError::usage(e.to_string()))?;
         let work_dir = std::fs::canonicalize(&req.work_dir).unwrap_or(req.work_dir.clone());
         let store = Store::open(&work_dir).map_err(|e| CliError::usage(e.to_string()))?;
+        crate::run::apply::save(&work_dir, &req.chosen.cfg.applied).map_err(|e| {
+            CliError::infra(format!(
+                "saving the applied patches in {}: {e}",
+                work_dir.display()
+            ))
+        })?;
         (work_dir, store)
     };
     let planned = dry.then(|| Planned::new(chosen, &work_dir));
@@ -285,7 +307,17 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     if let (Some(resume), false) = (&req.resume, dry) {
         resume.seed(&store, &prober.identity(), events)?;
     }
-    let reproduce = reproduce_hint(&chosen.cfg, &place, &canon_repo, ran_in);
+    let applied: Vec<crate::core::applied::AppliedInfo> = chosen
+        .cfg
+        .applied
+        .iter()
+        .map(|a| {
+            let saved = crate::run::apply::saved_path(&work_dir, a);
+            crate::core::applied::AppliedInfo::of(a, &saved.to_string_lossy())
+        })
+        .collect();
+    let reproduce = reproduce_hint(&chosen.cfg, &place, &canon_repo, ran_in)
+        .map(|hint| crate::core::applied::with_apply_lines(&hint, &applied));
     let planned = planned.map(|p| Planned {
         records_good: req.compare_good,
         ..p.with_build(&chosen.cfg, &place)
@@ -325,6 +357,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
             ProbeSpec::BackendOps { ops, op_params } => Some((ops.clone(), op_params.clone())),
             _ => None,
         },
+        applied,
     })
 }
 

@@ -117,6 +117,58 @@ impl Checkout {
         Ok(())
     }
 
+    /// Before a patch is applied to the checkout (`run::apply`): the state file is taken away,
+    /// so a run killed with the patch on disk leaves a checkout the next one rewrites whole.
+    /// Returns the state to give back to `restore`.
+    pub fn unsettle(&self) -> Result<Option<String>, GitError> {
+        let state = fs::read_to_string(&self.state).ok();
+        match fs::remove_file(&self.state) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&self.state)(e)),
+        }
+        Ok(state)
+    }
+
+    /// After a patched probe: `paths` written again as `commit` has them (removed where it
+    /// has none), then the state `unsettle` took is given back, so the next probe's checkout
+    /// starts from `commit`'s own files, not the patched ones.
+    pub fn restore(
+        &self,
+        repo: &Repository,
+        commit: &str,
+        paths: &[String],
+        state: Option<String>,
+    ) -> Result<(), GitError> {
+        let id = Oid::from_str(commit).map_err(ctx(format!("parsing {commit}")))?;
+        let tree = repo
+            .find_commit(id)
+            .and_then(|c| c.tree())
+            .map_err(ctx(format!("reading tree of {commit}")))?;
+        let mut absent = Absent::new(Reads::Tree, None);
+        for p in paths {
+            let rel = Path::new(p);
+            match tree.get_path(rel) {
+                Ok(e) if e.kind() == Some(ObjectType::Blob) => {
+                    self.write_blob(repo, rel, e.id(), e.filemode(), &mut absent)?;
+                }
+                _ => {
+                    let path = self.dir.join(rel);
+                    remove_path(&path).map_err(io_err(&path))?;
+                    prune_empty_parents(&self.dir, &path);
+                }
+            }
+        }
+        if !absent.needed.is_empty() {
+            // A blob of the commit is missing here: leave the state away (a whole rewrite).
+            return Ok(());
+        }
+        if let Some(state) = state {
+            fs::write(&self.state, state).map_err(io_err(&self.state))?;
+        }
+        Ok(())
+    }
+
     fn write_all(
         &self,
         repo: &Repository,

@@ -34,6 +34,8 @@ pub struct Request {
     pub revisions: Vec<String>,
     /// `--dry-run`: resolve every cell and make nothing (no store, no checkout, no run).
     pub dry_run: bool,
+    /// `--apply`: patches applied to every cell's tree before its build (read once).
+    pub applied: Vec<crate::core::applied::AppliedPatch>,
 }
 
 /// What `Prepared::on_cell` is handed: the document as it stands.
@@ -129,6 +131,11 @@ pub fn prepare(req: Request) -> Result<Prepared, RunError> {
     );
     runner.engine_lacking = lacking;
     runner.build_only = req.build_only;
+    runner.applied = req.applied.clone();
+    if !dry && !req.applied.is_empty() {
+        crate::run::apply::save(&runner.work_dir, &req.applied)
+            .map_err(|e| RunError::WorkDir(format!("saving the applied patches: {e}")))?;
+    }
     if let Some(t) = req.timeout {
         runner.timeout = Some(std::time::Duration::from_secs_f64(t));
     }
@@ -224,6 +231,14 @@ pub fn execute(p: Prepared, events: &dyn Sink) -> Result<MatrixResults, RunError
         configs: configs.iter().map(ConfigRow::of).collect(),
         cells: Vec::new(),
         build_only: runner.build_only,
+        applied: runner
+            .applied
+            .iter()
+            .map(|a| {
+                let saved = crate::run::apply::saved_path(&runner.work_dir, a);
+                crate::core::applied::AppliedInfo::of(a, &saved.to_string_lossy())
+            })
+            .collect(),
         invocation: crate::run::stamp::invocation(&runner.repo),
     };
     let written = |d: &MatrixResults| {
