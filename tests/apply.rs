@@ -194,6 +194,63 @@ fn a_tree_the_patch_does_not_apply_to_is_a_skip_with_the_reason() {
     );
 }
 
+/// The fix's test file as the fix's parent has it, with the line two above the fix's hunk
+/// (`a=…`) as given: older trees had `a=0`, so the diff's context does not match them.
+fn check_with(a: &str, checked: bool) -> String {
+    let check = if checked {
+        "grep -q 'value=1' lib.txt || exit 1\n"
+    } else {
+        ""
+    };
+    format!("#!/bin/sh\n# the project's checks\na={a}\nb=2\n{check}exit 0\n")
+}
+
+#[test]
+fn a_tree_whose_lines_near_the_hunk_moved_gets_the_fix_by_a_three_way_merge() {
+    let mut r = Repo::new();
+    r.commit(
+        &[
+            ("lib.txt", "value=1\n"),
+            ("tests/check.sh", &check_with("0", false)),
+        ],
+        "initial",
+    );
+    r.commit(&[("docs/a.md", "a\n")], "docs a");
+    r.commit(&[("lib.txt", "value=2\n")], "lib: the regression");
+    r.commit(&[("tests/check.sh", &check_with("1", false))], "tests: a=1");
+    r.commit(&[("docs/b.md", "b\n")], "docs b");
+    r.commit(
+        &[
+            ("lib.txt", "value=1\n"),
+            ("tests/check.sh", &check_with("1", true)),
+        ],
+        "fix lib, with its test",
+    );
+    // git apply alone refuses c0..c2 (the context line a=1 is a=0 there).
+    let arg = format!("{}:tests/check.sh", r.shas[5]);
+    let (out, v) = r.bisect(0, 4, "work", &["--apply", &arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["first_bad"], Value::String(r.shas[2].clone()), "{v}");
+    let probes = v["probes"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        probes.iter().all(|p| p["outcome"] != "untestable"),
+        "a tree a three-way merge takes is no skip: {v}"
+    );
+    // Both sides of the answer are trees the plain diff does not fit: c2 failed ("new"), a tree
+    // before it (c0 or c1) passed ("old"), so the merge is what decided the answer.
+    let verdict = |i: usize| {
+        probes
+            .iter()
+            .find(|p| p["sha"] == Value::String(r.shas[i].clone()))
+            .map(|p| p["verdict"].as_str().unwrap_or("").to_string())
+    };
+    assert_eq!(verdict(2).as_deref(), Some("new"), "{v}");
+    assert!(
+        [verdict(0), verdict(1)].contains(&Some("old".to_string())),
+        "no tree before the regression was probed: {v}"
+    );
+}
+
 #[test]
 fn the_patch_is_part_of_the_store_key() {
     let r = regression_history();
@@ -421,11 +478,11 @@ fn the_report_names_the_patch_and_its_hand_run_applies_it() {
         stderr(&dry)
     );
     assert!(!r.dir.path().join("dry-work").exists());
-    assert!(md.contains(&format!("git apply {saved}")), "{md}");
+    assert!(md.contains(&format!("git apply -3 {saved}")), "{md}");
     // The hand-run of one probe applies it after its cd into the checkout, before the test.
     let hand = v["reproduce"].as_str().unwrap();
     let cd = hand.find("\ncd ").unwrap();
-    let apply = hand.find(&format!("git apply {saved}")).unwrap();
+    let apply = hand.find(&format!("git apply -3 {saved}")).unwrap();
     let test = hand.find("sh -c").unwrap();
     assert!(cd < apply && apply < test, "{hand}");
 }

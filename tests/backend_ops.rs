@@ -357,5 +357,5 @@ fn the_case_a_fix_added_is_followed_with_apply() {
     assert!(text.contains("### test-backend-ops"), "{text}");
     assert!(text.contains(line), "{text}");
     let saved = r["applied"][0]["saved"].as_str().unwrap();
-    assert!(text.contains(&format!("git apply {saved}")), "{text}");
+    assert!(text.contains(&format!("git apply -3 {saved}")), "{text}");
 }

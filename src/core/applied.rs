@@ -40,6 +40,20 @@ pub struct AppliedPatch {
     pub commit: Option<String>,
     /// The diff, byte for byte as applied.
     pub text: String,
+    /// `REV:PATH`: each touched file as REV's parent and REV have it, so a tree the diff's
+    /// context no longer matches gets a three-way merge, as `git cherry-pick -n` would do it.
+    /// Read with the diff; not part of the identity (the diff decides both) nor of documents.
+    #[serde(skip)]
+    pub sides: Vec<FileSides>,
+}
+
+/// One file of a commit's change: its text before (`None`: the commit adds it) and after
+/// (`None`: the commit deletes it).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileSides {
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
 }
 
 impl AppliedPatch {
@@ -157,8 +171,20 @@ impl AppliedInfo {
 pub fn apply_lines(applied: &[AppliedInfo]) -> String {
     applied
         .iter()
-        .map(|a| format!("git apply {}\n", crate::core::shell::word(&a.saved)))
+        .map(|a| format!("{}\n", a.apply_line()))
         .collect()
+}
+
+impl AppliedInfo {
+    /// The line that applies this patch by hand in a checkout of the repository. A commit's
+    /// change takes `-3`: where its context moved, git merges it as the probe did.
+    pub fn apply_line(&self) -> String {
+        let three_way = if self.commit.is_some() { "-3 " } else { "" };
+        format!(
+            "git apply {three_way}{}",
+            crate::core::shell::word(&self.saved)
+        )
+    }
 }
 
 /// A hand-run snippet with the patches applied after its `cd` into the checkout (prepended
@@ -241,6 +267,7 @@ mod tests {
             given: "f".into(),
             commit: None,
             text: t.into(),
+            sides: Vec::new(),
         };
         assert_ne!(identity(&[p(DIFF)]), identity(&[p("other")]));
         assert_eq!(identity(&[p(DIFF)]), identity(&[p(DIFF)]));

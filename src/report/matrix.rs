@@ -162,7 +162,7 @@ pub fn render(files: &[&MatrixResults], doc: &mut Document) {
                 format!(
                     "{} ({})",
                     escape::inline(&crate::core::applied::describe_info(a)),
-                    code(&format!("git apply {}", crate::core::shell::word(&a.saved)))
+                    code(&a.apply_line())
                 )
             })
             .collect();

@@ -4,7 +4,7 @@
 //! `git apply` to a slot's checkout before the probe, and taken off after it
 //! (`Slot::restore`), so the next probe's checkout starts from its commit's own files.
 
-use crate::core::applied::{self, AppliedPatch, Source};
+use crate::core::applied::{self, AppliedPatch, FileSides, Source};
 use crate::error::CliError;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -45,10 +45,19 @@ pub fn resolve(repo_dir: &Path, args: &[String]) -> anyhow::Result<Vec<AppliedPa
                         crate::core::range::short_sha(&sha)
                     )));
                 }
+                let sides = applied::touched_files(&text)
+                    .into_iter()
+                    .map(|f| FileSides {
+                        before: show(repo_dir, &format!("{sha}^:{f}")),
+                        after: show(repo_dir, &format!("{sha}:{f}")),
+                        path: f,
+                    })
+                    .collect();
                 AppliedPatch {
                     given: arg.clone(),
                     commit: Some(sha),
                     text,
+                    sides,
                 }
             }
             Source::File(f) => {
@@ -65,12 +74,27 @@ pub fn resolve(repo_dir: &Path, args: &[String]) -> anyhow::Result<Vec<AppliedPa
                     given: arg.clone(),
                     commit: None,
                     text,
+                    sides: Vec::new(),
                 }
             }
         };
         out.push(patch);
     }
     Ok(out)
+}
+
+/// `git show REV:PATH` as text; `None` where the file is not there (or is not text).
+fn show(repo_dir: &Path, spec: &str) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo_dir)
+        .args(["show", spec])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status.success().then_some(())?;
+    String::from_utf8(out.stdout).ok()
 }
 
 /// `git diff SHA^ SHA -- PATH`, as text (binary changes included).
@@ -133,6 +157,12 @@ pub fn apply(dir: &Path, patches: &[AppliedPatch]) -> Result<(), String> {
     for p in patches {
         let (ok, out) = run_git_apply(dir, &["--whitespace=nowarn"], &p.text)
             .map_err(|e| format!("applied patch {}: cannot run git apply: {e}", p.given))?;
+        // The diff's context is the fix's tree; an older tree may have moved lines around it.
+        // A commit's change then goes in as cherry-pick would put it: a three-way merge.
+        if !ok && !p.sides.is_empty() {
+            merge(dir, p)?;
+            continue;
+        }
         if !ok {
             let why = out
                 .lines()
@@ -147,6 +177,87 @@ pub fn apply(dir: &Path, patches: &[AppliedPatch]) -> Result<(), String> {
                 p.given
             ));
         }
+    }
+    Ok(())
+}
+
+/// `p`'s commit merged into the checkout's files (`git merge-file`: the commit's parent is the
+/// base, the checkout ours, the commit theirs). All or nothing: a conflict in any file leaves
+/// every file as it was and is the reason this tree is a skip.
+fn merge(dir: &Path, p: &AppliedPatch) -> Result<(), String> {
+    let fail = |why: String| {
+        format!(
+            "applied patch {} does not apply to this tree: {why}",
+            p.given
+        )
+    };
+    let tmp = tempfile::tempdir().map_err(|e| fail(format!("no temp dir: {e}")))?;
+    let mut merged = Vec::new();
+    for (i, f) in p.sides.iter().enumerate() {
+        let target = dir.join(&f.path);
+        let ours = std::fs::read_to_string(&target).ok();
+        let text = match (ours, &f.before, &f.after) {
+            // The commit adds or deletes the file: only a tree in the state it expects takes it.
+            (None, None, Some(after)) => after.clone(),
+            (Some(ours), Some(before), None) if ours == *before => String::new(),
+            (Some(ours), Some(before), Some(after)) => {
+                let side = |name: &str, text: &str| {
+                    let path = tmp.path().join(format!("{i}.{name}"));
+                    std::fs::write(&path, text).map(|_| path)
+                };
+                let (o, b, t) = match (
+                    side("ours", &ours),
+                    side("base", before),
+                    side("theirs", after),
+                ) {
+                    (Ok(o), Ok(b), Ok(t)) => (o, b, t),
+                    _ => return Err(fail("cannot write the merge's inputs".into())),
+                };
+                let out = Command::new("git")
+                    .args(["merge-file", "-p", "-q"])
+                    .args([&o, &b, &t])
+                    .current_dir(tmp.path())
+                    .env("GIT_CEILING_DIRECTORIES", tmp.path())
+                    .stdin(Stdio::null())
+                    .output()
+                    .map_err(|e| fail(format!("cannot run git merge-file: {e}")))?;
+                match out.status.code() {
+                    Some(0) => String::from_utf8(out.stdout)
+                        .map_err(|_| fail(format!("{}: the merge is not text", f.path)))?,
+                    Some(n) if n > 0 => {
+                        return Err(fail(format!(
+                            "{}: a three-way merge leaves {n} conflict{}",
+                            f.path,
+                            if n == 1 { "" } else { "s" }
+                        )))
+                    }
+                    _ => {
+                        return Err(fail(format!(
+                            "{}: git merge-file failed: {}",
+                            f.path,
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        )))
+                    }
+                }
+            }
+            _ => {
+                return Err(fail(format!(
+                    "{}: the tree does not have it as the commit's parent does",
+                    f.path
+                )))
+            }
+        };
+        merged.push((target, f.after.is_some(), text));
+    }
+    for (target, keep, text) in merged {
+        let done = match keep {
+            true => target
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|_| std::fs::write(&target, text)),
+            false => std::fs::remove_file(&target),
+        };
+        done.map_err(|e| fail(format!("cannot write {}: {e}", target.display())))?;
     }
     Ok(())
 }
