@@ -137,7 +137,8 @@ fn runs_stay_near_the_information_limit() {
 fn the_benchmark_cell_is_reproduced_run_for_run() {
     // `examples/flaky_bench.rs`'s cell N = 100, p = 0.3 with its first 50 histories (seed 1):
     // the simulation is deterministic, so these counts move only when the Session's decisions
-    // do. A change that moves them must say why and refresh BENCHMARKS.md.
+    // do. A change that moves them must say why and refresh BENCHMARKS.md. (49, 1, 3526)
+    // until issue 58's stopping rule (`cautious_mass`, Wilson z = 1.5) confirmed sooner.
     let s = batch(100, 0.3, 50, 1, |h: &History, seed| {
         trial(
             h,
@@ -151,5 +152,5 @@ fn the_benchmark_cell_is_reproduced_run_for_run() {
         )
     });
     let total = (s.mean_runs * f64::from(s.trials)).round() as u64;
-    assert_eq!((s.right, s.wrong, total), (49, 1, 3526), "{s:?}");
+    assert_eq!((s.right, s.wrong, total), (50, 0, 3253), "{s:?}");
 }

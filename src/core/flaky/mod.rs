@@ -16,7 +16,8 @@
 //!   confidence of each step.
 //! * `Planner`: where the next runs tell the most about the culprit (expected information
 //!   under `belief`); `session` runs there until one candidate holds the target confidence,
-//!   both integrated and with p at a lower bound (`robust_mass`), or the budget runs out and
+//!   integrated, integrated under a more cautious prior on p (`cautious_mass`) and with p at a
+//!   lower bound (`robust_mass`), or the budget runs out and
 //!   the answer is "inconclusive" with the candidates that remain. `FlakyRule` is now used
 //!   only to call a never-failing bad endpoint good.
 //!

@@ -19,8 +19,8 @@
 //! or all at once as `--plan-only` does) resumes exactly.
 
 use super::{
-    belief, expected_good_verdicts, posterior, rate_posterior, robust_mass, top_block, Beta,
-    FlakyRule, Planner, PosteriorRule, RATE_MARGIN_Z,
+    belief, cautious_mass, expected_good_verdicts, posterior, rate_posterior, robust_mass,
+    top_block, Beta, FlakyRule, Planner, PosteriorRule, RATE_MARGIN_Z,
 };
 use crate::core::evidence::{Decision, Evidence, Fixed, Policy, Rule};
 use crate::core::outcome::Verdict;
@@ -255,7 +255,10 @@ impl Session {
         if forced.is_empty() {
             let unt: Vec<bool> = testable.iter().map(|t| !t).collect();
             let (block, mass) = top_block(&b.culprit, &unt);
-            if mass >= confidence && robust_mass(ev, &block, RATE_MARGIN_Z) >= confidence {
+            if mass >= confidence
+                && cautious_mass(ev, &block) >= confidence
+                && robust_mass(ev, &block, RATE_MARGIN_Z) >= confidence
+            {
                 // `Lazy`: an answer next to an endpoint is given only once that endpoint has
                 // shown what it claims.
                 if block.last() == Some(&bad) && !bad_shown {

@@ -402,6 +402,34 @@ fn robust_mass_takes_the_rate_at_its_lower_bound() {
 }
 
 #[test]
+fn cautious_mass_weighs_the_passes_as_if_one_more_bad_run_had_passed() {
+    // 0..9 passed twice, 10 failed once in 2 runs, the bad endpoint 11 once in 2.
+    let few = |bad: (u32, u32)| {
+        let mut runs = vec![(2, 0); 10];
+        runs.extend([(1, 1), bad]);
+        evs(&runs)
+    };
+    let e = few((1, 1));
+    let integrated = belief(&e, Beta::UNIFORM).unwrap().culprit[10];
+    let cautious = cautious_mass(&e, &[10]);
+    assert!(cautious < integrated, "{cautious} vs {integrated}");
+    let want = belief(&e, STOP_PRIOR).unwrap().culprit[10];
+    assert!((cautious - want).abs() < 1e-12, "{cautious} vs {want}");
+    // With the rate seen over many runs (13 failures in 42 at and after 10) the imagined
+    // pass matters much less.
+    let e = few((28, 12));
+    let (i2, c2) = (
+        belief(&e, Beta::UNIFORM).unwrap().culprit[10],
+        cautious_mass(&e, &[10]),
+    );
+    assert!(c2 < i2, "{c2} vs {i2}");
+    assert!(
+        (i2 - c2) / i2 < 0.5 * (integrated - cautious) / integrated,
+        "few runs: {cautious} vs {integrated}; many: {c2} vs {i2}"
+    );
+}
+
+#[test]
 fn confirmation_counts_the_runs_after_the_answer_led() {
     use Verdict::{New, Old};
     // Candidates 0 (good) .. 4 (bad); the answer is 3, its parent 2.
