@@ -149,6 +149,7 @@ fn the_hip_configuration_runs_in_its_image_with_the_gpu_and_its_launch_environme
         timeout: cfg.timeout_s.map(std::time::Duration::from_secs_f64),
         name: "setrows-1-run".into(),
         ccache: false,
+        host_ccache_env: Vec::new(),
     };
     let argv = run_argv(&spec, &job).join(" ");
     assert_eq!(

@@ -22,6 +22,7 @@ fn job(src: &std::path::Path, work: &std::path::Path, script: &str, name: &str) 
         name: name.into(),
         // A build step: the one that sees the run's cache.
         ccache: true,
+        host_ccache_env: Vec::new(),
     }
 }
 

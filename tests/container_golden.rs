@@ -16,6 +16,7 @@ fn job(cwd_is_work: bool) -> ShellJob {
         name: "setrows probe/1".into(),
         // The build step: it alone sees a cache.
         ccache: true,
+        host_ccache_env: Vec::new(),
     }
 }
 
@@ -264,6 +265,7 @@ fn only_the_build_step_sees_a_cache() {
     );
     let test = ShellJob {
         ccache: false,
+        host_ccache_env: Vec::new(),
         ..job(true)
     };
     let test = shell::line(&run_argv(&s, &test));

@@ -247,6 +247,7 @@ impl BackendOpsProber {
             timeout,
             name: format!("{}-{step}", req.run_name),
             ccache: false,
+            host_ccache_env: Vec::new(),
         }
     }
 

@@ -35,6 +35,8 @@ static MADE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 pub fn run_cache(name: &str) -> PathBuf {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     let root = ROOT.get_or_init(|| {
+        // Ctrl-C ends the run through the interrupt handler, not through main's exit.
+        crate::probe::exec::on_interrupt(remove_run_caches);
         let start = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -127,6 +129,7 @@ impl StatsLog {
         );
         job.env.push(("CCACHE_STATSLOG".into(), in_step));
         job.ccache = true;
+        job.host_ccache_env = host_build_env();
         StatsLog { host }
     }
 

@@ -129,7 +129,6 @@ pub fn install_interrupt_handler() {
                 }
             }
             kill_live_groups(libc::SIGKILL);
-            crate::probe::ccache::remove_run_caches();
             errln!("\nsetrows-bisect: interrupted; finished probes are stored, re-run the same command to resume");
             std::process::exit(crate::error::Exit::Interrupted.code());
         });

@@ -28,6 +28,9 @@ pub struct ShellJob {
     /// The build step, whose compiles go through this run's own ccache
     /// (`probe::ccache::StatsLog::for_step` sets it). No other step sees a cache.
     pub ccache: bool,
+    /// That cache's environment for a build step on the host (set with `ccache`; a container
+    /// launcher mounts its own instead).
+    pub host_ccache_env: Vec<(String, String)>,
 }
 
 /// A fully resolved process to start.
@@ -118,9 +121,7 @@ impl Launcher for HostLauncher {
             &job.src.to_string_lossy(),
             &job.work.to_string_lossy(),
         );
-        if job.ccache {
-            env.extend(crate::probe::ccache::host_build_env());
-        }
+        env.extend(job.host_ccache_env.iter().cloned());
         Cmd {
             argv: vec!["sh".into(), "-c".into(), job.script.clone()],
             cwd: if job.cwd_is_work {

@@ -201,6 +201,7 @@ impl ReproProber {
             timeout,
             name: format!("{}-{step}", req.run_name),
             ccache: false,
+            host_ccache_env: Vec::new(),
         }
     }
 

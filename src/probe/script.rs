@@ -164,6 +164,7 @@ impl Prober for ScriptProber {
                 timeout,
                 name: format!("{}-{step}", req.run_name),
                 ccache: false,
+                host_ccache_env: Vec::new(),
             };
         let steps = build_steps(phase);
         let run = |j: &ShellJob, watch: Option<&dyn Fn(&str)>| {

@@ -494,6 +494,7 @@ pub fn hipconfig_env(launcher: &dyn Launcher) -> Result<Vec<(String, String)>, S
         timeout: Some(Duration::from_secs(120)),
         name: format!("setrows-hipconfig-{}", std::process::id()),
         ccache: false,
+        host_ccache_env: Vec::new(),
     };
     let log = dir.path().join("hipconfig.log");
     let r = crate::probe::exec::run(&launcher.command(&job), job.timeout, &log, &|| {

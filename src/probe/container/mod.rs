@@ -405,6 +405,7 @@ impl ContainerLauncher {
                 rand_suffix()
             ),
             ccache: false,
+            host_ccache_env: Vec::new(),
         };
         let cmd = self.command(&job);
         let log = dir.path().join("provenance.log");

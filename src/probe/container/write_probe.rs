@@ -25,6 +25,7 @@ pub fn write_probe_job(dir: &Path) -> ShellJob {
             rand_suffix()
         ),
         ccache: false,
+        host_ccache_env: Vec::new(),
     }
 }
 
