@@ -44,11 +44,7 @@ impl Checkout {
         reads: Reads,
         scope: Option<&str>,
     ) -> Result<(), GitError> {
-        let id = Oid::from_str(commit).map_err(ctx(format!("parsing {commit}")))?;
-        let tree = repo
-            .find_commit(id)
-            .and_then(|c| c.tree())
-            .map_err(ctx(format!("reading tree of {commit}")))?;
+        let tree = commit_tree(repo, commit)?;
         let previous = fs::read_to_string(&self.state).ok().and_then(|s| {
             let mut lines = s.lines();
             let mut words = lines.next()?.split_whitespace();
@@ -140,11 +136,7 @@ impl Checkout {
         paths: &[String],
         state: Option<String>,
     ) -> Result<(), GitError> {
-        let id = Oid::from_str(commit).map_err(ctx(format!("parsing {commit}")))?;
-        let tree = repo
-            .find_commit(id)
-            .and_then(|c| c.tree())
-            .map_err(ctx(format!("reading tree of {commit}")))?;
+        let tree = commit_tree(repo, commit)?;
         let mut absent = Absent::new(Reads::Tree, None);
         for p in paths {
             let rel = Path::new(p);
@@ -448,4 +440,12 @@ fn part<'r>(
         Some(ObjectType::Blob) => Part::File(entry.id(), entry.filemode()),
         _ => Part::Other,
     }))
+}
+
+/// The tree of `commit` (a full sha).
+fn commit_tree<'r>(repo: &'r Repository, commit: &str) -> Result<Tree<'r>, GitError> {
+    let id = Oid::from_str(commit).map_err(ctx(format!("parsing {commit}")))?;
+    repo.find_commit(id)
+        .and_then(|c| c.tree())
+        .map_err(ctx(format!("reading tree of {commit}")))
 }
