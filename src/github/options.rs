@@ -47,29 +47,6 @@ pub struct GithubOptions {
     pub max_wait_s: u64,
 }
 
-/// Inside GitHub Actions, the repository the workflow runs in (`GITHUB_REPOSITORY`); `None`
-/// outside Actions.
-pub fn home_repository() -> Option<String> {
-    std::env::var("GITHUB_ACTIONS")
-        .is_ok_and(|v| v == "true")
-        .then(|| std::env::var("GITHUB_REPOSITORY").ok())
-        .flatten()
-        .filter(|r| !r.is_empty())
-}
-
-/// Whether a comment's state on `issue` may be trusted: the issue is in this repository (its
-/// writers are the workflow's own), or no workflow says which repository is ours (outside
-/// Actions the caller named the issue). Another repository's writers can edit our comments
-/// there, so its state is for display only. `Err(home)` names this repository.
-pub fn trusts_state_on(issue: &IssueRef) -> Result<(), String> {
-    match home_repository() {
-        Some(home) if !home.eq_ignore_ascii_case(&format!("{}/{}", issue.owner, issue.repo)) => {
-            Err(home)
-        }
-        _ => Ok(()),
-    }
-}
-
 impl GithubOptions {
     /// A publisher for `issue`, reading the token now (so a missing token fails before work).
     pub fn publisher(&self, issue: &IssueRef) -> Result<Publisher, GithubError> {
@@ -77,7 +54,11 @@ impl GithubOptions {
         let mut p = Publisher::new(issue.clone(), &token, &self.api_url)?;
         p.comment_author = self.comment_author.clone();
         p.in_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
-        p.home_repo = home_repository();
+        if p.in_actions {
+            p.home_repo = std::env::var("GITHUB_REPOSITORY")
+                .ok()
+                .filter(|r| !r.is_empty());
+        }
         p.max_retries = self.max_retries;
         p.max_wait = Duration::from_secs(self.max_wait_s);
         Ok(p)

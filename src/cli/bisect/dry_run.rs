@@ -148,29 +148,15 @@ pub(super) fn dry_run(
         }
     }
     if let Some(issue) = github.resume_from_issue.as_deref() {
-        let named = match issue {
-            "" => github.post.post_to.as_deref().unwrap_or(""),
-            i => i,
-        };
         let issue = if issue.is_empty() {
             "the --post-to issue"
         } else {
             issue
         };
-        let outside = named
-            .parse::<crate::github::IssueRef>()
-            .ok()
-            .and_then(|i| crate::github::options::trusts_state_on(&i).err());
-        let _ = match outside {
-            Some(home) => writeln!(
-                out,
-                "resume: {issue} is outside this repository ({home}): its comment's state is for display only; a run starts from the local store"
-            ),
-            None => writeln!(
-                out,
-                "resume: a run first seeds the store from {issue}'s comment (a dry run reads and writes nothing there)"
-            ),
-        };
+        let _ = writeln!(
+            out,
+            "resume: a run first seeds the store from {issue}'s comment (a dry run reads and writes nothing there)"
+        );
     }
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
     for a in &p.applied {
