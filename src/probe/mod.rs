@@ -246,6 +246,12 @@ pub trait Prober: Send + Sync {
         true
     }
 
+    /// Whether its builds' processes are this process's descendants, so their CPU time can be
+    /// read (`run::jobs`). False in a container: the engine runs them.
+    fn builds_here(&self) -> bool {
+        true
+    }
+
     /// Checkout paths (relative) this prober's own commands read besides what its build system
     /// reports (`run::buildset` asks Ninja for the rest). `None`: it cannot say what it reads,
     /// so commits are grouped by their whole tree (the default, always exact).

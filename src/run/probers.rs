@@ -227,6 +227,7 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
         test_uses_gpu: matches!(cfg.probe, ProbeSpec::Script { .. })
             || cfg.backend != crate::core::build::Backend::Cpu,
         applied: cfg.applied.clone(),
+        builds_here: !place.in_container,
     }
 }
 
@@ -413,6 +414,8 @@ pub struct ConfiguredProber {
     pub test_uses_gpu: bool,
     /// `--apply`: what the slot loop applies before each probe (`Prober::applied`).
     pub applied: Vec<crate::core::applied::AppliedPatch>,
+    /// Not in a container (`Prober::builds_here`).
+    pub builds_here: bool,
 }
 
 impl Prober for ConfiguredProber {
@@ -442,6 +445,10 @@ impl Prober for ConfiguredProber {
 
     fn test_uses_gpu(&self) -> bool {
         self.test_uses_gpu
+    }
+
+    fn builds_here(&self) -> bool {
+        self.builds_here
     }
 
     fn identity(&self) -> String {

@@ -288,7 +288,7 @@ impl<'a> Probing<'a> {
             match p {
                 Phase::Build => measuring.build_starts(),
                 Phase::Test => {
-                    if let Some((cpu, wall)) = measuring.build_ended() {
+                    if let Some((cpu, wall)) = measuring.build_ended(self.prober.builds_here()) {
                         crate::run::jobs::record(work, cpu, wall);
                     }
                     if gpu {
