@@ -48,8 +48,8 @@ pub fn resolve(repo_dir: &Path, args: &[String]) -> anyhow::Result<Vec<AppliedPa
                 let sides = applied::touched_files(&text)
                     .into_iter()
                     .map(|f| FileSides {
-                        before: show(repo_dir, &format!("{sha}^:{f}")),
-                        after: show(repo_dir, &format!("{sha}:{f}")),
+                        before: text_at(&repo, &format!("{sha}^:{f}")),
+                        after: text_at(&repo, &format!("{sha}:{f}")),
                         path: f,
                     })
                     .collect();
@@ -83,18 +83,11 @@ pub fn resolve(repo_dir: &Path, args: &[String]) -> anyhow::Result<Vec<AppliedPa
     Ok(out)
 }
 
-/// `git show REV:PATH` as text; `None` where the file is not there (or is not text).
-fn show(repo_dir: &Path, spec: &str) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo_dir)
-        .args(["show", spec])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status.success().then_some(())?;
-    String::from_utf8(out.stdout).ok()
+/// The blob at `REV:PATH` as text, read through the repository already open; `None` where the
+/// file is not there (or is not text).
+fn text_at(repo: &git2::Repository, spec: &str) -> Option<String> {
+    let blob = repo.revparse_single(spec).ok()?.peel_to_blob().ok()?;
+    String::from_utf8(blob.content().to_vec()).ok()
 }
 
 /// `git diff SHA^ SHA -- PATH`, as text (binary changes included).
