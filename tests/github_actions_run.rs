@@ -32,6 +32,10 @@ struct World {
 /// The results token of the tests: a fine-grained personal token of `results-bot` that may
 /// write issues of the results repository only (what docs/github.md tells people to create).
 const RESULTS_TOKEN: &str = "github_pat_11HARNESS0results0token0only";
+/// A state signing pair made as docs/github.md says (`openssl genpkey -algorithm ed25519
+/// -outform DER | base64 -w0`, and `openssl pkey -inform DER -pubout -outform DER | base64 -w0`).
+const STATE_KEY: &str = "MC4CAQAwBQYDK2VwBCIEIGe06br3CGnohBF7vnMN0lzfvnIGDEJD7HORph95yInf";
+const STATE_PUBLIC_KEY: &str = "MCowBQYDK2VwAyEAx4/9nk49PMQaRGIK7olnCsN0wqQypZjb2KDrHaN/+qI=";
 
 /// A generated "ggml" of `n` commits (the `high` configuration fails from `bad_from`), a
 /// project checkout with the real .github/ and containers/ and a CPU-only matrix.toml, and a
@@ -96,6 +100,12 @@ args = ["--level", "10"]
     );
     h.secrets
         .insert("RESULTS_TOKEN".into(), json!(RESULTS_TOKEN));
+    // The state signing pair docs/github.md tells to make: the report jobs sign, a resuming
+    // bisect checks with the public half.
+    h.secrets
+        .insert("RESULTS_SIGNING_KEY".into(), json!(STATE_KEY));
+    h.vars
+        .insert("RESULTS_PUBLIC_KEY".into(), json!(STATE_PUBLIC_KEY));
     // The comments' author for a job that reads them with its own GITHUB_TOKEN (resume).
     h.vars.insert("RESULTS_AUTHOR".into(), json!("results-bot"));
     h.repos.insert("ggml-org/ggml".into(), repo);
@@ -157,6 +167,7 @@ impl World {
         assert!(!self.h.minted.is_empty());
         let mut all: Vec<String> = self.h.minted.clone();
         all.push(RESULTS_TOKEN.into());
+        all.push(STATE_KEY.into());
         for t in &all {
             for (_, _, body) in self.api.requests() {
                 assert!(!body.contains(t.as_str()), "a token reached a comment");

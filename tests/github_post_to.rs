@@ -7,7 +7,7 @@ mod github_support;
 
 use assert_cmd::Command;
 use gitcommit::commit_all;
-use github_support::{bin, count, run, start, TOKEN};
+use github_support::{bin, count, run, start, STATE_KEY, STATE_PUBLIC_KEY, TOKEN};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use wiremock::matchers::{method, path};
@@ -74,7 +74,9 @@ impl Bisect {
             .args(["--script", &script])
             .args(["--api-url", &self.api])
             .args(extra)
-            .env("GITHUB_TOKEN", TOKEN);
+            .env("GITHUB_TOKEN", TOKEN)
+            .env("SETROWS_STATE_SIGNING_KEY", STATE_KEY)
+            .env_remove("SETROWS_STATE_PUBLIC_KEY");
         if !issue.is_empty() {
             c.args(["--post-to", issue]);
         }
@@ -361,6 +363,92 @@ async fn a_broken_state_block_starts_fresh_and_says_so() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(err.contains("seeded"), "{err}");
     assert_eq!(b.probed(), probed, "{err}");
+}
+
+/// Anyone who may write to the issue's repository can edit our comment. A resumed job writes
+/// the state's runs into its store as if it had probed them, so only a state signed with this
+/// repository's key is resumed from; an edited one is shown, and the job probes again.
+#[tokio::test]
+async fn only_a_state_signed_with_our_key_is_resumed_from() {
+    let (server, fake) = start(100).await;
+    let b = Bisect::new(&server.uri());
+    let (code, out, err) = run(b.cmd(&[])).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let run1 = b.probed();
+    let body = fake.comments()[0].body.clone();
+    assert!(
+        body.contains("<!-- setrows-bisect-signature:v1 ed25519 "),
+        "{body}"
+    );
+    assert!(
+        !body.contains(STATE_KEY),
+        "the private key reached the comment"
+    );
+
+    // The job that resumes (the bisect job of the workflows) holds the public key only.
+    let resume = |forged: bool| {
+        let mut c = b.cmd_to("", &["--resume-from-issue", "o/r#1"]);
+        c.env_remove("SETROWS_STATE_SIGNING_KEY");
+        if !forged {
+            c.env("SETROWS_STATE_PUBLIC_KEY", STATE_PUBLIC_KEY);
+        }
+        c
+    };
+    std::fs::remove_dir_all(b.p("work")).unwrap();
+    let (code, out, err) = run(resume(false)).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("seeded"), "{err}");
+    assert_eq!(
+        b.probed(),
+        run1,
+        "a signed state was not resumed from:\n{err}"
+    );
+
+    // An upstream writer turns every stored failure into a pass: the answer would move.
+    {
+        let mut s = fake.state.lock().unwrap();
+        let c = &mut s.comments[0];
+        c.body = c
+            .body
+            .replace("\"outcome\":\"wrong_result\"", "\"outcome\":\"pass\"");
+        assert!(c.body != body, "the state holds no failure to forge");
+    }
+    std::fs::remove_dir_all(b.p("work")).unwrap();
+    let (code, out, err) = run(resume(false)).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("not resuming")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("changed after it was signed") && said[0].contains("local store"),
+        "{err}"
+    );
+    assert!(!err.contains("seeded"), "{err}");
+    assert_eq!(b.result()["first_bad"], b.shas[23].as_str(), "{err}");
+    assert!(b.probed().len() > run1.len(), "nothing was probed again");
+
+    // Without a public key no state can be checked: the line names the variable.
+    std::fs::remove_dir_all(b.p("work")).unwrap();
+    let (code, out, err) = run(resume(true)).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.lines().any(
+            |l| l.contains("not resuming") && l.contains("SETROWS_STATE_PUBLIC_KEY is not set")
+        ),
+        "{err}"
+    );
+
+    // A key that is no key is one line before the first probe.
+    let probed = b.probed();
+    let mut c = resume(false);
+    c.env("SETROWS_STATE_PUBLIC_KEY", "not-a-key");
+    let (code, _, err) = run(c).await;
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("SETROWS_STATE_PUBLIC_KEY is not base64"),
+        "{err}"
+    );
+    assert_eq!(b.probed(), probed);
 }
 
 /// A token GitHub refuses, as a run now meets it: one line, exit 2, before the first probe.

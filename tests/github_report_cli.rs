@@ -2,7 +2,7 @@
 
 mod github_support;
 
-use github_support::{bin, count, run, start, TOKEN};
+use github_support::{bin, count, run, start, STATE_KEY, TOKEN};
 use serde_json::json;
 use std::path::Path;
 use wiremock::matchers::{method, path};
@@ -549,6 +549,57 @@ async fn comments_that_keep_vanishing_give_up_in_one_line() {
     assert_eq!(code, 3, "{err}");
     let line = error_line(&err);
     assert!(line.contains("deleted while we edited it"), "{line}");
+}
+
+/// A report that signs keeps the last results that ran only when they carry its signature:
+/// else an upstream writer's edit of the comment would come back signed, and a later resume
+/// would trust it.
+#[tokio::test]
+async fn a_signing_report_keeps_only_results_it_signed() {
+    let (server, fake) = start(100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ran = github_support::matrix_result(&[("rocm-6.4.1-wave32", "gpu_fault")]);
+    let ran = write(dir.path(), "ran.json", serde_json::to_value(ran).unwrap());
+    let plan = write(
+        dir.path(),
+        "plan.json",
+        json!({"include": [{"name": "hip-6.4.1", "ids": "rocm-6.4.1-wave32"}]}),
+    );
+    let report = |args: &[&str]| {
+        let mut c = bin();
+        c.current_dir(dir.path())
+            .args(["report", "--issue", "o/r#1", "--post", "--api-url"])
+            .arg(server.uri())
+            .args(args)
+            .env("GITHUB_TOKEN", TOKEN)
+            .env("SETROWS_STATE_SIGNING_KEY", STATE_KEY);
+        c
+    };
+    let (code, _, err) = run(report(&["--results", &ran])).await;
+    assert_eq!(code, 0, "{err}");
+    let signed = fake.comments()[0].body.clone();
+    assert!(signed.contains("setrows-bisect-signature:v1"), "{signed}");
+
+    // Its own signed results are kept on a night with nothing fresh.
+    let (code, _, err) = run(report(&["--expect-legs", &plan])).await;
+    assert_eq!(code, 3, "{err}");
+    let body = fake.comments()[0].body.clone();
+    assert!(body.contains("Last results that ran"), "{body}");
+
+    // An edit of the state (the fault turned into a pass) is not kept, and not signed again.
+    {
+        let mut s = fake.state.lock().unwrap();
+        let c = &mut s.comments[0];
+        c.body = c.body.replace("\"gpu_fault\"", "\"pass\"");
+    }
+    let (code, _, err) = run(report(&["--expect-legs", &plan])).await;
+    assert_eq!(code, 3, "{err}");
+    let body = fake.comments()[0].body.clone();
+    assert!(!body.contains("Last results that ran"), "{body}");
+    assert!(
+        !body.contains("\"pass\""),
+        "the edit was signed again:\n{body}"
+    );
 }
 
 /// A night with every leg lost (`--expect-legs`, no results) keeps the last results that ran:

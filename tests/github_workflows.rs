@@ -1021,8 +1021,8 @@ fn every_upload_survives_a_rerun_and_the_binary_outlives_it() {
     assert!(uploads >= 9, "{uploads}");
 }
 
-/// A job that can read `secrets.RESULTS_TOKEN` must declare the `results` environment: the
-/// token is kept there (docs/github.md: Results token), where the environment's protection
+/// A job that can read `secrets.RESULTS_TOKEN` (or the key that signs the comments' state,
+/// `secrets.RESULTS_SIGNING_KEY`) must declare the `results` environment: the token is kept there (docs/github.md: Results token), where the environment's protection
 /// (required reviewers, or deployments from main only) decides which runs get it. A repository
 /// secret would reach every job of every branch's workflow; a job that forgot the environment
 /// would post with its own token, or not at all, without anyone noticing here.
@@ -1038,7 +1038,11 @@ fn every_job_that_reads_the_results_token_declares_the_results_environment() {
         for (id, job) in jobs {
             let id = id.as_str().unwrap_or("?");
             let text = serde_yaml_ng::to_string(job).unwrap();
-            if !text.contains("secrets.RESULTS_TOKEN") {
+            let reads: Vec<&str> = ["secrets.RESULTS_TOKEN", "secrets.RESULTS_SIGNING_KEY"]
+                .into_iter()
+                .filter(|s| text.contains(s))
+                .collect();
+            if reads.is_empty() {
                 continue;
             }
             readers += 1;
@@ -1053,7 +1057,7 @@ fn every_job_that_reads_the_results_token_declares_the_results_environment() {
             assert_eq!(
                 env.as_deref(),
                 Some("results"),
-                "{name}: job `{id}` reads secrets.RESULTS_TOKEN without `environment: results`"
+                "{name}: job `{id}` reads {reads:?} without `environment: results`"
             );
         }
     }

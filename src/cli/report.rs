@@ -528,12 +528,21 @@ impl BisectPostArgs {
             }
             r => r.map_err(|e| e.into_cli())?,
         };
-        let Some(state) = state else {
+        let Some(loaded) = state else {
             errln!("setrows-bisect: no {key} comment with state on {issue} yet: starting from the local store");
             return Ok(None);
         };
+        // Anyone who may write to the issue's repository can edit the comment: only a state
+        // this repository's report job signed decides probes; any other is for display.
+        if loaded.trust != github::signing::Trust::Signed {
+            errln!(
+                "setrows-bisect: warning: not resuming from the {key} comment on {issue}: {}; starting from the local store",
+                loaded.trust.reason()
+            );
+            return Ok(None);
+        }
         Ok(Some(Resume {
-            state,
+            state: loaded.state,
             from: format!("{key} on {issue}"),
         }))
     }
@@ -569,10 +578,13 @@ fn set_repo_url(r: &mut AnyResult, url: &str) {
 pub fn run(args: ReportArgs) -> anyhow::Result<Exit> {
     if let Some(key) = &args.load_state {
         let issue = parse_issue(&args, "with --load-state")?;
-        let state = github::load_state_blocking(&args.github, &issue, key, None)
+        let loaded = github::load_state_blocking(&args.github, &issue, key, None)
             .map_err(|e| e.into_cli())?;
-        let text = serde_json::to_string_pretty(&state.unwrap_or(serde_json::Value::Null))?;
-        outln!("{text}");
+        if let Some(l) = &loaded {
+            errln!("setrows-bisect: {key} on {issue}: {}", l.trust.reason());
+        }
+        let state = loaded.map(|l| l.state).unwrap_or(serde_json::Value::Null);
+        outln!("{}", serde_json::to_string_pretty(&state)?);
         return Ok(Exit::Ok);
     }
     if args.results.is_empty() && args.expect_legs.is_none() {
@@ -680,9 +692,16 @@ pub fn run(args: ReportArgs) -> anyhow::Result<Exit> {
 /// say why nothing is fresh, and as its state, so a second night offline keeps them too, and
 /// the table people read at 2 a.m. is never replaced by nothing but "no results".
 fn keep_last_ran(github: &GithubOptions, issue: &IssueRef, r: &mut Rendered) -> anyhow::Result<()> {
+    let signing = github::options::state_keys()
+        .map_err(|e| e.into_cli())?
+        .0
+        .is_some();
+    // A state this job signs again must have been signed by it: else an edit of the comment
+    // would come back signed, and trusted by the next resume.
     let previous = github::load_state_blocking(github, issue, &r.key, None)
         .map_err(|e| e.into_cli())?
-        .and_then(|v| serde_json::from_value::<github::state::State>(v).ok());
+        .filter(|l| !signing || l.trust == github::signing::Trust::Signed)
+        .and_then(|l| serde_json::from_value::<github::state::State>(l.state).ok());
     let Some(previous) = previous.filter(|st| st.results.iter().any(ran)) else {
         return Ok(());
     };

@@ -3,7 +3,7 @@
 //! runtime it was created on.
 
 use super::options::GithubOptions;
-use super::{Document, Former, GithubError, IssueRef, PostOutcome};
+use super::{Document, Former, GithubError, IssueRef, LoadedState, PostOutcome};
 
 /// One comment to create or edit, for the blocking entry points.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +67,7 @@ pub fn load_state_blocking(
     issue: &IssueRef,
     key: &str,
     former: Option<Former<'_>>,
-) -> Result<Option<serde_json::Value>, GithubError> {
+) -> Result<Option<LoadedState>, GithubError> {
     block_on(async { opts.publisher(issue)?.load_state_former(key, former).await })
         .unwrap_or_else(|e| Err(runtime_error(e)))
 }

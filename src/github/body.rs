@@ -4,6 +4,7 @@
 //! Pure functions only, so the layout (and the truncation that keeps it under the limit) is
 //! tested without a server.
 
+use super::signing::Signer;
 use super::GithubError;
 use crate::report::document::{fit, Document};
 
@@ -58,18 +59,41 @@ pub fn has_marker(body: &str, key: &str) -> bool {
 /// the same way so that not even the raw body holds a mention or reference. Compact JSON has no
 /// raw newlines, so the block stays one line.
 pub fn state_block(state: &serde_json::Value) -> String {
-    let json = serde_json::to_string(state)
+    format!("{STATE_PREFIX}{}{COMMENT_END}", state_json(state))
+}
+
+/// The block's JSON text, escaped as [`state_block`] says; what a signature covers.
+fn state_json(state: &serde_json::Value) -> String {
+    serde_json::to_string(state)
         .unwrap_or_else(|_| "null".to_string())
         .replace('<', "\\u003c")
         .replace('>', "\\u003e")
         .replace('@', "\\u0040")
-        .replace('#', "\\u0023");
-    format!("{STATE_PREFIX}{json}{COMMENT_END}")
+        .replace('#', "\\u0023")
+}
+
+/// A state block read back: the value, and the exact text and signature line a
+/// [`Verifier`](super::signing::Verifier) checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadState {
+    pub value: serde_json::Value,
+    pub json: String,
+    pub signature: Option<String>,
 }
 
 /// Reads the state block back from a raw comment body. `Ok(None)` when there is none; an error
 /// when there is one we cannot read (another version, corrupted by a manual edit).
 pub fn parse_state(body: &str) -> Result<Option<serde_json::Value>, GithubError> {
+    Ok(read_state(body)?.map(|r| r.value))
+}
+
+/// [`parse_state`] with the block's text and its signature line.
+pub fn read_state(body: &str) -> Result<Option<ReadState>, GithubError> {
+    let signature = body
+        .lines()
+        .rev()
+        .find(|l| super::signing::is_line(l))
+        .map(|l| l.trim().to_string());
     let Some(line) = body
         .lines()
         .rev()
@@ -88,9 +112,12 @@ pub fn parse_state(body: &str) -> Result<Option<serde_json::Value>, GithubError>
         return Err(GithubError::StateVersion(version));
     };
     let json = rest.strip_suffix(COMMENT_END).unwrap_or(rest).trim();
-    serde_json::from_str(json)
-        .map(Some)
-        .map_err(|e| GithubError::StateCorrupt(e.to_string()))
+    let value = serde_json::from_str(json).map_err(|e| GithubError::StateCorrupt(e.to_string()))?;
+    Ok(Some(ReadState {
+        value,
+        json: json.to_string(),
+        signature,
+    }))
 }
 
 /// The full comment body for `key`: marker, markdown (cut to fit), state block; never longer
@@ -101,18 +128,38 @@ pub fn assemble(
     state: Option<&serde_json::Value>,
     artifact_url: Option<&str>,
 ) -> Result<String, GithubError> {
+    assemble_signed(key, doc, state, artifact_url, None)
+}
+
+/// [`assemble`], with the state block signed by `signer` (a line of its own after it).
+pub fn assemble_signed(
+    key: &str,
+    doc: &Document,
+    state: Option<&serde_json::Value>,
+    artifact_url: Option<&str>,
+    signer: Option<&Signer>,
+) -> Result<String, GithubError> {
     validate_key(key)?;
     let head = format!("{}\n", marker(key));
-    let foot = state
-        .map(|s| format!("\n{}\n", state_block(s)))
-        .unwrap_or_default();
-    let reserve = head.len() + foot.len() + 16;
-    if foot.len() > MAX_STATE + 2 {
+    let block = state.map(state_json);
+    let block_len = block
+        .as_ref()
+        .map_or(0, |j| STATE_PREFIX.len() + j.len() + COMMENT_END.len());
+    if block_len > MAX_STATE {
         return Err(GithubError::StateTooLarge {
             key: key.to_string(),
-            bytes: foot.len(),
+            bytes: block_len + 2,
         });
     }
+    let foot = match (&block, signer) {
+        (None, _) => String::new(),
+        (Some(json), None) => format!("\n{STATE_PREFIX}{json}{COMMENT_END}\n"),
+        (Some(json), Some(signer)) => format!(
+            "\n{STATE_PREFIX}{json}{COMMENT_END}\n{}\n",
+            signer.line(key, json)
+        ),
+    };
+    let reserve = head.len() + foot.len() + 16;
     // A state that had to be emptied to fit must say so where people look: a later
     // `--resume-from-issue` finds nothing to resume, and that must not be a surprise.
     let dropped = state.is_some_and(|s| s.get("compacted").and_then(|c| c.as_u64()) == Some(2));

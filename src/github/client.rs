@@ -10,6 +10,7 @@
 use super::body;
 use super::former::Former;
 use super::http::{api_base, backoff, classify, error_message, next_link, rate_limit, Ctx};
+use super::signing::{Signer, Trust, Verifier};
 use super::{GithubError, IssueRef, Token};
 use crate::report::document::Document;
 use http::{HeaderMap, Method, Uri};
@@ -54,7 +55,18 @@ pub struct Publisher {
     pub home_repo: Option<String>,
     pub max_retries: u32,
     pub max_wait: Duration,
+    /// Signs the state block of every comment we write (the report job's key).
+    pub signer: Option<Signer>,
+    /// Checks the state blocks we read; without it none is [`Trust::Signed`].
+    pub verifier: Option<Verifier>,
     login: OnceLock<String>,
+}
+
+/// A comment's state block as read back, and whether a job may resume from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedState {
+    pub state: serde_json::Value,
+    pub trust: Trust,
 }
 
 impl fmt::Debug for Publisher {
@@ -118,6 +130,8 @@ impl Publisher {
             home_repo: None,
             max_retries: 4,
             max_wait: Duration::from_secs(900),
+            signer: None,
+            verifier: None,
             login: OnceLock::new(),
         })
     }
@@ -181,7 +195,7 @@ impl Publisher {
         state: Option<&serde_json::Value>,
         artifact_url: Option<&str>,
     ) -> Result<PostOutcome, GithubError> {
-        let text = body::assemble(key, doc, state, artifact_url)?;
+        let text = body::assemble_signed(key, doc, state, artifact_url, self.signer.as_ref())?;
         let payload = serde_json::json!({ "body": text });
         let mut attempt = 0;
         // A create that failed in a way that may still have made the comment.
@@ -287,7 +301,7 @@ impl Publisher {
     }
 
     /// The state block of our comment for `key`, if there is such a comment with a state block.
-    pub async fn load_state(&self, key: &str) -> Result<Option<serde_json::Value>, GithubError> {
+    pub async fn load_state(&self, key: &str) -> Result<Option<LoadedState>, GithubError> {
         self.load_state_former(key, None).await
     }
 
@@ -297,12 +311,27 @@ impl Publisher {
         &self,
         key: &str,
         former: Option<Former<'_>>,
-    ) -> Result<Option<serde_json::Value>, GithubError> {
+    ) -> Result<Option<LoadedState>, GithubError> {
         body::validate_key(key)?;
-        match self.find_former(key, former).await? {
-            Some(c) => body::parse_state(c.body.as_deref().unwrap_or("")),
-            None => Ok(None),
-        }
+        let Some(c) = self.find_former(key, former).await? else {
+            return Ok(None);
+        };
+        let Some(read) = body::read_state(c.body.as_deref().unwrap_or(""))? else {
+            return Ok(None);
+        };
+        // A block taken over from a former key was signed under that key.
+        let signed_as = match former {
+            Some(f) if !body::has_marker(c.body.as_deref().unwrap_or(""), key) => f.key,
+            _ => key,
+        };
+        let trust = match &self.verifier {
+            Some(v) => v.check(signed_as, &read.json, read.signature.as_deref()),
+            None => Trust::NoKey,
+        };
+        Ok(Some(LoadedState {
+            state: read.value,
+            trust,
+        }))
     }
 
     /// The comment GitHub just created (`created`) is by the login whose comments count as

@@ -7,6 +7,8 @@
 //!   pagination rules it follows.
 //! - [`blocking`]: the same for synchronous callers.
 //! - [`former`]: comments posted under an earlier layout of a key, found and taken over.
+//! - [`signing`]: which state blocks a job may resume from (signed with this repository's
+//!   key); the others are for display.
 //! - [`state`]: what the state block carries (the typed results, compacted to fit); what
 //!   `bisect --resume-from-issue` seeds a store from (`run::bisect::Resume`).
 //!
@@ -19,6 +21,7 @@ pub mod client;
 pub mod former;
 mod http;
 pub mod options;
+pub mod signing;
 pub mod state;
 
 pub use crate::report::document::{Document, Section};
@@ -26,7 +29,7 @@ pub use blocking::{
     check_access_blocking, load_state_blocking, post_all_blocking, post_or_update_blocking, Post,
 };
 pub use body::MAX_BODY;
-pub use client::{post_or_update, PostAction, PostOutcome, Publisher};
+pub use client::{post_or_update, LoadedState, PostAction, PostOutcome, Publisher};
 pub use former::Former;
 pub use options::GithubOptions;
 
@@ -147,6 +150,9 @@ pub enum GithubError {
     InvalidApiUrl(String),
     #[error("GitHub token: {0}")]
     Token(String),
+    /// A state key (`SETROWS_STATE_SIGNING_KEY`, `SETROWS_STATE_PUBLIC_KEY`) that is not one.
+    #[error("{0} (docs/github.md: Signed state)")]
+    StateKey(String),
     #[error("{what}: GitHub rejected the token (401: {message}); check GITHUB_TOKEN or --token-file, and that the token has not expired")]
     Unauthorized { what: String, message: String },
     #[error("{what}: the token is read-only here (403: Resource not accessible by integration). Workflows run from a fork get a read-only GITHUB_TOKEN: post from a workflow in the base repository (e.g. on workflow_run) or grant `permissions: issues: write`")]
@@ -226,6 +232,7 @@ impl GithubError {
                     | GithubError::InvalidKey(_)
                     | GithubError::InvalidApiUrl(_)
                     | GithubError::Token(_)
+                    | GithubError::StateKey(_)
                     | GithubError::UnknownAuthor(_)
                     | GithubError::AuthorMismatch { .. }
             )

@@ -4,6 +4,7 @@
 
 use super::client::Publisher;
 pub use super::http::api_base;
+use super::signing::{self, Signer, Verifier};
 use super::{GithubError, IssueRef, Token};
 use std::time::Duration;
 
@@ -61,6 +62,23 @@ impl GithubOptions {
         }
         p.max_retries = self.max_retries;
         p.max_wait = Duration::from_secs(self.max_wait_s);
+        (p.signer, p.verifier) = state_keys()?;
         Ok(p)
     }
+}
+
+/// The state keys from the environment: the report job's private key signs what it posts; the
+/// public key (else the private key's own) checks what a job reads. A key that is set but
+/// is not one is an error here, before any probe, not a resume that silently never verifies.
+pub fn state_keys() -> Result<(Option<Signer>, Option<Verifier>), GithubError> {
+    let set = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
+    let signer = set(crate::probe::secrets::get(signing::SIGNING_KEY_ENV))
+        .map(|k| Signer::from_base64(&k))
+        .transpose()
+        .map_err(GithubError::StateKey)?;
+    let verifier = match set(std::env::var(signing::PUBLIC_KEY_ENV).ok()) {
+        Some(k) => Some(Verifier::from_base64(&k).map_err(GithubError::StateKey)?),
+        None => signer.as_ref().map(Signer::verifier),
+    };
+    Ok((signer, verifier))
 }

@@ -16,6 +16,13 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 pub const TOKEN: &str = "ghp_TEST0SECRET0TOKEN0do0not0print0me";
 pub const BOT: &str = "setrows-bot";
+/// The state signing pair the tests post and resume with, made as docs/github.md says:
+/// `openssl genpkey -algorithm ed25519 -outform DER | base64 -w0`, and its
+/// `openssl pkey -inform DER -pubout -outform DER | base64 -w0`.
+#[allow(dead_code)]
+pub const STATE_KEY: &str = "MC4CAQAwBQYDK2VwBCIEIGe06br3CGnohBF7vnMN0lzfvnIGDEJD7HORph95yInf";
+#[allow(dead_code)]
+pub const STATE_PUBLIC_KEY: &str = "MCowBQYDK2VwAyEAx4/9nk49PMQaRGIK7olnCsN0wqQypZjb2KDrHaN/+qI=";
 
 #[derive(Clone, Debug)]
 pub struct Comment {

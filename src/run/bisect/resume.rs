@@ -11,9 +11,11 @@
 //! `--match` regex: there the tail is what decides the verdict, so without it a resumed run
 //! would judge differently.
 //!
-//! The state block is untrusted input (only our own comments are read, but anyone with write
-//! access can edit them): runs are checked (hex ids, known outcome, bounded index), only runs
-//! with the current prober identity are seeded, and a run already on disk is never overwritten.
+//! The state block reaches here only when it carries this repository's signature
+//! (`github::signing`: anyone who may write to the repository can edit our comment).
+//! It is still checked as untrusted input: runs are checked (hex ids, known outcome, bounded
+//! index), only runs with the current prober identity are seeded, and a run already on disk is
+//! never overwritten.
 
 use crate::core::outcome::Outcome;
 use crate::core::progress::{Event, Sink};
