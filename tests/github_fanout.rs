@@ -588,6 +588,31 @@ fn a_one_revision_nightly_bisects_what_broke_since_last_night_once() {
     assert!(!section.contains("not finished"), "{section}");
 }
 
+/// A fork's pull request can run its own copy of matrix.yml in this repository and leave a
+/// `bisect-fanout` record that says nothing passed last night. The nightly reads only its own
+/// runs' records (schedule or dispatch), so it still bisects what broke since night 1.
+#[test]
+fn a_pull_request_run_cannot_speak_for_last_night() {
+    let (mut w, broken) = nightly();
+    let (a, _, _) = master_night(&mut w, 1, "");
+    let mut forged: Value =
+        serde_json::from_str(&read(w.h.base.join("artifacts/bisect-fanout/fanout.json"))).unwrap();
+    assert!(forged["last_pass"][&broken].is_string(), "{forged:#}");
+    forged["last_pass"] = json!({});
+    let dir = w.h.base.join("forged");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("fanout.json"), forged.to_string()).unwrap();
+    w.h.plant_run("matrix.yml", "pull_request", &[("bisect-fanout", &dir)]);
+
+    let (b, ds, section) = master_night(&mut w, 2, &broken);
+    assert_eq!(ds.len(), 1, "{ds:?}\n{section}");
+    let d = &ds[0];
+    assert_eq!(
+        (field(d, "config"), field(d, "good"), field(d, "bad")),
+        (broken.as_str(), a.as_str(), b.as_str())
+    );
+}
+
 /// A dispatched bisect is no answer: one that never ran (cancelled in the queue) or ended
 /// without a verdict (runner lost) leaves no result, so the next night starts the same range
 /// again (same good, same bad: the same question) and the comment names it "started, not

@@ -317,24 +317,7 @@ impl Harness {
     /// `cancelled`).
     pub fn dispatch(&mut self, name: &str, event: &str, inputs: Value) -> String {
         if self.previous.is_none() {
-            // A new run: its own id and an empty artifact store. The finished run's artifacts
-            // stay readable by run id (`gh run download ID`), and the run is listed newest
-            // first for `gh run list`, this one included, as GitHub lists a run in progress.
-            let store = self.base.join("artifacts");
-            let past = self.base.join("runs").join(self.run_id.to_string());
-            std::fs::create_dir_all(past.parent().unwrap()).unwrap();
-            if !past.exists() {
-                std::fs::rename(&store, &past).unwrap();
-            } else {
-                std::fs::remove_dir_all(&store).unwrap();
-            }
-            self.run_id += 1;
-            std::fs::create_dir_all(&store).unwrap();
-            let list = self.base.join("runs.txt");
-            let before = std::fs::read_to_string(&list).unwrap_or_default();
-            std::fs::write(&list, format!("{} {name}\n{before}", self.run_id)).unwrap();
-            self.artifact_owner.clear();
-            self.downloads.clear();
+            self.start_run(name, event);
         }
         self.jobs.clear();
         let wf = self.load(&format!(".github/workflows/{name}"));
@@ -348,6 +331,39 @@ impl Harness {
         );
         let (result, _) = self.workflow(&wf, "", inputs, event, &BTreeSet::new(), None);
         result
+    }
+
+    /// A new run of workflow `name` for `event`: its own id and an empty artifact store. The
+    /// finished run's artifacts stay readable by run id (`gh run download ID`), and the run is
+    /// listed newest first for `gh run list`, this one included, as GitHub lists a run in
+    /// progress.
+    fn start_run(&mut self, name: &str, event: &str) {
+        let store = self.base.join("artifacts");
+        let past = self.base.join("runs").join(self.run_id.to_string());
+        std::fs::create_dir_all(past.parent().unwrap()).unwrap();
+        if !past.exists() {
+            std::fs::rename(&store, &past).unwrap();
+        } else {
+            std::fs::remove_dir_all(&store).unwrap();
+        }
+        self.run_id += 1;
+        std::fs::create_dir_all(&store).unwrap();
+        let list = self.base.join("runs.txt");
+        let before = std::fs::read_to_string(&list).unwrap_or_default();
+        std::fs::write(&list, format!("{} {name} {event}\n{before}", self.run_id)).unwrap();
+        self.artifact_owner.clear();
+        self.downloads.clear();
+    }
+
+    /// A finished run of `name` for `event` that left these artifacts (name, folder) and ran
+    /// nothing here: what a fork's pull request run of its own copy of a workflow leaves in this
+    /// repository's run list.
+    pub fn plant_run(&mut self, name: &str, event: &str, artifacts: &[(&str, &Path)]) {
+        self.previous = None;
+        self.start_run(name, event);
+        for (artifact, from) in artifacts {
+            copy_tree(from, &self.base.join("artifacts").join(artifact));
+        }
     }
 
     /// The contexts GitHub allows in a workflow-level `concurrency:` (and, with an empty

@@ -6,8 +6,8 @@
 //!   `cargo-builds` in the harness dir, so a test counts builds per workflow run and sees where.
 //!   Any other use fails the step.
 //! - `rustup` does nothing (the toolchain is the test's).
-//! - `gh run list --workflow W --limit N --json databaseId --jq '.[].databaseId'` lists the
-//!   harness's runs of W newest first (the one in progress too); `gh run download ID --name N
+//! - `gh run list --workflow W --event E --limit N --json databaseId --jq '.[].databaseId'`
+//!   lists the harness's runs of W for event E newest first (the one in progress too); `gh run download ID --name N
 //!   --dir D` copies that run's artifact N (exit 1 when it has none). Other forms fail.
 //! - `gh workflow run WF [--ref R] -f k=v ...` checks the call as the API would (the target has
 //!   `workflow_dispatch`, every `-f` is a declared input, required inputs are given, choices are
@@ -83,12 +83,12 @@ pub fn install(tools: &Path, base: &Path, bin: &Path, project: &Path) {
 import json, sys
 a = sys.argv[1:]
 if a[:2] == ["run", "list"]:
-    # Only the one form the workflows use: `--workflow W --limit N --json databaseId --jq '.[].databaseId'`.
+    # Only the form the workflows use: `--workflow W --event E --limit N --json databaseId --jq '.[].databaseId'`.
     o = dict(zip(a[2::2], a[3::2]))
-    if sorted(o) != ["--jq", "--json", "--limit", "--workflow"] or o["--json"] != "databaseId" or o["--jq"] != ".[].databaseId":
+    if sorted(o) != ["--event", "--jq", "--json", "--limit", "--workflow"] or o["--json"] != "databaseId" or o["--jq"] != ".[].databaseId":
         sys.exit("harness gh: not supported: " + " ".join(a))
     runs = [l.split() for l in open({runs:?}).read().splitlines()] if __import__("os").path.exists({runs:?}) else []
-    for rid, wf in [r for r in runs if r[1] == o["--workflow"]][: int(o["--limit"])]:
+    for rid, wf, event in [r for r in runs if r[1] == o["--workflow"] and r[2] == o["--event"]][: int(o["--limit"])]:
         print(rid)
     sys.exit(0)
 if a[:2] == ["run", "download"] and len(a) == 7 and a[3] == "--name" and a[5] == "--dir":
