@@ -146,7 +146,11 @@ async fn bisect_posts_then_edits_one_comment_and_a_fresh_job_resumes_from_it() {
     let reads = count(&server, "GET", "/repos/o/r/issues/1/comments").await;
     let (code, out, err) = run(b.cmd(&["--resume-from-issue", "--dry-run"])).await;
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("resume: a run first seeds the store"), "{out}");
+    assert!(
+        out.contains("resume: a run first seeds the store")
+            && out.contains("if its state is signed with this repository's key"),
+        "{out}"
+    );
     assert!(!b.p("work").exists(), "a dry run wrote the store:\n{err}");
     assert_eq!(
         count(&server, "GET", "/repos/o/r/issues/1/comments").await,
@@ -426,7 +430,16 @@ async fn only_a_state_signed_with_our_key_is_resumed_from() {
     assert_eq!(b.result()["first_bad"], b.shas[23].as_str(), "{err}");
     assert!(b.probed().len() > run1.len(), "nothing was probed again");
 
-    // Without a public key no state can be checked: the line names the variable.
+    // Without a public key no state can be checked: the plan says so, and the run's line
+    // names the variable.
+    let mut plan = resume(true);
+    plan.arg("--dry-run");
+    let (code, out, err) = run(plan).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("SETROWS_STATE_PUBLIC_KEY is not set, so no state can be checked"),
+        "{out}"
+    );
     std::fs::remove_dir_all(b.p("work")).unwrap();
     let (code, out, err) = run(resume(true)).await;
     assert_eq!(code, 0, "{out}\n{err}");

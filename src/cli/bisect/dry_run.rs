@@ -153,9 +153,19 @@ pub(super) fn dry_run(
         } else {
             issue
         };
+        // Said in the plan: a resume that will never seed anything is found at 2 a.m.
+        // otherwise, after the first hour of probes that a signed state would have saved.
+        let check = match crate::github::options::state_keys() {
+            Ok((_, Some(_))) => "if its state is signed with this repository's key".to_string(),
+            Ok((_, None)) => format!(
+                "but {} is not set, so no state can be checked and the run probes from its local store",
+                crate::github::signing::PUBLIC_KEY_ENV
+            ),
+            Err(e) => format!("but {e}"),
+        };
         let _ = writeln!(
             out,
-            "resume: a run first seeds the store from {issue}'s comment (a dry run reads and writes nothing there)"
+            "resume: a run first seeds the store from {issue}'s comment, {check} (a dry run reads and writes nothing there)"
         );
     }
     let _ = writeln!(out, "predicate: {}", p.plan.predicate.describe());
