@@ -335,6 +335,16 @@ struct ConfirmationSchema {
     at_parent: u64,
     from: f64,
     to: f64,
+    rule: Option<StopReadingsSchema>,
+}
+
+/// Mirror of `flaky::StopReadings` for the JSON Schema.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct StopReadingsSchema {
+    cautious: f64,
+    robust: f64,
+    rate_bound: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

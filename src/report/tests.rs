@@ -544,7 +544,7 @@ fn the_time_to_the_answer_stands_beside_the_time_to_the_checked_one() {
 
 #[test]
 fn a_flaky_answer_says_what_its_confirmation_took() {
-    use crate::core::flaky::{Assessment, Confirmation};
+    use crate::core::flaky::{Assessment, Confirmation, StopReadings};
     let mut b = bisect_found();
     b.flaky = Some(Assessment {
         confidence: 0.951,
@@ -558,13 +558,29 @@ fn a_flaky_answer_says_what_its_confirmation_took() {
             at_parent: 21,
             from: 0.81,
             to: 0.951,
+            rule: Some(StopReadings {
+                cautious: 0.962,
+                robust: 0.953,
+                rate_bound: 0.17,
+            }),
         }),
     });
     let md = render(&[&AnyResult::Bisect(Box::new(b.clone()))]).to_markdown(None);
     assert!(
-        md.contains("- confirmation: confirming the answer took 23 of 64 runs (21 at its parent): P(answer) rose from 0.81, when it became the likeliest, to 0.95 (requested 0.95)\n"),
+        md.contains("- confirmation: confirming the answer took 23 of 64 runs (21 at its parent): P(answer) rose from 0.81, when it became the likeliest, to 0.95 (requested 0.95); the rule also asks the requested confidence with one more pass imagined at a bad commit (0.96 at the end) and with the reproduction rate at its lower bound, 0.17 (0.95 at the end)\n"),
         "{md}"
     );
+    // A document from before the readings were recorded: the line ends after P(answer).
+    let mut old = b.clone();
+    old.flaky
+        .as_mut()
+        .unwrap()
+        .confirmation
+        .as_mut()
+        .unwrap()
+        .rule = None;
+    let md = render(&[&AnyResult::Bisect(Box::new(old))]).to_markdown(None);
+    assert!(md.contains("to 0.95 (requested 0.95)\n"), "{md}");
     // Without one (a document from before it existed) the line is absent.
     b.flaky.as_mut().unwrap().confirmation = None;
     let md = render(&[&AnyResult::Bisect(Box::new(b))]).to_markdown(None);

@@ -255,6 +255,39 @@ pub struct Confirmation {
     /// P(answer) when it became the likeliest, and after the last run.
     pub from: f64,
     pub to: f64,
+    /// Why the confirmation lasted as long as it did: the stopping rule's two other readings
+    /// of the answer after the last run (`stop_masses`). Absent in documents written before
+    /// they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<StopReadings>,
+}
+
+/// The answer's mass as the stopping rule's second and third opinions read it: with one more
+/// pass imagined at a bad candidate (`cautious_mass`), and with the rate at its lower bound
+/// (`robust_mass`; `rate_bound` is that bound, from the runs at and after the answer). The
+/// answer is given when these and P(answer) all reach the requested confidence, so the lowest
+/// of the three is the one the last runs were spent on.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StopReadings {
+    pub cautious: f64,
+    pub robust: f64,
+    pub rate_bound: f64,
+}
+
+impl StopReadings {
+    /// For `block` (ascending) given `evidence`.
+    pub fn of(evidence: &[Evidence], block: &[usize]) -> Option<Self> {
+        let &last = block.last()?;
+        let (f, s) = evidence
+            .get(last..)?
+            .iter()
+            .fold((0, 0), |(f, s), e| (f + e.new, s + e.old));
+        Some(StopReadings {
+            cautious: cautious_mass(evidence, block),
+            robust: robust_mass(evidence, block, RATE_MARGIN_Z),
+            rate_bound: wilson_lower(f, f + s, RATE_MARGIN_Z),
+        })
+    }
 }
 
 impl Confirmation {
@@ -293,14 +326,21 @@ impl Confirmation {
             at_parent: tail.iter().filter(|&&(i, _)| i + 1 == first).count() as u64,
             from,
             to,
+            rule: StopReadings::of(&ev, answer),
         })
     }
 
     /// One line for the report: where the time after the answer went, and why (the posterior
-    /// the stopping rule needed).
+    /// the stopping rule needed, in each of its three readings).
     pub fn line(&self, total: u64, requested: f64) -> String {
+        let why = self.rule.map_or(String::new(), |r| {
+            format!(
+                "; the rule also asks the requested confidence with one more pass imagined at a bad commit ({:.2} at the end) and with the reproduction rate at its lower bound, {:.2} ({:.2} at the end)",
+                r.cautious, r.rate_bound, r.robust
+            )
+        });
         format!(
-            "confirming the answer took {} of {} runs ({} at its parent): P(answer) rose from {:.2}, when it became the likeliest, to {:.2} (requested {:.2})",
+            "confirming the answer took {} of {} runs ({} at its parent): P(answer) rose from {:.2}, when it became the likeliest, to {:.2} (requested {:.2}){why}",
             self.runs, total, self.at_parent, self.from, self.to, requested
         )
     }

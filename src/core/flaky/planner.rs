@@ -384,6 +384,55 @@ pub fn cautious_mass(evidence: &[Evidence], block: &[usize]) -> f64 {
     })
 }
 
+/// What the stopping rule sees in `evidence`: the block of candidates holding the most of
+/// the posterior under `prior` (`top_block`), that mass, and the smallest of the three masses
+/// the rule asks to reach the confidence (that one, `cautious_mass`, `robust_mass`). The
+/// Session stops when the last is at least the confidence; `None` when the runs contradict
+/// the model.
+pub fn stop_masses(evidence: &[Evidence], untestable: &[bool], prior: Beta) -> Option<StopMasses> {
+    let b = belief(evidence, prior)?;
+    let (block, mass) = top_block(&b.culprit, untestable);
+    let least =
+        mass.min(cautious_mass(evidence, &block))
+            .min(robust_mass(evidence, &block, RATE_MARGIN_Z));
+    Some(StopMasses { block, mass, least })
+}
+
+/// See `stop_masses`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StopMasses {
+    pub block: Vec<usize>,
+    pub mass: f64,
+    pub least: f64,
+}
+
+/// The expected evidence for the answer after one more run at `x`: E[-ln(1 - least)] over the
+/// run's two outcomes (`stop_masses`' `least`; the chance of a failure at x from `b`, the
+/// belief the planner steers by). Log odds are the currency a run pays in: a pass at the
+/// answer's parent multiplies the odds against it by about (1 - p), whatever they were.
+pub fn expected_stop_evidence(
+    evidence: &[Evidence],
+    b: &Belief,
+    x: usize,
+    untestable: &[bool],
+    prior: Beta,
+) -> f64 {
+    let fail: f64 = (1..=x.min(b.culprit.len() - 1))
+        .map(|j| b.culprit[j] * b.rate_given[j])
+        .sum();
+    let mut after = evidence.to_vec();
+    [(Verdict::New, fail), (Verdict::Old, 1.0 - fail)]
+        .into_iter()
+        .filter(|&(_, chance)| chance > 0.0)
+        .map(|(v, chance)| {
+            after[x].add(v);
+            let least = stop_masses(&after, untestable, prior).map_or(0.0, |s| s.least);
+            after[x] = evidence[x];
+            chance * -(1.0 - least).max(1e-300).ln()
+        })
+        .sum()
+}
+
 /// The Session's rule for `--confidence`, as the report describes it. `decide` is the
 /// per-candidate rule still used for one thing: when the bad endpoint, never seen failing,
 /// has passed often enough to be called good (a bad endpoint).

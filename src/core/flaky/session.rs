@@ -19,8 +19,8 @@
 //! or all at once as `--plan-only` does) resumes exactly.
 
 use super::{
-    belief, cautious_mass, expected_good_verdicts, posterior, rate_posterior, robust_mass,
-    top_block, Beta, FlakyRule, Planner, PosteriorRule, RATE_MARGIN_Z,
+    belief, expected_good_verdicts, expected_stop_evidence, posterior, rate_posterior, stop_masses,
+    Beta, FlakyRule, Planner, PosteriorRule, StopMasses,
 };
 use crate::core::evidence::{Decision, Evidence, Fixed, Policy, Rule};
 use crate::core::outcome::Verdict;
@@ -252,13 +252,11 @@ impl Session {
                 forced.push(0);
             }
         }
-        if forced.is_empty() {
-            let unt: Vec<bool> = testable.iter().map(|t| !t).collect();
-            let (block, mass) = top_block(&b.culprit, &unt);
-            if mass >= confidence
-                && cautious_mass(ev, &block) >= confidence
-                && robust_mass(ev, &block, RATE_MARGIN_Z) >= confidence
-            {
+        let unt: Vec<bool> = testable.iter().map(|t| !t).collect();
+        let stop = stop_masses(ev, &unt, prior);
+        if let (true, Some(StopMasses { block, mass, least })) = (forced.is_empty(), &stop) {
+            let (block, mass) = (block.clone(), *mass);
+            if *least >= confidence {
                 // `Lazy`: an answer next to an endpoint is given only once that endpoint has
                 // shown what it claims.
                 if block.last() == Some(&bad) && !bad_shown {
@@ -287,13 +285,48 @@ impl Session {
         forced.truncate(cap);
         let planner = Planner::new(&b, cap);
         let free = cap - forced.len();
-        let wave = planner.pick(&forced, free, &testable, &self.keys);
+        let mut wave = planner.pick(&forced, free, &testable, &self.keys);
+        if let (true, [x], Some(stop)) = (forced.is_empty(), wave.as_slice(), &stop) {
+            if let Some(at) = self.answer_run(&b, *x, stop, &unt) {
+                wave = vec![at];
+            }
+        }
         if wave.is_empty() {
             // Nothing left that a run could tell (every informative candidate untestable).
             return self.inconclusive();
         }
         self.waves += 1;
         Action::Run(wave)
+    }
+
+    /// A run at the answer instead of the planner's `pick`, when one run is asked for, the
+    /// answer holds at least half of the posterior, no run at or after it has passed yet, and
+    /// the run there is expected to bring the stopping rule further (`expected_stop_evidence`).
+    ///
+    /// Why: the planner scores a run by what it tells about where the culprit is, and a run at
+    /// the answer, already seen failing, tells almost nothing about that; but the stopping
+    /// rule also needs the rate, and while every run at or after the answer has failed the
+    /// runs cannot tell a fault that always reproduces from a flaky one that happened to fail
+    /// each time. With p = 1 the planner alone ran the parent again and again (8 times at
+    /// N = 400) until the cautious mass held, where a mix of failures at the answer and passes
+    /// at the parent gets there about two runs sooner; with a flaky fault the first pass at the
+    /// answer shows it, and from then on the planner alone decides, as before (simulated:
+    /// BENCHMARKS.md, "Runs per answer by N and p").
+    fn answer_run(
+        &self,
+        b: &super::Belief,
+        pick: usize,
+        stop: &StopMasses,
+        untestable: &[bool],
+    ) -> Option<usize> {
+        let at = *stop.block.last()?;
+        let ev = &self.evidence;
+        let clean = ev[at..].iter().all(|e| e.old == 0);
+        if stop.mass < 0.5 || !clean || at == pick || untestable[at] {
+            return None;
+        }
+        let score = |x| expected_stop_evidence(ev, b, x, untestable, self.prior);
+        (score(at) > score(pick) + 1e-12).then_some(at)
     }
 
     /// `Policy::Repeat`: the search's binary search, `runs` per candidate.

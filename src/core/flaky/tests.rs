@@ -451,11 +451,18 @@ fn confirmation_counts_the_runs_after_the_answer_led() {
     assert!((c.from - after(4)).abs() < 1e-12, "{c:?}");
     assert!((c.to - after(runs.len())).abs() < 1e-12, "{c:?}");
     assert!(c.from < c.to, "{c:?}");
+    // Why it took that long: the stopping rule's other two readings after the last run.
+    let e = evidence_from_runs(5, runs.iter().copied());
+    let r = c.rule.expect("an answer has readings");
+    assert_eq!(r.cautious, cautious_mass(&e, &[3]));
+    assert_eq!(r.robust, robust_mass(&e, &[3], RATE_MARGIN_Z));
+    // Runs at and after 3: two failures in two runs.
+    assert_eq!(r.rate_bound, wilson_lower(2, 2, RATE_MARGIN_Z));
     assert_eq!(
         c.line(7, 0.95),
         format!(
-            "confirming the answer took 3 of 7 runs (2 at its parent): P(answer) rose from {:.2}, when it became the likeliest, to {:.2} (requested 0.95)",
-            c.from, c.to
+            "confirming the answer took 3 of 7 runs (2 at its parent): P(answer) rose from {:.2}, when it became the likeliest, to {:.2} (requested 0.95); the rule also asks the requested confidence with one more pass imagined at a bad commit ({:.2} at the end) and with the reproduction rate at its lower bound, {:.2} ({:.2} at the end)",
+            c.from, c.to, r.cautious, r.rate_bound, r.robust
         )
     );
     // Before its own failure the answer only ties its parent (runs 1 to 3 above); the count

@@ -260,3 +260,60 @@ fn spare_slots_repeat_pending_candidates() {
     d.dedup();
     assert_eq!(d.len(), 4, "plain bisect never repeats: {ix:?}");
 }
+
+#[test]
+fn a_reliable_fault_is_confirmed_at_the_answer_as_well_as_at_its_parent() {
+    // p = 1: every run at and after the answer fails, so only more runs tell the rate is
+    // high; failures at the answer and passes at its parent both raise the cautious mass,
+    // and the Session mixes them instead of running the parent alone (it ran 8 times).
+    let culprit = 300;
+    let mut s = Session::new((0..1000).collect(), EndpointCheck::First, adaptive(0.95));
+    let mut journal = Vec::new();
+    drive(&mut s, 1, |i| {
+        journal.push(i);
+        if i >= culprit {
+            Verdict::New
+        } else {
+            Verdict::Old
+        }
+    });
+    assert_eq!(s.conclusion().and_then(|e| e.culprit()), Some(culprit));
+    let at = |x: usize| journal.iter().filter(|&&i| i == x).count();
+    assert!(at(culprit) >= 2, "{journal:?}");
+    assert!(at(culprit - 1) < 8, "{journal:?}");
+}
+
+#[test]
+fn once_a_run_at_the_answer_passed_the_planner_alone_decides() {
+    // Bad endpoint 15 and candidate 8 failed, 7 passed eight times: the answer 8 holds most
+    // of the posterior and nothing at or after it has passed, so a run at 8 is weighed
+    // against the planner's pick; after a pass at 8 the fault is known to be flaky and the
+    // run at the answer is no longer considered.
+    let mut s = Session::new((0..16).collect(), EndpointCheck::First, adaptive(0.95));
+    for (i, v) in [(15, Verdict::New), (0, Verdict::Old), (8, Verdict::New)] {
+        s.record(i, v);
+    }
+    for _ in 0..8 {
+        s.record(7, Verdict::Old);
+    }
+    let weigh = |s: &Session| {
+        let unt = vec![false; 16];
+        let b = belief(s.evidence(), Beta::UNIFORM).unwrap();
+        let stop = stop_masses(s.evidence(), &unt, Beta::UNIFORM).unwrap();
+        assert_eq!(stop.block, vec![8]);
+        assert!(stop.mass >= 0.5 && stop.least < 0.95, "{stop:?}");
+        (
+            expected_stop_evidence(s.evidence(), &b, 8, &unt, Beta::UNIFORM),
+            expected_stop_evidence(s.evidence(), &b, 7, &unt, Beta::UNIFORM),
+            s.answer_run(&b, 7, &stop, &unt),
+        )
+    };
+    // Eight passes at the parent against two failures at and after the answer: another
+    // failure at 8 is expected to do more for the cautious mass than a ninth pass at 7.
+    let (at_answer, at_parent, chosen) = weigh(&s);
+    assert!(at_answer > at_parent, "{at_answer} {at_parent}");
+    assert_eq!(chosen, Some(8));
+    s.record(8, Verdict::Old);
+    s.record(7, Verdict::Old);
+    assert_eq!(weigh(&s).2, None);
+}
