@@ -96,7 +96,10 @@ fn a_run_measures_its_builds_and_the_journal_says_the_k() {
         return;
     }
     let f = Fixture::new(&spec(12, 7));
-    let build = setrows_bisect::cli::demo::build_command();
+    // A build shorter than a second did almost nothing and is not measured (run::jobs). The
+    // demo's incremental builds are that short on an idle machine, and whether its first one
+    // is decided the test by the host's speed: every build here takes over a second.
+    let build = format!("sleep 1.1; {}", setrows_bisect::cli::demo::build_command());
     let test = setrows_bisect::cli::demo::TEST_COMMAND;
     let out = bisect(&f, 11, &build, test)
         .args(["--jobs", "auto"])
