@@ -74,8 +74,10 @@ pub fn request(
     let (good, bad) = check::revisions(&git, (good, bad), ("--good", "--bad"))?;
     let mut cfg = Resolved::for_backend(crate::core::build::Backend::Cpu);
     let _ = cfg.apply(&Flags {
-        script: Some(TEST_COMMAND.into()),
-        build: Some(build_command()),
+        probe: Some(crate::core::config::ProbeSpec::Script {
+            build: Some(build_command()),
+            script: TEST_COMMAND.into(),
+        }),
         timeout_s: Some(60.0),
         ..Flags::default()
     });

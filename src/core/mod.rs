@@ -13,6 +13,7 @@ pub mod gguf;
 pub mod id;
 pub mod jobs;
 pub mod judge;
+pub mod kinds;
 pub mod layout;
 pub mod matrix;
 pub mod outcome;

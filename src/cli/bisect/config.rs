@@ -5,7 +5,7 @@ use super::BisectArgs;
 use crate::cli::choices::{Graph, Switch, WaveSize};
 use crate::cli::matrix_file::{load_matrix, EMBEDDED_MATRIX, EMBEDDED_NAME};
 use crate::core::build::Backend;
-use crate::core::config::{Flags, ProbeKind, Resolved};
+use crate::core::config::{Flags, ProbeKind, ProbeSpec, Resolved};
 use crate::core::matrix;
 use crate::error::CliError;
 use crate::run::bisect::{Chosen, Naming};
@@ -55,13 +55,27 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         launch_env,
         cmake_args,
         repro_args: args.repro_args.clone(),
-        script: args.script.clone(),
-        build: args.build.clone(),
         timeout_s: args.timeout.timeout,
-        decode: args.probe_kind == Some(ProbeKind::Decode),
-        backend_ops: args.ops.for_kind(args.probe_kind, None)?,
+        probe: probe_flag(args)?,
         settings: c.settings.given(),
     })
+}
+
+/// The probe a flag chose over the configuration's (`None`: the configuration's, which
+/// `--probe-kind replay` keeps): `--script`/`--build`, `--probe-kind decode`, or
+/// `--probe-kind backend-ops` with its `--op`s (checked first, whatever else is given).
+fn probe_flag(args: &BisectArgs) -> anyhow::Result<Option<ProbeSpec>> {
+    let ops = args.ops.for_kind(args.probe_kind, None)?;
+    if args.script.is_some() || args.build.is_some() {
+        return Ok(Some(ProbeSpec::Script {
+            build: args.build.clone(),
+            script: args.script.clone().unwrap_or_default(),
+        }));
+    }
+    if args.probe_kind == Some(ProbeKind::Decode) {
+        return Ok(Some(ProbeSpec::Decode));
+    }
+    Ok(ops.map(|(ops, op_params)| ProbeSpec::BackendOps { ops, op_params }))
 }
 
 /// `--sanitize`'s CMake arguments before the user's own and its environment under theirs (a
@@ -156,7 +170,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         }
         None => {
             let mut r = Resolved::for_backend(flags.backend.unwrap_or(Backend::Cpu));
-            if flags.script.is_none() && !flags.decode && flags.backend_ops.is_none() {
+            if flags.probe.is_none() {
                 r.repro_args = default_repro_args();
             }
             r
@@ -208,11 +222,11 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
                 ""
             }
         )
-    } else if let Some((ops, _)) = &flags.backend_ops {
+    } else if let Some((ops, _)) = flags.probe.as_ref().and_then(ProbeSpec::backend_ops) {
         format!("--probe-kind backend-ops --op {}", ops.join(" --op "))
     } else if named {
         format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
-    } else if flags.decode {
+    } else if flags.probe == Some(ProbeSpec::Decode) {
         // the cells are a setting (--ctx-size): the text says the one in effect
         format!(
             "default: decode-probe's own (10,000 tokens, {} KV cells)",
