@@ -74,10 +74,13 @@ pub fn request(
     let (good, bad) = check::revisions(&git, (good, bad), ("--good", "--bad"))?;
     let mut cfg = Resolved::for_backend(crate::core::build::Backend::Cpu);
     let _ = cfg.apply(&Flags {
-        probe: Some(crate::core::config::ProbeSpec::Script {
-            build: Some(build_command()),
-            script: TEST_COMMAND.into(),
-        }),
+        // As `--build CMD --script CMD` give it.
+        probe: crate::cli::flags::chosen_probe(
+            Some(TEST_COMMAND),
+            Some(&build_command()),
+            None,
+            &crate::cli::flags::OpsFlag::default(),
+        )?,
         timeout_s: Some(60.0),
         ..Flags::default()
     });

@@ -153,6 +153,29 @@ impl OpsFlag {
     }
 }
 
+/// The probe a flag chose over the configuration's (`None`: the configuration's, which
+/// `--probe-kind replay` keeps): `--script`/`--build`, `--probe-kind decode`, or
+/// `--probe-kind backend-ops` with its `--op`s (checked first, whatever else is given).
+pub fn chosen_probe(
+    script: Option<&str>,
+    build: Option<&str>,
+    kind: Option<crate::core::config::ProbeKind>,
+    ops: &OpsFlag,
+) -> anyhow::Result<Option<crate::core::config::ProbeSpec>> {
+    use crate::core::config::{ProbeKind, ProbeSpec};
+    let ops = ops.for_kind(kind, None)?;
+    if script.is_some() || build.is_some() {
+        return Ok(Some(ProbeSpec::Script {
+            build: build.map(str::to_string),
+            script: script.unwrap_or_default().to_string(),
+        }));
+    }
+    if kind == Some(ProbeKind::Decode) {
+        return Ok(Some(ProbeSpec::Decode));
+    }
+    Ok(ops.map(|(ops, op_params)| ProbeSpec::BackendOps { ops, op_params }))
+}
+
 /// `--work-dir`: every command that probes, or reads what probes stored.
 #[derive(Debug, Clone, Default, Args)]
 pub struct WorkDirFlag {

@@ -189,6 +189,7 @@ fn inconclusive_and_bad_endpoint_say_so() {
         source: crate::core::result::FROM_REPRO_ARG.into(),
         env: Vec::new(),
         build_args: Vec::new(),
+        more_runs: Vec::new(),
     });
     b.endpoint = None;
     let line = bisect::endpoint_message(&b).unwrap();
@@ -475,6 +476,7 @@ fn the_reproducer_line_carries_the_probes_environment_and_build_arguments() {
             "-DCMAKE_C_FLAGS=-fsanitize=address".into(),
             "-DCMAKE_CXX_FLAGS=-fsanitize=address".into(),
         ],
+        more_runs: Vec::new(),
     });
     let md = render(&[&AnyResult::Bisect(Box::new(b.clone()))]).to_markdown(None);
     assert!(
@@ -516,6 +518,7 @@ fn the_reproducer_and_its_arguments_are_shown() {
         source: "configuration c0ffee01".into(),
         env: Vec::new(),
         build_args: Vec::new(),
+        more_runs: Vec::new(),
     });
     let md = render(&[&AnyResult::Bisect(Box::new(b))]).to_markdown(None);
     assert!(

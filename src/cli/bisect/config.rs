@@ -5,7 +5,7 @@ use super::BisectArgs;
 use crate::cli::choices::{Graph, Switch, WaveSize};
 use crate::cli::matrix_file::{load_matrix, EMBEDDED_MATRIX, EMBEDDED_NAME};
 use crate::core::build::Backend;
-use crate::core::config::{Flags, ProbeKind, ProbeSpec, Resolved};
+use crate::core::config::{Flags, ProbeKind, Resolved};
 use crate::core::matrix;
 use crate::error::CliError;
 use crate::run::bisect::{Chosen, Naming};
@@ -56,26 +56,14 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         cmake_args,
         repro_args: args.repro_args.clone(),
         timeout_s: args.timeout.timeout,
-        probe: probe_flag(args)?,
+        probe: crate::cli::flags::chosen_probe(
+            args.script.as_deref(),
+            args.build.as_deref(),
+            args.probe_kind,
+            &args.ops,
+        )?,
         settings: c.settings.given(),
     })
-}
-
-/// The probe a flag chose over the configuration's (`None`: the configuration's, which
-/// `--probe-kind replay` keeps): `--script`/`--build`, `--probe-kind decode`, or
-/// `--probe-kind backend-ops` with its `--op`s (checked first, whatever else is given).
-fn probe_flag(args: &BisectArgs) -> anyhow::Result<Option<ProbeSpec>> {
-    let ops = args.ops.for_kind(args.probe_kind, None)?;
-    if args.script.is_some() || args.build.is_some() {
-        return Ok(Some(ProbeSpec::Script {
-            build: args.build.clone(),
-            script: args.script.clone().unwrap_or_default(),
-        }));
-    }
-    if args.probe_kind == Some(ProbeKind::Decode) {
-        return Ok(Some(ProbeSpec::Decode));
-    }
-    Ok(ops.map(|(ops, op_params)| ProbeSpec::BackendOps { ops, op_params }))
 }
 
 /// `--sanitize`'s CMake arguments before the user's own and its environment under theirs (a
@@ -134,12 +122,22 @@ fn contradictions(args: &BisectArgs) -> anyhow::Result<()> {
         (args.script.is_some() && kind.is_some(), format!("--script and --probe-kind {} both choose the probe: --script runs your test, --probe-kind a bundled one; drop one", kind.unwrap_or(""))),
         (args.build.is_some() && kind.is_some(), format!("--build and --probe-kind {} both choose what is built: --build is your build, --probe-kind a bundled probe's; drop one", kind.unwrap_or(""))),
         (args.graph.graph.is_some() && args.script.is_some(), "--graph and --script: --graph is the bundled replay's graph, --script runs your own test instead; drop one".to_string()),
-        (args.graph.graph.is_some() && args.probe_kind == Some(ProbeKind::Decode), "--graph and --probe-kind decode: --graph is the replay's graph, the decode probe runs llama.cpp's own; drop one".to_string()),
-        (args.graph.graph.is_some() && args.probe_kind == Some(ProbeKind::BackendOps), "--graph and --probe-kind backend-ops: --graph is the replay's graph, test-backend-ops runs its own cases of --op; drop one".to_string()),
-        (!args.repro_args.is_empty() && args.probe_kind == Some(ProbeKind::BackendOps), "--repro-arg and --probe-kind backend-ops: --repro-arg is the bundled reproducer's, test-backend-ops takes --op and --op-params; drop --repro-arg".to_string()),
     ];
-    match pairs.into_iter().find(|(hit, _)| *hit) {
-        Some((_, why)) => Err(CliError::usage(why)),
+    if let Some((_, why)) = pairs.into_iter().find(|(hit, _)| *hit) {
+        return Err(CliError::usage(why));
+    }
+    // What the kind `--probe-kind` chose refuses (its definition says), in its order.
+    let given = |flag: &str| match flag {
+        "--graph" => args.graph.graph.is_some(),
+        "--repro-arg" => !args.repro_args.is_empty(),
+        _ => false,
+    };
+    let refused = args
+        .probe_kind
+        .into_iter()
+        .flat_map(|k| k.def().refuses_flags());
+    match refused.into_iter().find(|(flag, _)| given(flag)) {
+        Some((_, why)) => Err(CliError::usage(*why)),
         None => Ok(()),
     }
 }
@@ -180,7 +178,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     // and the report says so); the user's `--repro-arg`s add to it below.
     let mut graph_override = None;
     if let Some(g) = &args.graph.graph {
-        if cfg.probe != crate::core::config::ProbeSpec::Replay {
+        if !cfg.probe.def().takes_graph() {
             return Err(CliError::usage(format!(
                 "--graph {g} and --config {}: its probe is {}, and --graph is the replay's graph; drop --graph",
                 cfg.id.as_deref().unwrap_or(""),
@@ -222,16 +220,17 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
                 ""
             }
         )
-    } else if let Some((ops, _)) = flags.probe.as_ref().and_then(ProbeSpec::backend_ops) {
-        format!("--probe-kind backend-ops --op {}", ops.join(" --op "))
+    } else if let Some(p) = flags.probe.as_ref().filter(|p| !p.def().takes_repro_args()) {
+        // A kind that takes no reproducer arguments: the flag that chose it says what runs.
+        p.def().flag_line(p)
     } else if named {
         format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
-    } else if flags.probe == Some(ProbeSpec::Decode) {
-        // the cells are a setting (--ctx-size): the text says the one in effect
-        format!(
-            "default: decode-probe's own (10,000 tokens, {} KV cells)",
-            cfg.settings.get("ctx_size").unwrap_or("256")
-        )
+    } else if let Some(own) = flags
+        .probe
+        .as_ref()
+        .and_then(|p| p.def().own_args(&cfg.settings))
+    {
+        own
     } else {
         format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
     };
@@ -309,6 +308,7 @@ mod tests {
             source: String::new(),
             env: Vec::new(),
             build_args: Vec::new(),
+            more_runs: Vec::new(),
         };
         assert_eq!(info.arg("--mode"), Some("reuse"));
         assert_eq!(info.extent(), "100000 steps, checked every step");

@@ -45,6 +45,12 @@ impl Kind for BackendOps {
             "probe kind `backend-ops` needs `ops` (e.g. ops = [\"SET_ROWS\"])",
         ))
     }
+    fn refuses_flags(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("--graph", "--graph and --probe-kind backend-ops: --graph is the replay's graph, test-backend-ops runs its own cases of --op; drop one"),
+            ("--repro-arg", "--repro-arg and --probe-kind backend-ops: --repro-arg is the bundled reproducer's, test-backend-ops takes --op and --op-params; drop --repro-arg"),
+        ]
+    }
     fn spec(&self, t: &Table) -> ProbeSpec {
         ProbeSpec::BackendOps {
             ops: t.ops.to_vec(),

@@ -33,6 +33,19 @@ impl Kind for Decode {
     fn no_host_memory(&self) -> bool {
         true
     }
+    fn compares_logits(&self) -> bool {
+        true
+    }
+    fn refuses_flags(&self) -> &'static [(&'static str, &'static str)] {
+        &[("--graph", "--graph and --probe-kind decode: --graph is the replay's graph, the decode probe runs llama.cpp's own; drop one")]
+    }
+    // The cells are a setting (--ctx-size): the text says the one in effect.
+    fn own_args(&self, settings: &DecodeSettings) -> Option<String> {
+        Some(format!(
+            "default: decode-probe's own (10,000 tokens, {} KV cells)",
+            settings.get("ctx_size").unwrap_or("256")
+        ))
+    }
     fn spec(&self, _: &Table) -> ProbeSpec {
         ProbeSpec::Decode
     }

@@ -149,6 +149,29 @@ pub trait Kind: Sync {
     fn table_lacks(&self, _t: &Table) -> Option<(&'static str, &'static str)> {
         None
     }
+    /// It takes the replay's `--graph` (a preset of its arguments).
+    fn takes_graph(&self) -> bool {
+        false
+    }
+    /// It compares with the `--good` commit's logits (`--compare-good`).
+    fn compares_logits(&self) -> bool {
+        false
+    }
+    /// A build-only run (`--regress build`, `matrix --build-only`) of this spec has nothing
+    /// to build (a script without its build command).
+    fn nothing_to_build(&self, _spec: &ProbeSpec) -> bool {
+        false
+    }
+    /// Flags that mean nothing to it when `--probe-kind` chose it: the flag and the one line
+    /// that refuses it (exit 2, before any work).
+    fn refuses_flags(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+    /// Where its arguments come from when no configuration or flag gave any: the program's
+    /// own defaults, in words (`None`: the built-in matrix's parameters).
+    fn own_args(&self, _settings: &DecodeSettings) -> Option<String> {
+        None
+    }
     /// It takes the reproducer's arguments (`--repro-arg`, a matrix's `[params.*]`).
     fn takes_repro_args(&self) -> bool {
         true

@@ -21,6 +21,9 @@ impl Kind for Replay {
     fn options(&self) -> Option<&'static [ReproOption]> {
         Some(REPLAY_OPTIONS)
     }
+    fn takes_graph(&self) -> bool {
+        true
+    }
     fn spec(&self, _: &Table) -> ProbeSpec {
         ProbeSpec::Replay
     }

@@ -23,6 +23,9 @@ impl Kind for Script {
             .is_none()
             .then_some(("probe.script", "probe kind `script` needs `script`"))
     }
+    fn nothing_to_build(&self, spec: &ProbeSpec) -> bool {
+        spec.script().is_some_and(|(build, _)| build.is_none())
+    }
     fn spec(&self, t: &Table) -> ProbeSpec {
         ProbeSpec::Script {
             build: t.build.map(str::to_string),

@@ -174,13 +174,17 @@ pub struct RawProbe {
 }
 
 impl RawProbe {
-    /// What its kind's definition reads of the table (`core::kinds::Kind::spec`).
+    /// What its kind's definition reads of the table (`core::kinds::Kind::spec`). A kind's
+    /// value a matrix file has no key for stays unset, and its definition's `table_lacks`
+    /// says so: a new kind's value is no new line here.
+    #[allow(clippy::needless_update)]
     pub fn table(&self) -> crate::core::kinds::Table<'_> {
         crate::core::kinds::Table {
             build: self.build.as_deref(),
             script: self.script.as_deref(),
             ops: &self.ops,
             op_params: self.op_params.as_deref(),
+            ..Default::default()
         }
     }
 }

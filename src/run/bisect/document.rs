@@ -60,7 +60,7 @@ pub(super) fn assemble(
     Ok(result)
 }
 
-/// Each probe's cases, read back from its log (`probe::backend_ops::run_of_log`): a probe
+/// Each probe's cases, read back from its log (`probe::kinds::backend_ops::run_of_log`): a probe
 /// answered by the store has its log too. A log gone (pruned work dir) leaves that probe out.
 fn backend_ops(
     result: &BisectResult,
@@ -72,7 +72,7 @@ fn backend_ops(
         .iter()
         .filter_map(|pr| {
             let log = std::fs::read_to_string(&pr.log).ok()?;
-            let run = crate::probe::backend_ops::run_of_log(&log, ops, op_params)?;
+            let run = crate::probe::kinds::backend_ops::run_of_log(&log, ops, op_params)?;
             Some(crate::core::result::BackendOpsProbe {
                 sha: pr.sha.clone(),
                 run,

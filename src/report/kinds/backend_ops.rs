@@ -2,9 +2,9 @@
 //! for. The failing case lines of the probe that shows the failure (first few), the cases
 //! passed and failed per op at every probe, and the line to paste in the built tree.
 
-use super::{code, escape, short};
 use crate::core::backend_ops::BackendOpsRun;
 use crate::core::result::BisectResult;
+use crate::report::{code, escape, short};
 
 /// Failing case lines shown (the JSON keeps `core::backend_ops::KEPT_FAILURES`).
 const SHOWN: usize = 5;

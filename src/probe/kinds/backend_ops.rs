@@ -208,13 +208,9 @@ impl BackendOpsProber {
         )
     }
 
-    /// One run per op, each followed by its `MARKER` line with the exit status.
+    /// One run per op (the lines of `core::kinds::backend_ops::run_args`, which the report
+    /// prints too), each followed by its `MARKER` line with the exit status.
     pub fn run_script(&self, device: &str, bdir: &str) -> String {
-        let p = self
-            .op_params
-            .as_deref()
-            .map(|p| format!(" -p {}", shell::word(p)))
-            .unwrap_or_default();
         let mut s = format!(
             "prog=$(find \"$WORK/{bdir}\" -name {PROGRAM} -type f -perm -u+x | head -n 1)\n\
              [ -n \"$prog\" ] || {{ echo \"{MARKER} no {PROGRAM} was built\"; exit 125; }}\n\
@@ -222,8 +218,11 @@ impl BackendOpsProber {
             self.ops.join(",")
         );
         for op in &self.ops {
+            let args =
+                crate::core::kinds::backend_ops::run_args(op, self.op_params.as_deref(), device);
             s.push_str(&format!(
-                "\"$prog\" test -o {op}{p} -b {device}\necho \"{MARKER} op={op} exit=$?\"\n",
+                "\"$prog\" {}\necho \"{MARKER} op={op} exit=$?\"\n",
+                shell::line(&args)
             ));
         }
         s.push_str("exit 0\n");
