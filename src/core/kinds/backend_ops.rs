@@ -73,6 +73,12 @@ impl Kind for BackendOps {
             .map(|op| run_args(op, op_params, device))
             .collect()
     }
+    fn ran(&self) -> Option<(&'static str, &'static str)> {
+        Some((
+            "the tree's own test-backend-ops, built alone, in the built tree",
+            "every case of the op compared with the CPU, as the tree's own tolerances say",
+        ))
+    }
     fn flag_line(&self, spec: &ProbeSpec) -> String {
         let ops = spec.backend_ops().map(|(o, _)| o).unwrap_or(&[]);
         format!("--probe-kind backend-ops --op {}", ops.join(" --op "))

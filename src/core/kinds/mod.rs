@@ -192,6 +192,11 @@ pub trait Kind: Sync {
     fn runs(&self, _spec: &ProbeSpec, args: &[String], _device: &str) -> Vec<Vec<String>> {
         vec![args.to_vec()]
     }
+    /// What the report says every probe ran, and what a pass covered (`None`: the bundled
+    /// reproducer, described from its arguments).
+    fn ran(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
     /// How a flag that chose this kind over a configuration's probe is said in the report
     /// (`--probe-kind decode`).
     fn flag_line(&self, spec: &ProbeSpec) -> String;

@@ -118,16 +118,24 @@ impl ReproducerInfo {
         self.program == DECODE_PROGRAM
     }
 
-    /// Whether the program is the tree's own test-backend-ops (issue 46).
-    pub fn is_backend_ops(&self) -> bool {
-        self.program == crate::core::kinds::backend_ops::PROGRAM
+    /// The kind whose program this is (`None`: no kind runs it now).
+    pub fn kind(&self) -> Option<crate::core::kinds::ProbeKind> {
+        crate::core::kinds::ProbeKind::ALL
+            .into_iter()
+            .find(|k| k.def().program() == Some(self.program.as_str()))
+    }
+
+    /// What every probe ran, in words: its kind's (`Kind::ran`), else the bundled reproducer.
+    pub fn what_ran(&self) -> &'static str {
+        self.kind()
+            .and_then(|k| k.def().ran())
+            .map_or("the bundled reproducer", |(what, _)| what)
     }
 
     /// `100000 steps, checked every step`: what a pass covered.
     pub fn extent(&self) -> String {
-        if self.is_backend_ops() {
-            return "every case of the op compared with the CPU, as the tree's own tolerances say"
-                .into();
+        if let Some((_, extent)) = self.kind().and_then(|k| k.def().ran()) {
+            return extent.into();
         }
         let d = self.defaults();
         let steps = match (self.arg("--steps"), self.arg("--wraps")) {
