@@ -16,6 +16,7 @@ use crate::core::shell;
 use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
 use crate::probe::decode::GoodLogits;
 use crate::probe::kinds::backend_ops::BackendOpsProber;
+use crate::probe::kinds::ctest::CtestProber;
 use crate::probe::launch::Launcher;
 use crate::probe::repro::{ReproOptions, ReproProber};
 use crate::probe::script::ScriptProber;
@@ -193,6 +194,24 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
             recipe: recipe_at(cfg, place),
             ops: ops.clone(),
             op_params: op_params.clone(),
+            fallback: place.fallback_facts.clone(),
+            build_env: if cfg.backend == Backend::Hip {
+                place.hip_env.clone()
+            } else {
+                Vec::new()
+            },
+            run_env: if cfg.build_only {
+                Vec::new()
+            } else {
+                cfg.launch_env.clone()
+            },
+            run_timeout: timeout(cfg),
+            build_only: cfg.build_only,
+        }),
+        ProbeSpec::Ctest { regex } => Box::new(CtestProber {
+            launcher: place.launcher.clone(),
+            recipe: recipe_at(cfg, place),
+            regex: regex.clone(),
             fallback: place.fallback_facts.clone(),
             build_env: if cfg.backend == Backend::Hip {
                 place.hip_env.clone()

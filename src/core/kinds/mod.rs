@@ -16,6 +16,7 @@
 use crate::core::settings::DecodeSettings;
 
 pub mod backend_ops;
+pub mod ctest;
 pub mod decode;
 pub mod replay;
 pub mod script;
@@ -37,6 +38,9 @@ pub enum ProbeKind {
     /// ggml's own `test-backend-ops` of the probed tree, for the ops asked (`--op`): the test
     /// ggml maintainers ask a reporter for, each failing case its own signature.
     BackendOps,
+    /// The tree's own CTest suite, for the tests `--ctest REGEX` names: the failing test and
+    /// its first error line are the signature.
+    Ctest,
 }
 
 /// What is probed, with what each kind's probe takes: the bundled replay, llama.cpp's own
@@ -55,6 +59,10 @@ pub enum ProbeSpec {
     BackendOps {
         ops: Vec<String>,
         op_params: Option<String>,
+    },
+    /// The tree's tests built, and `ctest -R REGEX` run in its build tree.
+    Ctest {
+        regex: String,
     },
 }
 
@@ -78,6 +86,8 @@ pub struct Table<'a> {
     pub script: Option<&'a str>,
     pub ops: &'a [String],
     pub op_params: Option<&'a str>,
+    /// `ctest`: the test regex (`--ctest`).
+    pub ctest: Option<&'a str>,
 }
 
 /// One option of a bundled program.
@@ -203,11 +213,12 @@ pub trait Kind: Sync {
 }
 
 impl ProbeKind {
-    pub const ALL: [ProbeKind; 4] = [
+    pub const ALL: [ProbeKind; 5] = [
         ProbeKind::Replay,
         ProbeKind::Decode,
         ProbeKind::Script,
         ProbeKind::BackendOps,
+        ProbeKind::Ctest,
     ];
 
     /// THE registry: the definition of each kind.
@@ -217,6 +228,7 @@ impl ProbeKind {
             ProbeKind::Decode => &decode::Decode,
             ProbeKind::Script => &script::Script,
             ProbeKind::BackendOps => &backend_ops::BackendOps,
+            ProbeKind::Ctest => &ctest::Ctest,
         }
     }
 
@@ -243,6 +255,7 @@ impl ProbeSpec {
             ProbeSpec::Decode => ProbeKind::Decode,
             ProbeSpec::Script { .. } => ProbeKind::Script,
             ProbeSpec::BackendOps { .. } => ProbeKind::BackendOps,
+            ProbeSpec::Ctest { .. } => ProbeKind::Ctest,
         }
     }
 
@@ -270,6 +283,14 @@ impl ProbeSpec {
     pub fn backend_ops(&self) -> Option<(&[String], Option<&str>)> {
         match self {
             ProbeSpec::BackendOps { ops, op_params } => Some((ops, op_params.as_deref())),
+            _ => None,
+        }
+    }
+
+    /// ctest's test regex (`None`: another kind).
+    pub fn ctest(&self) -> Option<&str> {
+        match self {
+            ProbeSpec::Ctest { regex } => Some(regex),
             _ => None,
         }
     }

@@ -4,3 +4,4 @@
 //! `probe::script`.
 
 pub mod backend_ops;
+pub mod ctest;
