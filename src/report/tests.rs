@@ -208,6 +208,28 @@ fn inconclusive_and_bad_endpoint_say_so() {
             && md.contains("`MODEL.gguf`: the tiny random-weight llama model"),
         "{md}"
     );
+    // A kind that takes no --repro-arg (test-backend-ops, ctest) is advised no longer run in
+    // them; what ran is its kind's own line, one per run.
+    b.reproducer = Some(crate::core::result::ReproducerInfo {
+        program: "test-backend-ops".into(),
+        args: ["test", "-o", "ADD", "-b", "CPU"]
+            .map(String::from)
+            .to_vec(),
+        source: "--probe-kind backend-ops --op ADD --op MUL".into(),
+        env: Vec::new(),
+        build_args: Vec::new(),
+        more_runs: vec![["test", "-o", "MUL", "-b", "CPU"]
+            .map(String::from)
+            .to_vec()],
+    });
+    let line = bisect::endpoint_message(&b).unwrap();
+    assert!(
+        !line.contains("--repro-arg")
+            && line.contains(
+                "test-backend-ops test -o ADD -b CPU; test-backend-ops test -o MUL -b CPU"
+            ),
+        "{line}"
+    );
 }
 
 #[test]

@@ -1,14 +1,14 @@
 //! `--probe-kind backend-ops`: the probed tree's own `test-backend-ops` (issue 46), built
 //! alone (its CMake target, with the tree's tests switch on) and run once per requested op
-//! on the configuration's device; `core::backend_ops` reads what it printed.
+//! on the configuration's device; `core::kinds::backend_ops` reads what it printed.
 //!
 //! Nothing of this tool is compiled in: the program, its cases and its tolerances are the
 //! tree's, so a result is what a ggml maintainer gets from the same line in the same tree,
 //! and `BackendOpsRun::reproducer` is that line.
 
-use crate::core::backend_ops::{self as ops, BackendOpsRun, MARKER, PROGRAM};
 use crate::core::build::{Backend, Recipe, TreeFacts};
 use crate::core::ccache::Ccache;
+use crate::core::kinds::backend_ops::{self as ops, BackendOpsRun, MARKER, PROGRAM};
 use crate::core::layout::Layout;
 use crate::core::outcome::{Outcome, SkipScope};
 use crate::core::shell;
@@ -28,7 +28,7 @@ pub struct Tree {
     pub root: String,
     /// `GGML_BUILD_TESTS` (a ggml tree) or `LLAMA_BUILD_TESTS` (llama.cpp, lucebox's copy).
     pub tests_switch: &'static str,
-    /// Op names `-o` takes (`core::backend_ops::op_names`); empty when `ggml.c` cannot be read.
+    /// Op names `-o` takes (`core::kinds::backend_ops::op_names`); empty when `ggml.c` cannot be read.
     pub ops: Vec<String>,
     /// The text of the files defining `GGML_CUDA_NAME`.
     pub cuda_name_text: String,
@@ -264,7 +264,7 @@ impl BackendOpsProber {
 }
 
 /// The section of a probe's log its test step wrote (after the last `begin` marker): what
-/// `core::backend_ops::parse` reads, from a log on disk as from the step's output.
+/// `core::kinds::backend_ops::parse` reads, from a log on disk as from the step's output.
 pub fn test_output(log: &str) -> Option<(&str, String)> {
     let begin = format!("{MARKER} begin device=");
     let at = log.rfind(&begin)?;

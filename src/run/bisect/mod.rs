@@ -94,7 +94,7 @@ impl Chosen {
         // the device as ggml names the backend's first (a tree may spell HIP's otherwise: each
         // probe reads its own, and its log says which ran).
         let def = cfg.probe.def();
-        let device = crate::core::backend_ops::device_name(cfg.backend, "");
+        let device = crate::core::kinds::backend_ops::device_name(cfg.backend, "");
         let mut runs = def
             .runs(
                 &cfg.probe,

@@ -11,8 +11,7 @@
 use crate::core::outcome::Outcome;
 use serde::{Deserialize, Serialize};
 
-/// The CMake target and program name (its definition: `core::kinds::backend_ops`).
-pub use crate::core::kinds::backend_ops::PROGRAM;
+use super::PROGRAM;
 
 /// The line the probe's test step prints after each run: `<MARKER> op=NAME exit=N`.
 pub const MARKER: &str = "setrows-backend-ops:";
@@ -93,7 +92,7 @@ impl BackendOpsRun {
 
 /// `test-backend-ops test -o OP [-p 'RE'] -b DEVICE`.
 pub fn reproducer(op: &str, params: Option<&str>, device: &str) -> String {
-    let args = crate::core::kinds::backend_ops::run_args(op, params, device);
+    let args = super::run_args(op, params, device);
     crate::core::shell::line(
         &std::iter::once(PROGRAM.to_string())
             .chain(args)

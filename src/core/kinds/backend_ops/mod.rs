@@ -1,8 +1,11 @@
 //! `--probe-kind backend-ops` (issue 46): the probed tree's own `test-backend-ops`, built
 //! alone and run once per requested op (`--op`, `-p` from `--op-params`) on the
-//! configuration's device; what it prints is read by `core::backend_ops`.
+//! configuration's device; what it prints is read in `cases`.
 
 use super::{Kind, Needs, ProbeSpec, Table};
+
+mod cases;
+pub use cases::*;
 
 /// The CMake target and program name.
 pub const PROGRAM: &str = "test-backend-ops";
