@@ -236,22 +236,6 @@ impl Config {
             .collect::<Vec<_>>()
             .join(" ")
     }
-
-    /// The build-time and run-time identity (for build/ccache dir names and store keys).
-    pub fn identity(&self) -> String {
-        let settings = if self.settings.is_empty() {
-            String::new()
-        } else {
-            format!("\nsettings={}", self.settings.labels().join(" "))
-        };
-        format!(
-            "image={}\nrecipe={}\nlaunch={:?}\nargs={:?}{settings}",
-            self.image.as_deref().unwrap_or("host"),
-            self.recipe.identity(),
-            self.launch.env(),
-            self.repro_args
-        )
-    }
 }
 
 /// A parsed and expanded matrix file.
