@@ -454,6 +454,33 @@ impl Prober for BackendOpsProber {
     }
 }
 
+/// The result's `backend_ops` section: each probe's cases, read back from its log
+/// (`run_of_log`): a probe
+/// answered by the store has its log too. A log gone (pruned work dir) leaves that probe out.
+pub fn section(
+    result: &crate::core::result::BisectResult,
+    ops: &[String],
+    op_params: Option<&str>,
+) -> crate::core::result::BackendOpsSection {
+    let probes = result
+        .probes
+        .iter()
+        .filter_map(|pr| {
+            let log = std::fs::read_to_string(&pr.log).ok()?;
+            let run = run_of_log(&log, ops, op_params)?;
+            Some(crate::core::result::BackendOpsProbe {
+                sha: pr.sha.clone(),
+                run,
+            })
+        })
+        .collect();
+    crate::core::result::BackendOpsSection {
+        ops: ops.to_vec(),
+        op_params: op_params.map(String::from),
+        probes,
+    }
+}
+
 /// The device a configuration's backend names in a tree (for the plan and the report).
 pub fn device_of(backend: Backend, tree: &Tree) -> String {
     ops::device_name(backend, &tree.cuda_name_text)

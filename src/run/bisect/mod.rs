@@ -193,8 +193,9 @@ pub struct Prepared {
     pub backend: Option<crate::core::build::Backend>,
     /// `Mode::DryRun`: what was learned without making anything.
     pub planned: Option<Planned>,
-    /// `--probe-kind backend-ops`: its ops and `-p`, for the result's per-case section.
-    pub backend_ops: Option<(Vec<String>, Option<String>)>,
+    /// What every probe ran, for its kind's own section of the result
+    /// (`probe::kinds::add_sections`).
+    pub probe: crate::core::kinds::ProbeSpec,
     /// `--apply`: the patches every probe applied, and where their copies are kept.
     pub applied: Vec<crate::core::applied::AppliedInfo>,
 }
@@ -344,11 +345,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         reproducer,
         backend,
         planned,
-        backend_ops: chosen
-            .cfg
-            .probe
-            .backend_ops()
-            .map(|(ops, op_params)| (ops.to_vec(), op_params.map(str::to_string))),
+        probe: chosen.cfg.probe.clone(),
         applied,
     })
 }
