@@ -20,13 +20,13 @@ pub(super) fn assemble(
 ) -> anyhow::Result<BisectResult> {
     let r = &p.plan.range;
     let mut result = of_outcome(r, outcome, p);
+    // Each kind's own section, read back from its probes' logs (test-backend-ops' cases).
+    crate::probe::kinds::add_sections(&mut result, &p.probe);
     if let Policy::Confidence { confidence, .. } = p.runs {
         result.flaky = outcome.assess(r.candidates.len(), confidence);
     }
     result.configuration = p.configuration.clone();
     result.reproducer = p.reproducer.clone();
-    // Each kind's own section, read back from its probes' logs (test-backend-ops' cases).
-    crate::probe::kinds::add_sections(&mut result, &p.probe);
     result.endpoint = result.endpoint_advice();
     if let Some(a) = &result.flaky {
         events.emit(crate::core::progress::Event::Note { text: a.line() });
