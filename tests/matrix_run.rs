@@ -496,7 +496,7 @@ fn wave_size_collapses_where_the_build_does_not_read_it() {
         let resolved: std::collections::BTreeSet<String> = m
             .configs
             .iter()
-            .map(|c| runner.effective(c, &rev).identity())
+            .map(|c| runner.resolved(&runner.effective(c, &rev)).identity())
             .collect();
         assert_eq!(
             resolved.len(),

@@ -74,8 +74,13 @@ pub fn request(
     let (good, bad) = check::revisions(&git, (good, bad), ("--good", "--bad"))?;
     let mut cfg = Resolved::for_backend(crate::core::build::Backend::Cpu);
     let _ = cfg.apply(&Flags {
-        script: Some(TEST_COMMAND.into()),
-        build: Some(build_command()),
+        // As `--build CMD --script CMD` give it.
+        probe: crate::cli::flags::chosen_probe(
+            Some(TEST_COMMAND),
+            Some(&build_command()),
+            None,
+            &crate::cli::flags::OpsFlag::default(),
+        )?,
         timeout_s: Some(60.0),
         ..Flags::default()
     });

@@ -85,6 +85,10 @@ pub struct OpsFlag {
     /// `type=f16`. Needs --probe-kind backend-ops.
     #[arg(long, value_name = "REGEX")]
     pub op_params: Option<String>,
+    /// The tests `--probe-kind ctest` runs: ctest's own `-R` regex over the tree's test
+    /// names, e.g. `test-backend-ops` or `^test-rope$`. Needs --probe-kind ctest.
+    #[arg(long, value_name = "REGEX")]
+    pub ctest: Option<String>,
 }
 
 impl OpsFlag {
@@ -97,6 +101,20 @@ impl OpsFlag {
         configured: Option<(&[String], Option<&str>)>,
     ) -> anyhow::Result<Option<(Vec<String>, Option<String>)>> {
         use crate::core::config::ProbeKind;
+        match (&self.ctest, kind == Some(ProbeKind::Ctest)) {
+            (Some(_), false) => {
+                return Err(crate::error::CliError::usage(format!(
+                    "--ctest is ctest's and the probe is {}: add --probe-kind ctest",
+                    kind.map_or("replay (the default)", ProbeKind::name)
+                )))
+            }
+            (None, true) => {
+                return Err(crate::error::CliError::usage(
+                    "--probe-kind ctest needs --ctest REGEX (the tests ctest -R runs, e.g. --ctest test-rope)",
+                ))
+            }
+            _ => {}
+        }
         let given = !self.ops.is_empty() || self.op_params.is_some();
         let backend_ops =
             kind == Some(ProbeKind::BackendOps) || (kind.is_none() && configured.is_some());
@@ -151,6 +169,34 @@ impl OpsFlag {
         }
         Ok(Some((ops, params)))
     }
+}
+
+/// The probe a flag chose over the configuration's (`None`: the configuration's, which
+/// `--probe-kind replay` keeps): `--script`/`--build`, `--probe-kind decode`, or
+/// `--probe-kind backend-ops` with its `--op`s (checked first, whatever else is given).
+pub fn chosen_probe(
+    script: Option<&str>,
+    build: Option<&str>,
+    kind: Option<crate::core::config::ProbeKind>,
+    ops_flag: &OpsFlag,
+) -> anyhow::Result<Option<crate::core::config::ProbeSpec>> {
+    use crate::core::config::{ProbeKind, ProbeSpec};
+    let ops = ops_flag.for_kind(kind, None)?;
+    if script.is_some() || build.is_some() {
+        return Ok(Some(ProbeSpec::Script {
+            build: build.map(str::to_string),
+            script: script.unwrap_or_default().to_string(),
+        }));
+    }
+    if kind == Some(ProbeKind::Decode) {
+        return Ok(Some(ProbeSpec::Decode));
+    }
+    if let (Some(ProbeKind::Ctest), Some(regex)) = (kind, &ops_flag.ctest) {
+        return Ok(Some(ProbeSpec::Ctest {
+            regex: regex.clone(),
+        }));
+    }
+    Ok(ops.map(|(ops, op_params)| ProbeSpec::BackendOps { ops, op_params }))
 }
 
 /// `--work-dir`: every command that probes, or reads what probes stored.

@@ -95,7 +95,7 @@ pub fn complete(args: CompleteArgs) -> anyhow::Result<Exit> {
             .unwrap_or_default(),
         Candidates::Op => {
             let repo = after("--repo").unwrap_or_else(|| PathBuf::from("."));
-            crate::probe::backend_ops::tree_at(&repo)
+            crate::probe::kinds::backend_ops::tree_at(&repo)
                 .map(|t| t.ops)
                 .unwrap_or_default()
         }

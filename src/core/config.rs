@@ -15,60 +15,15 @@ use crate::core::settings::{DecodeSettings, Setting};
 mod decode;
 pub mod meaning;
 pub mod options;
-pub use crate::core::matrix::ProbeKind;
+pub use crate::core::kinds::{ProbeKind, ProbeSpec};
 pub use meaning::{meaningless, Meaningless};
 
 /// The GPU target `--backend hip` means when no `--gpu-target` is given: the subject.
 pub const DEFAULT_HIP_TARGET: &str = "gfx1151";
 
-/// What is probed, with what a script probe runs: the bundled replay, llama.cpp's own decode
-/// (the bundled decode-probe on the tool's tiny model; llama.cpp trees only), or a user's
-/// build + test script.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProbeSpec {
-    Replay,
-    Decode,
-    Script {
-        build: Option<String>,
-        script: String,
-    },
-    /// The tree's own `test-backend-ops test -o OP -b DEVICE` for each op, `-p` when given.
-    BackendOps {
-        ops: Vec<String>,
-        op_params: Option<String>,
-    },
-}
-
-impl ProbeSpec {
-    pub fn kind(&self) -> ProbeKind {
-        match self {
-            ProbeSpec::Replay => ProbeKind::Replay,
-            ProbeSpec::Decode => ProbeKind::Decode,
-            ProbeSpec::Script { .. } => ProbeKind::Script,
-            ProbeSpec::BackendOps { .. } => ProbeKind::BackendOps,
-        }
-    }
-
-    /// The spelling of `[probe] kind` and `--probe-kind`.
-    pub fn name(&self) -> &'static str {
-        self.kind().name()
-    }
-
-    /// A matrix's `[probe]` table.
-    pub fn of(probe: &RawProbe) -> ProbeSpec {
-        match probe.kind {
-            ProbeKind::Script => ProbeSpec::Script {
-                build: probe.build.clone(),
-                script: probe.script.clone().unwrap_or_default(),
-            },
-            ProbeKind::Decode => ProbeSpec::Decode,
-            ProbeKind::Replay => ProbeSpec::Replay,
-            ProbeKind::BackendOps => ProbeSpec::BackendOps {
-                ops: probe.ops.clone(),
-                op_params: probe.op_params.clone(),
-            },
-        }
-    }
+/// The `[probe]` table of a matrix, as its kind's definition reads it.
+pub fn spec_of(probe: &RawProbe) -> ProbeSpec {
+    probe.kind.def().spec(&probe.table())
 }
 
 /// A configuration with every value a probe needs, whatever it came from.
@@ -119,14 +74,10 @@ pub struct Flags {
     /// Added to the configuration's reproducer arguments; one naming the same option as a
     /// configured one replaces it (`options::merge`).
     pub repro_args: Vec<String>,
-    pub script: Option<String>,
-    pub build: Option<String>,
+    /// The probe a flag chose over the configuration's (`--script`/`--build`, `--probe-kind
+    /// decode`, `--probe-kind backend-ops` with its `--op`s); `None`: the configuration's.
+    pub probe: Option<ProbeSpec>,
     pub timeout_s: Option<f64>,
-    /// `--probe-kind decode`: the decode probe instead of the configuration's reproducer.
-    pub decode: bool,
-    /// `--probe-kind backend-ops` with its `--op`s and `--op-params`: the tree's own
-    /// test-backend-ops instead of the configuration's probe.
-    pub backend_ops: Option<(Vec<String>, Option<String>)>,
     /// The decode probe's settings given as flags (`--flash-attn on`), values parsed.
     pub settings: Vec<(&'static Setting, String)>,
 }
@@ -134,7 +85,7 @@ pub struct Flags {
 impl Resolved {
     /// A matrix configuration with the matrix's `[probe]` settings.
     pub fn from_matrix(c: &Config, probe: &RawProbe, file: &str) -> Resolved {
-        let kind = ProbeSpec::of(probe);
+        let kind = spec_of(probe);
         Resolved {
             id: Some(c.id.clone()),
             label: Some(c.label()),
@@ -144,9 +95,10 @@ impl Resolved {
             recipe: c.recipe.clone(),
             launch_env: c.launch.env(),
             // A `[params.*]` preset is the replay's arguments: nothing test-backend-ops reads.
-            repro_args: match kind {
-                ProbeSpec::BackendOps { .. } => Vec::new(),
-                _ => c.repro_args.clone(),
+            repro_args: if kind.def().takes_repro_args() {
+                c.repro_args.clone()
+            } else {
+                Vec::new()
             },
             probe: kind,
             timeout_s: probe.timeout_s.map(|t| t as f64),
@@ -167,7 +119,7 @@ impl Resolved {
             image: None,
             recipe: Recipe::new(backend),
             launch_env: Vec::new(),
-            probe: ProbeSpec::Replay,
+            probe: ProbeSpec::default(),
             repro_args: Vec::new(),
             timeout_s: None,
             build_only: false,
@@ -259,41 +211,21 @@ impl Resolved {
         }
         // `--build` alone is a build-only probe's own build (the command line allows it with
         // `--regress build` only): no test to name.
-        if f.script.is_some() || f.build.is_some() {
-            let new = ProbeSpec::Script {
-                build: f.build.clone(),
-                script: f.script.clone().unwrap_or_default(),
-            };
-            if new != self.probe {
-                changed.push("--script/--build (configuration: its own probe)".into());
-                self.probe = new;
-            }
-        }
-        if f.decode && self.probe != ProbeSpec::Decode {
-            changed.push(format!(
-                "--probe-kind decode (configuration: {})",
+        if let Some(new) = f.probe.as_ref().filter(|p| **p != self.probe) {
+            let def = new.def();
+            // A script replaces the configuration's probe whatever it was; a bundled kind
+            // says which it replaced, and another kind's arguments mean nothing to it (a
+            // user's are added below).
+            let was = if def.is_bundled() {
                 self.probe.name()
-            ));
-            self.probe = ProbeSpec::Decode;
-            // Another kind's arguments mean nothing to the decode probe (a user's are added
-            // below).
-            self.repro_args.clear();
-        }
-        if let Some((ops, op_params)) = &f.backend_ops {
-            let new = ProbeSpec::BackendOps {
-                ops: ops.clone(),
-                op_params: op_params.clone(),
+            } else {
+                "its own probe"
             };
-            if new != self.probe {
-                changed.push(format!(
-                    "--probe-kind backend-ops --op {} (configuration: {})",
-                    ops.join(" --op "),
-                    self.probe.name()
-                ));
-                self.probe = new;
-                // The replay's arguments mean nothing to test-backend-ops.
+            changed.push(format!("{} (configuration: {was})", def.flag_line(new)));
+            if def.is_bundled() {
                 self.repro_args.clear();
             }
+            self.probe = new.clone();
         }
         // Added to the configuration's arguments (after the probe kind is known: its program's
         // options decide what names the same setting); a default is replaced only by the same
@@ -341,14 +273,7 @@ impl Resolved {
         if self.build_only {
             // What only the test reads (launch settings, reproducer arguments, the test
             // script) is left out: configurations that build alike share one build's result.
-            let probe = match &self.probe {
-                ProbeSpec::Replay | ProbeSpec::Decode => self.probe.name().to_string(),
-                ProbeSpec::Script { build, .. } => {
-                    format!("script build={:?}", build.as_deref().unwrap_or(""))
-                }
-                // Which ops run is the test's; the build is the same program.
-                ProbeSpec::BackendOps { .. } => self.probe.name().to_string(),
-            };
+            let probe = self.probe.identity(true);
             return format!(
                 "configuration v1 build-only (no test runs)\nbackend={}\nimage={}\nrecipe={}\nprobe={probe}\n{}",
                 self.backend.as_str(),
@@ -357,16 +282,7 @@ impl Resolved {
                 crate::core::applied::identity(&self.applied),
             );
         }
-        let probe = match &self.probe {
-            ProbeSpec::Replay | ProbeSpec::Decode => self.probe.name().to_string(),
-            ProbeSpec::Script { build, script } => format!(
-                "script build={:?} script={script:?}",
-                build.as_deref().unwrap_or("")
-            ),
-            ProbeSpec::BackendOps { ops, op_params } => {
-                format!("backend-ops ops={ops:?} op_params={op_params:?}")
-            }
-        };
+        let probe = self.probe.identity(false);
         // Only values other than the default are held: a configuration that sets none keeps
         // the key every result stored before the settings was written under.
         let decode = if self.settings.is_empty() {

@@ -1,7 +1,6 @@
 //! The pure core: no git, processes, files, clock, clap or network. Everything here is a
 //! function of its inputs, so it is tested exhaustively and shared by every command.
 pub mod applied;
-pub mod backend_ops;
 pub mod build;
 pub mod buildset;
 pub mod ccache;
@@ -13,6 +12,7 @@ pub mod gguf;
 pub mod id;
 pub mod jobs;
 pub mod judge;
+pub mod kinds;
 pub mod layout;
 pub mod matrix;
 pub mod outcome;

@@ -379,14 +379,14 @@ pub struct BackendOpsSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BackendOpsProbe {
     pub sha: String,
-    /// `core::backend_ops::BackendOpsRun`: device, per-op counts, first failing cases.
+    /// `core::kinds::backend_ops::BackendOpsRun`: device, per-op counts, first failing cases.
     #[schemars(with = "serde_json::Value")]
-    pub run: crate::core::backend_ops::BackendOpsRun,
+    pub run: crate::core::kinds::backend_ops::BackendOpsRun,
 }
 
 impl BackendOpsSection {
     /// The probe at `sha`, when its log was read.
-    pub fn at(&self, sha: &str) -> Option<&crate::core::backend_ops::BackendOpsRun> {
+    pub fn at(&self, sha: &str) -> Option<&crate::core::kinds::backend_ops::BackendOpsRun> {
         self.probes.iter().find(|p| p.sha == sha).map(|p| &p.run)
     }
 }

@@ -7,13 +7,13 @@
 //! matrix and config bisection reuse it unchanged.
 
 pub mod artifacts;
-pub mod backend_ops;
 pub mod bundle;
 pub mod ccache;
 pub mod container;
 pub mod decode;
 pub mod device;
 pub mod exec;
+pub mod kinds;
 pub mod launch;
 pub mod reaper;
 pub mod repro;

@@ -365,7 +365,7 @@ pub fn render(b: &BisectResult, doc: &mut Document) {
         doc.push_picture(mermaid, text);
     }
     doc.push_markdown(probe_table(b));
-    if let Some(md) = super::backend_ops::render(b) {
+    for md in super::kinds::sections(b) {
         doc.push_markdown(md);
     }
     if let Some(md) = reproduce(b) {

@@ -5,7 +5,6 @@
 //!
 //! Everything taken from a result file is untrusted (commit titles, signatures, paths) and goes
 //! through [`escape`]; rendering never touches git, disk or the network.
-pub mod backend_ops;
 pub mod bisect;
 pub mod budget;
 mod ccache;
@@ -14,6 +13,7 @@ pub mod configuration;
 pub mod document;
 pub mod escape;
 pub mod junit;
+pub mod kinds;
 pub mod matrix;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -189,6 +189,7 @@ fn inconclusive_and_bad_endpoint_say_so() {
         source: crate::core::result::FROM_REPRO_ARG.into(),
         env: Vec::new(),
         build_args: Vec::new(),
+        more_runs: Vec::new(),
     });
     b.endpoint = None;
     let line = bisect::endpoint_message(&b).unwrap();
@@ -206,6 +207,28 @@ fn inconclusive_and_bad_endpoint_say_so() {
         md.contains("decode-probe --model MODEL.gguf --steps 600")
             && md.contains("`MODEL.gguf`: the tiny random-weight llama model"),
         "{md}"
+    );
+    // A kind that takes no --repro-arg (test-backend-ops, ctest) is advised no longer run in
+    // them; what ran is its kind's own line, one per run.
+    b.reproducer = Some(crate::core::result::ReproducerInfo {
+        program: "test-backend-ops".into(),
+        args: ["test", "-o", "ADD", "-b", "CPU"]
+            .map(String::from)
+            .to_vec(),
+        source: "--probe-kind backend-ops --op ADD --op MUL".into(),
+        env: Vec::new(),
+        build_args: Vec::new(),
+        more_runs: vec![["test", "-o", "MUL", "-b", "CPU"]
+            .map(String::from)
+            .to_vec()],
+    });
+    let line = bisect::endpoint_message(&b).unwrap();
+    assert!(
+        !line.contains("--repro-arg")
+            && line.contains(
+                "test-backend-ops test -o ADD -b CPU; test-backend-ops test -o MUL -b CPU"
+            ),
+        "{line}"
     );
 }
 
@@ -475,6 +498,7 @@ fn the_reproducer_line_carries_the_probes_environment_and_build_arguments() {
             "-DCMAKE_C_FLAGS=-fsanitize=address".into(),
             "-DCMAKE_CXX_FLAGS=-fsanitize=address".into(),
         ],
+        more_runs: Vec::new(),
     });
     let md = render(&[&AnyResult::Bisect(Box::new(b.clone()))]).to_markdown(None);
     assert!(
@@ -516,6 +540,7 @@ fn the_reproducer_and_its_arguments_are_shown() {
         source: "configuration c0ffee01".into(),
         env: Vec::new(),
         build_args: Vec::new(),
+        more_runs: Vec::new(),
     });
     let md = render(&[&AnyResult::Bisect(Box::new(b))]).to_markdown(None);
     assert!(

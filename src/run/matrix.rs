@@ -154,15 +154,12 @@ impl Runner {
     }
 
     /// What makes two cells the same run: the tree, and the configuration's resolved build and
-    /// run (image, recipe, launch environment, reproducer arguments), not its id.
+    /// run (image, recipe, launch environment, reproducer arguments, the probe kind's line),
+    /// not its id: THE identity of the store key (`Resolved::identity`), one string for both.
+    /// Build-only, it leaves out what only a test reads (launch settings), so configurations
+    /// that build alike are one cell's build.
     fn shared_key(&self, effective: &Config, rev: &Rev) -> String {
-        // Build-only: the resolved identity leaves out what only a test reads (launch
-        // settings), so configurations that build alike are one cell's build.
-        let what = if self.build_only {
-            self.resolved(effective).identity()
-        } else {
-            effective.identity()
-        };
+        let what = self.resolved(effective).identity();
         format!(
             "{}\n{}\n{}",
             if rev.tree.is_empty() {

@@ -13,9 +13,10 @@
 use crate::core::build::{Backend, Recipe, TreeFacts};
 use crate::core::config::{ProbeSpec, Resolved};
 use crate::core::shell;
-use crate::probe::backend_ops::BackendOpsProber;
 use crate::probe::container::{ContainerLauncher, Engine, GpuAccess};
 use crate::probe::decode::GoodLogits;
+use crate::probe::kinds::backend_ops::BackendOpsProber;
+use crate::probe::kinds::ctest::CtestProber;
 use crate::probe::launch::Launcher;
 use crate::probe::repro::{ReproOptions, ReproProber};
 use crate::probe::script::ScriptProber;
@@ -111,10 +112,7 @@ pub fn container_launcher(
 /// reproducer (the replay, or the decode probe with its llama.cpp) built for HIP. One rule for
 /// bisect and matrix.
 pub fn needs_hipconfig(cfg: &Resolved) -> bool {
-    matches!(
-        cfg.probe,
-        ProbeSpec::Replay | ProbeSpec::Decode | ProbeSpec::BackendOps { .. }
-    ) && cfg.backend == Backend::Hip
+    cfg.probe.def().is_bundled() && cfg.backend == Backend::Hip
 }
 
 /// The recipe as built at `place` (ccache on where it is available).
@@ -210,6 +208,24 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
             run_timeout: timeout(cfg),
             build_only: cfg.build_only,
         }),
+        ProbeSpec::Ctest { regex } => Box::new(CtestProber {
+            launcher: place.launcher.clone(),
+            recipe: recipe_at(cfg, place),
+            regex: regex.clone(),
+            fallback: place.fallback_facts.clone(),
+            build_env: if cfg.backend == Backend::Hip {
+                place.hip_env.clone()
+            } else {
+                Vec::new()
+            },
+            run_env: if cfg.build_only {
+                Vec::new()
+            } else {
+                cfg.launch_env.clone()
+            },
+            run_timeout: timeout(cfg),
+            build_only: cfg.build_only,
+        }),
         ProbeSpec::Replay | ProbeSpec::Decode => Box::new(PerTreeRepro::new(
             ReproOptions {
                 good_logits: good,
@@ -224,7 +240,7 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
         config_identity: cfg.identity(),
         config_id: cfg.id.clone(),
         // A --script may test on any device, whatever backend the configuration defaults to.
-        test_uses_gpu: matches!(cfg.probe, ProbeSpec::Script { .. })
+        test_uses_gpu: !cfg.probe.def().is_bundled()
             || cfg.backend != crate::core::build::Backend::Cpu,
         applied: cfg.applied.clone(),
         builds_here: !place.in_container,
@@ -260,7 +276,7 @@ pub fn repro_options(cfg: &Resolved, place: &Place) -> ReproOptions {
 /// with these. Everything that builds a `ReproOptions` from a configuration goes through here.
 fn expectations(cfg: &Resolved, opts: &mut ReproOptions) {
     opts.expect = crate::probe::repro::Expectations::from_recipe(&cfg.recipe);
-    if cfg.probe == ProbeSpec::Decode {
+    if cfg.probe.def().takes_decode_settings() {
         opts.expect.settings = cfg.settings.clone();
     }
 }

@@ -250,11 +250,12 @@ pub fn bundled_kind() -> impl clap::builder::TypedValueParser<Value = crate::cor
 {
     use crate::core::config::ProbeKind;
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new([
-        ProbeKind::Replay.name(),
-        ProbeKind::Decode.name(),
-        ProbeKind::BackendOps.name(),
-    ])
+    clap::builder::PossibleValuesParser::new(
+        ProbeKind::ALL
+            .into_iter()
+            .filter(|k| k.is_bundled())
+            .map(ProbeKind::name),
+    )
     .map(|s: String| ProbeKind::parse(&s).unwrap_or_default())
 }
 

@@ -55,11 +55,13 @@ pub fn flags(args: &BisectArgs) -> anyhow::Result<Flags> {
         launch_env,
         cmake_args,
         repro_args: args.repro_args.clone(),
-        script: args.script.clone(),
-        build: args.build.clone(),
         timeout_s: args.timeout.timeout,
-        decode: args.probe_kind == Some(ProbeKind::Decode),
-        backend_ops: args.ops.for_kind(args.probe_kind, None)?,
+        probe: crate::cli::flags::chosen_probe(
+            args.script.as_deref(),
+            args.build.as_deref(),
+            args.probe_kind,
+            &args.ops,
+        )?,
         settings: c.settings.given(),
     })
 }
@@ -120,12 +122,22 @@ fn contradictions(args: &BisectArgs) -> anyhow::Result<()> {
         (args.script.is_some() && kind.is_some(), format!("--script and --probe-kind {} both choose the probe: --script runs your test, --probe-kind a bundled one; drop one", kind.unwrap_or(""))),
         (args.build.is_some() && kind.is_some(), format!("--build and --probe-kind {} both choose what is built: --build is your build, --probe-kind a bundled probe's; drop one", kind.unwrap_or(""))),
         (args.graph.graph.is_some() && args.script.is_some(), "--graph and --script: --graph is the bundled replay's graph, --script runs your own test instead; drop one".to_string()),
-        (args.graph.graph.is_some() && args.probe_kind == Some(ProbeKind::Decode), "--graph and --probe-kind decode: --graph is the replay's graph, the decode probe runs llama.cpp's own; drop one".to_string()),
-        (args.graph.graph.is_some() && args.probe_kind == Some(ProbeKind::BackendOps), "--graph and --probe-kind backend-ops: --graph is the replay's graph, test-backend-ops runs its own cases of --op; drop one".to_string()),
-        (!args.repro_args.is_empty() && args.probe_kind == Some(ProbeKind::BackendOps), "--repro-arg and --probe-kind backend-ops: --repro-arg is the bundled reproducer's, test-backend-ops takes --op and --op-params; drop --repro-arg".to_string()),
     ];
-    match pairs.into_iter().find(|(hit, _)| *hit) {
-        Some((_, why)) => Err(CliError::usage(why)),
+    if let Some((_, why)) = pairs.into_iter().find(|(hit, _)| *hit) {
+        return Err(CliError::usage(why));
+    }
+    // What the kind `--probe-kind` chose refuses (its definition says), in its order.
+    let given = |flag: &str| match flag {
+        "--graph" => args.graph.graph.is_some(),
+        "--repro-arg" => !args.repro_args.is_empty(),
+        _ => false,
+    };
+    let refused = args
+        .probe_kind
+        .into_iter()
+        .flat_map(|k| k.def().refuses_flags());
+    match refused.into_iter().find(|(flag, _)| given(flag)) {
+        Some((_, why)) => Err(CliError::usage(*why)),
         None => Ok(()),
     }
 }
@@ -156,7 +168,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
         }
         None => {
             let mut r = Resolved::for_backend(flags.backend.unwrap_or(Backend::Cpu));
-            if flags.script.is_none() && !flags.decode && flags.backend_ops.is_none() {
+            if flags.probe.is_none() {
                 r.repro_args = default_repro_args();
             }
             r
@@ -166,7 +178,7 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
     // and the report says so); the user's `--repro-arg`s add to it below.
     let mut graph_override = None;
     if let Some(g) = &args.graph.graph {
-        if cfg.probe != crate::core::config::ProbeSpec::Replay {
+        if !cfg.probe.def().takes_graph() {
             return Err(CliError::usage(format!(
                 "--graph {g} and --config {}: its probe is {}, and --graph is the replay's graph; drop --graph",
                 cfg.id.as_deref().unwrap_or(""),
@@ -208,16 +220,17 @@ pub fn choose(args: &BisectArgs) -> anyhow::Result<Chosen> {
                 ""
             }
         )
-    } else if let Some((ops, _)) = &flags.backend_ops {
-        format!("--probe-kind backend-ops --op {}", ops.join(" --op "))
+    } else if let Some(p) = flags.probe.as_ref().filter(|p| !p.def().takes_repro_args()) {
+        // A kind that takes no reproducer arguments: the flag that chose it says what runs.
+        p.def().flag_line(p)
     } else if named {
         format!("configuration {}", cfg.id.as_deref().unwrap_or("(unnamed)"))
-    } else if flags.decode {
-        // the cells are a setting (--ctx-size): the text says the one in effect
-        format!(
-            "default: decode-probe's own (10,000 tokens, {} KV cells)",
-            cfg.settings.get("ctx_size").unwrap_or("256")
-        )
+    } else if let Some(own) = flags
+        .probe
+        .as_ref()
+        .and_then(|p| p.def().own_args(&cfg.settings))
+    {
+        own
     } else {
         format!("default: [params.{DEFAULT_PARAMS}] of the built-in matrix.toml")
     };
@@ -295,6 +308,7 @@ mod tests {
             source: String::new(),
             env: Vec::new(),
             build_args: Vec::new(),
+            more_runs: Vec::new(),
         };
         assert_eq!(info.arg("--mode"), Some("reuse"));
         assert_eq!(info.extent(), "100000 steps, checked every step");

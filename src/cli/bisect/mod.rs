@@ -68,16 +68,14 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
     build_question(args)?;
     let mut chosen = config::choose(args)?;
     chosen.cfg.build_only = args.question.regress.build_only();
-    if let (true, crate::core::config::ProbeSpec::Script { build: None, .. }) =
-        (chosen.cfg.build_only, &chosen.cfg.probe)
-    {
+    if chosen.cfg.build_only && chosen.cfg.probe.def().nothing_to_build(&chosen.cfg.probe) {
         return Err(CliError::usage(
             "--regress build: the configuration's probe is a script without a build command; pass --build CMD",
         ));
     }
     placement::check_flags(chosen.engine, chosen.cfg.image.as_deref())?;
     if args.compare_good {
-        if chosen.cfg.probe != crate::core::config::ProbeSpec::Decode {
+        if !chosen.cfg.probe.def().compares_logits() {
             return Err(CliError::usage(
                 "--compare-good compares the decode probe's logits: add --probe-kind decode (llama.cpp trees), or drop --compare-good",
             ));
@@ -135,13 +133,16 @@ pub fn request(args: &BisectArgs) -> anyhow::Result<Request> {
         "--path",
         "bad commit",
     )?;
-    match chosen.cfg.probe {
-        crate::core::config::ProbeSpec::Replay => check::ggml_tree(&repo, bad)?,
-        crate::core::config::ProbeSpec::Decode => check::llama_tree(&repo, bad)?,
-        crate::core::config::ProbeSpec::Script { .. } => {}
-        crate::core::config::ProbeSpec::BackendOps { ref ops, .. } => {
+    // The tree the kind needs at the bad commit, as its definition says.
+    use crate::core::kinds::Needs;
+    match chosen.cfg.probe.def().needs() {
+        Needs::Ggml => check::ggml_tree(&repo, bad)?,
+        Needs::Llama => check::llama_tree(&repo, bad)?,
+        Needs::TestBackendOps => {
+            let ops = chosen.cfg.probe.backend_ops().map_or(&[][..], |(o, _)| o);
             check::backend_ops_tree(&repo, bad, ops)?
         }
+        Needs::Nothing => {}
     }
     let mut req = Request {
         repo: args.repo.repo.clone(),

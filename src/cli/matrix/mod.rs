@@ -220,14 +220,10 @@ impl RunFlags {
     /// `--probe-kind` and `--op` over the file's `[probe]`: backend-ops takes `--op`, else the
     /// file's `ops` (the built-in matrix's: SET_ROWS, the upstream report's op).
     fn probe_kind_of(&self, m: &mut Matrix) -> anyhow::Result<()> {
-        use crate::core::config::ProbeKind;
-        let file_ops = (!m.probe.ops.is_empty())
+        // The file's ops count only where the kind (the flag's, else the file's) takes ops:
+        // `for_kind` reads them for that kind alone.
+        let configured = (!m.probe.ops.is_empty())
             .then_some((m.probe.ops.as_slice(), m.probe.op_params.as_deref()));
-        let configured = match self.probe_kind {
-            Some(ProbeKind::BackendOps) => file_ops,
-            None if m.probe.kind == ProbeKind::BackendOps => file_ops,
-            _ => None,
-        };
         let kind = self.probe_kind.or(Some(m.probe.kind));
         if let Some((ops, op_params)) = self.ops.for_kind(kind, configured)? {
             m.probe.ops = ops;
@@ -235,6 +231,15 @@ impl RunFlags {
         }
         if let Some(k) = self.probe_kind {
             m.probe.kind = k;
+            // What the file's table lacks for the kind the flag chose, as a file of that kind
+            // is refused.
+            if let Some((key, why)) = k.def().table_lacks(&m.probe.table()) {
+                return Err(CliError::usage(format!(
+                    "--probe-kind {}: {why} ({} has no `{key}`)",
+                    k.name(),
+                    m.file
+                )));
+            }
         }
         Ok(())
     }
@@ -461,7 +466,8 @@ fn finish(args: &MatrixArgs, results: crate::run::matrix::MatrixResults) -> anyh
 /// probe needs its `build` command (its `script`, the test, is never run). Checked before
 /// anything runs (exit 2).
 fn build_only_probe(m: &Matrix) -> anyhow::Result<()> {
-    if m.probe.kind == crate::core::config::ProbeKind::Script && m.probe.build.is_none() {
+    let spec = crate::core::config::spec_of(&m.probe);
+    if spec.def().nothing_to_build(&spec) {
         return Err(CliError::usage(format!(
             "{}: [probe] is a script without `build`; a build-only run has nothing to build (add `build = \"...\"`)",
             m.file

@@ -1,9 +1,9 @@
 //! The decode probe's settings in a configuration (`core::settings`): flags applied over a
 //! configuration's values, and when they are refused (for another probe kind by THE rule of
-//! `core::matrix::ProbeKind::refuses_decode_settings`, which matrix axes follow too).
+//! `core::kinds::ProbeKind::refuses_decode_settings`, which matrix axes follow too).
 
-use super::{Flags, ProbeSpec, Resolved};
-use crate::core::matrix::DecodeSettingsFrom;
+use super::{Flags, Resolved};
+use crate::core::kinds::DecodeSettingsFrom;
 use crate::core::settings::Setting;
 
 impl Resolved {
@@ -11,10 +11,7 @@ impl Resolved {
     /// probe its settings' options first, so a `--repro-arg` of the same option, later, wins.
     /// The one rule for what runs and for what the result says ran.
     pub fn reproducer_args(&self) -> Vec<String> {
-        let mut args = match self.probe {
-            ProbeSpec::Decode => self.settings.probe_args(),
-            _ => Vec::new(),
-        };
+        let mut args = self.probe.def().leading_args(&self.settings);
         args.extend(self.repro_args.iter().cloned());
         args
     }
@@ -135,7 +132,10 @@ mod tests {
         assert!(why.contains("--probe-kind decode"), "{why}");
         let mut script = Resolved::for_backend(crate::core::build::Backend::Cpu);
         let f = Flags {
-            script: Some("true".into()),
+            probe: Some(ProbeSpec::Script {
+                build: None,
+                script: "true".into(),
+            }),
             ..given(&[("--cache-type-k", "f16")])
         };
         script.apply(&f);
@@ -152,7 +152,10 @@ mod tests {
         .unwrap();
         let mut named = Resolved::from_matrix(&m.configs[0], &m.probe, &m.file);
         let f = Flags {
-            script: Some("true".into()),
+            probe: Some(ProbeSpec::Script {
+                build: None,
+                script: "true".into(),
+            }),
             ..Flags::default()
         };
         named.apply(&f);
@@ -166,7 +169,7 @@ mod tests {
         );
         let mut decode = Resolved::for_backend(crate::core::build::Backend::Cpu);
         let f = Flags {
-            decode: true,
+            probe: Some(ProbeSpec::Decode),
             ..given(&[("--ubatch-size", "8")])
         };
         decode.apply(&f);
@@ -189,7 +192,7 @@ mod tests {
         assert_eq!(r.repro_args, ["--steps", "7"]);
         let replay_identity = r.identity();
         let changed = r.apply(&Flags {
-            decode: true,
+            probe: Some(ProbeSpec::Decode),
             ..Flags::default()
         });
         assert_eq!(changed, ["--probe-kind decode (configuration: replay)"]);

@@ -4,7 +4,7 @@
 //! nothing would be stored in the key, answer no question and never be found again, so it is
 //! refused (exit 2) before anything runs.
 
-use super::{Flags, ProbeKind, Resolved};
+use super::{Flags, ProbeSpec, Resolved};
 use crate::core::build::Backend;
 
 /// A setting that means nothing for the backend the probes build for: stored in the key it
@@ -80,7 +80,7 @@ impl Resolved {
     /// the flag (bad input: exit 2 before any probe).
     pub fn memory_refused(&self) -> Option<String> {
         let memory = self.recipe.memory;
-        let why = memory.meaningless(self.backend, self.probe.kind() == ProbeKind::Decode)?;
+        let why = memory.meaningless(self.backend, self.probe.def().no_host_memory())?;
         let instead = match (self.backend, self.probe.kind()) {
             (Backend::Cpu, _) => "use --memory device, or --backend hip|cuda",
             _ => "use --memory device or unified with --probe-kind decode, or --probe-kind replay for host",
@@ -93,7 +93,8 @@ impl Flags {
     /// Why these flags mean nothing for `backend`, the one the probes build for (a
     /// `--config`'s unless `--backend` overrides it): one line naming the flag, or `None`.
     pub fn refused(&self, backend: Backend) -> Option<String> {
-        if self.script.is_some() && !self.repro_args.is_empty() {
+        let script = self.probe.as_ref().and_then(ProbeSpec::script);
+        if script.is_some_and(|(_, s)| !s.is_empty()) && !self.repro_args.is_empty() {
             return Some("--repro-arg is for the bundled reproducer; a --script probe gets its arguments in CMD (drop --repro-arg)".into());
         }
         if let Some(t) = self.gpu_target.as_deref().filter(|t| !cuda_target(t)) {

@@ -1,4 +1,5 @@
-//! The bundled programs' own options (issue 37 item 2): THE list in Rust of what
+//! The bundled programs' own options (issue 37 item 2; the lists live in each kind's definition,
+//! `core::kinds::replay` and `core::kinds::decode`): THE list in Rust of what
 //! `repro-kernels/setrows-replay/setrows-replay.cpp` and `repro-kernels/decode-probe/decode-probe.cpp`
 //! accept (a test reads both sources and compares, so the lists cannot drift), how a user's
 //! `--repro-arg`s are checked against them before the first build, and how they are added to a
@@ -7,125 +8,14 @@
 
 use super::{ProbeSpec, Resolved};
 
-/// One option of a bundled program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReproOption {
-    pub name: &'static str,
-    /// It is followed by a value (`--steps 100000`); else a switch (`--verbose`).
-    pub takes_value: bool,
-    /// The tool sets it itself: a user's `--repro-arg` of it is refused with this hint.
-    pub owned_by: Option<&'static str>,
-    /// Options this one excludes in the program (`--wraps` and `--steps`): naming it replaces
-    /// them too.
-    pub replaces: &'static [&'static str],
-}
+pub use crate::core::kinds::decode::DECODE_OPTIONS;
+pub use crate::core::kinds::replay::REPLAY_OPTIONS;
+pub use crate::core::kinds::ReproOption;
 
-const fn opt(name: &'static str) -> ReproOption {
-    ReproOption {
-        name,
-        takes_value: true,
-        owned_by: None,
-        replaces: &[],
-    }
-}
-
-const fn owned(name: &'static str, by: &'static str) -> ReproOption {
-    ReproOption {
-        name,
-        takes_value: true,
-        owned_by: Some(by),
-        replaces: &[],
-    }
-}
-
-const MEMORY_HINT: &str = "the placement is the tool's --memory device|unified|host (it also sets ggml's switch per tree); drop --repro-arg --memory";
-
-/// `setrows-replay`'s options (`parse_args` there).
-pub const REPLAY_OPTIONS: &[ReproOption] = &[
-    opt("--mode"),
-    opt("--backend"),
-    ReproOption {
-        replaces: &["--wraps"],
-        ..opt("--steps")
-    },
-    ReproOption {
-        replaces: &["--steps"],
-        ..opt("--wraps")
-    },
-    opt("--ring-rows"),
-    opt("--width"),
-    opt("--dst-type"),
-    opt("--index-type"),
-    opt("--start-row"),
-    opt("--buffers"),
-    opt("--seed"),
-    opt("--check-every"),
-    opt("--read-via"),
-    opt("--inject"),
-    opt("--inject-step"),
-    owned(
-        "--engine",
-        "the replay's graph is the tool's --graph decode-reuse|ds4 (it keeps the default steps and checks); drop --repro-arg --engine",
-    ),
-    owned("--memory", MEMORY_HINT),
-    opt("--cpu-threads"),
-    opt("--comp-rows"),
-];
-
-/// `decode-probe`'s options (`parse_args` there).
-pub const DECODE_OPTIONS: &[ReproOption] = &[
-    owned(
-        "--model",
-        "the model is written by the tool (MODEL.gguf; --weight-type, --head-dim, --gqa, --n-head-kv, --sliding-window shape it); drop --repro-arg --model",
-    ),
-    opt("--backend"),
-    opt("--steps"),
-    ReproOption {
-        replaces: &["--cells"],
-        ..opt("--ctx-size")
-    },
-    ReproOption {
-        replaces: &["--ctx-size"],
-        ..opt("--cells")
-    },
-    opt("--chunk"),
-    opt("--threads"),
-    opt("--ref-workers"),
-    opt("--seed"),
-    opt("--cpu-nmse"),
-    opt("--path-nmse"),
-    opt("--batch-size"),
-    opt("--ubatch-size"),
-    opt("--parallel"),
-    opt("--n-gpu-layers"),
-    opt("--flash-attn"),
-    opt("--cache-type-k"),
-    opt("--cache-type-v"),
-    opt("--check"),
-    opt("--cpu-reference"),
-    owned("--memory", MEMORY_HINT),
-    opt("--good-nmse"),
-    owned(
-        "--logits-out",
-        "the tool records the --good commit's logits itself with --compare-good; drop --repro-arg --logits-out",
-    ),
-    owned(
-        "--logits-ref",
-        "the tool compares with the --good commit's logits with --compare-good; drop --repro-arg --logits-ref",
-    ),
-    ReproOption {
-        takes_value: false,
-        ..opt("--verbose")
-    },
-];
-
-/// The options of the program `kind` runs (`None`: a script, which has no bundled program).
+/// The options of the program `kind` runs (`None`: a program whose arguments are no
+/// `--repro-arg`s, or a script, which has no bundled program).
 pub fn options_of(kind: &ProbeSpec) -> Option<(&'static str, &'static [ReproOption])> {
-    match kind {
-        ProbeSpec::Replay => Some(("setrows-replay", REPLAY_OPTIONS)),
-        ProbeSpec::Decode => Some(("decode-probe", DECODE_OPTIONS)),
-        ProbeSpec::Script { .. } | ProbeSpec::BackendOps { .. } => None,
-    }
+    kind.def().program().zip(kind.def().options())
 }
 
 /// Arguments as (option, its value) groups; `Err`: the first word that is no option of the
@@ -227,7 +117,7 @@ impl Resolved {
                     value.unwrap_or("")
                 ));
             }
-            if self.probe == ProbeSpec::Decode {
+            if self.probe.def().takes_decode_settings() {
                 let axis = crate::core::settings::SETTINGS
                     .iter()
                     .find(|s| s.flag == *name || (s.flag == "--ctx-size" && *name == "--cells"));

@@ -21,14 +21,13 @@ use toml::Spanned;
 
 mod check;
 mod expand;
-mod kind;
 mod position;
 mod resolve;
 pub use crate::core::build::DECODE_MEMORY;
+pub use crate::core::kinds::{DecodeSettingsFrom, ProbeKind};
 pub use check::typed;
 use check::{check_type, scalar};
 use expand::{expand, Axis, Combo};
-pub use kind::{DecodeSettingsFrom, ProbeKind};
 use position::{err_no_span, key_of_toml_error, Ctx};
 pub use position::{line_col, MatrixError};
 
@@ -174,6 +173,22 @@ pub struct RawProbe {
     pub cmake_args: Vec<String>,
 }
 
+impl RawProbe {
+    /// What its kind's definition reads of the table (`core::kinds::Kind::spec`). A kind's
+    /// value a matrix file has no key for stays unset, and its definition's `table_lacks`
+    /// says so: a new kind's value is no new line here.
+    #[allow(clippy::needless_update)]
+    pub fn table(&self) -> crate::core::kinds::Table<'_> {
+        crate::core::kinds::Table {
+            build: self.build.as_deref(),
+            script: self.script.as_deref(),
+            ops: &self.ops,
+            op_params: self.op_params.as_deref(),
+            ..Default::default()
+        }
+    }
+}
+
 /// Longest probe timeout a file or flag may set: a week. 0 would kill every probe at once and a
 /// larger value is a typo (minutes for seconds) that turns a hung GPU into a lost night or more,
 /// so both are refused before the first probe instead.
@@ -221,22 +236,6 @@ impl Config {
             .collect::<Vec<_>>()
             .join(" ")
     }
-
-    /// The build-time and run-time identity (for build/ccache dir names and store keys).
-    pub fn identity(&self) -> String {
-        let settings = if self.settings.is_empty() {
-            String::new()
-        } else {
-            format!("\nsettings={}", self.settings.labels().join(" "))
-        };
-        format!(
-            "image={}\nrecipe={}\nlaunch={:?}\nargs={:?}{settings}",
-            self.image.as_deref().unwrap_or("host"),
-            self.recipe.identity(),
-            self.launch.env(),
-            self.repro_args
-        )
-    }
 }
 
 /// A parsed and expanded matrix file.
@@ -263,19 +262,8 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
         let one_line = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
         cx.err(span.unwrap_or(0..0), &key, one_line)
     })?;
-    if raw.probe.kind == ProbeKind::Script && raw.probe.script.is_none() {
-        return Err(err_no_span(
-            file,
-            "probe.script",
-            "probe kind `script` needs `script`",
-        ));
-    }
-    if raw.probe.kind == ProbeKind::BackendOps && raw.probe.ops.is_empty() {
-        return Err(err_no_span(
-            file,
-            "probe.ops",
-            "probe kind `backend-ops` needs `ops` (e.g. ops = [\"SET_ROWS\"])",
-        ));
+    if let Some((key, why)) = raw.probe.kind.def().table_lacks(&raw.probe.table()) {
+        return Err(err_no_span(file, key, why));
     }
     if let Some(p) = &raw.probe.op_params {
         if let Err(e) = regex::Regex::new(p) {

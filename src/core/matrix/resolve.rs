@@ -51,7 +51,7 @@ impl Matrix {
             .unwrap_or_default();
         if let Some(why) = recipe
             .memory
-            .meaningless(backend, self.probe.kind == ProbeKind::Decode)
+            .meaningless(backend, self.probe.kind.def().no_host_memory())
         {
             return Err(cx.err(
                 span("memory"),

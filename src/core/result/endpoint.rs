@@ -68,7 +68,13 @@ pub(super) fn advice(b: &BisectResult) -> Option<EndpointAdvice> {
 /// What every probe ran: the reproducer with its extent, or the script; the configuration.
 fn ran(b: &BisectResult) -> String {
     let probe = match &b.reproducer {
-        Some(r) => format!("{} ({}; arguments: {})", r.command(), r.extent(), r.source),
+        // One line: a program run once per op (test-backend-ops) is its runs joined.
+        Some(r) => format!(
+            "{} ({}; arguments: {})",
+            r.command().replace('\n', "; "),
+            r.extent(),
+            r.source
+        ),
         None => "the --script probe (see Reproduce)".to_string(),
     };
     match (&b.configuration, &b.reproducer) {
@@ -93,7 +99,11 @@ fn next(b: &BisectResult, which: Endpoint, got: Verdict, signature: Option<&str>
             v.push("read the probe's log (its reason is above); a build or setup problem of this commit is not the question's".into());
         }
         (Endpoint::Bad, _) => {
-            if let Some(r) = &b.reproducer {
+            // A longer run is advised in the program's own arguments, for a kind that takes
+            // them (`Kind::takes_repro_args`): test-backend-ops and ctest refuse --repro-arg.
+            let takes_args =
+                |r: &&super::ReproducerInfo| r.kind().is_none_or(|k| k.def().takes_repro_args());
+            if let Some(r) = b.reproducer.as_ref().filter(takes_args) {
                 let more: Vec<String> = r
                     .with_more_steps(4)
                     .iter()

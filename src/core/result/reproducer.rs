@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// The bundled decode probe's program name (`repro-kernels/decode-probe`): its arguments mean
 /// tokens, not replay steps, and leave other defaults.
-pub const DECODE_PROGRAM: &str = "decode-probe";
+pub const DECODE_PROGRAM: &str = crate::core::kinds::decode::PROGRAM;
 
 /// How a decode probe's command names the model the tool writes for it (`probe::decode`).
 pub const DECODE_MODEL: &str = "MODEL.gguf";
@@ -60,6 +60,11 @@ pub struct ReproducerInfo {
     /// configuration's): a sanitizer build, a backend switch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub build_args: Vec<String>,
+    /// The further runs of the program every probe made after the first (`args`), one
+    /// argument list each: test-backend-ops runs once per op (`core::kinds::Kind::runs`, the
+    /// lines the probe runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_runs: Vec<Vec<String>>,
 }
 
 impl ReproducerInfo {
@@ -75,22 +80,29 @@ impl ReproducerInfo {
     /// `[K=V ...] setrows-replay --mode reuse --steps 100000 ...`, quoted where a word needs it. The decode probe's `--model` is the
     /// tool's own file, added at every probe (`DECODE_MODEL` names it), not an argument to give
     /// (the plan says the tool writes it).
+    /// One line a run: test-backend-ops' run of each op on its own line, as the probe ran them.
     pub fn command(&self) -> String {
         let model = if self.is_decode() {
             &["--model", DECODE_MODEL][..]
         } else {
             &[]
         };
-        let argv: Vec<&str> = std::iter::once(self.program.as_str())
-            .chain(model.iter().copied())
-            .chain(self.args.iter().map(String::as_str))
-            .collect();
-        self.env
-            .iter()
-            .map(|kv| crate::core::shell::assignment(kv))
-            .chain(std::iter::once(crate::core::shell::line(&argv)))
+        std::iter::once(&self.args)
+            .chain(&self.more_runs)
+            .map(|args| {
+                let argv: Vec<&str> = std::iter::once(self.program.as_str())
+                    .chain(model.iter().copied())
+                    .chain(args.iter().map(String::as_str))
+                    .collect();
+                self.env
+                    .iter()
+                    .map(|kv| crate::core::shell::assignment(kv))
+                    .chain(std::iter::once(crate::core::shell::line(&argv)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
             .collect::<Vec<_>>()
-            .join(" ")
+            .join("\n")
     }
 
     fn defaults(&self) -> &'static Defaults {
@@ -106,16 +118,24 @@ impl ReproducerInfo {
         self.program == DECODE_PROGRAM
     }
 
-    /// Whether the program is the tree's own test-backend-ops (issue 46).
-    pub fn is_backend_ops(&self) -> bool {
-        self.program == crate::core::backend_ops::PROGRAM
+    /// The kind whose program this is (`None`: no kind runs it now).
+    pub fn kind(&self) -> Option<crate::core::kinds::ProbeKind> {
+        crate::core::kinds::ProbeKind::ALL
+            .into_iter()
+            .find(|k| k.def().program() == Some(self.program.as_str()))
+    }
+
+    /// What every probe ran, in words: its kind's (`Kind::ran`), else the bundled reproducer.
+    pub fn what_ran(&self) -> &'static str {
+        self.kind()
+            .and_then(|k| k.def().ran())
+            .map_or("the bundled reproducer", |(what, _)| what)
     }
 
     /// `100000 steps, checked every step`: what a pass covered.
     pub fn extent(&self) -> String {
-        if self.is_backend_ops() {
-            return "every case of the op compared with the CPU, as the tree's own tolerances say"
-                .into();
+        if let Some((_, extent)) = self.kind().and_then(|k| k.def().ran()) {
+            return extent.into();
         }
         let d = self.defaults();
         let steps = match (self.arg("--steps"), self.arg("--wraps")) {
@@ -210,6 +230,7 @@ mod tests {
             source: "test".into(),
             env: Vec::new(),
             build_args: Vec::new(),
+            more_runs: Vec::new(),
         }
     }
 

@@ -22,7 +22,7 @@ pub enum Reproducer {
 impl Reproducer {
     pub fn target(self) -> &'static str {
         match self {
-            Reproducer::Replay => "setrows-replay",
+            Reproducer::Replay => crate::core::kinds::replay::PROGRAM,
             Reproducer::Kernel => "setrows-kernel",
             Reproducer::Decode => crate::probe::decode::TARGET,
         }

@@ -36,11 +36,7 @@ pub(super) fn reproduce(b: &BisectResult) -> Option<String> {
         md.push_str("\n\n");
     }
     if let Some(r) = &b.reproducer {
-        let what = if r.is_backend_ops() {
-            "the tree's own test-backend-ops, built alone, in the built tree"
-        } else {
-            "the bundled reproducer"
-        };
+        let what = r.what_ran();
         md.push_str(&format!(
             "Every probe ran {what} ({}; arguments: {}):\n\n",
             escape::inline(&r.extent()),

@@ -97,10 +97,10 @@ pub fn backend_ops_tree(
             .ok()?;
         String::from_utf8(blob.content().to_vec()).ok()
     };
-    let found = crate::probe::backend_ops::tree(exists, read).map_err(|why| {
+    let found = crate::probe::kinds::backend_ops::tree(exists, read).map_err(|why| {
         CliError::usage(format!("--probe-kind backend-ops: bad commit {bad}: {why}"))
     })?;
-    match crate::probe::backend_ops::unknown_ops(&found, ops) {
+    match crate::probe::kinds::backend_ops::unknown_ops(&found, ops) {
         Some(why) => Err(CliError::usage(format!("{why} (bad commit {bad})"))),
         None => Ok(()),
     }

@@ -20,14 +20,13 @@ pub(super) fn assemble(
 ) -> anyhow::Result<BisectResult> {
     let r = &p.plan.range;
     let mut result = of_outcome(r, outcome, p);
+    // Each kind's own section, read back from its probes' logs (test-backend-ops' cases).
+    crate::probe::kinds::add_sections(&mut result, &p.probe);
     if let Policy::Confidence { confidence, .. } = p.runs {
         result.flaky = outcome.assess(r.candidates.len(), confidence);
     }
     result.configuration = p.configuration.clone();
     result.reproducer = p.reproducer.clone();
-    if let Some((ops, op_params)) = &p.backend_ops {
-        result.backend_ops = Some(backend_ops(&result, ops, op_params.as_deref()));
-    }
     result.endpoint = result.endpoint_advice();
     if let Some(a) = &result.flaky {
         events.emit(crate::core::progress::Event::Note { text: a.line() });
@@ -58,32 +57,6 @@ pub(super) fn assemble(
     crate::run::stamp::finish_bisect(&mut result, &p.store, &p.plan.repo_path, &p.id)
         .map_err(|e| CliError::infra(e.to_string()))?;
     Ok(result)
-}
-
-/// Each probe's cases, read back from its log (`probe::backend_ops::run_of_log`): a probe
-/// answered by the store has its log too. A log gone (pruned work dir) leaves that probe out.
-fn backend_ops(
-    result: &BisectResult,
-    ops: &[String],
-    op_params: Option<&str>,
-) -> crate::core::result::BackendOpsSection {
-    let probes = result
-        .probes
-        .iter()
-        .filter_map(|pr| {
-            let log = std::fs::read_to_string(&pr.log).ok()?;
-            let run = crate::probe::backend_ops::run_of_log(&log, ops, op_params)?;
-            Some(crate::core::result::BackendOpsProbe {
-                sha: pr.sha.clone(),
-                run,
-            })
-        })
-        .collect();
-    crate::core::result::BackendOpsSection {
-        ops: ops.to_vec(),
-        op_params: op_params.map(String::from),
-        probes,
-    }
 }
 
 fn suspects<'a>(range: &'a Range, c: &Conclusion) -> Vec<&'a Candidate> {

@@ -23,7 +23,7 @@ pub use plan_document::PlanFacts;
 pub use planned::{Planned, Where};
 pub use resume::Resume;
 
-use crate::core::config::{ProbeSpec, Resolved};
+use crate::core::config::Resolved;
 use crate::core::evidence::{Deterministic, Fixed, Policy};
 use crate::core::outcome::Predicate;
 use crate::core::progress::{Event, Sink};
@@ -88,31 +88,24 @@ impl Chosen {
         let info = how
             .configured
             .then(|| cfg.info(if how.named { overrides } else { Vec::new() }));
-        let program = match &cfg.probe {
-            ProbeSpec::Decode => Some(crate::probe::repro::Reproducer::Decode.target().to_string()),
-            ProbeSpec::Replay => Some(crate::probe::repro::Reproducer::Replay.target().to_string()),
-            ProbeSpec::BackendOps { .. } => Some(crate::core::backend_ops::PROGRAM.to_string()),
-            ProbeSpec::Script { .. } => None,
-        };
-        let args = match &cfg.probe {
-            // One run per op; the device as ggml names the backend's first (a tree may spell
-            // HIP's otherwise: each probe reads its own, and its log says which ran).
-            ProbeSpec::BackendOps { ops, op_params } => {
-                let device = crate::core::backend_ops::device_name(cfg.backend, "");
-                let mut a = vec!["test".to_string(), "-o".into(), ops.join(",")];
-                if let Some(p) = op_params {
-                    a.extend(["-p".to_string(), p.clone()]);
-                }
-                a.extend(["-b".to_string(), device]);
-                a
-            }
-            _ => cfg.recipe.reproducer_args(&cfg.reproducer_args()),
-        };
-        let reproducer = program.map(|program| ReproducerInfo {
-            program,
-            // What every probe passes: the placement's own argument (`--memory unified`)
-            // included, as `run::probers` starts the program.
-            args,
+        // The program and its argument lines from the kind's definition, as the probe runs
+        // them: what every probe passes, the placement's own argument (`--memory unified`)
+        // included, as `run::probers` starts the program; test-backend-ops once per op, on
+        // the device as ggml names the backend's first (a tree may spell HIP's otherwise: each
+        // probe reads its own, and its log says which ran).
+        let def = cfg.probe.def();
+        let device = crate::core::kinds::backend_ops::device_name(cfg.backend, "");
+        let mut runs = def
+            .runs(
+                &cfg.probe,
+                &cfg.recipe.reproducer_args(&cfg.reproducer_args()),
+                &device,
+            )
+            .into_iter();
+        let reproducer = def.program().map(|program| ReproducerInfo {
+            program: program.to_string(),
+            args: runs.next().unwrap_or_default(),
+            more_runs: runs.collect(),
             source: how.args_from,
             env: cfg
                 .launch_env
@@ -200,8 +193,9 @@ pub struct Prepared {
     pub backend: Option<crate::core::build::Backend>,
     /// `Mode::DryRun`: what was learned without making anything.
     pub planned: Option<Planned>,
-    /// `--probe-kind backend-ops`: its ops and `-p`, for the result's per-case section.
-    pub backend_ops: Option<(Vec<String>, Option<String>)>,
+    /// What every probe ran, for its kind's own section of the result
+    /// (`probe::kinds::add_sections`).
+    pub probe: crate::core::kinds::ProbeSpec,
     /// `--apply`: the patches every probe applied, and where their copies are kept.
     pub applied: Vec<crate::core::applied::AppliedInfo>,
 }
@@ -225,11 +219,9 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
     let path = match &req.path {
         Subtree::Whole => None,
         Subtree::Dir(p) => Some(p.clone()),
-        // The decode probe builds and runs all of llama.cpp, not only its ggml/.
-        Subtree::Auto if req.chosen.cfg.probe == ProbeSpec::Decode => None,
-        // test-backend-ops is llama.cpp's tests/, outside ggml/ of a llama.cpp tree; what it
-        // reads is learned from its build (`named_inputs`), not assumed.
-        Subtree::Auto if matches!(req.chosen.cfg.probe, ProbeSpec::BackendOps { .. }) => None,
+        // A kind that builds and runs the whole tree (the decode probe's llama.cpp,
+        // test-backend-ops under llama.cpp's tests/): what it reads is learned, not assumed.
+        Subtree::Auto if req.chosen.cfg.probe.def().whole_tree() => None,
         Subtree::Auto => {
             let layout = git::detect_layout(&repo, req.bad).map_err(git_error)?;
             layout.keyed_subtree().map(|dir| {
@@ -331,7 +323,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         &format!("{:?}", range.spec),
     ]);
     // A --script's backend is unknown unless a configuration flag named it.
-    let script = matches!(chosen.cfg.probe, ProbeSpec::Script { .. });
+    let script = !chosen.cfg.probe.def().is_bundled();
     let backend = (!script || chosen.info.is_some()).then_some(chosen.cfg.backend);
     Ok(Prepared {
         plan: Plan {
@@ -353,10 +345,7 @@ pub fn prepare(req: &Request, events: &dyn Sink) -> anyhow::Result<Prepared> {
         reproducer,
         backend,
         planned,
-        backend_ops: match &chosen.cfg.probe {
-            ProbeSpec::BackendOps { ops, op_params } => Some((ops.clone(), op_params.clone())),
-            _ => None,
-        },
+        probe: chosen.cfg.probe.clone(),
         applied,
     })
 }
@@ -370,12 +359,10 @@ fn reproduce_hint(
     repo: &std::path::Path,
     ran_in: Option<(String, String)>,
 ) -> Option<String> {
-    let ProbeSpec::Script { build, script } = &cfg.probe else {
-        return None;
-    };
+    let (build, script) = cfg.probe.script()?;
     let p = ScriptProber {
-        build: build.clone(),
-        script: script.clone(),
+        build: build.map(str::to_string),
+        script: script.to_string(),
         timeout: cfg.timeout_s.map(std::time::Duration::from_secs_f64),
         launcher: Box::new(HostLauncher),
         env: crate::run::probers::script_env(cfg, place, &place.fallback_facts)

@@ -2,7 +2,7 @@
 //! no toolchain query. Facts only; `cli::bisect::dry_run` says them in English (one renderer).
 
 use super::Chosen;
-use crate::core::config::{ProbeSpec, Resolved};
+use crate::core::config::Resolved;
 use crate::probe::container::{Engine, EngineChoice};
 use crate::run::probers::Place;
 use std::path::{Path, PathBuf};
@@ -69,7 +69,7 @@ impl Planned {
 
     /// The build line the probes run (the bundled reproducer's; a script builds itself).
     pub(super) fn with_build(mut self, cfg: &Resolved, place: &Place) -> Planned {
-        if !matches!(cfg.probe, ProbeSpec::Script { .. }) {
+        if cfg.probe.def().is_bundled() {
             self.build =
                 Some(crate::run::probers::recipe_at(cfg, place).cmake_args(&place.fallback_facts));
         }

@@ -59,7 +59,7 @@ impl Groups {
         let read_files = self.union.as_ref().map_or(0, |u| u.files.len());
         let not_grouped = match (&self.named, read_files) {
             _ if folded => None,
-            (None, _) => Some("the probe's test may read any file of the tree (a --script whose commands the tool cannot follow), so every candidate is its own".into()),
+            (None, _) => Some("the probe's test may read any file of the tree (a --script, or the tree's own test suite, whose commands the tool cannot follow), so every candidate is its own".into()),
             (Some(_), 0) => Some("no read set was learned (no Ninja build succeeded), so every candidate is its own".into()),
             (Some(_), _) => Some("every commit changes a file the probes' builds read".into()),
         };

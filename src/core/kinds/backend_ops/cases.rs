@@ -4,15 +4,14 @@
 //! that line (`test-backend-ops -o SET_ROWS -b ROCm0`), so the failing case, not the exit
 //! status, is the signature a bisect follows.
 //!
-//! The probe (`probe::backend_ops`) runs the program once per requested op and ends each run
+//! The probe (`probe::kinds::backend_ops`) runs the program once per requested op and ends each run
 //! with a `MARKER` line carrying its exit status; `parse` reads the runs back and `classify`
 //! turns them into the one outcome vocabulary. Pure: text in, values out.
 
 use crate::core::outcome::Outcome;
 use serde::{Deserialize, Serialize};
 
-/// The CMake target and program name.
-pub const PROGRAM: &str = "test-backend-ops";
+use super::PROGRAM;
 
 /// The line the probe's test step prints after each run: `<MARKER> op=NAME exit=N`.
 pub const MARKER: &str = "setrows-backend-ops:";
@@ -80,20 +79,25 @@ impl BackendOpsRun {
     pub fn reproducer(&self) -> String {
         match self.failures.first() {
             Some(c) => reproducer(&c.op, Some(&regex_quote(&c.params)), &self.device),
-            None => {
-                let ops: Vec<&str> = self.ops.iter().map(|o| o.op.as_str()).collect();
-                reproducer(&ops.join(","), self.op_params.as_deref(), &self.device)
-            }
+            // One line per op, as the probe ran them.
+            None => self
+                .ops
+                .iter()
+                .map(|o| reproducer(&o.op, self.op_params.as_deref(), &self.device))
+                .collect::<Vec<_>>()
+                .join("\n"),
         }
     }
 }
 
 /// `test-backend-ops test -o OP [-p 'RE'] -b DEVICE`.
 pub fn reproducer(op: &str, params: Option<&str>, device: &str) -> String {
-    let p = params
-        .map(|p| format!(" -p {}", crate::core::shell::word(p)))
-        .unwrap_or_default();
-    format!("{PROGRAM} test -o {op}{p} -b {device}")
+    let args = super::run_args(op, params, device);
+    crate::core::shell::line(
+        &std::iter::once(PROGRAM.to_string())
+            .chain(args)
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// A case's parameter string as a `-p` regex that matches it alone (`-p` is a regex search

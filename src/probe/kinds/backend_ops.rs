@@ -1,14 +1,14 @@
 //! `--probe-kind backend-ops`: the probed tree's own `test-backend-ops` (issue 46), built
 //! alone (its CMake target, with the tree's tests switch on) and run once per requested op
-//! on the configuration's device; `core::backend_ops` reads what it printed.
+//! on the configuration's device; `core::kinds::backend_ops` reads what it printed.
 //!
 //! Nothing of this tool is compiled in: the program, its cases and its tolerances are the
 //! tree's, so a result is what a ggml maintainer gets from the same line in the same tree,
 //! and `BackendOpsRun::reproducer` is that line.
 
-use crate::core::backend_ops::{self as ops, BackendOpsRun, MARKER, PROGRAM};
 use crate::core::build::{Backend, Recipe, TreeFacts};
 use crate::core::ccache::Ccache;
+use crate::core::kinds::backend_ops::{self as ops, BackendOpsRun, MARKER, PROGRAM};
 use crate::core::layout::Layout;
 use crate::core::outcome::{Outcome, SkipScope};
 use crate::core::shell;
@@ -28,7 +28,7 @@ pub struct Tree {
     pub root: String,
     /// `GGML_BUILD_TESTS` (a ggml tree) or `LLAMA_BUILD_TESTS` (llama.cpp, lucebox's copy).
     pub tests_switch: &'static str,
-    /// Op names `-o` takes (`core::backend_ops::op_names`); empty when `ggml.c` cannot be read.
+    /// Op names `-o` takes (`core::kinds::backend_ops::op_names`); empty when `ggml.c` cannot be read.
     pub ops: Vec<String>,
     /// The text of the files defining `GGML_CUDA_NAME`.
     pub cuda_name_text: String,
@@ -208,13 +208,9 @@ impl BackendOpsProber {
         )
     }
 
-    /// One run per op, each followed by its `MARKER` line with the exit status.
+    /// One run per op (the lines of `core::kinds::backend_ops::run_args`, which the report
+    /// prints too), each followed by its `MARKER` line with the exit status.
     pub fn run_script(&self, device: &str, bdir: &str) -> String {
-        let p = self
-            .op_params
-            .as_deref()
-            .map(|p| format!(" -p {}", shell::word(p)))
-            .unwrap_or_default();
         let mut s = format!(
             "prog=$(find \"$WORK/{bdir}\" -name {PROGRAM} -type f -perm -u+x | head -n 1)\n\
              [ -n \"$prog\" ] || {{ echo \"{MARKER} no {PROGRAM} was built\"; exit 125; }}\n\
@@ -222,8 +218,11 @@ impl BackendOpsProber {
             self.ops.join(",")
         );
         for op in &self.ops {
+            let args =
+                crate::core::kinds::backend_ops::run_args(op, self.op_params.as_deref(), device);
             s.push_str(&format!(
-                "\"$prog\" test -o {op}{p} -b {device}\necho \"{MARKER} op={op} exit=$?\"\n",
+                "\"$prog\" {}\necho \"{MARKER} op={op} exit=$?\"\n",
+                shell::line(&args)
             ));
         }
         s.push_str("exit 0\n");
@@ -265,7 +264,7 @@ impl BackendOpsProber {
 }
 
 /// The section of a probe's log its test step wrote (after the last `begin` marker): what
-/// `core::backend_ops::parse` reads, from a log on disk as from the step's output.
+/// `core::kinds::backend_ops::parse` reads, from a log on disk as from the step's output.
 pub fn test_output(log: &str) -> Option<(&str, String)> {
     let begin = format!("{MARKER} begin device=");
     let at = log.rfind(&begin)?;
@@ -452,6 +451,33 @@ impl Prober for BackendOpsProber {
             c.match_text
         };
         report
+    }
+}
+
+/// The result's `backend_ops` section: each probe's cases, read back from its log
+/// (`run_of_log`): a probe
+/// answered by the store has its log too. A log gone (pruned work dir) leaves that probe out.
+pub fn section(
+    result: &crate::core::result::BisectResult,
+    ops: &[String],
+    op_params: Option<&str>,
+) -> crate::core::result::BackendOpsSection {
+    let probes = result
+        .probes
+        .iter()
+        .filter_map(|pr| {
+            let log = std::fs::read_to_string(&pr.log).ok()?;
+            let run = run_of_log(&log, ops, op_params)?;
+            Some(crate::core::result::BackendOpsProbe {
+                sha: pr.sha.clone(),
+                run,
+            })
+        })
+        .collect();
+    crate::core::result::BackendOpsSection {
+        ops: ops.to_vec(),
+        op_params: op_params.map(String::from),
+        probes,
     }
 }
 

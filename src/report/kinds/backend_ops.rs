@@ -2,11 +2,11 @@
 //! for. The failing case lines of the probe that shows the failure (first few), the cases
 //! passed and failed per op at every probe, and the line to paste in the built tree.
 
-use super::{code, escape, short};
-use crate::core::backend_ops::BackendOpsRun;
+use crate::core::kinds::backend_ops::BackendOpsRun;
 use crate::core::result::BisectResult;
+use crate::report::{code, escape, short};
 
-/// Failing case lines shown (the JSON keeps `core::backend_ops::KEPT_FAILURES`).
+/// Failing case lines shown (the JSON keeps `core::kinds::backend_ops::KEPT_FAILURES`).
 const SHOWN: usize = 5;
 
 /// `None` for other probes, or when no probe's log could be read.
@@ -93,7 +93,7 @@ pub fn render(b: &BisectResult) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::backend_ops::{BackendOpsRun, Case, OpCount};
+    use crate::core::kinds::backend_ops::{BackendOpsRun, Case, OpCount};
     use crate::core::result::{BackendOpsProbe, BackendOpsSection};
 
     #[test]
