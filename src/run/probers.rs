@@ -195,16 +195,8 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
             ops: ops.clone(),
             op_params: op_params.clone(),
             fallback: place.fallback_facts.clone(),
-            build_env: if cfg.backend == Backend::Hip {
-                place.hip_env.clone()
-            } else {
-                Vec::new()
-            },
-            run_env: if cfg.build_only {
-                Vec::new()
-            } else {
-                cfg.launch_env.clone()
-            },
+            build_env: tree_build_env(cfg, place),
+            run_env: tree_run_env(cfg),
             run_timeout: timeout(cfg),
             build_only: cfg.build_only,
         }),
@@ -213,16 +205,8 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
             recipe: recipe_at(cfg, place),
             regex: regex.clone(),
             fallback: place.fallback_facts.clone(),
-            build_env: if cfg.backend == Backend::Hip {
-                place.hip_env.clone()
-            } else {
-                Vec::new()
-            },
-            run_env: if cfg.build_only {
-                Vec::new()
-            } else {
-                cfg.launch_env.clone()
-            },
+            build_env: tree_build_env(cfg, place),
+            run_env: tree_run_env(cfg),
             run_timeout: timeout(cfg),
             build_only: cfg.build_only,
         }),
@@ -244,6 +228,26 @@ pub fn prober_comparing(cfg: &Resolved, place: &Place, good: GoodLogits) -> Conf
             || cfg.backend != crate::core::build::Backend::Cpu,
         applied: cfg.applied.clone(),
         builds_here: !place.in_container,
+    }
+}
+
+/// The build step's environment for a kind that builds the tree's own program: HIP's
+/// toolchain variables where the backend is HIP.
+fn tree_build_env(cfg: &Resolved, place: &Place) -> Vec<(String, String)> {
+    if cfg.backend == Backend::Hip {
+        place.hip_env.clone()
+    } else {
+        Vec::new()
+    }
+}
+
+/// The test step's environment: the configuration's launch environment, none for a build-only
+/// probe (it runs no test).
+fn tree_run_env(cfg: &Resolved) -> Vec<(String, String)> {
+    if cfg.build_only {
+        Vec::new()
+    } else {
+        cfg.launch_env.clone()
     }
 }
 

@@ -92,13 +92,14 @@ pub struct BisectArgs {
     /// `--timeout`.
     #[command(flatten, next_help_heading = PROBE)]
     pub timeout: crate::cli::flags::TimeoutFlag,
-    /// A bundled probe, when there is no --script: replay, decode or backend-ops
+    /// A bundled probe instead of --script: replay, decode, backend-ops, ctest
     ///
     /// Which bundled probe runs when --script is absent: `replay` (the set_rows pattern through
     /// ggml; any ggml tree) or `decode` (llama.cpp's own decode on the tool's tiny model, its
     /// graph reuse proven and every token checked against a no-reuse decode and, on a GPU, the
     /// CPU; llama.cpp trees only). Default: the configuration's, else replay. `backend-ops`:
-    /// the tree's own test-backend-ops for --op, each failing case its own signature.
+    /// the tree's own test-backend-ops for --op, each failing case its own signature. `ctest`:
+    /// the tree's own test suite, `ctest -R` with --ctest's regex.
     #[arg(long, value_name = "KIND", value_parser = bundled_kind(), help_heading = PROBE)]
     pub probe_kind: Option<crate::core::config::ProbeKind>,
     /// `--op`, `--op-params`: what `--probe-kind backend-ops` runs.

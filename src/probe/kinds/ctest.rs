@@ -5,16 +5,13 @@
 //! same line in the same tree.
 
 use crate::core::build::{Recipe, TreeFacts};
-use crate::core::ccache::Ccache;
 use crate::core::kinds::ctest::{self, MARKER, PROGRAM};
 use crate::core::layout::Layout;
 use crate::core::outcome::{Outcome, SkipScope};
 use crate::core::shell;
-use crate::probe::ccache::StatsLog;
-use crate::probe::launch::{Launcher, ShellJob};
-use crate::probe::{build_steps, exec, Phase, ProbeReport, ProbeRequest, Prober, Reads};
+use crate::probe::launch::Launcher;
+use crate::probe::{Phase, ProbeReport, ProbeRequest, Prober, Reads};
 use sha2::{Digest, Sha256};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -90,39 +87,6 @@ impl CtestProber {
             shell::line(&ctest::run_args(&self.regex))
         )
     }
-
-    fn job(
-        &self,
-        req: &ProbeRequest<'_>,
-        script: String,
-        env: Vec<(String, String)>,
-        timeout: Option<Duration>,
-        step: &str,
-    ) -> ShellJob {
-        ShellJob {
-            script,
-            src: req.checkout.to_path_buf(),
-            work: req.build_dir.to_path_buf(),
-            cwd_is_work: true,
-            env,
-            timeout,
-            name: format!("{}-{step}", req.run_name),
-            ccache: false,
-            host_ccache_env: Vec::new(),
-        }
-    }
-
-    fn run(
-        &self,
-        job: &ShellJob,
-        log: &Path,
-        watch: Option<&dyn Fn(&str)>,
-    ) -> std::io::Result<exec::RunResult> {
-        let cmd = self.launcher.command(job);
-        let l = self.launcher.clone();
-        let j = job.clone();
-        exec::run_watched(&cmd, job.timeout, log, &move || l.cleanup(&j), watch)
-    }
 }
 
 impl Prober for CtestProber {
@@ -186,59 +150,29 @@ impl Prober for CtestProber {
                 .map(|s| s.to_string()),
         );
         let bdir = self.build_dir_name(&cmake_args);
-        phase(Phase::Build);
-        let mut build = self.job(
+        let build = super::job(
             req,
             self.build_script(&cmake_args, &bdir),
             self.build_env.clone(),
             Some(Duration::from_secs(3600).max(self.run_timeout.unwrap_or_default())),
             "build",
         );
-        let stats = self
-            .recipe
-            .ccache
-            .then(|| StatsLog::for_step(&*self.launcher, &mut build));
-        let steps = build_steps(phase);
-        let ran = self.run(&build, req.log_path, Some(&steps));
-        report.ccache = Some(match stats {
-            Some(log) => log.take().unwrap_or(Ccache::Used { hits: 0, misses: 0 }),
-            None => Ccache::NotInstalled,
-        });
-        let r = match ran {
-            Err(e) => {
-                report.signature = Some(format!("build step could not run: {e}"));
-                return report;
-            }
-            Ok(r) => r,
+        let step = super::BuildStep {
+            launcher: &self.launcher,
+            ccache: self.recipe.ccache,
+            build_only: self.build_only,
         };
-        if let Some(why) = crate::probe::step_infra_failure(&*self.launcher, &r) {
-            report.signature = Some(format!("build step: {why}"));
-            return report;
-        }
-        report.build_s = r.duration.as_secs_f64();
-        report.duration_s = report.build_s;
-        if !r.success() {
-            report.outcome = Outcome::BuildFailed;
-            report.exit_code = r.exit_code;
-            report.signal = r.signal;
-            report.signature = crate::probe::script::portable_signature(&r.output, req.checkout);
-            report.output_tail = crate::probe::script::tail(&r.output);
-            return report;
-        }
-        if self.build_only {
-            report.outcome = Outcome::Built;
-            report.signature = None;
-            report.output_tail = crate::probe::script::tail(&r.output);
+        if !step.run(req, build, phase, &mut report) {
             return report;
         }
         let mut env = self.run_env.clone();
         env.push(("GGML_NO_BACKTRACE".into(), "1".into()));
         phase(Phase::Test);
-        let test = self.job(req, self.run_script(&bdir), env, self.run_timeout, "test");
+        let test = super::job(req, self.run_script(&bdir), env, self.run_timeout, "test");
         let Some(r) = crate::probe::test_step(
             &mut report,
             &*self.launcher,
-            self.run(&test, req.log_path, None),
+            super::run(&self.launcher, &test, req.log_path, None),
         ) else {
             return report;
         };
