@@ -93,6 +93,17 @@ pub fn own_reads() -> Vec<String> {
 /// progress events.
 pub use crate::core::progress::Phase;
 
+/// An environment as a prober's identity writes it (`K=V,K=V`). Cache locations (`CCACHE_*`:
+/// `CCACHE_DIR` sits under the work dir) change nothing that is tested; keeping them out lets
+/// runners with different work dirs share results (`--resume-from-issue`).
+pub fn identity_env(v: &[(String, String)]) -> String {
+    v.iter()
+        .filter(|(k, _)| !k.starts_with("CCACHE_"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// A build step's output watcher ([`exec::run_watched`]): each status line with a count
 /// (Ninja's `[n/N]`, Make's `[ NN%]`) becomes a [`Phase::BuildStep`]; nothing else is kept.
 pub fn build_steps(phase: &dyn Fn(Phase)) -> impl Fn(&str) + '_ {

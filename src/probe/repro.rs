@@ -232,15 +232,7 @@ impl Prober for ReproProber {
     }
 
     fn slot_identity(&self) -> String {
-        // Cache locations (CCACHE_DIR sits under the work dir) change nothing that is tested; keeping
-        // them out lets runners with different work dirs share results (`--resume-from-issue`).
-        let env = |v: &[(String, String)]| {
-            v.iter()
-                .filter(|(k, _)| !k.starts_with("CCACHE_"))
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
+        let env = crate::probe::identity_env;
         // Asked-for facts change the outcome, so they are part of the identity; nothing asked
         // keeps the identity (and every stored result) of before the guard.
         let expect = if self.opts.expect.is_empty() {

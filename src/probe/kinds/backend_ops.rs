@@ -261,13 +261,7 @@ pub fn run_of_log(
 
 impl Prober for BackendOpsProber {
     fn identity(&self) -> String {
-        let env = |v: &[(String, String)]| {
-            v.iter()
-                .filter(|(k, _)| !k.starts_with("CCACHE_"))
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
+        let env = crate::probe::identity_env;
         let built = format!(
             "backend-ops:v1 recipe={} build_env=[{}] launcher={}",
             self.recipe.identity(),

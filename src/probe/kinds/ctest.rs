@@ -91,13 +91,7 @@ impl CtestProber {
 
 impl Prober for CtestProber {
     fn identity(&self) -> String {
-        let env = |v: &[(String, String)]| {
-            v.iter()
-                .filter(|(k, _)| !k.starts_with("CCACHE_"))
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
+        let env = crate::probe::identity_env;
         let built = format!(
             "ctest:v1 recipe={} build_env=[{}] launcher={}",
             self.recipe.identity(),
